@@ -1,0 +1,96 @@
+#include "driver/Compiler.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "support/Diagnostics.h"
+#include <iostream>
+
+#include "ast/ASTPrinter.h"
+#include "sema/Sema.h"
+
+namespace coconet::driver {
+namespace {
+
+constexpr size_t kCompilerStack = size_t(1) << 30;  // reserved, touched only as used
+
+void runOnLargeStack(const std::function<void()>& fn) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kCompilerStack);
+  pthread_t th;
+  auto* task = new std::function<void()>(fn);
+  auto trampoline = [](void* p) -> void* {
+    auto* f = static_cast<std::function<void()>*>(p);
+    (*f)();
+    return nullptr;
+  };
+  if (pthread_create(&th, &attr, trampoline, task) != 0) {
+    fn();  // no thread: run here
+  } else {
+    pthread_join(th, nullptr);
+  }
+  delete task;
+  pthread_attr_destroy(&attr);
+}
+
+int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
+  sema::Compilation comp;
+  DiagnosticEngine diags(comp.sources, err);
+  diags.setErrorLimit(inv.errorLimit);
+  sema::Options opts;
+  opts.defines = inv.defines;
+  opts.moduleDirs = inv.moduleDirs;
+  for (auto& d : defaultModuleDirs()) opts.moduleDirs.push_back(d);
+  sema::checkFile(comp, inv.input, opts, diags);
+  if (diags.hasErrors()) {
+    unsigned n = diags.errorCount();
+    err << n << (n == 1 ? " error" : " errors") << " generated.\n";
+    return kExitUserError;
+  }
+  if (inv.action == Action::EmitAST)
+    for (auto& p : comp.programs) ast::printTypedAST(out, *p, comp.sources);
+  return kExitOk;
+}
+
+}  // namespace
+
+std::vector<std::string> defaultModuleDirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("COCONETC_STDLIB"); env && *env) dirs.push_back(env);
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share" / "coconetc" / "stdlib";
+    if (std::filesystem::is_directory(installed, ec)) dirs.push_back(installed.string());
+  }
+  dirs.push_back(COCONETC_SOURCE_STDLIB);
+  return dirs;
+}
+
+int run(const Invocation& inv, std::ostream& out, std::ostream& err) {
+  int rc = kExitInternal;
+  runOnLargeStack([&] {
+    try {
+      rc = pipeline(inv, out, err);
+    } catch (const InternalError& e) {
+      err << "coconetc: internal compiler error: " << e.what()
+          << "\nplease report this bug with the input that caused it\n";
+      rc = kExitInternal;
+    } catch (const std::bad_alloc&) {
+      err << "coconetc: error: out of memory\n";
+      rc = kExitUserError;
+    } catch (const std::exception& e) {
+      err << "coconetc: internal compiler error: unexpected exception: " << e.what()
+          << "\nplease report this bug with the input that caused it\n";
+      rc = kExitInternal;
+    }
+  });
+  return rc;
+}
+
+}  // namespace coconet::driver

@@ -1,0 +1,33 @@
+// The compiler pipeline as the command line drives it. Later stages (ir, verify, compile)
+// hang off the same entry point.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace coconet::driver {
+
+enum class Action { Check, EmitAST };
+
+struct Invocation {
+  Action action = Action::Check;
+  std::string input;
+  std::vector<std::pair<std::string, std::string>> defines;
+  std::vector<std::string> moduleDirs;  // --stdlib / -I, before the defaults
+  unsigned errorLimit = 20;
+};
+
+// Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.
+constexpr int kExitOk = 0, kExitUserError = 1, kExitUsage = 2, kExitInternal = 3;
+
+// Runs the pipeline on a thread with a large stack (deeply nested input recurses), printing
+// results to `out` and diagnostics to `err`.
+int run(const Invocation& inv, std::ostream& out, std::ostream& err);
+
+// The stdlib folders searched after the explicit ones: $COCONETC_STDLIB, the folder installed
+// beside the executable, and the source tree's stdlib/.
+std::vector<std::string> defaultModuleDirs();
+
+}  // namespace coconet::driver

@@ -1,0 +1,65 @@
+// coconetc: the command-line driver.
+//   coconetc check PROG.cnet [-D NAME=VALUE]...
+//   coconetc emit --stage ast PROG.cnet [-D NAME=VALUE]...
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "driver/Compiler.h"
+
+using namespace coconet::driver;
+
+namespace {
+
+// Parses NAME=VALUE; returns false for a malformed binding.
+bool parseDefine(const std::string& s, std::pair<std::string, std::string>& out) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  out = {s.substr(0, eq), s.substr(eq + 1)};
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coconetc: a compiler for distributed machine-learning programs"};
+  app.set_version_flag("--version", std::string("coconetc ") + COCONETC_VERSION);
+  app.require_subcommand(1);
+
+  Invocation inv;
+  std::vector<std::string> defines;
+  auto addCommon = [&](CLI::App* sub) {
+    sub->add_option("input", inv.input, "the .cnet program")->required();
+    sub->add_option("-D,--define", defines, "bind a program parameter: -D NAME=VALUE")
+        ->type_name("NAME=VALUE");
+    sub->add_option("-I,--stdlib", inv.moduleDirs, "search this folder for imported modules first")
+        ->type_name("DIR");
+    sub->add_option("--error-limit", inv.errorLimit, "stop after this many errors (0: no limit)");
+  };
+  auto* check = app.add_subcommand("check", "parse and type-check a program; silent when it is correct");
+  addCommon(check);
+  auto* emit = app.add_subcommand("emit", "print an intermediate form of a program");
+  std::string stage;
+  emit->add_option("--stage", stage, "what to print: ast (the typed AST)")
+      ->required()
+      ->check(CLI::IsMember({"ast"}));
+  addCommon(emit);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  for (auto& d : defines) {
+    std::pair<std::string, std::string> kv;
+    if (!parseDefine(d, kv)) {
+      std::cerr << "coconetc: error: -D " << d << ": expected NAME=VALUE\n";
+      return kExitUsage;
+    }
+    inv.defines.push_back(kv);
+  }
+  inv.action = emit->parsed() ? Action::EmitAST : Action::Check;
+  return run(inv, std::cout, std::cerr);
+}

@@ -1,0 +1,868 @@
+// Semantic analysis of statements, names, parameters, process groups, requirements, modules
+// and def instantiation. Typing of operators and operations is in Ops.cpp.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "frontend/Parser.h"
+#include "sema/SemaImpl.h"
+#include "support/Strings.h"
+
+namespace coconet::sema {
+
+constexpr size_t kMaxInlineDepth = 64;
+constexpr size_t kMaxFileBytes = 64u << 20;
+
+// ---- Rendering ---------------------------------------------------------------------------
+std::string exprText(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::IntLit: return static_cast<const IntLit&>(e).text;
+    case ExprKind::FloatLit: return static_cast<const FloatLit&>(e).text;
+    case ExprKind::BoolLit: return static_cast<const BoolLit&>(e).value ? "true" : "false";
+    case ExprKind::NameRef: return static_cast<const NameRef&>(e).spelling();
+    case ExprKind::OpToken: return reduceOpName(static_cast<const OpToken&>(e).op);
+    case ExprKind::Unary: {
+      auto& u = static_cast<const Unary&>(e);
+      return std::string(unaryOpSpelling(u.op)) + exprText(*u.operand);
+    }
+    case ExprKind::Binary: {
+      auto& b = static_cast<const Binary&>(e);
+      auto side = [](const Expr& x) {
+        return x.kind == ExprKind::Binary ? "(" + exprText(x) + ")" : exprText(x);
+      };
+      return side(*b.lhs) + " " + binaryOpSpelling(b.op) + " " + side(*b.rhs);
+    }
+    case ExprKind::Call: {
+      auto& c = static_cast<const Call&>(e);
+      std::string s = c.spelling() + "(";
+      for (size_t i = 0; i < c.args.size(); ++i) {
+        if (i) s += ", ";
+        if (!c.args[i].name.empty()) s += c.args[i].name + " = ";
+        s += exprText(*c.args[i].value);
+      }
+      return s + ")";
+    }
+  }
+  return "?";
+}
+
+std::string Requirement::str() const {
+  return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str();
+}
+
+bool readFile(const std::string& path, std::string& out, std::string& error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    error = "cannot read " + quote(path) + ": it is a directory";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open " + quote(path) + ": " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  if (out.size() > kMaxFileBytes) {
+    error = "cannot read " + quote(path) + ": larger than " +
+            std::to_string(kMaxFileBytes >> 20) + " MiB";
+    return false;
+  }
+  return true;
+}
+
+// ---- Symbols and scopes ----------------------------------------------------------------------
+Symbol* Checker::newSymbol(SymbolKind k, const std::string& name, SourceLoc loc, Type t) {
+  out_.symbols.push_back(Symbol{k, name, loc, std::move(t)});
+  return &out_.symbols.back();
+}
+
+void Checker::declare(Scope& s, Symbol* sym) {
+  if (auto it = s.names.find(sym->name); it != s.names.end()) {
+    error(sym->loc, "redefinition of " + quote(sym->name), static_cast<uint32_t>(sym->name.size()));
+    if (it->second->loc.valid()) note(it->second->loc, "previous definition is here");
+    return;
+  }
+  if (globals_.names.count(sym->name)) {
+    error(sym->loc, quote(sym->name) + " is a built-in name and cannot be redefined",
+          static_cast<uint32_t>(sym->name.size()));
+    return;
+  }
+  s.names[sym->name] = sym;
+}
+
+static std::vector<std::string> visibleNames(Scope& scope) {
+  std::vector<std::string> names;
+  for (Scope* s = &scope; s; s = s->parent)
+    for (auto& [n, sym] : s->names) names.push_back(n);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Type Checker::checkName(NameRef& e, Scope& scope) {
+  uint32_t len = static_cast<uint32_t>(e.name.size());
+  Symbol* sym = scope.find(e.name);
+  if (!sym) {
+    if (ctx_ && ctx_->imports.count(e.name)) {
+      if (e.member.empty()) {
+        error(e.loc, quote(e.name) + " is a module, not a value", len);
+      } else {
+        error(e.loc, quote(e.spelling()) + " is not a value: modules hold functions; call it as " +
+                         quote(e.spelling() + "(...)"), static_cast<uint32_t>(e.spelling().size()));
+      }
+      return Type::error();
+    }
+    std::string msg = "use of undeclared name " + quote(e.name);
+    std::string guess = closestMatch(e.name, visibleNames(scope));
+    if (!guess.empty()) msg += "; did you mean " + quote(guess) + "?";
+    error(e.loc, msg, len);
+    return Type::error();
+  }
+  e.target = sym;
+  if (e.member.empty()) return sym->type;
+
+  // base.member: members of process groups.
+  if (sym->type.kind != ValueKind::Group) {
+    if (!sym->type.isError())
+      error(e.memberLoc, quote(e.name) + " has no member " + quote(e.member) +
+                             ": only process groups have members",
+            static_cast<uint32_t>(e.member.size()));
+    return Type::error();
+  }
+  const GroupInfo* g = sym->type.group;
+  if (e.member == "size") return Type::tensor(DType::I64, {}, Layout::replicated(), nullptr);
+  if (e.member == "rank") return Type::tensor(DType::I32, {}, Layout::local(), g);
+  if (e.member == "index") return Type::tensor(DType::I32, {}, Layout::replicated(), g);
+  if (e.member == "next" || e.member == "prev") {
+    if (g->depth == 0) {
+      error(e.memberLoc, "the world is a single group, so it has no " + quote(e.member) +
+                             " group; use " + quote(e.member) + " to send between ranks",
+            static_cast<uint32_t>(e.member.size()));
+      return Type::error();
+    }
+    Type t;
+    t.kind = ValueKind::Peer;
+    t.peer = e.member == "next" ? PeerKind::NextGroup : PeerKind::PrevGroup;
+    t.group = g;
+    return t;
+  }
+  error(e.memberLoc, "group " + quote(e.name) + " has no member " + quote(e.member) +
+                         "; groups have 'size', 'rank', 'index', 'next' and 'prev'",
+        static_cast<uint32_t>(e.member.size()));
+  return Type::error();
+}
+
+// ---- Sizes and requirements --------------------------------------------------------------
+std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report) {
+  auto fail = [&](const std::string& msg) -> std::optional<SizeExpr> {
+    if (report) error(e.loc, msg, e.length);
+    return std::nullopt;
+  };
+  try {
+    switch (e.kind) {
+      case ExprKind::IntLit: {
+        auto& lit = static_cast<const IntLit&>(e);
+        return SizeExpr::constant(lit.value);
+      }
+      case ExprKind::NameRef: {
+        auto& n = static_cast<const NameRef&>(e);
+        Symbol* sym = scope.find(n.name);
+        if (!sym) {
+          std::string msg = "use of undeclared name " + quote(n.name);
+          std::string guess = closestMatch(n.name, visibleNames(scope));
+          if (!guess.empty()) msg += "; did you mean " + quote(guess) + "?";
+          return fail(msg);
+        }
+        if (!n.member.empty()) {
+          if (sym->kind == SymbolKind::Group && n.member == "size") return sym->group->size;
+          return fail(quote(n.spelling()) + " is not a size; sizes are built from size parameters, "
+                      "group sizes and integer literals");
+        }
+        if (sym->kind == SymbolKind::SizeParam) {
+          if (sym->param && sym->param->bound)
+            return SizeExpr::constant(static_cast<int64_t>(sym->param->value));
+          return SizeExpr::symbol(sym->name);
+        }
+        if (sym->kind == SymbolKind::Builtin && sym->name == "nranks") return world_->size;
+        return fail(quote(n.name) + " is not a size; sizes are built from size parameters, "
+                    "group sizes and integer literals");
+      }
+      case ExprKind::Binary: {
+        auto& b = static_cast<const Binary&>(e);
+        if (b.op > BinaryOp::Mod) return fail("expected a size expression, found " + quote(exprText(e)));
+        auto l = toSize(*b.lhs, scope, report);
+        auto r = toSize(*b.rhs, scope, report);
+        if (!l || !r) return std::nullopt;
+        switch (b.op) {
+          case BinaryOp::Add: return *l + *r;
+          case BinaryOp::Sub: return *l - *r;
+          case BinaryOp::Mul: return *l * *r;
+          case BinaryOp::Div:
+            if (r->constantValue() == 0) return fail("division by zero in a size expression");
+            return SizeExpr::div(*l, *r);
+          case BinaryOp::Mod:
+            if (r->constantValue() == 0) return fail("remainder by zero in a size expression");
+            return SizeExpr::mod(*l, *r);
+          default: break;
+        }
+        return std::nullopt;
+      }
+      case ExprKind::Unary: {
+        auto& u = static_cast<const Unary&>(e);
+        if (u.op != UnaryOp::Neg) return fail("expected a size expression, found " + quote(exprText(e)));
+        auto v = toSize(*u.operand, scope, report);
+        if (!v) return std::nullopt;
+        return SizeExpr::constant(0) - *v;
+      }
+      default:
+        return fail("expected a size expression, found " + quote(exprText(e)) +
+                    "; sizes are built from size parameters, group sizes and integer literals");
+    }
+  } catch (const SizeOverflow&) {
+    return fail("size expression " + quote(exprText(e)) + " overflows 64 bits");
+  }
+}
+
+static bool holds(int64_t l, BinaryOp op, int64_t r) {
+  switch (op) {
+    case BinaryOp::Eq: return l == r;
+    case BinaryOp::Ne: return l != r;
+    case BinaryOp::Lt: return l < r;
+    case BinaryOp::Le: return l <= r;
+    case BinaryOp::Gt: return l > r;
+    case BinaryOp::Ge: return l >= r;
+    default: return false;
+  }
+}
+
+void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason,
+                             SourceLoc loc) {
+  for (auto& r : out_.requirements)
+    if (r.lhs == lhs && r.op == op && r.rhs == rhs) return;
+  out_.requirements.push_back({std::move(lhs), op, std::move(rhs), std::move(reason), loc});
+}
+
+void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what,
+                               SourceLoc loc) {
+  if (!g) return;
+  SizeExpr rem = SizeExpr::mod(n, g->size);
+  if (auto c = rem.constantValue()) {
+    if (*c == 0) return;
+  }
+  addRequirement(rem, BinaryOp::Eq, SizeExpr::constant(0), what, loc);
+}
+
+// ---- Statements --------------------------------------------------------------------------
+static const char* stmtWord(StmtKind k) {
+  switch (k) {
+    case StmtKind::Decl: return "tensor declarations ('in', 'state')";
+    case StmtKind::Group: return "'group' statements";
+    case StmtKind::Require: return "'require' statements";
+    case StmtKind::Update: return "'update' statements";
+    default: return "this statement";
+  }
+}
+
+void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
+  if (inDef && (st.kind == StmtKind::Decl || st.kind == StmtKind::Group ||
+                st.kind == StmtKind::Require || st.kind == StmtKind::Update)) {
+    error(st.loc, std::string(stmtWord(st.kind)) + " belong in a program, not in a function");
+    return;
+  }
+  switch (st.kind) {
+    case StmtKind::Decl: {
+      auto& d = static_cast<DeclStmt&>(st);
+      Shape shape;
+      bool ok = true;
+      for (auto& dim : d.dims) {
+        auto s = toSize(*dim, scope);
+        if (!s) { ok = false; continue; }
+        if (auto c = s->constantValue(); c && *c <= 0) {
+          error(dim->loc, "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) +
+                              " is " + std::to_string(*c) + "; dimensions must be positive",
+                dim->length);
+          ok = false;
+        }
+        shape.push_back(*s);
+      }
+      const GroupInfo* group = world_;
+      if (!d.group.name.empty()) {
+        Symbol* g = scope.find(d.group.name);
+        if (!g) {
+          error(d.group.loc, "use of undeclared process group " + quote(d.group.name),
+                static_cast<uint32_t>(d.group.name.size()));
+          ok = false;
+        } else if (g->kind != SymbolKind::Group) {
+          error(d.group.loc, quote(d.group.name) + " is not a process group",
+                static_cast<uint32_t>(d.group.name.size()));
+          ok = false;
+        } else {
+          group = g->group;
+        }
+      }
+      Layout layout{d.layoutKind, -1};
+      if (d.layoutKind == Layout::Sliced) {
+        int64_t dim = 0;
+        bool lit = false;
+        if (auto* il = d.slicedDim->as<IntLit>()) dim = il->value, lit = true;
+        else if (auto* u = d.slicedDim->as<Unary>(); u && u->op == UnaryOp::Neg)
+          if (auto* il2 = u->operand->as<IntLit>()) dim = -il2->value, lit = true;
+        int rank = static_cast<int>(shape.size());
+        if (!lit) {
+          error(d.slicedDim->loc, "the sliced dimension must be an integer literal",
+                d.slicedDim->length);
+          ok = false;
+        } else if (rank == 0) {
+          error(d.layoutLoc, "a scalar cannot be sliced", 6);
+          ok = false;
+        } else if (dim < -rank || dim >= rank) {
+          error(d.slicedDim->loc, "sliced(" + std::to_string(dim) + ") is out of range for " +
+                                      quote(d.name.name) + " of rank " + std::to_string(rank),
+                d.slicedDim->length);
+          ok = false;
+        } else {
+          layout.dim = static_cast<int>(dim < 0 ? dim + rank : dim);
+        }
+      }
+      Type t = ok ? Type::tensor(d.dtype, shape, layout, group) : Type::error();
+      Symbol* sym = newSymbol(d.role == Role::State ? SymbolKind::State : SymbolKind::Input,
+                              d.name.name, d.name.loc, t);
+      sym->stmt = &d;
+      d.symbol = sym;
+      declare(scope, sym);
+      (d.role == Role::State ? out_.states : out_.inputs).push_back(sym);
+      if (ok && layout.kind == Layout::Sliced)
+        requireDivisible(shape[layout.dim], group,
+                         "dimension " + std::to_string(layout.dim) + " of " + quote(d.name.name) +
+                             " is sliced over " + quote(group->name),
+                         d.name.loc);
+      return;
+    }
+    case StmtKind::Group: {
+      auto& g = static_cast<GroupStmt&>(st);
+      Type t = Type::error();
+      if (g.function.name != "split") {
+        error(g.function.loc, "unknown group operation " + quote(g.function.name) +
+                                  "; groups are made with 'split(parent, count)'",
+              static_cast<uint32_t>(g.function.name.size()));
+      } else if (Symbol* parent = scope.find(g.parent.name); !parent) {
+        error(g.parent.loc, "use of undeclared process group " + quote(g.parent.name),
+              static_cast<uint32_t>(g.parent.name.size()));
+      } else if (parent->kind != SymbolKind::Group) {
+        error(g.parent.loc, quote(g.parent.name) + " is not a process group",
+              static_cast<uint32_t>(g.parent.name.size()));
+      } else if (auto count = toSize(*g.count, scope)) {
+        if (auto c = count->constantValue(); c && *c <= 0) {
+          error(g.count->loc, "a group cannot be split into " + std::to_string(*c) + " parts",
+                g.count->length);
+        } else {
+          const GroupInfo* pg = parent->group;
+          out_.groups.push_back(GroupInfo{g.name.name, pg, *count, SizeExpr::div(pg->size, *count),
+                                          pg->depth + 1});
+          const GroupInfo* gi = &out_.groups.back();
+          SizeExpr rem = SizeExpr::mod(pg->size, *count);
+          if (rem.constantValue() != 0)
+            addRequirement(rem, BinaryOp::Eq, SizeExpr::constant(0),
+                           "group " + quote(pg->name) + " is split into " + count->str() + " parts",
+                           g.name.loc);
+          t.kind = ValueKind::Group;
+          t.group = gi;
+        }
+      }
+      Symbol* sym = newSymbol(SymbolKind::Group, g.name.name, g.name.loc, t);
+      sym->group = t.group;
+      sym->stmt = &g;
+      g.symbol = sym;
+      if (t.isError()) sym->kind = SymbolKind::Value;
+      declare(scope, sym);
+      return;
+    }
+    case StmtKind::Require: {
+      auto& r = static_cast<RequireStmt&>(st);
+      std::vector<const Expr*> parts{r.cond.get()};
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const Expr* e = parts[i];
+        auto* b = e->as<Binary>();
+        if (b && b->op == BinaryOp::And) {
+          parts.push_back(b->lhs.get());
+          parts.push_back(b->rhs.get());
+          continue;
+        }
+        if (!b || !isComparison(b->op)) {
+          error(e->loc, "'require' takes comparisons of sizes, such as 'H % world.size == 0'",
+                e->length);
+          continue;
+        }
+        auto l = toSize(*b->lhs, scope), rr = toSize(*b->rhs, scope);
+        if (!l || !rr) continue;
+        auto lc = l->constantValue(), rc = rr->constantValue();
+        if (lc && rc) {
+          if (!holds(*lc, b->op, *rc))
+            error(b->loc, "requirement " + quote(exprText(*b)) + " does not hold: " +
+                              std::to_string(*lc) + " " + binaryOpSpelling(b->op) + " " +
+                              std::to_string(*rc) + " is false",
+                  b->length);
+          continue;
+        }
+        addRequirement(*l, b->op, *rr, "stated", b->loc);
+      }
+      return;
+    }
+    case StmtKind::Let: {
+      auto& l = static_cast<LetStmt&>(st);
+      Type t = checkExpr(*l.value, scope);
+      auto* call = l.value->as<Call>();
+      size_t nresults = call && call->def ? call->results.size() : 1;
+      bool ok = !t.isError();
+      if (ok && nresults != l.names.size()) {
+        if (nresults > 1)
+          error(l.value->loc, quote(call->spelling()) + " returns " + std::to_string(nresults) +
+                                  " values, but " + std::to_string(l.names.size()) +
+                                  (l.names.size() == 1 ? " name is" : " names are") + " assigned",
+                l.value->length);
+        else
+          error(l.names[1].loc, std::to_string(l.names.size()) +
+                                    " names are assigned, but the value is a single tensor");
+        ok = false;
+      }
+      if (ok && !t.isTensor()) {
+        error(l.value->loc, "only tensors can be named; " + quote(exprText(*l.value)) + " is a " +
+                                t.str(), l.value->length);
+        ok = false;
+      }
+      for (size_t i = 0; i < l.names.size(); ++i) {
+        Type ti = !ok ? Type::error() : nresults > 1 ? call->results[i]->type : t;
+        Symbol* sym = newSymbol(SymbolKind::Value, l.names[i].name, l.names[i].loc, ti);
+        sym->stmt = &l;
+        l.symbols.push_back(sym);
+        declare(scope, sym);
+      }
+      return;
+    }
+    case StmtKind::Update: {
+      auto& u = static_cast<UpdateStmt&>(st);
+      Type t = checkExpr(*u.value, scope);
+      uint32_t len = static_cast<uint32_t>(u.name.name.size());
+      Symbol* cur = scope.find(u.name.name);
+      const Symbol* state = cur && cur->state ? cur->state : cur;
+      if (!cur) {
+        error(u.name.loc, "use of undeclared name " + quote(u.name.name), len);
+        return;
+      }
+      if (state->kind != SymbolKind::State) {
+        error(u.name.loc, quote(u.name.name) + " is not state; only tensors declared with "
+                          "'state' can be updated", len);
+        if (state->loc.valid()) note(state->loc, quote(u.name.name) + " is declared here");
+        return;
+      }
+      if (auto it = updatedAt_.find(state); it != updatedAt_.end()) {
+        error(u.name.loc, "state " + quote(u.name.name) + " is updated twice", len);
+        note(it->second, "first update is here");
+        return;
+      }
+      updatedAt_[state] = u.name.loc;
+      u.state = state;
+      Symbol* sym = newSymbol(SymbolKind::Value, u.name.name, u.name.loc, state->type);
+      sym->state = state;
+      sym->stmt = &u;
+      u.symbol = sym;
+      out_.updates[state] = sym;
+      // From here on the name denotes the updated value.
+      for (Scope* s = &scope; s; s = s->parent)
+        if (auto it = s->names.find(u.name.name); it != s->names.end()) {
+          it->second = sym;
+          break;
+        }
+      const Type& st_t = state->type;
+      if (t.isError() || st_t.isError()) return;
+      if (!t.isTensor()) {
+        error(u.value->loc, "the new value of " + quote(u.name.name) + " must be a tensor",
+              u.value->length);
+        return;
+      }
+      if (t.dtype != st_t.dtype && !isLiteral(t.dtype)) {
+        error(u.value->loc, "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) +
+                                ") with a value of type " + dtypeName(t.dtype) +
+                                "; convert it with " + dtypeName(st_t.dtype) + "(...)",
+              u.value->length);
+        return;
+      }
+      if (t.shape != st_t.shape) {
+        auto b = broadcast(t.shape, st_t.shape, u.value->loc, u.value->length, "update");
+        if (!b) return;
+        if (*b != st_t.shape) {
+          error(u.value->loc, "update of " + quote(u.name.name) + " " + shapeStr(st_t.shape) +
+                                  " with a value of shape " + shapeStr(t.shape), u.value->length);
+          return;
+        }
+      }
+      if (t.group && t.group != st_t.group) {
+        error(u.value->loc, "update of " + quote(u.name.name) + ", which lives in group " +
+                                quote(st_t.group->name) + ", with a value in group " +
+                                quote(t.group->name), u.value->length);
+        return;
+      }
+      // A value fits the state's layout if every rank has what the state keeps there.
+      bool fits = t.layout == st_t.layout || t.layout.kind == Layout::Replicated ||
+                  !t.group;
+      if (st_t.layout.kind == Layout::Local && t.layout.kind != Layout::Sliced) fits = true;
+      if (!fits)
+        error(u.value->loc, "update of " + quote(u.name.name) + " (" + st_t.layout.str() +
+                                ") with a " + t.layout.str() + " value: the layouts do not meet",
+              u.value->length);
+      return;
+    }
+    case StmtKind::Return:
+      return;  // handled by the enclosing program or def
+  }
+}
+
+// ---- Def instantiation -------------------------------------------------------------------
+Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope) {
+  uint32_t len = call.length;
+  for (auto& a : call.args)
+    if (!a.name.empty()) {
+      error(a.nameLoc, quote(call.spelling()) + " is a function; its arguments are positional",
+            static_cast<uint32_t>(a.name.size()));
+      return Type::error();
+    }
+  if (call.args.size() != def.params.size()) {
+    error(call.loc, quote(call.spelling()) + " takes " + std::to_string(def.params.size()) +
+                        " argument" + (def.params.size() == 1 ? "" : "s") + ", got " +
+                        std::to_string(call.args.size()), len);
+    note(def.name.loc, quote(def.name.name) + " is defined here");
+    return Type::error();
+  }
+  if (std::find(instStack_.begin(), instStack_.end(), &def) != instStack_.end()) {
+    error(call.loc, "recursive call of " + quote(call.spelling()) +
+                        "; functions are inlined, so they cannot call themselves", len);
+    return Type::error();
+  }
+  if (instStack_.size() >= kMaxInlineDepth) {
+    error(call.loc, "functions nest more than " + std::to_string(kMaxInlineDepth) + " calls deep", len);
+    return Type::error();
+  }
+  bool argsOk = true;
+  std::vector<Type> argTypes;
+  for (auto& a : call.args) {
+    Type t = checkExpr(*a.value, scope);
+    argsOk = argsOk && !t.isError();
+    argTypes.push_back(t);
+  }
+  if (!argsOk) return Type::error();
+
+  call.def = &def;
+  unsigned errorsBefore = diags_.errorCount();
+  Scope body{&globals_, {}};
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const Type& t = argTypes[i];
+    SymbolKind k = t.kind == ValueKind::Group ? SymbolKind::Group : SymbolKind::Value;
+    Symbol* sym = newSymbol(k, def.params[i].name, def.params[i].loc, t);
+    sym->group = t.kind == ValueKind::Group ? t.group : nullptr;
+    declare(body, sym);
+  }
+  const ModuleContext* savedCtx = ctx_;
+  ctx_ = &ctx;
+  instStack_.push_back(&def);
+  const ReturnStmt* ret = nullptr;
+  for (auto& s : def.body.stmts) {
+    call.body.push_back(cloneStmt(*s));
+    Stmt& st = *call.body.back();
+    if (ret) {
+      error(st.loc, "statement after 'return'");
+      break;
+    }
+    if (auto* r = st.as<ReturnStmt>()) {
+      ret = r;
+      for (auto& v : r->values) {
+        Type t = checkExpr(*v, body);
+        if (!t.isError() && !t.isTensor())
+          error(v->loc, "functions return tensors; " + quote(exprText(*v)) + " is a " + t.str(),
+                v->length);
+        Symbol* res = newSymbol(SymbolKind::Value, exprText(*v), v->loc, t);
+        call.results.push_back(res);
+      }
+      continue;
+    }
+    checkStmt(st, body, /*inDef=*/true);
+    if (diags_.tooManyErrors()) break;
+  }
+  instStack_.pop_back();
+  ctx_ = savedCtx;
+  if (!ret && diags_.errorCount() == errorsBefore)
+    error(def.body.close, "function " + quote(def.name.name) + " must end with 'return'");
+  if (diags_.errorCount() != errorsBefore) {
+    note(call.loc, "in the call of " + quote(call.spelling()) + " here", len);
+    return Type::error();
+  }
+  if (call.results.empty()) return Type::error();
+  return call.results[0]->type;
+}
+
+// ---- Programs ----------------------------------------------------------------------------
+static bool parseScalar(const std::string& text, DType t, double& out) {
+  if (t == DType::Bool) {
+    if (text == "true" || text == "1") return out = 1, true;
+    if (text == "false" || text == "0") return out = 0, true;
+    return false;
+  }
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
+  if (isInteger(t) && v != std::floor(v)) return false;
+  out = v;
+  return true;
+}
+
+void Checker::checkProgram(const ProgramDecl& p) {
+  out_.decl = &p;
+  ctx_ = &mainCtx_;
+  out_.groups.push_back(GroupInfo{"world", nullptr, SizeExpr::constant(1),
+                                  SizeExpr::symbol("world.size"), 0});
+  world_ = &out_.groups.front();
+  Type worldT;
+  worldT.kind = ValueKind::Group;
+  worldT.group = world_;
+  Symbol* w = newSymbol(SymbolKind::Group, "world", {}, worldT);
+  w->group = world_;
+  globals_.names["world"] = w;
+  globals_.names["rank"] =
+      newSymbol(SymbolKind::Builtin, "rank", {}, Type::tensor(DType::I32, {}, Layout::local(), world_));
+  globals_.names["nranks"] =
+      newSymbol(SymbolKind::Builtin, "nranks", {}, Type::tensor(DType::I64, {}, Layout::replicated(), nullptr));
+  for (auto [name, kind] : {std::pair{"next", PeerKind::NextRank}, {"prev", PeerKind::PrevRank}}) {
+    Type t;
+    t.kind = ValueKind::Peer;
+    t.peer = kind;
+    globals_.names[name] = newSymbol(SymbolKind::Builtin, name, {}, t);
+  }
+
+  Scope scope{&globals_, {}};
+  // Parameters, with -D bindings.
+  for (auto& prm : const_cast<ProgramDecl&>(p).params) {
+    Type t = prm.isSize ? Type::tensor(DType::I64, {}, Layout::replicated(), nullptr)
+                        : Type::tensor(prm.dtype, {}, Layout::replicated(), nullptr);
+    if (prm.defaultValue) {
+      const Expr* d = prm.defaultValue.get();
+      double sign = 1;
+      if (auto* u = d->as<Unary>(); u && u->op == UnaryOp::Neg) sign = -1, d = u->operand.get();
+      bool ok = false;
+      if (auto* il = d->as<IntLit>()) ok = true, prm.value = sign * static_cast<double>(il->value);
+      else if (auto* fl = d->as<FloatLit>()) ok = !prm.isSize && isFloat(prm.dtype), prm.value = sign * fl->value;
+      else if (auto* bl = d->as<BoolLit>()) ok = !prm.isSize && prm.dtype == DType::Bool && sign > 0, prm.value = bl->value;
+      if (ok && !prm.isSize && prm.dtype == DType::Bool && !d->as<BoolLit>()) ok = false;
+      if (ok && prm.isSize && prm.value <= 0) ok = false;
+      if (!ok) {
+        std::string want = prm.isSize ? "a positive integer"
+                           : prm.dtype == DType::Bool ? "true or false"
+                           : isInteger(prm.dtype) ? "an integer literal" : "a number literal";
+        error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) +
+                                         " of " + quote(prm.name.name) + " must be " + want,
+              prm.defaultValue->length);
+      } else {
+        prm.bound = true;  // a default binds; -D overrides it
+      }
+    }
+    for (auto& [name, value] : opts_.defines) {
+      if (name != prm.name.name) continue;
+      double v = 0;
+      bool ok = prm.isSize ? parseScalar(value, DType::I64, v) && v > 0 && v < 9.2e18
+                           : parseScalar(value, prm.dtype, v);
+      if (!ok) {
+        error({}, "-D " + name + "=" + value + ": " + quote(value) + " is not " +
+                      (prm.isSize ? std::string("a positive integer")
+                                  : std::string("a valid ") + dtypeName(prm.dtype)));
+        continue;
+      }
+      prm.value = v;
+      prm.bound = true;
+      prm.boundOnCommandLine = true;
+    }
+    Symbol* sym = newSymbol(prm.isSize ? SymbolKind::SizeParam : SymbolKind::ScalarParam,
+                            prm.name.name, prm.name.loc, t);
+    sym->param = &prm;
+    prm.symbol = sym;
+    declare(scope, sym);
+    out_.params.push_back(sym);
+  }
+
+  const ReturnStmt* ret = nullptr;
+  for (auto& s : p.body.stmts) {
+    if (diags_.tooManyErrors()) return;
+    if (ret) {
+      error(s->loc, "statement after 'return'");
+      break;
+    }
+    if (auto* r = s->as<ReturnStmt>()) {
+      ret = r;
+      std::set<std::string> seen;
+      for (auto& v : r->values) {
+        auto* n = v->as<NameRef>();
+        if (!n || !n->member.empty()) {
+          error(v->loc, "program outputs must be names; assign " + quote(exprText(*v)) +
+                            " to a name first", v->length);
+          continue;
+        }
+        Type t = checkExpr(*v, scope);
+        if (t.isError()) continue;
+        if (!t.isTensor()) {
+          error(v->loc, "program outputs are tensors; " + quote(n->name) + " is a " + t.str(),
+                v->length);
+          continue;
+        }
+        if (!seen.insert(n->name).second) {
+          error(v->loc, quote(n->name) + " is returned twice", v->length);
+          continue;
+        }
+        out_.outputs.push_back(n->target);
+      }
+      continue;
+    }
+    checkStmt(*s, scope, /*inDef=*/false);
+  }
+  if (!diags_.hasErrors() && out_.outputs.empty() && out_.updates.empty())
+    error(p.name.loc, "program " + quote(p.name.name) +
+                          " has no effect: it returns nothing and updates no state",
+          static_cast<uint32_t>(p.name.name.size()));
+}
+
+// ---- Files and modules ---------------------------------------------------------------------
+namespace {
+
+struct Loader {
+  Compilation& comp;
+  DiagnosticEngine& diags;
+  std::vector<std::string> dirs;
+  std::deque<ModuleContext> contexts;
+  std::unordered_map<std::string, ModuleContext*> byName;
+  std::vector<std::string> loading;
+
+  ModuleContext* makeContext(ast::Module& m) {
+    contexts.push_back({});
+    ModuleContext& ctx = contexts.back();
+    ctx.module = &m;
+    for (auto& d : m.defs) {
+      d->module = m.name;
+      auto [it, fresh] = ctx.defs.emplace(d->name.name, d.get());
+      if (!fresh) {
+        diags.error(d->name.loc, "redefinition of function " + quote(d->name.name),
+                    static_cast<uint32_t>(d->name.name.size()));
+        diags.note(it->second->name.loc, "previous definition is here");
+      }
+    }
+    for (auto& imp : m.imports) {
+      if (ctx.imports.count(imp.name.name)) continue;
+      if (ModuleContext* dep = load(imp.name)) ctx.imports[imp.name.name] = dep;
+    }
+    return &ctx;
+  }
+
+  ModuleContext* load(const NameLoc& name) {
+    uint32_t len = static_cast<uint32_t>(name.name.size());
+    if (auto it = byName.find(name.name); it != byName.end()) return it->second;
+    if (std::find(loading.begin(), loading.end(), name.name) != loading.end()) {
+      diags.error(name.loc, "import cycle: module " + quote(name.name) + " imports itself", len);
+      return nullptr;
+    }
+    std::string path;
+    for (auto& d : dirs) {
+      std::error_code ec;
+      std::string candidate = (std::filesystem::path(d) / (name.name + ".cnet")).string();
+      if (std::filesystem::is_regular_file(candidate, ec)) {
+        path = candidate;
+        break;
+      }
+    }
+    if (path.empty()) {
+      std::string searched;
+      for (auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d;
+      diags.error(name.loc, "cannot find module " + quote(name.name) + " (searched " + searched + ")",
+                  len);
+      return nullptr;
+    }
+    std::string text, err;
+    if (!readFile(path, text, err)) {
+      diags.error(name.loc, err, len);
+      return nullptr;
+    }
+    uint32_t file = comp.sources.add(path, std::move(text));
+    auto m = frontend::parseFile(comp.sources, file, diags);
+    if (!m) {
+      diags.note(name.loc, "while importing " + quote(name.name), len);
+      return nullptr;
+    }
+    m->name = name.name;
+    for (auto& p : m->programs)
+      diags.error(p->name.loc, "module " + quote(name.name) +
+                                   " defines a program; modules hold only functions ('def')");
+    comp.modules.push_back(std::move(m));
+    loading.push_back(name.name);
+    ModuleContext* ctx = makeContext(*comp.modules.back());
+    loading.pop_back();
+    byName[name.name] = ctx;
+    return ctx;
+  }
+};
+
+}  // namespace
+
+void checkFile(Compilation& c, const std::string& path, const Options& opts,
+               DiagnosticEngine& diags) {
+  std::string text, err;
+  if (!readFile(path, text, err)) {
+    diags.error({}, err);
+    return;
+  }
+  uint32_t file = c.sources.add(path, std::move(text));
+  auto m = frontend::parseFile(c.sources, file, diags);
+  if (!m) return;
+  m->name = std::filesystem::path(path).stem().string();
+  if (m->programs.empty() && m->defs.empty()) {
+    diags.error({file, 1, 1}, "no program or function in " + quote(path));
+    return;
+  }
+  c.modules.push_back(std::move(m));
+  ast::Module& main = *c.modules.front();
+
+  Loader loader{c, diags, {}, {}, {}, {}};
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  loader.dirs.push_back(dir.empty() ? "." : dir);
+  for (auto& d : opts.moduleDirs) loader.dirs.push_back(d);
+  loader.loading.push_back(main.name);
+  ModuleContext* mainCtx = loader.makeContext(main);
+  if (diags.hasErrors()) return;
+
+  std::unordered_map<std::string, const ProgramDecl*> names;
+  for (auto& p : main.programs) {
+    auto [it, fresh] = names.emplace(p->name.name, p.get());
+    if (!fresh) {
+      diags.error(p->name.loc, "redefinition of program " + quote(p->name.name),
+                  static_cast<uint32_t>(p->name.name.size()));
+      diags.note(it->second->name.loc, "previous definition is here");
+    }
+  }
+  std::set<std::string> used;
+  for (auto& p : main.programs) {
+    for (auto& prm : p->params) used.insert(prm.name.name);
+    c.programs.push_back(std::make_unique<CheckedProgram>());
+    Checker checker(c, *c.programs.back(), diags, *mainCtx, opts);
+    checker.checkProgram(*p);
+    if (diags.tooManyErrors()) return;
+  }
+  for (auto& [name, value] : opts.defines)
+    if (!used.count(name)) {
+      std::string where = main.programs.empty() ? "the file defines no program"
+                                                : "no program has a parameter " + quote(name);
+      diags.error({}, "-D " + name + "=" + value + ": " + where);
+    }
+}
+
+}  // namespace coconet::sema

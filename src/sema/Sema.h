@@ -1,0 +1,59 @@
+// Semantic analysis: the untyped AST of a program becomes a typed AST.
+//
+// Resolves names (parameters, tensors, groups, named statements, imported modules), inlines
+// calls of `def` functions (each call is typed on its own arguments), and gives every
+// expression its element type, symbolic shape and layout with the inference rules of
+// docs/language.md. Size constraints that the program states (`require`) or that its layouts
+// imply (a sliced dimension must divide by the group's size) are collected as requirements.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ast/AST.h"
+#include "support/Diagnostics.h"
+
+namespace coconet::sema {
+
+// A condition on sizes that must hold at run time: lhs op rhs.
+struct Requirement {
+  ast::SizeExpr lhs;
+  ast::BinaryOp op = ast::BinaryOp::Eq;
+  ast::SizeExpr rhs;
+  std::string reason;  // "stated", or what implies it
+  SourceLoc loc;
+  std::string str() const;
+};
+
+struct CheckedProgram {
+  const ast::ProgramDecl* decl = nullptr;
+  std::deque<ast::Symbol> symbols;    // every symbol of the program (stable addresses)
+  std::deque<ast::GroupInfo> groups;  // groups[0] is the world
+  std::vector<Requirement> requirements;
+  std::vector<const ast::Symbol*> params, inputs, states, outputs;
+  std::map<const ast::Symbol*, const ast::Symbol*> updates;  // state -> its new value
+};
+
+struct Options {
+  std::vector<std::pair<std::string, std::string>> defines;  // -D NAME=VALUE, in order
+  std::vector<std::string> moduleDirs;  // searched in order for `import NAME`
+};
+
+struct Compilation {
+  SourceManager sources;
+  std::vector<std::unique_ptr<ast::Module>> modules;  // modules[0]: the main file
+  std::vector<std::unique_ptr<CheckedProgram>> programs;
+};
+
+// Parses `path` (and its imports) and checks every program in it. Diagnostics go to `diags`;
+// the result is complete only when no error was reported.
+void checkFile(Compilation& c, const std::string& path, const Options& opts,
+               DiagnosticEngine& diags);
+
+// Reads a file into `out`; on failure returns a message naming it.
+bool readFile(const std::string& path, std::string& out, std::string& error);
+
+}  // namespace coconet::sema

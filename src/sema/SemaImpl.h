@@ -1,0 +1,82 @@
+// Internal to sema: the checker class shared by Sema.cpp (statements, names, defs, modules)
+// and Ops.cpp (typing of operators and built-in operations).
+#pragma once
+
+#include <unordered_map>
+
+#include "sema/Sema.h"
+
+namespace coconet::sema {
+
+using namespace ast;
+
+struct Scope {
+  Scope* parent = nullptr;
+  std::unordered_map<std::string, Symbol*> names;
+  Symbol* find(const std::string& n) {
+    for (Scope* s = this; s; s = s->parent) {
+      auto it = s->names.find(n);
+      if (it != s->names.end()) return it->second;
+    }
+    return nullptr;
+  }
+};
+
+// Where unqualified and qualified calls resolve: the module whose code is being checked.
+struct ModuleContext {
+  const Module* module = nullptr;
+  std::unordered_map<std::string, const DefDecl*> defs;
+  std::unordered_map<std::string, const ModuleContext*> imports;
+};
+
+class Checker {
+public:
+  Checker(Compilation& c, CheckedProgram& out, DiagnosticEngine& d, const ModuleContext& main,
+          const Options& opts)
+      : comp_(c), out_(out), diags_(d), mainCtx_(main), opts_(opts) {}
+
+  void checkProgram(const ProgramDecl& p);
+
+  // ---- Sema.cpp ----
+  Symbol* newSymbol(SymbolKind k, const std::string& name, SourceLoc loc, Type t);
+  void declare(Scope& s, Symbol* sym);
+  void checkStmt(Stmt& s, Scope& scope, bool inDef);
+  Type checkName(NameRef& e, Scope& scope);
+  Type instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope);
+  std::optional<SizeExpr> toSize(const Expr& e, Scope& scope, bool report = true);
+  void addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc);
+  void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what,
+                        SourceLoc loc);
+
+  // ---- Ops.cpp ----
+  Type checkExpr(Expr& e, Scope& scope);
+  Type checkCall(Call& c, Scope& scope);
+  Type checkBuiltin(Call& c, BuiltinOp op, Scope& scope);
+  // Element-wise typing of operands (broadcast shapes, combine layouts and groups).
+  Type elementwise(const std::vector<const Expr*>& operands, DType result, SourceLoc loc,
+                   uint32_t len, const std::string& what);
+  std::optional<Shape> broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len,
+                                 const std::string& what);
+  bool sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc, uint32_t len,
+                 const std::string& what);
+  bool expectTensor(const Expr& e, const std::string& what);
+
+  void error(SourceLoc loc, const std::string& msg, uint32_t len = 1) { diags_.error(loc, msg, len); }
+  void note(SourceLoc loc, const std::string& msg, uint32_t len = 1) { diags_.note(loc, msg, len); }
+
+  Compilation& comp_;
+  CheckedProgram& out_;
+  DiagnosticEngine& diags_;
+  const ModuleContext& mainCtx_;
+  const Options& opts_;
+  const ModuleContext* ctx_ = nullptr;  // module of the code being checked
+  std::vector<const DefDecl*> instStack_;
+  std::unordered_map<const Symbol*, SourceLoc> updatedAt_;
+  Scope globals_;
+  const GroupInfo* world_ = nullptr;
+};
+
+// Renders an expression's syntax for messages ("H % 4 == 0").
+std::string exprText(const Expr& e);
+
+}  // namespace coconet::sema

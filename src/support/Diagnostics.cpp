@@ -1,0 +1,138 @@
+#include "support/Diagnostics.h"
+
+#include <algorithm>
+#include <ostream>
+
+namespace coconet {
+
+uint32_t SourceManager::add(std::string name, std::string contents) {
+  File f{std::move(name), std::move(contents), {0}};
+  for (size_t i = 0; i < f.contents.size(); ++i)
+    if (f.contents[i] == '\n') f.lineStarts.push_back(i + 1);
+  files_.push_back(std::move(f));
+  return static_cast<uint32_t>(files_.size());
+}
+
+std::string_view SourceManager::line(uint32_t file, uint32_t line) const {
+  const File& f = files_.at(file - 1);
+  if (line == 0 || line > f.lineStarts.size()) return {};
+  size_t b = f.lineStarts[line - 1];
+  size_t e = line < f.lineStarts.size() ? f.lineStarts[line] - 1 : f.contents.size();
+  if (e > b && f.contents[e - 1] == '\r') --e;
+  return std::string_view(f.contents).substr(b, e - b);
+}
+
+static bool isContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+SourceLoc SourceManager::locOfOffset(uint32_t file, size_t offset) const {
+  const File& f = files_.at(file - 1);
+  auto it = std::upper_bound(f.lineStarts.begin(), f.lineStarts.end(), offset);
+  uint32_t line = static_cast<uint32_t>(it - f.lineStarts.begin());
+  size_t start = f.lineStarts[line - 1];
+  uint32_t col = 1;
+  for (size_t i = start; i < offset && i < f.contents.size(); ++i)
+    if (!isContinuation(static_cast<unsigned char>(f.contents[i]))) ++col;
+  return {file, line, col};
+}
+
+// Prints a source line with a caret under code-point column `col`. Very long lines are cut to
+// a window around the column so that a 1 MB line prints as one short line.
+static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, uint32_t length) {
+  // Split into code points (byte ranges).
+  std::vector<std::pair<size_t, size_t>> cps;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i + 1;
+    while (j < text.size() && isContinuation(static_cast<unsigned char>(text[j]))) ++j;
+    cps.push_back({i, j});
+    i = j;
+  }
+  const size_t kWindow = 100;
+  size_t c = col ? col - 1 : 0;
+  if (c > cps.size()) c = cps.size();
+  size_t first = 0, last = cps.size();
+  bool cutLeft = false, cutRight = false;
+  if (cps.size() > 2 * kWindow) {
+    first = c > kWindow / 2 ? c - kWindow / 2 : 0;
+    last = std::min(cps.size(), first + kWindow);
+    cutLeft = first > 0;
+    cutRight = last < cps.size();
+  }
+  std::string line, marks;
+  if (cutLeft) { line += "..."; marks += "   "; }
+  for (size_t k = first; k < last; ++k) {
+    std::string_view cp = text.substr(cps[k].first, cps[k].second - cps[k].first);
+    line += cp;
+    if (k < c) marks += (cp == "\t" ? '\t' : ' ');
+  }
+  if (cutRight) line += "...";
+  marks += '^';
+  size_t underline = std::min<size_t>(length ? length - 1 : 0, last > c + 1 ? last - c - 1 : 0);
+  marks.append(underline, '~');
+  os << line << '\n' << marks << '\n';
+}
+
+void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& msg, uint32_t length) {
+  if (sev == Severity::Note && suppressingNotes_) return;
+  if (sev == Severity::Error) {
+    if (limit_ && errors_ >= limit_) {
+      suppressingNotes_ = true;
+      if (!announcedLimit_) {
+        os_ << "error: too many errors emitted, stopping now\n";
+        announcedLimit_ = true;
+      }
+      return;
+    }
+    ++errors_;
+  }
+  suppressingNotes_ = false;
+  const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";
+  if (loc.valid()) {
+    os_ << sm_.name(loc.file) << ':' << loc.line << ':' << loc.col << ": " << word << ": " << msg
+        << '\n';
+    printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length);
+  } else {
+    os_ << "coconetc: " << word << ": " << msg << '\n';
+  }
+}
+
+void internalError(const std::string& what) { throw InternalError(what); }
+
+std::vector<EncodingProblem> checkEncoding(std::string_view s, size_t maxProblems) {
+  std::vector<EncodingProblem> out;
+  auto add = [&](size_t off, std::string m) { out.push_back({off, std::move(m)}); };
+  auto hex = [](unsigned char c) {
+    const char* d = "0123456789abcdef";
+    return std::string("0x") + d[c >> 4] + d[c & 15];
+  };
+  for (size_t i = 0; i < s.size() && out.size() < maxProblems;) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == 0) { add(i, "source contains a NUL byte; is this a binary file?"); ++i; continue; }
+    if (c < 0x80) { ++i; continue; }
+    size_t n = 0;
+    uint32_t cp = 0, min = 0;
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; min = 0x10000; }
+    else { add(i, "invalid UTF-8 byte " + hex(c)); ++i; continue; }
+    bool ok = true;
+    for (size_t k = 1; ok && k <= n; ++k) {
+      if (i + k >= s.size() || !isContinuation(static_cast<unsigned char>(s[i + k]))) ok = false;
+      else cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    if (!ok || cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      add(i, "invalid UTF-8 sequence starting with byte " + hex(c));
+      ++i;
+      continue;
+    }
+    i += n + 1;
+  }
+  return out;
+}
+
+std::string quote(std::string_view name) {
+  if (name.size() <= 64) return "'" + std::string(name) + "'";
+  return "'" + std::string(name.substr(0, 16)) + "..." + std::string(name.substr(name.size() - 8)) +
+         "' (" + std::to_string(name.size()) + " characters)";
+}
+
+}  // namespace coconet
