@@ -1,42 +1,18 @@
 #include "driver/Compiler.h"
 
-#include <pthread.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
-
-#include "support/Diagnostics.h"
 #include <iostream>
 
 #include "ast/ASTPrinter.h"
 #include "sema/Sema.h"
+#include "support/Diagnostics.h"
+#include "support/Thread.h"
 
 namespace coconet::driver {
 namespace {
 
 constexpr size_t kCompilerStack = size_t(1) << 30;  // reserved, touched only as used
-
-void runOnLargeStack(const std::function<void()>& fn) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, kCompilerStack);
-  pthread_t th;
-  auto* task = new std::function<void()>(fn);
-  auto trampoline = [](void* p) -> void* {
-    auto* f = static_cast<std::function<void()>*>(p);
-    (*f)();
-    return nullptr;
-  };
-  if (pthread_create(&th, &attr, trampoline, task) != 0) {
-    fn();  // no thread: run here
-  } else {
-    pthread_join(th, nullptr);
-  }
-  delete task;
-  pthread_attr_destroy(&attr);
-}
 
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   sema::Compilation comp;
@@ -74,7 +50,7 @@ std::vector<std::string> defaultModuleDirs() {
 
 int run(const Invocation& inv, std::ostream& out, std::ostream& err) {
   int rc = kExitInternal;
-  runOnLargeStack([&] {
+  runOnLargeStack(kCompilerStack, [&] {
     try {
       rc = pipeline(inv, out, err);
     } catch (const InternalError& e) {

@@ -821,6 +821,11 @@ void checkFile(Compilation& c, const std::string& path, const Options& opts,
     diags.error({}, err);
     return;
   }
+  checkSource(c, path, std::move(text), opts, diags);
+}
+
+void checkSource(Compilation& c, const std::string& path, std::string text, const Options& opts,
+                 DiagnosticEngine& diags) {
   uint32_t file = c.sources.add(path, std::move(text));
   auto m = frontend::parseFile(c.sources, file, diags);
   if (!m) return;
@@ -834,7 +839,7 @@ void checkFile(Compilation& c, const std::string& path, const Options& opts,
 
   Loader loader{c, diags, {}, {}, {}, {}};
   std::string dir = std::filesystem::path(path).parent_path().string();
-  loader.dirs.push_back(dir.empty() ? "." : dir);
+  if (opts.searchInputDir) loader.dirs.push_back(dir.empty() ? "." : dir);
   for (auto& d : opts.moduleDirs) loader.dirs.push_back(d);
   loader.loading.push_back(main.name);
   ModuleContext* mainCtx = loader.makeContext(main);

@@ -40,6 +40,7 @@ struct CheckedProgram {
 struct Options {
   std::vector<std::pair<std::string, std::string>> defines;  // -D NAME=VALUE, in order
   std::vector<std::string> moduleDirs;  // searched in order for `import NAME`
+  bool searchInputDir = true;           // search the main file's folder first
 };
 
 struct Compilation {
@@ -52,6 +53,10 @@ struct Compilation {
 // the result is complete only when no error was reported.
 void checkFile(Compilation& c, const std::string& path, const Options& opts,
                DiagnosticEngine& diags);
+
+// The same for source text already in memory (`name` is used in diagnostics).
+void checkSource(Compilation& c, const std::string& name, std::string text, const Options& opts,
+                 DiagnosticEngine& diags);
 
 // Reads a file into `out`; on failure returns a message naming it.
 bool readFile(const std::string& path, std::string& out, std::string& error);

@@ -61,7 +61,12 @@ static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, 
   if (cutLeft) { line += "..."; marks += "   "; }
   for (size_t k = first; k < last; ++k) {
     std::string_view cp = text.substr(cps[k].first, cps[k].second - cps[k].first);
-    line += cp;
+    // Control characters and malformed bytes print as '?', so a binary file cannot garble
+    // the terminal; each stays one column wide.
+    unsigned char c0 = static_cast<unsigned char>(cp[0]);
+    bool printable = cp == "\t" || (cp.size() == 1 ? c0 >= 0x20 && c0 < 0x7f
+                                                    : checkEncoding(cp).empty());
+    line += printable ? cp : std::string_view("?");
     if (k < c) marks += (cp == "\t" ? '\t' : ' ');
   }
   if (cutRight) line += "...";

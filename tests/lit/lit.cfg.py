@@ -1,0 +1,22 @@
+# lit configuration for coconetc's golden tests (IR/AST output and diagnostics).
+import os
+import lit.formats
+
+config.name = "coconetc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".cnet", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs", "lit.cfg.py"]
+
+coconetc = lit_config.params.get("coconetc")
+tools_dir = lit_config.params.get("tools_dir", "/usr/lib/llvm-14/bin")
+source_root = lit_config.params.get("source_root",
+                                    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+if not coconetc:
+    lit_config.fatal("pass --param coconetc=PATH/TO/coconetc")
+
+config.environment["PATH"] = os.pathsep.join([tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%coconetc", coconetc))
+config.substitutions.append(("%samples", os.path.join(source_root, "samples")))
+config.substitutions.append(("%stdlib", os.path.join(source_root, "stdlib")))
+config.substitutions.append(("%python", "python3"))

@@ -1,0 +1,66 @@
+// Symbolic size arithmetic: canonical forms, exact division, evaluation, overflow.
+#include <catch2/catch.hpp>
+
+#include "ast/Types.h"
+
+using namespace coconet::ast;
+
+TEST_CASE("size polynomials are canonical", "[sizes]") {
+  auto B = SizeExpr::symbol("B"), S = SizeExpr::symbol("S"), H = SizeExpr::symbol("H");
+  CHECK(B * S == S * B);
+  CHECK((B + S) * H == B * H + S * H);
+  CHECK((B * S * H).str() == "B*H*S");
+  CHECK((B - B).constantValue() == 0);
+  CHECK((B * SizeExpr::constant(2) - SizeExpr::constant(4)).str() == "2*B - 4");
+  CHECK(SizeExpr::constant(0).str() == "0");
+  CHECK((SizeExpr::constant(0) - B).str() == "-B");
+}
+
+TEST_CASE("size division is exact when it can be", "[sizes]") {
+  auto B = SizeExpr::symbol("B"), H = SizeExpr::symbol("H"), P = SizeExpr::symbol("world.size");
+  CHECK(SizeExpr::div(B * H * SizeExpr::constant(4), SizeExpr::constant(2)) == B * H * SizeExpr::constant(2));
+  CHECK(SizeExpr::div(B * H, H) == B);
+  CHECK(SizeExpr::div(H, H).constantValue() == 1);
+  SizeExpr q = SizeExpr::div(H, P);
+  CHECK_FALSE(q.isConstant());
+  CHECK(q.str() == "H / world.size");
+  CHECK(SizeExpr::mod(B * P, P).constantValue() == 0);
+  CHECK(SizeExpr::mod(SizeExpr::constant(10), SizeExpr::constant(4)).constantValue() == 2);
+  CHECK(SizeExpr::mod(H, P).str() == "H % world.size");
+  CHECK(SizeExpr::div(B + H, SizeExpr::constant(2)).str() == "(B + H) / 2");
+  CHECK_THROWS(SizeExpr::div(H, SizeExpr::constant(0)));
+}
+
+TEST_CASE("sizes evaluate with bindings", "[sizes]") {
+  auto H = SizeExpr::symbol("H"), P = SizeExpr::symbol("world.size");
+  SizeExpr e = SizeExpr::div(H * SizeExpr::constant(3), P) + SizeExpr::mod(H, P);
+  CHECK(e.evaluate({{"H", 10}, {"world.size", 4}}) == 7 + 2);
+  CHECK_FALSE(e.evaluate({{"H", 10}}).has_value());
+  CHECK_FALSE(e.evaluate({{"H", 10}, {"world.size", 0}}).has_value());
+  CHECK(e.symbols() == std::vector<std::string>{"H", "world.size"});
+}
+
+TEST_CASE("size arithmetic reports overflow", "[sizes]") {
+  auto big = SizeExpr::constant(INT64_MAX);
+  CHECK_THROWS_AS(big + SizeExpr::constant(1), SizeOverflow);
+  CHECK_THROWS_AS(big * SizeExpr::constant(2), SizeOverflow);
+  CHECK_FALSE((SizeExpr::symbol("N") * SizeExpr::symbol("N")).evaluate({{"N", INT64_MAX}}).has_value());
+}
+
+TEST_CASE("element types promote like PyTorch", "[types]") {
+  CHECK(promote(DType::F16, DType::F16) == DType::F16);
+  CHECK(promote(DType::F16, DType::F32) == DType::F32);
+  CHECK(promote(DType::F16, DType::BF16) == DType::F32);
+  CHECK(promote(DType::F16, DType::LitFloat) == DType::F16);
+  CHECK(promote(DType::LitInt, DType::BF16) == DType::BF16);
+  CHECK(promote(DType::I32, DType::LitFloat) == DType::F32);
+  CHECK(promote(DType::I32, DType::I64) == DType::I64);
+  CHECK(promote(DType::U8, DType::I8) == DType::I32);
+  CHECK(promote(DType::I64, DType::F16) == DType::F16);
+  CHECK_FALSE(promote(DType::Bool, DType::F32).has_value());
+  CHECK(promote(DType::Bool, DType::Bool) == DType::Bool);
+  CHECK(concrete(DType::LitInt) == DType::I32);
+  CHECK(concrete(DType::LitFloat) == DType::F32);
+  CHECK(dtypeFromName("bf16") == DType::BF16);
+  CHECK_FALSE(dtypeFromName("int literal").has_value());
+}
