@@ -45,7 +45,13 @@ private:
     os << v;
     return os.str();
   }
-  void indent(int n) { os_ << std::string(2 * n, ' '); }
+  // Deep trees (a 100,000-term sum) would print quadratic indentation: past kMaxIndent
+  // levels the depth is written as a number instead.
+  static constexpr int kMaxIndent = 32;
+  void indent(int n) {
+    if (n <= kMaxIndent) os_ << std::string(2 * n, ' ');
+    else os_ << std::string(2 * kMaxIndent, ' ') << "[" << n << "] ";
+  }
 
   void stmt(const Stmt& s, int d) {
     indent(d);

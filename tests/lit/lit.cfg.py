@@ -6,6 +6,9 @@ config.name = "coconetc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".cnet", ".test"]
 config.test_source_root = os.path.dirname(__file__)
+# Outputs (%t) go under the build folder when CMake runs the suite.
+if lit_config.params.get("exec_root"):
+    config.test_exec_root = lit_config.params["exec_root"]
 config.excludes = ["Inputs", "lit.cfg.py"]
 
 coconetc = lit_config.params.get("coconetc")
