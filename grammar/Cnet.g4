@@ -42,9 +42,12 @@ primary
   | FLOAT                                               # floatLit
   | (TRUE | FALSE)                                      # boolLit
   | (IDENT ('.' IDENT)? | dtype) '(' (arg (',' arg)*)? ')'  # call
-  | IDENT ('.' IDENT)?                                  # nameRef
+  | IDENT ('.' member)?                                 # nameRef
   | '(' expr ')'                                        # paren
   ;
+
+// A member of a process group: stage.size, world.rank, stage.next ('size' is also a keyword).
+member      : IDENT | SIZE ;
 
 // A call argument: an expression, `name = expression`, or a reduction operator (`allreduce(+, y)`).
 arg         : (IDENT '=')? expr | opTok=(PLUS | STAR) ;
@@ -81,7 +84,9 @@ fragment EXPONENT : [eE] [+-]? DIGITS ;
 
 LINE_COMMENT         : '//' ~[\r\n]* -> skip ;
 BLOCK_COMMENT        : '/*' .*? '*/' -> skip ;
-UNTERMINATED_COMMENT : '/*' .*? EOF ;
+// A comment that never closes: it cannot contain "*/" and must run to the end of the file, so
+// it never out-matches BLOCK_COMMENT.
+UNTERMINATED_COMMENT : '/*' ( ~'*' | '*'+ ~[*/] )* '*'* EOF ;
 WS                   : [ \t\r\n\f]+ -> skip ;
 // Any other character: the front end reports it as "unexpected character".
 BAD_CHAR             : . ;

@@ -152,6 +152,7 @@ struct Call : Expr {
   int dim = -1;                       // reductions over one dimension; -1: whole tensor
   const DefDecl* def = nullptr;       // a call of a def: its instantiated body follows
   std::vector<StmtPtr> body;          // the def's statements, typed for this call
+  std::vector<const Symbol*> params;  // the def's parameters as bound in this call
   std::vector<const Symbol*> results; // the def's returned values
   std::string spelling() const { return qualifier.empty() ? callee : qualifier + "." + callee; }
 };
@@ -254,7 +255,8 @@ struct Param {
   ExprPtr defaultValue;
   // Set by sema: a value bound by -D or a default. Sizes bound to a constant fold into shapes.
   bool bound = false;
-  double value = 0;
+  double value = 0;      // floating-point and bool parameters
+  int64_t ivalue = 0;    // sizes and integer parameters (exact)
   bool boundOnCommandLine = false;
   const Symbol* symbol = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "ast/ASTPrinter.h"
 
+#include "sema/SemaImpl.h"
+
 #include <sstream>
 
 namespace coconet::ast {
@@ -15,7 +17,9 @@ public:
     os_ << "program " << p.name.name << " " << at(p.name.loc) << "\n";
     for (auto& prm : p.params) {
       os_ << "  param " << prm.name.name << " : " << (prm.isSize ? "size" : dtypeName(prm.dtype));
-      if (prm.bound) os_ << " = " << number(prm.value) << (prm.boundOnCommandLine ? " (-D)" : "");
+      if (prm.bound)
+        os_ << " = " << (prm.isSize || isInteger(prm.dtype) ? std::to_string(prm.ivalue) : number(prm.value))
+            << (prm.boundOnCommandLine ? " (-D)" : "");
       os_ << " " << at(prm.name.loc) << "\n";
     }
     for (auto& s : p.body.stmts) stmt(*s, 1);
@@ -48,6 +52,7 @@ private:
   // Deep trees (a 100,000-term sum) would print quadratic indentation: past kMaxIndent
   // levels the depth is written as a number instead.
   static constexpr int kMaxIndent = 32;
+  static std::string exprSyntax(const Expr& e) { return sema::exprText(e); }
   void indent(int n) {
     if (n <= kMaxIndent) os_ << std::string(2 * n, ' ');
     else os_ << std::string(2 * kMaxIndent, ' ') << "[" << n << "] ";
@@ -73,8 +78,7 @@ private:
       }
       case StmtKind::Require: {
         auto& x = static_cast<const RequireStmt&>(s);
-        os_ << "require " << at(x.loc) << "\n";
-        expr(*x.cond, d + 1);
+        os_ << "require " << exprSyntax(*x.cond) << " " << at(x.loc) << "\n";
         return;
       }
       case StmtKind::Let: {

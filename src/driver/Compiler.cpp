@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "ast/ASTPrinter.h"
+#include "ir/Lower.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "support/Thread.h"
@@ -30,6 +31,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   }
   if (inv.action == Action::EmitAST)
     for (auto& p : comp.programs) ast::printTypedAST(out, *p, comp.sources);
+  if (inv.action == Action::EmitIR)
+    for (auto& p : comp.programs) out << ir::print(ir::lower(*p));
   return kExitOk;
 }
 

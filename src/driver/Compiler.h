@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST };
+enum class Action { Check, EmitAST, EmitIR };
 
 struct Invocation {
   Action action = Action::Check;

@@ -39,9 +39,9 @@ int main(int argc, char** argv) {
   addCommon(check);
   auto* emit = app.add_subcommand("emit", "print an intermediate form of a program");
   std::string stage;
-  emit->add_option("--stage", stage, "what to print: ast (the typed AST)")
+  emit->add_option("--stage", stage, "what to print: ast (the typed AST) or ir (the dataflow IR)")
       ->required()
-      ->check(CLI::IsMember({"ast"}));
+      ->check(CLI::IsMember({"ast", "ir"}));
   addCommon(emit);
 
   try {
@@ -60,6 +60,6 @@ int main(int argc, char** argv) {
     }
     inv.defines.push_back(kv);
   }
-  inv.action = emit->parsed() ? Action::EmitAST : Action::Check;
+  inv.action = !emit->parsed() ? Action::Check : stage == "ir" ? Action::EmitIR : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
 }

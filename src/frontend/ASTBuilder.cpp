@@ -223,10 +223,10 @@ private:
       return e;
     }
     if (auto* c = dynamic_cast<P::NameRefContext*>(ctx)) {
-      auto ids = c->IDENT();
-      auto e = std::make_unique<NameRef>(loc(ids[0]), ids[0]->getText(),
-                                         ids.size() > 1 ? ids[1]->getText() : "",
-                                         ids.size() > 1 ? loc(ids[1]) : SourceLoc{});
+      auto* id = c->IDENT();
+      auto* m = c->member();
+      auto e = std::make_unique<NameRef>(loc(id), id->getText(), m ? m->getText() : "",
+                                         m ? loc(m) : SourceLoc{});
       e->length = static_cast<uint32_t>(e->spelling().size());
       return e;
     }

@@ -242,7 +242,7 @@ Type Checker::checkCall(Call& c, Scope& scope) {
                        (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"), len);
       return Type::error();
     }
-    return instantiate(c, *d->second, mod, scope);
+    return singleResult(c, instantiate(c, *d->second, mod, scope));
   }
   if (auto dt = dtypeFromName(c.callee)) {
     c.op = BuiltinOp::Cast;
@@ -258,7 +258,7 @@ Type Checker::checkCall(Call& c, Scope& scope) {
     return t;
   }
   if (auto d = ctx_->defs.find(c.callee); d != ctx_->defs.end())
-    return instantiate(c, *d->second, *ctx_, scope);
+    return singleResult(c, instantiate(c, *d->second, *ctx_, scope));
 
   if (c.callee == "split") {
     error(c.loc, "'split' makes process groups: write 'group NAME = split(parent, count);'", len);
@@ -321,6 +321,15 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   return checkBuiltin(c, op, scope);
 }
 
+// A call of a def that returns several values is only a multiple assignment's value.
+Type Checker::singleResult(const Call& c, Type t) {
+  if (t.isError() || c.results.size() <= 1 || &c == multiValueCall_) return t;
+  error(c.loc, quote(c.spelling()) + " returns " + std::to_string(c.results.size()) +
+                   " values; assign them to as many names: a, b = " + c.spelling() + "(...)",
+        c.length);
+  return Type::error();
+}
+
 // ---- Built-in operations -----------------------------------------------------------------
 Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   uint32_t len = c.length;
@@ -364,6 +373,22 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   for (auto& [n, e] : named)
     if (!expectTensor(*e, name + " argument " + quote(n))) return Type::error();
 
+  // Roots and eps are read by the stage at run time: a literal or a program parameter.
+  auto constOrParam = [&](Expr* e, const char* what) -> bool {
+    const Expr* x = e;
+    if (auto* u = x->as<Unary>(); u && u->op == UnaryOp::Neg) {
+      if (std::string(what) == "the root") {
+        error(e->loc, "the root of " + name + " is a rank, so it cannot be negative", e->length);
+        return false;
+      }
+      x = u->operand.get();
+    }
+    if (x->as<IntLit>() || x->as<FloatLit>()) return true;
+    if (auto* n = x->as<NameRef>(); n && n->member.empty() && n->target && n->target->param) return true;
+    error(e->loc, std::string(what) + " of " + name + " must be a literal or a program parameter",
+          e->length);
+    return false;
+  };
   auto scalarArg = [&](Expr* e, const char* what, bool integer) -> bool {
     if (!e->type.isScalar()) {
       error(e->loc, std::string(what) + " of " + name + " must be a scalar, got " +
@@ -482,8 +507,17 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
                                " is outside [0, 1)", pos[1]->length);
         return Type::error();
       }
-      if (auto it = named.find("seed"); it != named.end())
-        if (!scalarArg(it->second, "the seed", true)) return Type::error();
+      if (auto it = named.find("seed"); it != named.end()) {
+        Expr* seed = it->second;
+        if (!scalarArg(seed, "the seed", true)) return Type::error();
+        // The mask must be the same on every rank that holds the same elements.
+        if (seed->type.group && (seed->type.layout.kind != Layout::Replicated ||
+                                 (pos[0]->type.group && seed->type.group != pos[0]->type.group))) {
+          error(seed->loc, "the seed of 'dropout' must be the same on every rank of the group; " +
+                               describe(*seed) + " is " + layoutWord(seed->type), seed->length);
+          return Type::error();
+        }
+      }
       return pos[0]->type;
     }
     case BuiltinOp::Sum: case BuiltinOp::Mean: case BuiltinOp::Norm: case BuiltinOp::ReduceMax:
@@ -554,7 +588,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
           if (!sameGroup(x, g, gg, c.loc, len, name)) return Type::error();
         }
         if (auto it = named.find("eps"); it != named.end())
-          if (!scalarArg(it->second, "eps", false)) return Type::error();
+          if (!scalarArg(it->second, "eps", false) || !constOrParam(it->second, "eps")) return Type::error();
       }
       x.dtype = *dt;
       return x;
@@ -627,6 +661,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       } else if (lb.kind == S) {
         if (la.kind == L || lb.dim == kDimB) ok = false;
         else if (!gemv && lb.dim == b.rank() - 1) out = Layout::sliced(rank - 1);
+        else if (!gemv && lb.dim < b.rank() - 2) out = Layout::sliced(lb.dim + rank - b.rank());
         else ok = false;
       } else if (la.kind == L || lb.kind == L) {
         out = Layout::local();
@@ -713,7 +748,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
           error(c.loc, "'reduce' needs a root rank: reduce(op, x, root)", len);
           return Type::error();
         }
-        if (!scalarArg(root, "the root", true)) return Type::error();
+        if (!scalarArg(root, "the root", true) || !constOrParam(root, "the root")) return Type::error();
         return Type::tensor(t.dtype, t.shape, Layout::local(), t.group);
       }
       if (t.rank() == 0) {
@@ -746,7 +781,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         error(c.loc, "'broadcast' needs a root rank: broadcast(x, root)", len);
         return Type::error();
       }
-      if (!scalarArg(root, "the root", true)) return Type::error();
+      if (!scalarArg(root, "the root", true) || !constOrParam(root, "the root")) return Type::error();
       if (x->type.layout.kind == Layout::Sliced) {
         error(x->loc, "'broadcast' needs a local or replicated tensor; " + describe(*x) + " is " +
                           x->type.layout.str(), x->length);

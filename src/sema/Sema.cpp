@@ -2,6 +2,10 @@
 // and def instantiation. Typing of operators and operations is in Ops.cpp.
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
+#include <cfloat>
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
@@ -185,8 +189,7 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
                       "group sizes and integer literals");
         }
         if (sym->kind == SymbolKind::SizeParam) {
-          if (sym->param && sym->param->bound)
-            return SizeExpr::constant(static_cast<int64_t>(sym->param->value));
+          if (sym->param && sym->param->bound) return SizeExpr::constant(sym->param->ivalue);
           return SizeExpr::symbol(sym->name);
         }
         if (sym->kind == SymbolKind::Builtin && sym->name == "nranks") return world_->size;
@@ -416,8 +419,14 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
     }
     case StmtKind::Let: {
       auto& l = static_cast<LetStmt&>(st);
-      Type t = checkExpr(*l.value, scope);
       auto* call = l.value->as<Call>();
+      multiValueCall_ = l.names.size() > 1 ? call : nullptr;
+      Type t = checkExpr(*l.value, scope);
+      multiValueCall_ = nullptr;
+      if (t.isTensor() && isLiteral(t.dtype)) {  // `c = 1.5`: a named value gets a real type
+        t.dtype = concrete(t.dtype);
+        l.value->type.dtype = t.dtype;
+      }
       size_t nresults = call && call->def ? call->results.size() : 1;
       bool ok = !t.isError();
       if (ok && nresults != l.names.size()) {
@@ -566,6 +575,7 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
     Symbol* sym = newSymbol(k, def.params[i].name, def.params[i].loc, t);
     sym->group = t.kind == ValueKind::Group ? t.group : nullptr;
     declare(body, sym);
+    call.params.push_back(sym);
   }
   const ModuleContext* savedCtx = ctx_;
   ctx_ = &ctx;
@@ -597,6 +607,8 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   ctx_ = savedCtx;
   if (!ret && diags_.errorCount() == errorsBefore)
     error(def.body.close, "function " + quote(def.name.name) + " must end with 'return'");
+  else if (ret && ret->values.empty() && diags_.errorCount() == errorsBefore)
+    error(ret->loc, "function " + quote(def.name.name) + " must return at least one value", 6);
   if (diags_.errorCount() != errorsBefore) {
     note(call.loc, "in the call of " + quote(call.spelling()) + " here", len);
     return Type::error();
@@ -606,20 +618,62 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
 }
 
 // ---- Programs ----------------------------------------------------------------------------
-static bool parseScalar(const std::string& text, DType t, double& out) {
-  if (t == DType::Bool) {
-    if (text == "true" || text == "1") return out = 1, true;
-    if (text == "false" || text == "0") return out = 0, true;
+static bool checkFloat(double v, DType t, double& dv, std::string& why) {
+  double max = t == DType::F16 ? 65504.0 : t == DType::F64 ? DBL_MAX : FLT_MAX;
+  if (std::fabs(v) > max) {
+    why = "out of range for " + std::string(dtypeName(t));
     return false;
   }
-  if (text.empty()) return false;
+  dv = v;
+  return true;
+}
+
+// Parses a parameter's value from -D text: sizes and integers in strict decimal, floats as
+// C numbers, bools as true/false/1/0; each checked against its type's range.
+static bool parseParamValue(const std::string& text, const Param& prm, double& dv, int64_t& iv,
+                            std::string& why) {
+  auto checkInt = [&](int64_t v) {
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (prm.isSize) lo = 1;
+    else if (prm.dtype == DType::I8) lo = -128, hi = 127;
+    else if (prm.dtype == DType::U8) lo = 0, hi = 255;
+    else if (prm.dtype == DType::I32) lo = INT32_MIN, hi = INT32_MAX;
+    if (v < lo || v > hi) {
+      why = prm.isSize ? "sizes must be positive"
+                       : "out of range for " + std::string(dtypeName(prm.dtype)) + " [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return false;
+    }
+    iv = v;
+    dv = static_cast<double>(v);
+    return true;
+  };
+  if (prm.isSize || isInteger(prm.dtype)) {
+    size_t start = !prm.isSize && !text.empty() && text[0] == '-' ? 1 : 0;
+    bool digits = text.size() > start;
+    for (size_t i = start; i < text.size(); ++i) digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!digits || ec != std::errc() || ptr != text.data() + text.size()) {
+      why = prm.isSize ? "not a positive decimal integer" : "not a decimal integer in range";
+      return false;
+    }
+    return checkInt(v);
+  }
+  if (prm.dtype == DType::Bool) {
+    if (text == "true" || text == "1") return dv = 1, iv = 1, true;
+    if (text == "false" || text == "0") return dv = 0, iv = 0, true;
+    why = "expected true or false";
+    return false;
+  }
   char* end = nullptr;
   errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
-  if (isInteger(t) && v != std::floor(v)) return false;
-  out = v;
-  return true;
+  double v = text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ? NAN : std::strtod(text.c_str(), &end);
+  if (!end || *end != '\0' || !std::isfinite(v)) {
+    why = "not a finite number";
+    return false;
+  }
+  return checkFloat(v, prm.dtype, dv, why);
 }
 
 void Checker::checkProgram(const ProgramDecl& p) {
@@ -655,12 +709,23 @@ void Checker::checkProgram(const ProgramDecl& p) {
       double sign = 1;
       if (auto* u = d->as<Unary>(); u && u->op == UnaryOp::Neg) sign = -1, d = u->operand.get();
       bool ok = false;
-      if (auto* il = d->as<IntLit>()) ok = true, prm.value = sign * static_cast<double>(il->value);
-      else if (auto* fl = d->as<FloatLit>()) ok = !prm.isSize && isFloat(prm.dtype), prm.value = sign * fl->value;
-      else if (auto* bl = d->as<BoolLit>()) ok = !prm.isSize && prm.dtype == DType::Bool && sign > 0, prm.value = bl->value;
-      if (ok && !prm.isSize && prm.dtype == DType::Bool && !d->as<BoolLit>()) ok = false;
-      if (ok && prm.isSize && prm.value <= 0) ok = false;
-      if (!ok) {
+      std::string why;
+      if (auto* il = d->as<IntLit>()) {
+        if (prm.isSize || isInteger(prm.dtype))
+          ok = parseParamValue((sign < 0 ? "-" : "") + il->text, prm, prm.value, prm.ivalue, why);
+        else if (isFloat(prm.dtype))
+          ok = checkFloat(sign * static_cast<double>(il->value), prm.dtype, prm.value, why);
+      } else if (auto* fl = d->as<FloatLit>()) {
+        ok = !prm.isSize && isFloat(prm.dtype) && checkFloat(sign * fl->value, prm.dtype, prm.value, why);
+      } else if (auto* bl = d->as<BoolLit>()) {
+        ok = !prm.isSize && prm.dtype == DType::Bool && sign > 0;
+        prm.value = bl->value;
+        prm.ivalue = bl->value;
+      }
+      if (!ok && !why.empty()) {
+        error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) + " of " +
+                                         quote(prm.name.name) + " is " + why, prm.defaultValue->length);
+      } else if (!ok) {
         std::string want = prm.isSize ? "a positive integer"
                            : prm.dtype == DType::Bool ? "true or false"
                            : isInteger(prm.dtype) ? "an integer literal" : "a number literal";
@@ -673,16 +738,12 @@ void Checker::checkProgram(const ProgramDecl& p) {
     }
     for (auto& [name, value] : opts_.defines) {
       if (name != prm.name.name) continue;
-      double v = 0;
-      bool ok = prm.isSize ? parseScalar(value, DType::I64, v) && v > 0 && v < 9.2e18
-                           : parseScalar(value, prm.dtype, v);
-      if (!ok) {
-        error({}, "-D " + name + "=" + value + ": " + quote(value) + " is not " +
-                      (prm.isSize ? std::string("a positive integer")
-                                  : std::string("a valid ") + dtypeName(prm.dtype)));
+      std::string why;
+      if (!parseParamValue(value, prm, prm.value, prm.ivalue, why)) {
+        error({}, "-D " + name + "=" + value + ": " + quote(value) + " is " + why + " (" +
+                      quote(prm.name.name) + " is " + (prm.isSize ? "a size" : dtypeName(prm.dtype)) + ")");
         continue;
       }
-      prm.value = v;
       prm.bound = true;
       prm.boundOnCommandLine = true;
     }

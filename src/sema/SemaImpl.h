@@ -51,6 +51,7 @@ public:
   // ---- Ops.cpp ----
   Type checkExpr(Expr& e, Scope& scope);
   Type checkCall(Call& c, Scope& scope);
+  Type singleResult(const Call& c, Type t);
   Type checkBuiltin(Call& c, BuiltinOp op, Scope& scope);
   // Element-wise typing of operands (broadcast shapes, combine layouts and groups).
   Type elementwise(const std::vector<const Expr*>& operands, DType result, SourceLoc loc,
@@ -71,6 +72,7 @@ public:
   const Options& opts_;
   const ModuleContext* ctx_ = nullptr;  // module of the code being checked
   std::vector<const DefDecl*> instStack_;
+  const Call* multiValueCall_ = nullptr;  // the value of the multiple assignment being checked
   std::unordered_map<const Symbol*, SourceLoc> updatedAt_;
   Scope globals_;
   const GroupInfo* world_ = nullptr;

@@ -90,6 +90,7 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
     ++errors_;
   }
   suppressingNotes_ = false;
+  bool atLimit = sev == Severity::Error && limit_ && errors_ == limit_;
   const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";
   if (loc.valid()) {
     os_ << sm_.name(loc.file) << ':' << loc.line << ':' << loc.col << ": " << word << ": " << msg
@@ -97,6 +98,11 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
     printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length);
   } else {
     os_ << "coconetc: " << word << ": " << msg << '\n';
+  }
+  if (atLimit && !announcedLimit_) {
+    os_ << "error: too many errors emitted, stopping now\n";
+    announcedLimit_ = true;
+    suppressingNotes_ = true;
   }
 }
 

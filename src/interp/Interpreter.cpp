@@ -1,0 +1,720 @@
+#include "interp/Interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace coconet::interp {
+
+using namespace ir;
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+// ---- Numerics ------------------------------------------------------------------------------
+static uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+static float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// float -> IEEE half -> float, round to nearest even, overflow to infinity.
+static float roundHalf(float f) {
+  uint32_t x = bitsOf(f);
+  uint32_t sign = x & 0x80000000u;
+  uint32_t a = x ^ sign;
+  if (a >= 0x7f800000u) return f;                      // inf, nan
+  if (a >= 0x477ff000u) return floatOf(sign | 0x7f800000u);  // >= 65520 rounds to inf
+  if (a < 0x38800000u) {                               // below 2^-14: half subnormals
+    float r = std::nearbyint(floatOf(a) * 16777216.0f) / 16777216.0f;  // multiples of 2^-24
+    return floatOf(sign | bitsOf(r));
+  }
+  uint32_t lsb = (a >> 13) & 1u;
+  a += 0xfffu + lsb;
+  a &= ~0x1fffu;
+  return floatOf(sign | a);
+}
+
+static float roundBf16(float f) {
+  uint32_t x = bitsOf(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return f;  // nan
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  x &= 0xffff0000u;
+  return floatOf(x);
+}
+
+template <class T>
+static double saturate(double v) {
+  if (std::isnan(v)) return 0;
+  v = std::trunc(v);
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return static_cast<double>(std::numeric_limits<T>::max());
+  return v;
+}
+
+double roundTo(DType t, double v) {
+  switch (t) {
+    case DType::F16: return roundHalf(static_cast<float>(v));
+    case DType::BF16: return roundBf16(static_cast<float>(v));
+    case DType::F32: case DType::LitFloat: return static_cast<float>(v);
+    case DType::F64: return v;
+    case DType::I8: return saturate<int8_t>(v);
+    case DType::U8: return saturate<uint8_t>(v);
+    case DType::I32: return saturate<int32_t>(v);
+    case DType::I64: case DType::LitInt: return saturate<int64_t>(v);
+    case DType::Bool: return v != 0 ? 1 : 0;
+  }
+  return v;
+}
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+float dropoutUniform(uint64_t seed, uint64_t salt, uint64_t index) {
+  uint64_t h = splitmix(seed ^ splitmix(salt ^ splitmix(index)));
+  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+// ---- Sizes and groups ----------------------------------------------------------------------
+std::map<std::string, int64_t> sizeEnv(const Config& c) {
+  auto env = c.sizes;
+  env["world.size"] = c.ranks;
+  return env;
+}
+
+int64_t evalSize(const SizeExpr& e, const Config& c, const std::string& what) {
+  auto v = e.evaluate(sizeEnv(c));
+  if (!v) throw RunError("cannot evaluate " + what + " = " + e.str() + " for these sizes");
+  return *v;
+}
+
+GroupCoord groupCoord(const GroupInfo* g, const Config& c, int r) {
+  if (!g || g->depth == 0) return {0, r, c.ranks};
+  GroupCoord pc = groupCoord(g->parent, c, r);
+  int64_t k = evalSize(g->count, c, "the number of parts of group '" + g->name + "'");
+  if (k <= 0 || pc.size % k != 0)
+    throw RunError("group '" + g->name + "' splits " + std::to_string(pc.size) + " ranks into " +
+                   std::to_string(k) + " parts: not a divisor");
+  int size = static_cast<int>(pc.size / k);
+  return {static_cast<int>(pc.instance * k + pc.pos / size), pc.pos % size, size};
+}
+
+std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
+  std::vector<int64_t> s;
+  for (auto& d : t.shape) s.push_back(evalSize(d, c, "a dimension"));
+  if (t.group && t.layout.kind == Layout::Sliced) {
+    GroupCoord gc = groupCoord(t.group, c, r);
+    int64_t& d = s[t.layout.dim];
+    if (d % gc.size != 0)
+      throw RunError("dimension " + std::to_string(t.layout.dim) + " (" + std::to_string(d) +
+                     ") is not divisible by the " + std::to_string(gc.size) + " ranks of group '" +
+                     t.group->name + "'");
+    d /= gc.size;
+  }
+  return s;
+}
+
+// ---- The machine ---------------------------------------------------------------------------
+namespace {
+
+bool floatish(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::LitFloat;
+}
+
+std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+int64_t numelOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+class Machine {
+public:
+  Machine(const Program& p, const Config& c) : p_(p), c_(c), vals_(p.stages.size()) {}
+
+  Result run(const Values& in) {
+    checkRequirements();
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      try {
+        vals_[i] = stage(s, in);
+      } catch (const RunError& e) {
+        throw RunError("in stage '" + s.name + "': " + e.what());
+      }
+    }
+    Result r;
+    for (int o : p_.outputs) r.outputs.push_back(vals_[o]);
+    for (auto& st : p_.states) r.states[st.name] = toLayout(vals_[st.exit], p_.stages[st.exit].type, st.type);
+    return r;
+  }
+
+private:
+  const Program& p_;
+  const Config& c_;
+  std::vector<PerRank> vals_;
+
+  void checkRequirements() {
+    auto env = sizeEnv(c_);
+    for (auto& r : p_.requirements) {
+      auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+      if (!l || !rr) throw RunError("cannot evaluate requirement " + r.str());
+      bool ok = false;
+      switch (r.op) {
+        case ast::BinaryOp::Eq: ok = *l == *rr; break;
+        case ast::BinaryOp::Ne: ok = *l != *rr; break;
+        case ast::BinaryOp::Lt: ok = *l < *rr; break;
+        case ast::BinaryOp::Le: ok = *l <= *rr; break;
+        case ast::BinaryOp::Gt: ok = *l > *rr; break;
+        case ast::BinaryOp::Ge: ok = *l >= *rr; break;
+        default: break;
+      }
+      if (!ok)
+        throw RunError("requirement " + r.str() + " does not hold (" + r.reason + "): " +
+                       std::to_string(*l) + " vs " + std::to_string(*rr));
+    }
+  }
+
+  Tensor zeros(const TensorType& t, int r) {
+    Tensor x;
+    x.shape = localShape(t, c_, r);
+    x.data.assign(numelOf(x.shape), 0.0);
+    return x;
+  }
+
+  // Offset of rank r's slice along the sliced dimension (0 when not sliced).
+  int64_t sliceOffset(const TensorType& t, int r, int64_t localExtent) {
+    if (!t.group || t.layout.kind != Layout::Sliced) return 0;
+    return groupCoord(t.group, c_, r).pos * localExtent;
+  }
+
+  PerRank toLayout(const PerRank& v, const TensorType& from, const TensorType& to) {
+    if (from.layout == to.layout || !to.group || to.layout.kind != Layout::Sliced) return v;
+    if (from.group && from.layout.kind == Layout::Sliced)
+      internalError("interpreter: cannot store a " + from.layout.str() + " value in " + to.layout.str() + " state");
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) out.push_back(sliceOf(v[r], to, r));
+    return out;
+  }
+
+  Tensor sliceOf(const Tensor& full, const TensorType& t, int r) {
+    Tensor x = zeros(t, r);
+    int d = t.layout.dim;
+    int64_t off = sliceOffset(t, r, x.shape[d]);
+    auto sf = strides(full.shape), sx = strides(x.shape);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      int64_t rem = i, src = 0;
+      for (size_t k = 0; k < x.shape.size(); ++k) {
+        int64_t coord = rem / sx[k];
+        rem %= sx[k];
+        src += (coord + (static_cast<int>(k) == d ? off : 0)) * sf[k];
+      }
+      x.data[i] = full.data[src];
+    }
+    return x;
+  }
+
+  PerRank stage(const Stage& s, const Values& in) {
+    switch (s.kind) {
+      case StageKind::Input: case StageKind::State: {
+        const std::string& key = s.kind == StageKind::State ? s.state : s.name;
+        auto it = in.inputs.find(key);
+        if (it == in.inputs.end()) throw RunError("no value given for '" + key + "'");
+        if (static_cast<int>(it->second.size()) != c_.ranks)
+          throw RunError("'" + key + "' has values for " + std::to_string(it->second.size()) + " ranks, not " +
+                         std::to_string(c_.ranks));
+        for (int r = 0; r < c_.ranks; ++r)
+          if (it->second[r].shape != localShape(s.type, c_, r))
+            throw RunError("the value of '" + key + "' on rank " + std::to_string(r) + " has the wrong shape");
+        return it->second;
+      }
+      case StageKind::Compute: return compute(s);
+      case StageKind::Reduce: return reduce(s);
+      case StageKind::Softmax: case StageKind::Layernorm: return rowwise(s);
+      case StageKind::Matmul: return matmul(s);
+      case StageKind::Gemv: return gemv(s);
+      case StageKind::Embedding: return embedding(s);
+      default: return collective(s);
+    }
+  }
+
+  // ---- Element-wise ----
+  PerRank compute(const Stage& s) {
+    PerRank out;
+    std::vector<double> node(s.expr.nodes.size());
+    for (int r = 0; r < c_.ranks; ++r) {
+      Tensor y = zeros(s.type, r);
+      int rank = static_cast<int>(y.shape.size());
+      std::vector<int64_t> gshape;
+      for (auto& d : s.type.shape) gshape.push_back(evalSize(d, c_, "a dimension"));
+      int sd = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
+      int64_t off = sd >= 0 ? sliceOffset(s.type, r, y.shape[sd]) : 0;
+      auto ys = strides(y.shape), gs = strides(gshape);
+      // Operand index maps: for each operand, its local shape/strides and slice offset.
+      struct Opnd {
+        const Tensor* t;
+        std::vector<int64_t> gshape, strides;
+        int rank, sd;
+        int64_t off;
+      };
+      std::vector<Opnd> ops;
+      for (int o : s.operands) {
+        const Stage& os = p_.stages[o];
+        Opnd x;
+        x.t = &vals_[o][r];
+        for (auto& d : os.type.shape) x.gshape.push_back(evalSize(d, c_, "a dimension"));
+        x.strides = strides(x.t->shape);
+        x.rank = static_cast<int>(x.gshape.size());
+        x.sd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
+        x.off = x.sd >= 0 ? sliceOffset(os.type, r, x.t->shape[x.sd]) : 0;
+        ops.push_back(std::move(x));
+      }
+      GroupCoord gc = groupCoord(s.type.group, c_, r);
+      bool local = s.type.group && s.type.layout.kind == Layout::Local;
+      std::vector<int64_t> g(rank);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        int64_t rem = i, gidx = 0;
+        for (int k = 0; k < rank; ++k) {
+          g[k] = rem / ys[k] + (k == sd ? off : 0);
+          rem %= ys[k];
+          gidx += g[k] * gs[k];
+        }
+        uint64_t key = static_cast<uint64_t>(gidx) ^ (static_cast<uint64_t>(gc.instance) << 48) ^
+                       (local ? static_cast<uint64_t>(r + 1) << 40 : 0);
+        auto operand = [&](int idx) {
+          const Opnd& x = ops[idx];
+          int64_t li = 0;
+          for (int k = 0; k < x.rank; ++k) {
+            int64_t coord = x.gshape[k] == 1 ? 0 : g[k + rank - x.rank];
+            if (k == x.sd) coord -= x.off;
+            li += coord * x.strides[k];
+          }
+          return x.t->data[li];
+        };
+        for (size_t n = 0; n < s.expr.nodes.size(); ++n) node[n] = eval(s.expr.nodes[n], node, operand, r, key);
+        y.data[i] = roundTo(s.type.dtype, node.back());
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  double param(const std::string& name, DType t) {
+    if (auto it = c_.scalars.find(name); it != c_.scalars.end()) return roundTo(t, it->second);
+    if (auto it = c_.sizes.find(name); it != c_.sizes.end()) return static_cast<double>(it->second);
+    throw RunError("no value for parameter '" + name + "'");
+  }
+
+  template <class F>
+  double eval(const ENode& n, const std::vector<double>& v, F&& operand, int r, uint64_t key) {
+    auto a = [&](int k) { return v[n.args[k]]; };
+    DType t = n.dtype;
+    bool fl = floatish(t) && t != DType::LitFloat;
+    bool integer = ast::isInteger(t) && t != DType::LitInt;
+    auto f = [](double x) { return static_cast<float>(x); };
+    auto arith = [&](auto opf, auto opd, auto opi) -> double {
+      if (fl) return opf(f(a(0)), f(a(1)));
+      if (integer) return opi(static_cast<int64_t>(a(0)), static_cast<int64_t>(a(1)));
+      return opd(a(0), a(1));
+    };
+    auto unary = [&](auto opf, auto opd) -> double { return fl ? opf(f(a(0))) : opd(a(0)); };
+    switch (n.op) {
+      case EOp::Operand: return operand(n.index);
+      case EOp::Const: return n.value;
+      case EOp::Param: return param(n.name, t);
+      case EOp::Rank: return groupCoord(n.group, c_, r).pos;
+      case EOp::GroupIndex: return groupCoord(n.group, c_, r).instance;
+      case EOp::GroupSize: return groupCoord(n.group, c_, r).size;
+      case EOp::Neg: return fl ? static_cast<double>(-f(a(0))) : -a(0);
+      case EOp::Not: return a(0) == 0 ? 1 : 0;
+      case EOp::Add:
+        return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; },
+                     [](int64_t x, int64_t y) { return static_cast<double>(x + y); });
+      case EOp::Sub:
+        return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; },
+                     [](int64_t x, int64_t y) { return static_cast<double>(x - y); });
+      case EOp::Mul:
+        return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; },
+                     [](int64_t x, int64_t y) { return static_cast<double>(x * y); });
+      case EOp::Div:
+        return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; },
+                     [](int64_t x, int64_t y) { return y == 0 ? 0.0 : static_cast<double>(x / y); });
+      case EOp::Mod:
+        return arith([](float x, float y) { return std::fmod(x, y); }, [](double x, double y) { return std::fmod(x, y); },
+                     [](int64_t x, int64_t y) { return y == 0 ? 0.0 : static_cast<double>(x % y); });
+      case EOp::Lt: return a(0) < a(1);
+      case EOp::Le: return a(0) <= a(1);
+      case EOp::Gt: return a(0) > a(1);
+      case EOp::Ge: return a(0) >= a(1);
+      case EOp::Eq: return a(0) == a(1);
+      case EOp::Ne: return a(0) != a(1);
+      case EOp::And: return a(0) != 0 && a(1) != 0;
+      case EOp::Or: return a(0) != 0 || a(1) != 0;
+      case EOp::Sqrt: return unary([](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
+      case EOp::Rsqrt: return unary([](float x) { return 1.0f / std::sqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); });
+      case EOp::Exp: return unary([](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
+      case EOp::Log: return unary([](float x) { return std::log(x); }, [](double x) { return std::log(x); });
+      case EOp::Tanh: return unary([](float x) { return std::tanh(x); }, [](double x) { return std::tanh(x); });
+      case EOp::Sigmoid:
+        return unary([](float x) { return 1.0f / (1.0f + std::exp(-x)); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+      case EOp::Abs: return std::fabs(fl ? static_cast<double>(f(a(0))) : a(0));
+      case EOp::Relu: return a(0) > 0 ? (fl ? static_cast<double>(f(a(0))) : a(0)) : 0.0;
+      case EOp::Gelu:
+        return unary([](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); },
+                     [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)); });
+      case EOp::Pow:
+        return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); },
+                     [](int64_t x, int64_t y) { return std::pow(static_cast<double>(x), static_cast<double>(y)); });
+      case EOp::Min: return std::min(a(0), a(1));
+      case EOp::Max: return std::max(a(0), a(1));
+      case EOp::Select: return a(0) != 0 ? a(1) : a(2);
+      case EOp::Cast: return roundTo(t, a(0));
+      case EOp::Dropout: {
+        float p = f(a(1));
+        uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(static_cast<int64_t>(a(2))) : c_.seed;
+        float u = dropoutUniform(seed, n.salt, key);
+        if (u < p) return 0.0;
+        return static_cast<double>(f(a(0)) * (1.0f / (1.0f - p)));
+      }
+    }
+    return 0;
+  }
+
+  // ---- Reductions and row-wise operations ----
+  static bool accFloat(DType t) { return t != DType::F64 && !ast::isInteger(t); }
+
+  PerRank reduce(const Stage& s) {
+    const Stage& xs = p_.stages[s.operands[0]];
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) {
+      const Tensor& x = vals_[s.operands[0]][r];
+      Tensor y = zeros(s.type, r);
+      int rank = static_cast<int>(x.shape.size());
+      // Global count of reduced elements (mean divides by it).
+      int64_t count = 1;
+      for (int k = 0; k < rank; ++k)
+        if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
+      auto xst = strides(x.shape);
+      int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
+      for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
+        // Output element o: its coordinates over the kept dimensions.
+        int64_t base = 0;
+        if (s.dim >= 0) {
+          int64_t rem = o;
+          auto yst = strides(y.shape);
+          int yk = 0;
+          for (int k = 0; k < rank; ++k) {
+            if (k == s.dim) continue;
+            int64_t coord = rem / yst[yk];
+            rem %= yst[yk];
+            ++yk;
+            base += coord * xst[k];
+          }
+        }
+        int64_t step = s.dim < 0 ? 1 : xst[s.dim];
+        bool useF = accFloat(s.type.dtype);
+        float af = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0f;
+        double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
+        for (int64_t i = 0; i < inner; ++i) {
+          double v = x.data[base + i * step];
+          switch (s.reduce) {
+            case ReduceKind::Sum: case ReduceKind::Mean:
+              if (useF) af += static_cast<float>(v); else ad += v;
+              break;
+            case ReduceKind::Norm:
+              if (useF) af = std::fma(static_cast<float>(v), static_cast<float>(v), af); else ad += v * v;
+              break;
+            case ReduceKind::Max: af = std::max(af, static_cast<float>(v)); ad = std::max(ad, v); break;
+            case ReduceKind::Min: af = std::min(af, static_cast<float>(v)); ad = std::min(ad, v); break;
+          }
+        }
+        double res = useF ? static_cast<double>(af) : ad;
+        if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
+        if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
+        if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
+        y.data[o] = roundTo(s.type.dtype, res);
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  PerRank rowwise(const Stage& s) {
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) {
+      const Tensor& x = vals_[s.operands[0]][r];
+      Tensor y = zeros(s.type, r);
+      int64_t n = x.shape.empty() ? 1 : x.shape.back();
+      int64_t rows = n ? x.numel() / n : 0;
+      float eps = static_cast<float>(s.eps.param.empty() ? s.eps.value : param(s.eps.param, DType::F32));
+      for (int64_t row = 0; row < rows; ++row) {
+        const double* xr = &x.data[row * n];
+        double* yr = &y.data[row * n];
+        if (s.kind == StageKind::Softmax) {
+          float mx = -INFINITY, sum = 0;
+          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<float>(xr[i]));
+          for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<float>(xr[i]) - mx);
+          for (int64_t i = 0; i < n; ++i) yr[i] = roundTo(s.type.dtype, std::exp(static_cast<float>(xr[i]) - mx) / sum);
+        } else {
+          float mean = 0, var = 0;
+          for (int64_t i = 0; i < n; ++i) mean += static_cast<float>(xr[i]);
+          mean /= static_cast<float>(n);
+          for (int64_t i = 0; i < n; ++i) {
+            float d = static_cast<float>(xr[i]) - mean;
+            var += d * d;
+          }
+          var /= static_cast<float>(n);
+          float inv = 1.0f / std::sqrt(var + eps);
+          for (int64_t i = 0; i < n; ++i) {
+            float v = (static_cast<float>(xr[i]) - mean) * inv;
+            if (s.operands.size() == 3)
+              v = v * static_cast<float>(vals_[s.operands[1]][r].data[i]) +
+                  static_cast<float>(vals_[s.operands[2]][r].data[i]);
+            yr[i] = roundTo(s.type.dtype, v);
+          }
+        }
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  // ---- Matrix operations (on each rank's local storage; the layout rules make that right) ----
+  PerRank matmul(const Stage& s) {
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) {
+      const Tensor& a = vals_[s.operands[0]][r];
+      const Tensor& b = vals_[s.operands[1]][r];
+      Tensor y = zeros(s.type, r);
+      int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()),
+          rb = static_cast<int>(b.shape.size());
+      int64_t M = y.shape[ry - 2], N = y.shape[ry - 1], K = a.shape[ra - 1];
+      if (b.shape[rb - 2] != K || a.shape[ra - 2] != M || b.shape[rb - 1] != N)
+        throw RunError("matmul operands do not fit on rank " + std::to_string(r));
+      auto as = strides(a.shape), bs = strides(b.shape), ys = strides(y.shape);
+      int64_t batches = 1;
+      for (int k = 0; k < ry - 2; ++k) batches *= y.shape[k];
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        // Batch coordinates, broadcast onto a and b.
+        int64_t aoff = 0, boff = 0, yoff = 0, rem = bi;
+        for (int k = 0; k < ry - 2; ++k) {
+          int64_t inner = 1;
+          for (int j = k + 1; j < ry - 2; ++j) inner *= y.shape[j];
+          int64_t coord = rem / inner;
+          rem %= inner;
+          yoff += coord * ys[k];
+          int ka = k - (ry - ra), kb = k - (ry - rb);
+          if (ka >= 0 && a.shape[ka] != 1) aoff += coord * as[ka];
+          if (kb >= 0 && b.shape[kb] != 1) boff += coord * bs[kb];
+        }
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            float acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+              acc = std::fma(static_cast<float>(a.data[aoff + m * as[ra - 2] + k]),
+                             static_cast<float>(b.data[boff + k * bs[rb - 2] + n]), acc);
+            y.data[yoff + m * ys[ry - 2] + n] = roundTo(s.type.dtype, acc);
+          }
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  PerRank gemv(const Stage& s) {
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) {
+      const Tensor& a = vals_[s.operands[0]][r];
+      const Tensor& x = vals_[s.operands[1]][r];
+      Tensor y = zeros(s.type, r);
+      int64_t M = a.shape[0], K = a.shape[1];
+      if (x.shape[0] != K || y.shape[0] != M) throw RunError("gemv operands do not fit on rank " + std::to_string(r));
+      for (int64_t m = 0; m < M; ++m) {
+        float acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc = std::fma(static_cast<float>(a.data[m * K + k]), static_cast<float>(x.data[k]), acc);
+        y.data[m] = roundTo(s.type.dtype, acc);
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  PerRank embedding(const Stage& s) {
+    const Stage& ts = p_.stages[s.operands[0]];
+    int64_t rowsGlobal = evalSize(ts.type.shape[0], c_, "the table's rows");
+    bool rowSliced = ts.type.group && ts.type.layout.kind == Layout::Sliced && ts.type.layout.dim == 0;
+    PerRank out;
+    for (int r = 0; r < c_.ranks; ++r) {
+      const Tensor& t = vals_[s.operands[0]][r];
+      const Tensor& idx = vals_[s.operands[1]][r];
+      Tensor y = zeros(s.type, r);
+      int64_t R = t.shape[0], D = t.shape[1];
+      int64_t off = rowSliced ? sliceOffset(ts.type, r, R) : 0;
+      for (int64_t i = 0; i < idx.numel(); ++i) {
+        int64_t v = static_cast<int64_t>(idx.data[i]);
+        if (v < 0 || v >= rowsGlobal)
+          throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) +
+                         ") of table '" + ts.name + "'");
+        int64_t lr = v - off;
+        if (lr < 0 || lr >= R) continue;  // a row another rank owns: zero here
+        for (int64_t d = 0; d < D; ++d) y.data[i * D + d] = t.data[lr * D + d];
+      }
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+
+  // ---- Communication ----
+  // Ranks of each instance of a group, in position order.
+  std::vector<std::vector<int>> instances(const GroupInfo* g) {
+    std::map<int, std::vector<std::pair<int, int>>> by;
+    for (int r = 0; r < c_.ranks; ++r) {
+      GroupCoord gc = groupCoord(g, c_, r);
+      by[gc.instance].push_back({gc.pos, r});
+    }
+    std::vector<std::vector<int>> out;
+    for (auto& [i, v] : by) {
+      std::sort(v.begin(), v.end());
+      std::vector<int> ranks;
+      for (auto& pr : v) ranks.push_back(pr.second);
+      out.push_back(ranks);
+    }
+    return out;
+  }
+
+  double combine(ReduceOp op, DType t, double acc, double v) {
+    bool f = accFloat(t);
+    switch (op) {
+      case ReduceOp::Sum: return f ? static_cast<double>(static_cast<float>(acc) + static_cast<float>(v)) : acc + v;
+      case ReduceOp::Prod: return f ? static_cast<double>(static_cast<float>(acc) * static_cast<float>(v)) : acc * v;
+      case ReduceOp::Max: return std::max(acc, v);
+      case ReduceOp::Min: return std::min(acc, v);
+    }
+    return acc;
+  }
+
+  Tensor reduceAcross(const std::vector<int>& ranks, int operand, ReduceOp op, DType t) {
+    Tensor acc = vals_[operand][ranks[0]];
+    for (size_t i = 1; i < ranks.size(); ++i) {
+      const Tensor& x = vals_[operand][ranks[i]];
+      for (int64_t e = 0; e < acc.numel(); ++e) acc.data[e] = combine(op, t, acc.data[e], x.data[e]);
+    }
+    for (auto& v : acc.data) v = roundTo(t, v);
+    return acc;
+  }
+
+  PerRank collective(const Stage& s) {
+    int x = s.operands[0];
+    const Stage& xs = p_.stages[x];
+    PerRank out(c_.ranks);
+    auto groups = instances(s.type.group);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const auto& ranks = groups[gi];
+      int n = static_cast<int>(ranks.size());
+      switch (s.kind) {
+        case StageKind::AllReduce: {
+          Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+          for (int r : ranks) out[r] = red;
+          break;
+        }
+        case StageKind::ReduceScatter: {
+          Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+          for (int r : ranks) out[r] = sliceOf(red, s.type, r);
+          break;
+        }
+        case StageKind::AllGather: {
+          Tensor full;
+          full.shape = localShape(s.type, c_, ranks[0]);
+          full.data.assign(numelOf(full.shape), 0);
+          int d = xs.type.layout.dim;
+          auto fs = strides(full.shape);
+          for (int r : ranks) {
+            const Tensor& part = vals_[x][r];
+            int64_t off = sliceOffset(xs.type, r, part.shape[d]);
+            auto ps = strides(part.shape);
+            for (int64_t i = 0; i < part.numel(); ++i) {
+              int64_t rem = i, dst = 0;
+              for (size_t k = 0; k < part.shape.size(); ++k) {
+                int64_t coord = rem / ps[k];
+                rem %= ps[k];
+                dst += (coord + (static_cast<int>(k) == d ? off : 0)) * fs[k];
+              }
+              full.data[dst] = part.data[i];
+            }
+          }
+          for (int r : ranks) out[r] = full;
+          break;
+        }
+        case StageKind::Broadcast: case StageKind::Reduce1: {
+          double rootv = s.root.param.empty() ? s.root.value : param(s.root.param, DType::I64);
+          int root = static_cast<int>(rootv);
+          if (rootv < 0 || root >= n)
+            throw RunError("root " + std::to_string(static_cast<int64_t>(rootv)) + " is not a rank of group '" +
+                           s.type.group->name + "' (" + std::to_string(n) + " ranks)");
+          if (s.kind == StageKind::Broadcast) {
+            for (int r : ranks) out[r] = vals_[x][ranks[root]];
+          } else {
+            Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+            for (int r : ranks) out[r] = r == ranks[root] ? red : zeros(s.type, r);
+          }
+          break;
+        }
+        case StageKind::AllToAll: {
+          for (int j = 0; j < n; ++j) {
+            Tensor y = zeros(s.type, ranks[j]);
+            int64_t chunk = y.numel() / n;
+            for (int i = 0; i < n; ++i) {
+              const Tensor& src = vals_[x][ranks[i]];
+              std::copy(src.data.begin() + j * chunk, src.data.begin() + (j + 1) * chunk, y.data.begin() + i * chunk);
+            }
+            out[ranks[j]] = std::move(y);
+          }
+          break;
+        }
+        case StageKind::Send: {
+          if (s.peer == Peer::NextRank || s.peer == Peer::PrevRank) {
+            for (int i = 0; i < n; ++i) {
+              int from = s.peer == Peer::NextRank ? (i + n - 1) % n : (i + 1) % n;
+              out[ranks[i]] = vals_[x][ranks[from]];
+            }
+          } else {
+            int count = static_cast<int>(groups.size());
+            int from = s.peer == Peer::NextGroup ? (static_cast<int>(gi) + count - 1) % count
+                                                 : (static_cast<int>(gi) + 1) % count;
+            for (int i = 0; i < n; ++i) out[ranks[i]] = vals_[x][groups[from][i]];
+          }
+          break;
+        }
+        default:
+          internalError(std::string("interpreter: unexpected stage kind ") + stageKindName(s.kind));
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Result run(const Program& p, const Config& c, const Values& in) { return Machine(p, c).run(in); }
+
+}  // namespace coconet::interp

@@ -1,0 +1,76 @@
+// The reference interpreter: executes an IR program for P simulated ranks on the CPU.
+//
+// Each rank holds what the GPU will hold: a replicated or local value in full, a sliced value
+// as its own slice. Arithmetic follows the IR's numerics (ir/IR.h): f16 and bf16 are emulated
+// exactly (round to nearest even), f16/bf16/f32 arithmetic is done in f32, reductions and
+// collectives accumulate in a fixed order. Dropout draws from a counter-based generator keyed
+// by (seed, stage, global element index), so a sliced and an unsliced run drop the same
+// elements.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace coconet::interp {
+
+// One rank's storage of one value.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;  // each element exactly representable in the value's dtype
+  int64_t numel() const;
+};
+
+using PerRank = std::vector<Tensor>;  // indexed by world rank
+
+// The run's bindings: every size and scalar parameter, the number of ranks, the dropout seed.
+struct Config {
+  int ranks = 1;
+  std::map<std::string, int64_t> sizes;
+  std::map<std::string, double> scalars;
+  uint64_t seed = 0;
+};
+
+struct Values {
+  std::map<std::string, PerRank> inputs;  // by input name; states by state name
+};
+
+struct Result {
+  std::vector<PerRank> outputs;            // in Program::outputs order
+  std::map<std::string, PerRank> states;   // final state values, stored with the state's layout
+};
+
+// A run-time error in the program's data (an index out of range, a requirement that does not
+// hold for these sizes): reported to the user, naming the stage or tensor.
+class RunError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Evaluates size expressions for a run (world.size = ranks).
+std::map<std::string, int64_t> sizeEnv(const Config& c);
+int64_t evalSize(const ir::SizeExpr& e, const Config& c, const std::string& what);
+
+// Per-rank storage shape of a value of type `t` on world rank `r`.
+std::vector<int64_t> localShape(const ir::TensorType& t, const Config& c, int r);
+
+// Where rank r sits in group g: which instance (0..count-1 over the world), its position in
+// the instance, and the instance's size.
+struct GroupCoord {
+  int instance, pos, size;
+};
+GroupCoord groupCoord(const ir::GroupInfo* g, const Config& c, int r);
+
+Result run(const ir::Program& p, const Config& c, const Values& in);
+
+// Rounds a value to a dtype's storage precision (f16/bf16 round to nearest even).
+double roundTo(ir::DType t, double v);
+
+// The dropout generator: a uniform float in [0, 1) with 24 random bits.
+float dropoutUniform(uint64_t seed, uint64_t salt, uint64_t index);
+
+}  // namespace coconet::interp

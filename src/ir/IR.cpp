@@ -1,0 +1,301 @@
+#include "ir/IR.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace coconet::ir {
+
+std::string TensorType::str() const {
+  std::string s = ast::dtypeName(dtype);
+  if (!shape.empty()) s += ast::shapeStr(shape);
+  s += " ";
+  s += group ? layout.str() : "uniform";
+  if (group && group->depth > 0) s += " @" + group->name;
+  return s;
+}
+
+const char* eopName(EOp op) {
+  switch (op) {
+#define X(k) \
+  case EOp::k: return #k;
+    COCONET_EOPS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* stageKindName(StageKind k) {
+  switch (k) {
+#define X(k, s) \
+  case StageKind::k: return s;
+    COCONET_STAGE_KINDS(X)
+#undef X
+  }
+  return "?";
+}
+
+bool isCollectiveKind(StageKind k) {
+  switch (k) {
+    case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
+    case StageKind::Broadcast: case StageKind::Reduce1: case StageKind::AllToAll:
+    case StageKind::Send:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* reduceKindName(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum: return "sum";
+    case ReduceKind::Mean: return "mean";
+    case ReduceKind::Norm: return "norm";
+    case ReduceKind::Max: return "max";
+    case ReduceKind::Min: return "min";
+  }
+  return "?";
+}
+
+static std::string num(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+std::string ScalarRef::str() const { return param.empty() ? num(value) : param; }
+
+std::string Requirement::str() const {
+  return lhs.str() + " " + ast::binaryOpSpelling(op) + " " + rhs.str();
+}
+
+// ---- Expressions -------------------------------------------------------------------------
+static const char* infix(EOp op) {
+  switch (op) {
+    case EOp::Add: return "+"; case EOp::Sub: return "-"; case EOp::Mul: return "*";
+    case EOp::Div: return "/"; case EOp::Mod: return "%"; case EOp::Lt: return "<";
+    case EOp::Le: return "<="; case EOp::Gt: return ">"; case EOp::Ge: return ">=";
+    case EOp::Eq: return "=="; case EOp::Ne: return "!="; case EOp::And: return "&&";
+    case EOp::Or: return "||";
+    default: return nullptr;
+  }
+}
+
+static std::string lower(const char* s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(c));
+  return r;
+}
+
+std::string Expr::str(const std::vector<std::string>& operandNames) const {
+  std::vector<std::string> text(nodes.size());
+  std::vector<bool> atomic(nodes.size(), true);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ENode& n = nodes[i];
+    auto arg = [&](int k, bool wrap) {
+      int a = n.args[k];
+      return wrap && !atomic[a] ? "(" + text[a] + ")" : text[a];
+    };
+    switch (n.op) {
+      case EOp::Operand:
+        text[i] = n.index < static_cast<int>(operandNames.size()) ? operandNames[n.index]
+                                                                 : "%" + std::to_string(n.index);
+        break;
+      case EOp::Const: text[i] = num(n.value); break;
+      case EOp::Param: text[i] = n.name; break;
+      case EOp::Rank: text[i] = n.group && n.group->depth ? n.group->name + ".rank" : "rank"; break;
+      case EOp::GroupIndex: text[i] = n.group->name + ".index"; break;
+      case EOp::GroupSize: text[i] = n.group->name + ".size"; break;
+      case EOp::Neg: text[i] = "-" + arg(0, true); break;
+      case EOp::Not: text[i] = "!" + arg(0, true); break;
+      case EOp::Cast: text[i] = std::string(ast::dtypeName(n.dtype)) + "(" + arg(0, false) + ")"; break;
+      default:
+        if (const char* op = infix(n.op)) {
+          text[i] = arg(0, true) + " " + op + " " + arg(1, true);
+          atomic[i] = false;
+        } else {
+          std::string s = lower(eopName(n.op)) + "(";
+          for (size_t k = 0; k < n.args.size(); ++k) s += (k ? ", " : "") + arg(static_cast<int>(k), false);
+          text[i] = s + ")";
+        }
+    }
+  }
+  return nodes.empty() ? "" : text.back();
+}
+
+// ---- Program -------------------------------------------------------------------------------
+int Program::find(const std::string& n) const {
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
+int Program::resolve(const std::string& n) const {
+  std::string cur = n;
+  for (int hops = 0; hops < 64; ++hops) {
+    if (int i = find(cur); i >= 0) return i;
+    auto it = aliases.find(cur);
+    if (it == aliases.end()) return -1;
+    cur = it->second;
+  }
+  return -1;
+}
+
+const FusedGroup* Program::findFused(const std::string& n) const {
+  for (auto& f : fused)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+
+std::vector<std::vector<int>> Program::users() const {
+  std::vector<std::vector<int>> u(stages.size());
+  for (size_t i = 0; i < stages.size(); ++i)
+    for (int o : stages[i].operands) u[o].push_back(static_cast<int>(i));
+  return u;
+}
+
+std::string Program::freshName(const std::string& base) const {
+  if (find(base) < 0 && !findFused(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string n = base + "." + std::to_string(i);
+    if (find(n) < 0 && !findFused(n)) return n;
+  }
+}
+
+Program clone(const Program& p) {
+  Program r;
+  r.name = p.name;
+  r.params = p.params;
+  std::unordered_map<const GroupInfo*, const GroupInfo*> map{{nullptr, nullptr}};
+  for (auto& g : p.groups) {
+    auto c = std::make_unique<GroupInfo>(*g);
+    c->parent = map.at(g->parent);
+    map[g.get()] = c.get();
+    r.groups.push_back(std::move(c));
+  }
+  r.stages = p.stages;
+  for (auto& s : r.stages) {
+    s.type.group = map.at(s.type.group);
+    for (auto& n : s.expr.nodes) n.group = map.at(n.group);
+  }
+  r.outputs = p.outputs;
+  r.outputNames = p.outputNames;
+  r.states = p.states;
+  for (auto& st : r.states) st.type.group = map.at(st.type.group);
+  r.aliases = p.aliases;
+  r.fused = p.fused;
+  r.overlaps = p.overlaps;
+  r.requirements = p.requirements;
+  return r;
+}
+
+static std::string locStr(SourceLoc l) {
+  if (!l.valid()) return "";
+  return "  <" + std::to_string(l.line) + ":" + std::to_string(l.col) + ">";
+}
+
+static std::string knobsStr(const std::map<std::string, std::string>& k) {
+  if (k.empty()) return "";
+  std::string s = " {";
+  bool first = true;
+  for (auto& [a, b] : k) {
+    s += (first ? "" : ", ") + a + " = " + b;
+    first = false;
+  }
+  return s + "}";
+}
+
+std::string print(const Program& p) {
+  std::ostringstream os;
+  os << "program " << p.name << "(";
+  for (size_t i = 0; i < p.params.size(); ++i) {
+    auto& prm = p.params[i];
+    os << (i ? ", " : "") << prm.name << ": " << (prm.isSize ? "size" : ast::dtypeName(prm.dtype));
+    if (prm.value)
+      os << " = " << (prm.isSize || ast::isInteger(prm.dtype) ? std::to_string(prm.ivalue) : num(*prm.value));
+  }
+  os << ")\n";
+  for (auto& g : p.groups)
+    if (g->depth > 0)
+      os << "  group " << g->name << " = split(" << g->parent->name << ", " << g->count.str()
+         << ")\n";
+  for (auto& s : p.stages) {
+    std::vector<std::string> names;
+    for (int o : s.operands) names.push_back(p.stages[o].name);
+    os << "  " << s.name << " = ";
+    switch (s.kind) {
+      case StageKind::Input: os << "in"; break;
+      case StageKind::State: os << "state"; break;
+      case StageKind::Compute: os << "compute { " << s.expr.str(names) << " }"; break;
+      default: {
+        os << stageKindName(s.kind);
+        if (s.kind == StageKind::Reduce) os << "." << reduceKindName(s.reduce);
+        std::vector<std::string> args;
+        if (s.kind == StageKind::AllReduce || s.kind == StageKind::ReduceScatter || s.kind == StageKind::Reduce1)
+          args.push_back(ast::reduceOpName(s.op));
+        for (auto& n : names) args.push_back(n);
+        if (s.kind == StageKind::Reduce && s.dim >= 0) args.push_back("dim = " + std::to_string(s.dim));
+        if (s.kind == StageKind::Broadcast || s.kind == StageKind::Reduce1) args.push_back("root = " + s.root.str());
+        if (s.kind == StageKind::Layernorm) args.push_back("eps = " + s.eps.str());
+        if (s.kind == StageKind::Send) {
+          const char* peers[] = {"next", "prev", "next group", "prev group"};
+          args.push_back(peers[static_cast<int>(s.peer)]);
+        }
+        os << "(";
+        for (size_t i = 0; i < args.size(); ++i) os << (i ? ", " : "") << args[i];
+        os << ")";
+      }
+    }
+    os << " : " << s.type.str();
+    if (!s.fusedInto.empty()) os << " in " << s.fusedInto;
+    os << knobsStr(s.knobs) << locStr(s.loc) << "\n";
+  }
+  for (auto& f : p.fused) {
+    os << "  fused " << f.name << " = [";
+    for (size_t i = 0; i < f.members.size(); ++i) os << (i ? ", " : "") << f.members[i];
+    os << "]" << knobsStr(f.knobs) << "\n";
+  }
+  for (auto& o : p.overlaps)
+    os << "  overlap " << o.producer << " with " << o.consumer << " {chunks = " << o.chunks << "}\n";
+  os << "  return";
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    os << (i ? ", " : " ") << p.outputNames[i]
+       << (p.outputNames[i] != p.stages[p.outputs[i]].name ? " = " + p.stages[p.outputs[i]].name : "");
+  os << "\n";
+  for (auto& st : p.states)
+    if (st.exit != st.entry)
+      os << "  update " << st.name << " = " << p.stages[st.exit].name << " : " << st.type.str() << "\n";
+  for (auto& r : p.requirements) os << "  require " << r.str() << "  (" << r.reason << ")\n";
+  return os.str();
+}
+
+void verifyStructure(const Program& p) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const Stage& s = p.stages[i];
+    if (!names.insert(s.name).second) internalError("IR: duplicate stage name '" + s.name + "'");
+    for (int o : s.operands)
+      if (o < 0 || o >= static_cast<int>(i))
+        internalError("IR: stage '" + s.name + "' reads a stage that does not precede it");
+    if (s.kind == StageKind::Compute) {
+      if (s.expr.nodes.empty()) internalError("IR: compute stage '" + s.name + "' has no expression");
+      for (size_t k = 0; k < s.expr.nodes.size(); ++k) {
+        auto& n = s.expr.nodes[k];
+        for (int a : n.args)
+          if (a < 0 || a >= static_cast<int>(k))
+            internalError("IR: malformed expression in '" + s.name + "'");
+        if (n.op == EOp::Operand && (n.index < 0 || n.index >= static_cast<int>(s.operands.size())))
+          internalError("IR: compute stage '" + s.name + "' reads a missing operand");
+      }
+    }
+  }
+  for (int o : p.outputs)
+    if (o < 0 || o >= static_cast<int>(p.stages.size())) internalError("IR: bad output");
+  for (auto& f : p.fused)
+    for (auto& m : f.members)
+      if (p.find(m) < 0) internalError("IR: fused group '" + f.name + "' names a missing stage '" + m + "'");
+}
+
+}  // namespace coconet::ir

@@ -1,0 +1,226 @@
+// The dataflow IR: a program is a list of stages in execution order.
+//
+// Each stage computes one value from the values of earlier stages: an element-wise compute
+// (an expression tree over its operands, one kernel's worth of arithmetic), a reduction, a
+// row-wise normalization, a matmul / gemv / embedding, a collective or a send. A state's
+// value on entry is a stage; its value on exit is whichever stage the program's `update`
+// named (Program::states). Every value has a dtype, a symbolic shape, a layout and a process group; every
+// stage keeps the source location it came from. Schedules (src/schedule) rewrite this IR;
+// the interpreter (src/interp) executes it for P simulated ranks.
+//
+// Numerics, shared by the interpreter and the CUDA backend: a stage's result is rounded to
+// its dtype when it is stored; inside a compute stage's expression, f16/bf16/f32 arithmetic
+// is done in f32 (f64 in f64); reductions, matmuls and collectives accumulate in f32 for
+// f16/bf16/f32 and in f64 for f64, in a fixed order (ranks in group order, elements in index
+// order). So moving element-wise work across collectives or fusing it changes no bit.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ast/AST.h"
+#include "ast/Types.h"
+#include "support/Diagnostics.h"
+
+namespace coconet::ir {
+
+using ast::DType;
+using ast::GroupInfo;
+using ast::Layout;
+using ast::ReduceOp;
+using ast::Shape;
+using ast::SizeExpr;
+
+// The type of a value (a tensor: group nullptr means uniform, the same on every rank).
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+  Layout layout;
+  const GroupInfo* group = nullptr;
+  int rank() const { return static_cast<int>(shape.size()); }
+  bool operator==(const TensorType&) const = default;
+  std::string str() const;
+};
+
+// ---- Element-wise expressions (inside compute stages) -------------------------------------
+#define COCONET_EOPS(X)                                                                  \
+  X(Operand) /* operand `index` of the stage, broadcast to the stage's shape          */ \
+  X(Const) /* a number                                                                */ \
+  X(Param) /* a scalar program parameter, by name                                     */ \
+  X(Rank) /* this rank's position in `group`                                          */ \
+  X(GroupIndex) /* which instance of `group` this rank is in                          */ \
+  X(GroupSize) /* the number of ranks in `group` (world.size for the world)           */ \
+  X(Neg) X(Not) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Lt) X(Le) X(Gt) X(Ge) X(Eq) X(Ne)  \
+  X(And) X(Or) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Tanh) X(Sigmoid) X(Abs) X(Relu) X(Gelu) \
+  X(Pow) X(Min) X(Max) X(Select)                                                         \
+  X(Cast) /* convert to `dtype` (rounding)                                            */ \
+  X(Dropout) /* args: x, p[, seed]; keeps x/(1-p) with probability 1-p               */
+
+enum class EOp : uint8_t {
+#define X(k) k,
+  COCONET_EOPS(X)
+#undef X
+};
+const char* eopName(EOp op);
+
+struct ENode {
+  EOp op;
+  DType dtype;                // the node's result type
+  std::vector<int> args;      // indices of earlier nodes of the same expression
+  int index = 0;              // Operand: operand number
+  double value = 0;           // Const
+  std::string name;           // Param: parameter name
+  const GroupInfo* group = nullptr;  // Rank, GroupIndex, GroupSize
+  uint64_t salt = 0;          // Dropout: stable id mixed into the random stream
+};
+
+// An expression DAG; the last node is the result.
+struct Expr {
+  std::vector<ENode> nodes;
+  int add(ENode n) {
+    nodes.push_back(std::move(n));
+    return static_cast<int>(nodes.size()) - 1;
+  }
+  std::string str(const std::vector<std::string>& operandNames) const;
+};
+
+// ---- Stages --------------------------------------------------------------------------------
+#define COCONET_STAGE_KINDS(X)                                                           \
+  X(Input, "in")            /* a tensor the program takes                             */ \
+  X(State, "state")         /* a state tensor's value on entry                        */ \
+  X(Compute, "compute")     /* element-wise expression over the operands              */ \
+  X(Reduce, "reduce")       /* sum/mean/norm/max/min over one dimension or all         */ \
+  X(Softmax, "softmax")     /* over the last dimension                                */ \
+  X(Layernorm, "layernorm") /* over the last dimension; operands x[, gamma, beta]      */ \
+  X(Matmul, "matmul")       /* 2-D or batched                                          */ \
+  X(Gemv, "gemv")                                                                        \
+  X(Embedding, "embedding") /* operands table, indices                                */ \
+  X(AllReduce, "allreduce")                                                              \
+  X(ReduceScatter, "reduce_scatter")                                                     \
+  X(AllGather, "all_gather")                                                             \
+  X(Broadcast, "broadcast")                                                              \
+  X(Reduce1, "reduce_to_root") /* reduce(op, x, root)                                 */ \
+  X(AllToAll, "all_to_all")                                                              \
+  X(Send, "send")
+
+enum class StageKind : uint8_t {
+#define X(k, s) k,
+  COCONET_STAGE_KINDS(X)
+#undef X
+};
+const char* stageKindName(StageKind k);
+bool isCollectiveKind(StageKind k);
+
+enum class ReduceKind : uint8_t { Sum, Mean, Norm, Max, Min };
+const char* reduceKindName(ReduceKind k);
+
+// A scalar that a stage reads at run time: a constant or a scalar parameter.
+struct ScalarRef {
+  double value = 0;
+  std::string param;  // empty: the constant
+  std::string str() const;
+};
+
+enum class Peer : uint8_t { NextRank, PrevRank, NextGroup, PrevGroup };
+
+struct Stage {
+  StageKind kind;
+  std::string name;  // unique in the program; schedules refer to stages by it
+  TensorType type;   // the value it produces
+  std::vector<int> operands;  // ids of the stages whose values it reads
+  SourceLoc loc;
+
+  // Attributes (which ones apply depends on the kind).
+  Expr expr;                        // Compute
+  ReduceOp op = ReduceOp::Sum;      // AllReduce, ReduceScatter, Reduce1
+  ReduceKind reduce = ReduceKind::Sum;  // Reduce
+  int dim = -1;                     // Reduce: -1 for all; ReduceScatter/AllGather: the dim
+  ScalarRef root;                   // Broadcast, Reduce1
+  ScalarRef eps{1e-5, ""};          // Layernorm
+  Peer peer = Peer::NextRank;       // Send
+  std::string state;                // State: the state's name
+
+  // Schedule data (plain, printable): the fused group this stage belongs to, overlap
+  // partners and tuning knobs. The algorithm never depends on them.
+  std::string fusedInto;                    // name of the fused group, or ""
+  std::map<std::string, std::string> knobs;  // chunks, blocks, algorithm, ...
+};
+
+// A group of stages the backend runs as one kernel (fuse), or a pipelined producer/consumer
+// pair (overlap). Plain data: the members' semantics are unchanged.
+struct FusedGroup {
+  std::string name;
+  std::vector<std::string> members;  // in execution order
+  std::map<std::string, std::string> knobs;
+  SourceLoc loc;                     // the schedule line that made it
+};
+
+struct Overlap {
+  std::string producer, consumer;  // stage or fused-group names
+  int chunks = 2;
+  SourceLoc loc;
+};
+
+struct Param {
+  std::string name;
+  bool isSize = false;
+  DType dtype = DType::I64;
+  std::optional<double> value;  // bound by a default or -D
+  int64_t ivalue = 0;           // the exact value of a bound size or integer parameter
+};
+
+struct Requirement {
+  SizeExpr lhs;
+  ast::BinaryOp op = ast::BinaryOp::Eq;
+  SizeExpr rhs;
+  std::string reason;
+  SourceLoc loc;
+  std::string str() const;
+};
+
+// A state tensor: the stage holding its value on entry and the stage whose value it takes
+// on exit (the entry stage itself when nothing updates it). `sliced` is set by the slice
+// primitive: the state is then kept sliced(0) across ranks between runs.
+struct StateInfo {
+  std::string name;
+  int entry = -1, exit = -1;
+  TensorType type;  // as declared (slice may change the layout to sliced(0))
+};
+
+struct Program {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<std::unique_ptr<GroupInfo>> groups;  // groups[0] is the world
+  std::vector<Stage> stages;                       // in execution order; id = index
+  std::vector<int> outputs;                        // stage ids returned, in order
+  std::vector<std::string> outputNames;
+  std::vector<StateInfo> states;
+  // Names of the program that denote another stage's value (`y = x`, a def's result): schedule
+  // names resolve through them.
+  std::map<std::string, std::string> aliases;
+  std::vector<FusedGroup> fused;
+  std::vector<Overlap> overlaps;
+  std::vector<Requirement> requirements;
+
+  int find(const std::string& stageName) const;  // -1 if absent
+  int resolve(const std::string& name) const;    // find, following aliases
+  const FusedGroup* findFused(const std::string& n) const;
+  std::vector<std::vector<int>> users() const;   // users()[id]: stages reading stage id
+  const GroupInfo* world() const { return groups.front().get(); }
+  std::string freshName(const std::string& base) const;
+};
+
+// Deep copy (groups are copied and every pointer re-targeted).
+Program clone(const Program& p);
+
+// Readable text form; `emit --stage ir` prints it.
+std::string print(const Program& p);
+
+// Structural checks (operands precede users, names unique, types consistent); a failure is
+// an internal error naming the stage.
+void verifyStructure(const Program& p);
+
+}  // namespace coconet::ir
