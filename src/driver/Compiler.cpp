@@ -6,6 +6,7 @@
 
 #include "ast/ASTPrinter.h"
 #include "ir/Lower.h"
+#include "verify/Verify.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "support/Thread.h"
@@ -33,6 +34,24 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
     for (auto& p : comp.programs) ast::printTypedAST(out, *p, comp.sources);
   if (inv.action == Action::EmitIR)
     for (auto& p : comp.programs) out << ir::print(ir::lower(*p));
+  if (inv.action == Action::Verify) {
+    if (comp.programs.empty()) {
+      err << "coconetc: error: " << inv.input << " defines no program to verify\n";
+      return kExitUserError;
+    }
+    int rc = kExitOk;
+    for (auto& p : comp.programs) {
+      ir::Program base = ir::lower(*p);
+      ir::Program sched = ir::clone(base);
+      out << "verify " << base.name << " (no schedule)\n";
+      verify::Options vo;
+      vo.ranks = inv.ranks;
+      vo.seed = inv.seed;
+      vo.dumpDir = inv.dumpDir;
+      if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
+    }
+    return rc;
+  }
   return kExitOk;
 }
 

@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR };
+enum class Action { Check, EmitAST, EmitIR, Verify };
 
 struct Invocation {
   Action action = Action::Check;
@@ -17,6 +17,10 @@ struct Invocation {
   std::vector<std::pair<std::string, std::string>> defines;
   std::vector<std::string> moduleDirs;  // --stdlib / -I, before the defaults
   unsigned errorLimit = 20;
+  // verify
+  std::vector<int> ranks{1, 2, 3, 4, 8};
+  uint64_t seed = 1;
+  std::string dumpDir;
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

@@ -2,7 +2,9 @@
 //   coconetc check PROG.cnet [-D NAME=VALUE]...
 //   coconetc emit --stage ast PROG.cnet [-D NAME=VALUE]...
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <iostream>
+#include <sstream>
 
 #include "driver/Compiler.h"
 
@@ -44,6 +46,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ast", "ir"}));
   addCommon(emit);
 
+  auto* verify = app.add_subcommand("verify", "run the program and its scheduled form on the CPU for "
+                                               "several rank counts and compare every output and state");
+  addCommon(verify);
+  std::string ranks = "1,2,3,4,8";
+  verify->add_option("--ranks", ranks, "rank counts to simulate, comma-separated")->capture_default_str();
+  verify->add_option("--seed", inv.seed, "random seed for sizes, inputs and dropout")->capture_default_str();
+  verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")
+      ->type_name("DIR");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -60,6 +71,20 @@ int main(int argc, char** argv) {
     }
     inv.defines.push_back(kv);
   }
-  inv.action = !emit->parsed() ? Action::Check : stage == "ir" ? Action::EmitIR : Action::EmitAST;
+  if (verify->parsed()) {
+    inv.ranks.clear();
+    std::stringstream ss(ranks);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      int v = 0;
+      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 1024) {
+        std::cerr << "coconetc: error: --ranks " << ranks << ": '" << item << "' is not a rank count in [1, 1024]\n";
+        return kExitUsage;
+      }
+      inv.ranks.push_back(v);
+    }
+    inv.action = Action::Verify;
+  } else inv.action = !emit->parsed() ? Action::Check : stage == "ir" ? Action::EmitIR : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
 }

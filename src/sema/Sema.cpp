@@ -420,9 +420,10 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
     case StmtKind::Let: {
       auto& l = static_cast<LetStmt&>(st);
       auto* call = l.value->as<Call>();
+      const Call* outer = multiValueCall_;  // a def's body is checked inside its caller's let
       multiValueCall_ = l.names.size() > 1 ? call : nullptr;
       Type t = checkExpr(*l.value, scope);
-      multiValueCall_ = nullptr;
+      multiValueCall_ = outer;
       if (t.isTensor() && isLiteral(t.dtype)) {  // `c = 1.5`: a named value gets a real type
         t.dtype = concrete(t.dtype);
         l.value->type.dtype = t.dtype;

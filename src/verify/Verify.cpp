@@ -1,0 +1,439 @@
+#include "verify/Verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "interp/Interpreter.h"
+
+namespace coconet::verify {
+
+using namespace ir;
+using interp::Config;
+using interp::PerRank;
+using interp::Tensor;
+
+namespace {
+
+constexpr int kSizeTries = 4000;
+constexpr int64_t kMaxElements = 1 << 16;  // per tensor, to keep P = 8 runs fast
+
+bool requirementsHold(const Program& p, const Config& c) {
+  auto env = interp::sizeEnv(c);
+  for (auto& r : p.requirements) {
+    auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+    if (!l || !rr) return false;
+    bool ok = r.op == ast::BinaryOp::Eq   ? *l == *rr
+              : r.op == ast::BinaryOp::Ne ? *l != *rr
+              : r.op == ast::BinaryOp::Lt ? *l < *rr
+              : r.op == ast::BinaryOp::Le ? *l <= *rr
+              : r.op == ast::BinaryOp::Gt ? *l > *rr
+                                          : *l >= *rr;
+    if (!ok) return false;
+  }
+  // Every group must split evenly, and every tensor must stay small.
+  try {
+    for (auto& s : p.stages) {
+      int64_t n = 1;
+      for (int r = 0; r < c.ranks; ++r) {
+        auto shape = interp::localShape(s.type, c, r);
+        n = 1;
+        for (auto d : shape) {
+          if (d <= 0) return false;
+          n *= d;
+        }
+        if (n > kMaxElements) return false;
+      }
+    }
+  } catch (const interp::RunError&) {
+    return false;
+  }
+  return true;
+}
+
+// Picks values for the unbound sizes: half the time a multiple of the rank count, so that
+// divisibility requirements can be met, otherwise any small value, so that uneven sizes are
+// covered where the program admits them.
+bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng) {
+  std::vector<std::string> free;
+  for (auto& prm : a.params) {
+    if (!prm.isSize) continue;
+    if (prm.value) c.sizes[prm.name] = prm.ivalue;
+    else free.push_back(prm.name);
+  }
+  for (int t = 0; t < kSizeTries; ++t) {
+    int cap = t < kSizeTries / 2 ? 3 : 1;  // later tries look at smaller sizes
+    for (auto& n : free) {
+      if (rng() % 2) c.sizes[n] = c.ranks * static_cast<int64_t>(1 + rng() % cap);
+      else c.sizes[n] = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
+    }
+    if (requirementsHold(a, c) && requirementsHold(b, c)) return true;
+  }
+  return false;
+}
+
+// Scalar parameters without a value: a root is a rank of the smallest group; other integers are
+// small positive numbers (Adam's step); floats lie in [0.05, 0.45] (rates, probabilities).
+void chooseScalars(const Program& p, Config& c, std::mt19937_64& rng) {
+  std::set<std::string> roots;
+  for (auto& s : p.stages)
+    if (!s.root.param.empty()) roots.insert(s.root.param);
+  int smallest = c.ranks;
+  for (auto& s : p.stages)
+    if (s.type.group) smallest = std::min(smallest, interp::groupCoord(s.type.group, c, 0).size);
+  std::uniform_real_distribution<double> uf(0.05, 0.45);
+  for (auto& prm : p.params) {
+    if (prm.isSize) continue;
+    if (prm.value) {
+      c.scalars[prm.name] = ast::isInteger(prm.dtype) ? static_cast<double>(prm.ivalue) : *prm.value;
+      continue;
+    }
+    if (roots.count(prm.name)) c.scalars[prm.name] = static_cast<double>(rng() % smallest);
+    else if (prm.dtype == DType::Bool) c.scalars[prm.name] = static_cast<double>(rng() % 2);
+    else if (ast::isInteger(prm.dtype)) c.scalars[prm.name] = static_cast<double>(1 + rng() % 8);
+    else c.scalars[prm.name] = interp::roundTo(prm.dtype, uf(rng));
+  }
+}
+
+std::vector<int64_t> globalShape(const TensorType& t, const Config& c) {
+  std::vector<int64_t> s;
+  for (auto& d : t.shape) s.push_back(interp::evalSize(d, c, "a dimension"));
+  return s;
+}
+
+// Cuts rank r's storage out of a logical tensor for type t.
+Tensor storageOf(const Tensor& logical, const TensorType& t, const Config& c, int r) {
+  if (!t.group || t.layout.kind != Layout::Sliced) return logical;
+  Tensor x;
+  x.shape = interp::localShape(t, c, r);
+  x.data.resize(x.numel());
+  int d = t.layout.dim;
+  int64_t off = interp::groupCoord(t.group, c, r).pos * x.shape[d];
+  std::vector<int64_t> ls(x.shape.size(), 1), gs(x.shape.size(), 1);
+  for (int k = static_cast<int>(x.shape.size()) - 2; k >= 0; --k) {
+    ls[k] = ls[k + 1] * x.shape[k + 1];
+    gs[k] = gs[k + 1] * logical.shape[k + 1];
+  }
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t rem = i, src = 0;
+    for (size_t k = 0; k < x.shape.size(); ++k) {
+      int64_t coord = rem / ls[k];
+      rem %= ls[k];
+      src += (coord + (static_cast<int>(k) == d ? off : 0)) * gs[k];
+    }
+    x.data[i] = logical.data[src];
+  }
+  return x;
+}
+
+// The logical value each rank sees (a sliced value assembled from its group's slices).
+std::vector<Tensor> logicalView(const PerRank& v, const TensorType& t, const Config& c) {
+  std::vector<Tensor> out(c.ranks);
+  for (int r = 0; r < c.ranks; ++r) {
+    if (!t.group || t.layout.kind != Layout::Sliced) {
+      out[r] = v[r];
+      continue;
+    }
+    Tensor full;
+    full.shape = globalShape(t, c);
+    full.data.assign(full.numel(), 0);
+    auto me = interp::groupCoord(t.group, c, r);
+    for (int q = 0; q < c.ranks; ++q) {
+      auto gc = interp::groupCoord(t.group, c, q);
+      if (gc.instance != me.instance) continue;
+      // Scatter q's slice into full.
+      const Tensor& part = v[q];
+      int d = t.layout.dim;
+      int64_t off = gc.pos * part.shape[d];
+      std::vector<int64_t> ps(part.shape.size(), 1), fs(part.shape.size(), 1);
+      for (int k = static_cast<int>(part.shape.size()) - 2; k >= 0; --k) {
+        ps[k] = ps[k + 1] * part.shape[k + 1];
+        fs[k] = fs[k + 1] * full.shape[k + 1];
+      }
+      for (int64_t i = 0; i < part.numel(); ++i) {
+        int64_t rem = i, dst = 0;
+        for (size_t k = 0; k < part.shape.size(); ++k) {
+          int64_t coord = rem / ps[k];
+          rem %= ps[k];
+          dst += (coord + (static_cast<int>(k) == d ? off : 0)) * fs[k];
+        }
+        full.data[dst] = part.data[i];
+      }
+    }
+    out[r] = std::move(full);
+  }
+  return out;
+}
+
+// Draws the logical values of every input and state: one tensor per group instance for
+// replicated and sliced values, one per rank for local ones.
+std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c,
+                                                      std::mt19937_64& rng) {
+  // Inputs used as embedding indices must index the table.
+  std::map<int, int64_t> indexBound;
+  for (auto& s : p.stages)
+    if (s.kind == StageKind::Embedding)
+      indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
+  std::uniform_real_distribution<double> uf(-1.0, 1.0);
+  std::map<std::string, std::vector<Tensor>> out;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const Stage& s = p.stages[i];
+    if (s.kind != StageKind::Input && s.kind != StageKind::State) continue;
+    const std::string key = s.kind == StageKind::State ? s.state : s.name;
+    auto shape = globalShape(s.type, c);
+    std::map<int, Tensor> byKey;  // instance (or rank, for local) -> logical tensor
+    std::vector<Tensor> perRank(c.ranks);
+    for (int r = 0; r < c.ranks; ++r) {
+      bool local = s.type.group && s.type.layout.kind == Layout::Local;
+      int k = local ? r : interp::groupCoord(s.type.group, c, r).instance;
+      if (!byKey.count(k)) {
+        Tensor t;
+        t.shape = shape;
+        t.data.resize(t.numel());
+        for (auto& v : t.data) {
+          if (indexBound.count(static_cast<int>(i))) v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
+          else if (s.type.dtype == DType::Bool) v = static_cast<double>(rng() % 2);
+          else if (ast::isInteger(s.type.dtype)) v = static_cast<double>(rng() % 4);
+          else v = interp::roundTo(s.type.dtype, uf(rng));
+        }
+        byKey[k] = std::move(t);
+      }
+      perRank[r] = byKey[k];
+    }
+    out[key] = std::move(perRank);
+  }
+  return out;
+}
+
+interp::Values storageFor(const Program& p, const std::map<std::string, std::vector<Tensor>>& logical,
+                          const Config& c) {
+  interp::Values v;
+  for (auto& s : p.stages) {
+    if (s.kind != StageKind::Input && s.kind != StageKind::State) continue;
+    const std::string key = s.kind == StageKind::State ? s.state : s.name;
+    auto it = logical.find(key);
+    if (it == logical.end()) internalError("verify: the scheduled program has an input the original lacks: " + key);
+    PerRank pr;
+    for (int r = 0; r < c.ranks; ++r) pr.push_back(storageOf(it->second[r], s.type, c, r));
+    v.inputs[key] = std::move(pr);
+  }
+  return v;
+}
+
+double unitRoundoff(DType t) {
+  switch (t) {
+    case DType::F16: return std::ldexp(1.0, -11);
+    case DType::BF16: return std::ldexp(1.0, -8);
+    case DType::F64: return std::ldexp(1.0, -53);
+    default: return std::ldexp(1.0, -24);
+  }
+}
+
+struct Compare {
+  int64_t elements = 0, mismatches = 0;
+  double maxAbs = 0, maxRel = 0;
+  bool exact() const { return mismatches == 0 && maxAbs == 0; }
+};
+
+// Compares two logical views; `rtol` is 0 for bit-exact comparison.
+Compare compare(const std::vector<Tensor>& a, const std::vector<Tensor>& b, DType t, double rtol) {
+  Compare c;
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (a[r].shape != b[r].shape) {
+      c.mismatches += std::max<int64_t>(1, a[r].numel());
+      continue;
+    }
+    for (int64_t i = 0; i < a[r].numel(); ++i) {
+      double x = a[r].data[i], y = b[r].data[i];
+      ++c.elements;
+      if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+      double d = std::fabs(x - y);
+      double scale = std::max(std::fabs(x), std::fabs(y));
+      c.maxAbs = std::max(c.maxAbs, d);
+      if (scale > 0) c.maxRel = std::max(c.maxRel, d / scale);
+      // One unit in the last place of the stored type, plus the re-association bound.
+      double ulp = scale > 0 ? std::ldexp(unitRoundoff(t) * 2, std::ilogb(scale)) : 0;
+      if (!(d <= rtol * scale + ulp) || rtol == 0) ++c.mismatches;
+    }
+  }
+  return c;
+}
+
+std::string sizesStr(const Program& p, const Config& c) {
+  std::string s;
+  for (auto& prm : p.params) {
+    if (prm.isSize) s += " " + prm.name + "=" + std::to_string(c.sizes.at(prm.name));
+    else if (!prm.value) {
+      std::ostringstream os;
+      os << c.scalars.at(prm.name);
+      s += " " + prm.name + "=" + os.str();
+    }
+  }
+  return s;
+}
+
+// ---- Dumps for GPU tests ----
+void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
+  std::ofstream os(file, std::ios::binary);
+  for (double v : t.data) {
+    switch (dt) {
+      case DType::F16: case DType::BF16: {
+        float f = static_cast<float>(v);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        uint16_t h;
+        if (dt == DType::BF16) {
+          h = static_cast<uint16_t>(u >> 16);
+        } else {  // exact: v is already a half value
+          uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+          if (a >= 0x7f800000u) h = static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
+          else if (a < 0x38800000u) h = static_cast<uint16_t>(sign | static_cast<uint32_t>(std::ldexp(std::fabs(f), 24)));
+          else h = static_cast<uint16_t>(sign | (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ffu));
+        }
+        os.write(reinterpret_cast<const char*>(&h), 2);
+        break;
+      }
+      case DType::F32: { float f = static_cast<float>(v); os.write(reinterpret_cast<const char*>(&f), 4); break; }
+      case DType::F64: os.write(reinterpret_cast<const char*>(&v), 8); break;
+      case DType::I8: { int8_t x = static_cast<int8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
+      case DType::U8: case DType::Bool: { uint8_t x = static_cast<uint8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
+      case DType::I32: { int32_t x = static_cast<int32_t>(v); os.write(reinterpret_cast<const char*>(&x), 4); break; }
+      default: { int64_t x = static_cast<int64_t>(v); os.write(reinterpret_cast<const char*>(&x), 8); break; }
+    }
+  }
+}
+
+void dump(const std::filesystem::path& dir, const Program& p, const Config& c, const interp::Values& in,
+          const interp::Result& res) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json m;
+  m["program"] = p.name;
+  m["ranks"] = c.ranks;
+  m["sizes"] = c.sizes;
+  m["scalars"] = c.scalars;
+  m["seed"] = c.seed;
+  auto entry = [&](const std::string& kind, const std::string& name, const TensorType& t, const PerRank& v) {
+    nlohmann::json e{{"name", name}, {"dtype", ast::dtypeName(t.dtype)}, {"layout", t.layout.str()}};
+    nlohmann::json files = nlohmann::json::array();
+    for (int r = 0; r < c.ranks; ++r) {
+      std::string f = kind + "." + name + ".r" + std::to_string(r) + ".bin";
+      writeTensor(dir / f, v[r], t.dtype);
+      files.push_back({{"file", f}, {"shape", v[r].shape}});
+    }
+    e["ranks"] = files;
+    m[kind == "in" ? "inputs" : kind == "out" ? "outputs" : "states"].push_back(e);
+  };
+  for (auto& s : p.stages)
+    if (s.kind == StageKind::Input || s.kind == StageKind::State) {
+      std::string key = s.kind == StageKind::State ? s.state : s.name;
+      entry("in", key, s.type, in.inputs.at(key));
+    }
+  for (size_t i = 0; i < p.outputs.size(); ++i) entry("out", p.outputNames[i], p.stages[p.outputs[i]].type, res.outputs[i]);
+  for (auto& st : p.states) entry("state", st.name, st.type, res.states.at(st.name));
+  std::ofstream(dir / "manifest.json") << m.dump(2) << "\n";
+}
+
+}  // namespace
+
+int verify(const Program& base, const Program& sched, const Options& opts, std::ostream& out,
+           std::ostream& err) {
+  std::mt19937_64 rng(opts.seed);
+  bool allOk = true, anyRun = false, anyTolerance = false;
+  std::string reassoc;
+  for (auto& s : sched.stages)
+    if (s.knobs.count("reassociates")) reassoc = s.knobs.at("reassociates");
+  for (int P : opts.ranks) {
+    Config c;
+    c.ranks = P;
+    c.seed = rng();
+    if (!chooseSizes(base, sched, c, rng)) {
+      std::string reqs;
+      for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
+      out << "  ranks " << P << ": skipped: no sizes meet the requirements"
+          << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P << " ranks\n";
+      continue;
+    }
+    chooseScalars(base, c, rng);
+    auto logical = drawInputs(base, c, rng);
+    interp::Values inA = storageFor(base, logical, c), inB = storageFor(sched, logical, c);
+    interp::Result ra, rb;
+    try {
+      ra = interp::run(base, c, inA);
+    } catch (const interp::RunError& e) {
+      err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
+          << "): " << e.what() << "\n";
+      return 1;
+    }
+    try {
+      rb = interp::run(sched, c, inB);
+    } catch (const interp::RunError& e) {
+      err << "coconetc: error: the scheduled " << sched.name << " fails with " << P << " ranks ("
+          << sizesStr(base, c).substr(1) << ") where the original runs: " << e.what() << "\n";
+      return 1;
+    }
+    anyRun = true;
+    if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, inA, ra);
+    std::vector<std::string> notes;
+    bool ok = true;
+    auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb,
+                     const PerRank& vb) {
+      auto la = logicalView(va, ta, c), lb = logicalView(vb, tb, c);
+      Compare exact = compare(la, lb, ta.dtype, 0);
+      if (exact.exact()) {
+        notes.push_back(what + " exact");
+        return;
+      }
+      double rtol = reassoc.empty() ? 0 : (P + 2) * 4 * std::ldexp(1.0, -24);
+      Compare tol = compare(la, lb, ta.dtype, rtol);
+      std::ostringstream os;
+      os.precision(3);
+      if (!reassoc.empty() && tol.mismatches == 0) {
+        anyTolerance = true;
+        os << what << " within " << tol.maxRel << " relative";
+        notes.push_back(os.str());
+        return;
+      }
+      ok = false;
+      os << what << " DIFFERS in " << exact.mismatches << " of " << exact.elements << " elements (max abs "
+         << exact.maxAbs << ", max rel " << exact.maxRel << ")";
+      notes.push_back(os.str());
+    };
+    for (size_t i = 0; i < base.outputs.size(); ++i) {
+      auto it = std::find(sched.outputNames.begin(), sched.outputNames.end(), base.outputNames[i]);
+      if (it == sched.outputNames.end()) internalError("verify: scheduled program lost output " + base.outputNames[i]);
+      size_t j = static_cast<size_t>(it - sched.outputNames.begin());
+      check("'" + base.outputNames[i] + "'", base.stages[base.outputs[i]].type, ra.outputs[i],
+            sched.stages[sched.outputs[j]].type, rb.outputs[j]);
+    }
+    for (auto& st : base.states) {
+      const StateInfo* sb = nullptr;
+      for (auto& x : sched.states)
+        if (x.name == st.name) sb = &x;
+      if (!sb) internalError("verify: scheduled program lost state " + st.name);
+      check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name));
+    }
+    out << "  ranks " << P << ":" << sizesStr(base, c) << ": " << (ok ? "ok" : "FAILED");
+    for (size_t i = 0; i < notes.size(); ++i) out << (i ? ", " : ": ") << notes[i];
+    out << "\n";
+    allOk = allOk && ok;
+  }
+  if (!anyRun) {
+    err << "coconetc: error: " << base.name << " could not run with any of the rank counts given\n";
+    return 1;
+  }
+  if (anyTolerance)
+    out << "  tolerance: " << reassoc << "; allowed |a - b| <= (P + 2) * 4 * 2^-24 * |a| plus one unit "
+        << "in the last place of the stored type\n";
+  out << (allOk ? "verified" : "NOT verified") << "\n";
+  return allOk ? 0 : 1;
+}
+
+}  // namespace coconet::verify
