@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "ast/ASTPrinter.h"
 #include "ir/Lower.h"
+#include "schedule/Schedule.h"
 #include "verify/Verify.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
@@ -16,6 +18,12 @@ namespace {
 
 constexpr size_t kCompilerStack = size_t(1) << 30;  // reserved, touched only as used
 
+int errorsGenerated(const DiagnosticEngine& diags, std::ostream& err) {
+  unsigned n = diags.errorCount();
+  err << n << (n == 1 ? " error" : " errors") << " generated.\n";
+  return kExitUserError;
+}
+
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   sema::Compilation comp;
   DiagnosticEngine diags(comp.sources, err);
@@ -25,34 +33,72 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   opts.moduleDirs = inv.moduleDirs;
   for (auto& d : defaultModuleDirs()) opts.moduleDirs.push_back(d);
   sema::checkFile(comp, inv.input, opts, diags);
-  if (diags.hasErrors()) {
-    unsigned n = diags.errorCount();
-    err << n << (n == 1 ? " error" : " errors") << " generated.\n";
-    return kExitUserError;
-  }
-  if (inv.action == Action::EmitAST)
+  if (diags.hasErrors()) return errorsGenerated(diags, err);
+  if (inv.action == Action::EmitAST) {
     for (auto& p : comp.programs) ast::printTypedAST(out, *p, comp.sources);
-  if (inv.action == Action::EmitIR)
-    for (auto& p : comp.programs) out << ir::print(ir::lower(*p));
-  if (inv.action == Action::Verify) {
-    if (comp.programs.empty()) {
-      err << "coconetc: error: " << inv.input << " defines no program to verify\n";
+    return kExitOk;
+  }
+
+  // Lower, then apply the schedule.
+  std::string schedPath = inv.schedule;
+  if (schedPath.empty()) {
+    auto beside = std::filesystem::path(inv.input).replace_extension(".sched");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(beside, ec)) schedPath = beside.string();
+  }
+  if (schedPath == "none") schedPath.clear();
+  std::optional<schedule::Script> script;
+  if (!schedPath.empty()) {
+    std::string text, error;
+    if (!sema::readFile(schedPath, text, error)) {
+      err << "coconetc: error: " << error << "\n";
       return kExitUserError;
     }
-    int rc = kExitOk;
-    for (auto& p : comp.programs) {
-      ir::Program base = ir::lower(*p);
-      ir::Program sched = ir::clone(base);
-      out << "verify " << base.name << " (no schedule)\n";
-      verify::Options vo;
-      vo.ranks = inv.ranks;
-      vo.seed = inv.seed;
-      vo.dumpDir = inv.dumpDir;
-      if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
+    uint32_t file = comp.sources.add(schedPath, std::move(text));
+    script = schedule::parseScript(comp.sources, file, diags);
+    if (!script) return errorsGenerated(diags, err);
+    if (comp.programs.size() > 1) {
+      err << "coconetc: error: " << inv.input << " defines " << comp.programs.size()
+          << " programs; a schedule applies to a file with one program\n";
+      return kExitUserError;
     }
-    return rc;
   }
-  return kExitOk;
+  int rc = kExitOk;
+  for (auto& cp : comp.programs) {
+    ir::Program base = ir::lower(*cp);
+    ir::Program sched = ir::clone(base);
+    std::vector<schedule::Step> trace;
+    if (script) {
+      if (!schedule::apply(sched, *script, diags, trace, inv.printAfterAll ? &out : nullptr))
+        return errorsGenerated(diags, err);
+    } else if (inv.printAfterAll) {
+      out << "// ---- IR after lowering\n" << ir::print(base);
+    }
+    switch (inv.action) {
+      case Action::EmitIR:
+        if (!inv.printAfterAll) out << ir::print(sched);
+        break;
+      case Action::EmitSched:
+        out << "// " << base.name << (schedPath.empty() ? " (no schedule)" : ", schedule " + schedPath) << "\n"
+            << schedule::printScript(trace);
+        break;
+      case Action::Verify: {
+        out << "verify " << base.name
+            << (schedPath.empty() ? " (no schedule)" : " with " + schedPath + " (" + std::to_string(trace.size()) +
+                                                           (trace.size() == 1 ? " step)" : " steps)"))
+            << "\n";
+        verify::Options vo;
+        vo.ranks = inv.ranks;
+        vo.seed = inv.seed;
+        vo.dumpDir = inv.dumpDir;
+        if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return rc;
 }
 
 }  // namespace

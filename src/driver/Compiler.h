@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR, Verify };
+enum class Action { Check, EmitAST, EmitIR, EmitSched, Verify };
 
 struct Invocation {
   Action action = Action::Check;
@@ -17,6 +17,9 @@ struct Invocation {
   std::vector<std::pair<std::string, std::string>> defines;
   std::vector<std::string> moduleDirs;  // --stdlib / -I, before the defaults
   unsigned errorLimit = 20;
+  // Schedules: "" means NAME.sched beside the program if it exists; "none" means none.
+  std::string schedule;
+  bool printAfterAll = false;
   // verify
   std::vector<int> ranks{1, 2, 3, 4, 8};
   uint64_t seed = 1;

@@ -36,14 +36,19 @@ int main(int argc, char** argv) {
     sub->add_option("-I,--stdlib", inv.moduleDirs, "search this folder for imported modules first")
         ->type_name("DIR");
     sub->add_option("--error-limit", inv.errorLimit, "stop after this many errors (0: no limit)");
+    sub->add_option("--schedule", inv.schedule,
+                    "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
+        ->type_name("FILE|none");
+    sub->add_flag("--print-after-all", inv.printAfterAll, "print the IR after lowering and after every schedule step");
   };
   auto* check = app.add_subcommand("check", "parse and type-check a program; silent when it is correct");
   addCommon(check);
   auto* emit = app.add_subcommand("emit", "print an intermediate form of a program");
   std::string stage;
-  emit->add_option("--stage", stage, "what to print: ast (the typed AST) or ir (the dataflow IR)")
+  emit->add_option("--stage", stage,
+                   "what to print: ast (the typed AST), ir (the scheduled IR) or sched (the applied schedule)")
       ->required()
-      ->check(CLI::IsMember({"ast", "ir"}));
+      ->check(CLI::IsMember({"ast", "ir", "sched"}));
   addCommon(emit);
 
   auto* verify = app.add_subcommand("verify", "run the program and its scheduled form on the CPU for "
@@ -85,6 +90,8 @@ int main(int argc, char** argv) {
       inv.ranks.push_back(v);
     }
     inv.action = Action::Verify;
-  } else inv.action = !emit->parsed() ? Action::Check : stage == "ir" ? Action::EmitIR : Action::EmitAST;
+  } else inv.action = !emit->parsed() ? Action::Check : stage == "ir"    ? Action::EmitIR
+                                                         : stage == "sched" ? Action::EmitSched
+                                                                            : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
 }

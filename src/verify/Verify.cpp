@@ -72,7 +72,8 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
   for (int t = 0; t < kSizeTries; ++t) {
     int cap = t < kSizeTries / 2 ? 3 : 1;  // later tries look at smaller sizes
     for (auto& n : free) {
-      if (rng() % 2) c.sizes[n] = c.ranks * static_cast<int64_t>(1 + rng() % cap);
+      // A multiple of P times a power of two (chunked, scattered dimensions), or anything small.
+      if (rng() % 2) c.sizes[n] = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
       else c.sizes[n] = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
     }
     if (requirementsHold(a, c) && requirementsHold(b, c)) return true;
@@ -348,6 +349,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
   std::mt19937_64 rng(opts.seed);
   bool allOk = true, anyRun = false, anyTolerance = false;
   std::string reassoc;
+  std::vector<int> skipped;
   for (auto& s : sched.stages)
     if (s.knobs.count("reassociates")) reassoc = s.knobs.at("reassociates");
   for (int P : opts.ranks) {
@@ -359,6 +361,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
       out << "  ranks " << P << ": skipped: no sizes meet the requirements"
           << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P << " ranks\n";
+      skipped.push_back(P);
       continue;
     }
     chooseScalars(base, c, rng);
@@ -424,6 +427,11 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     for (size_t i = 0; i < notes.size(); ++i) out << (i ? ", " : ": ") << notes[i];
     out << "\n";
     allOk = allOk && ok;
+  }
+  if (!skipped.empty()) {
+    out << "  skipped rank counts:";
+    for (int P : skipped) out << " " << P;
+    out << " (the program's requirements admit no sizes for them)\n";
   }
   if (!anyRun) {
     err << "coconetc: error: " << base.name << " could not run with any of the rank counts given\n";

@@ -1,0 +1,21 @@
+// Grammar of .sched schedule scripts (docs/language.md, "Schedules").
+//   rs, ag = split(sum);
+//   reorder(ag, out);
+//   f = fuse(rs, out, ag);
+//   overlap(y, f, chunks = 4);
+grammar Sched;
+
+script  : step* EOF ;
+step    : (name (',' name)* '=')? IDENT '(' (arg (',' arg)*)? ')' ';' ;
+arg     : IDENT '=' value | name ;
+value   : name | INT ;
+name    : IDENT ('.' IDENT)* ;
+
+INT     : [0-9]+ ;
+IDENT   : [a-zA-Z_] [a-zA-Z_0-9]* ;
+LPAREN : '(' ; RPAREN : ')' ; COMMA : ',' ; SEMI : ';' ; ASSIGN : '=' ; DOT : '.' ;
+LINE_COMMENT         : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT        : '/*' .*? '*/' -> skip ;
+UNTERMINATED_COMMENT : '/*' ( ~'*' | '*'+ ~[*/] )* '*'* EOF ;
+WS                   : [ \t\r\n\f]+ -> skip ;
+BAD_CHAR             : . ;

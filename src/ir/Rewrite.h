@@ -1,0 +1,26 @@
+// Editing a Program while keeping stage ids consistent: every helper remaps operands,
+// outputs and state exits.
+#pragma once
+
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace coconet::ir {
+
+// Inserts `s` so that it gets id `pos`; ids >= pos move up by one. Returns pos.
+int insertStage(Program& p, int pos, Stage s);
+// Makes every reader of `from` (stages, outputs, state exits) read `to` instead, except the
+// stages listed in `keep`.
+void replaceUses(Program& p, int from, int to, const std::vector<int>& keep = {});
+// Removes the given stages (none may still be used).
+void eraseStages(Program& p, std::vector<int> ids);
+// Puts the stages in the given order (a permutation of ids in which operands come first).
+void permuteStages(Program& p, const std::vector<int>& order);
+// True when some stage, output or state exit reads stage `id`.
+bool isUsed(const Program& p, int id);
+// Removes stages whose value nothing reads (inputs and states stay: they are the interface).
+// Returns the names removed.
+std::vector<std::string> eliminateDeadStages(Program& p);
+
+}  // namespace coconet::ir

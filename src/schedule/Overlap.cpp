@@ -1,0 +1,77 @@
+// overlap: pipeline a matmul (gemv, embedding) with the collective that consumes it.
+#include <algorithm>
+#include <charconv>
+
+#include "schedule/Primitives.h"
+
+namespace coconet::schedule {
+
+using namespace ir;
+
+bool overlap(StepContext& c) {
+  // Step 1. Check every precondition.
+  if (!c.expectShape({"chunks"}, 2, 2, 0)) return false;
+  Program& p = c.p;
+  auto pos = c.positional();
+  int prod = c.stage(*pos[0]);
+  if (prod < 0) return false;
+  const Stage& ps = p.stages[prod];
+  if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv && ps.kind != StageKind::Embedding)
+    return c.fail(pos[0], ps.name, "it is " + describe(ps) + "; overlap pipelines a matmul, gemv or embedding");
+  std::vector<int> members;
+  std::string consumer = pos[1]->value;
+  if (const FusedGroup* f = p.findFused(consumer)) {
+    for (auto& m : f->members) members.push_back(p.find(m));
+  } else {
+    int id = c.stage(*pos[1]);
+    if (id < 0) return false;
+    members.push_back(id);
+    consumer = p.stages[id].name;
+  }
+  bool reads = false, scatters = false;
+  for (int m : members)
+    for (int o : p.stages[m].operands) reads = reads || o == prod;
+  if (!reads) return c.fail(pos[1], consumer, "it does not read " + quote(ps.name));
+  auto users = p.users();
+  for (int m : members) {
+    const Stage& s = p.stages[m];
+    switch (s.kind) {
+      case StageKind::Compute: case StageKind::AllReduce: break;
+      case StageKind::ReduceScatter: scatters = true; break;
+      case StageKind::AllGather:
+        if (!scatters) return c.fail(pos[1], consumer, quote(s.name) + " gathers a value not scattered in the group");
+        break;
+      default:
+        return c.fail(pos[1], consumer, quote(s.name) + " is " + describe(s) + ", which does not work row by row");
+    }
+    bool escapes = std::find(p.outputs.begin(), p.outputs.end(), m) != p.outputs.end();
+    for (int u : users[m]) escapes = escapes || std::find(members.begin(), members.end(), u) == members.end();
+    if (escapes && s.type.layout.kind == Layout::Sliced && s.type.group)
+      return c.fail(pos[1], consumer, quote(s.name) + " is used outside while sliced; its chunks would not compose");
+  }
+  for (auto& o : p.overlaps)
+    if (o.producer == ps.name || o.consumer == consumer)
+      return c.fail(pos[0], ps.name, "it is already overlapped with " + quote(o.consumer));
+  int chunks = 2;
+  if (const Arg* k = c.knob("chunks")) {
+    auto [ptr, ec] = std::from_chars(k->value.data(), k->value.data() + k->value.size(), chunks);
+    if (ec != std::errc() || ptr != k->value.data() + k->value.size() || chunks < 2 || chunks > 1024) {
+      c.diags.error(k->loc, "cannot overlap " + quote(ps.name) + ": chunks must be an integer in [2, 1024], got " +
+                                quote(k->value), k->length);
+      return false;
+    }
+  }
+  if (ps.type.rank() == 0) return c.fail(pos[0], ps.name, "it is a scalar");
+
+  // Step 2. Record the overlap; the rows must split into the chunks (and each chunk over the
+  // ranks when the consumer scatters).
+  SizeExpr rows = ps.type.shape[0];
+  SizeExpr by = SizeExpr::constant(chunks);
+  if (scatters && ps.type.group) by = by * ps.type.group->size;
+  requireDivisible(p, rows, by, "overlap of " + quote(ps.name) + " splits dimension 0 into " + std::to_string(chunks) +
+                                    " chunks" + (scatters ? " scattered over the ranks" : ""), c.step.loc);
+  p.overlaps.push_back({ps.name, consumer, chunks, c.step.loc});
+  return true;
+}
+
+}  // namespace coconet::schedule

@@ -1,0 +1,274 @@
+// reorder: computation that consumes an all_gather runs before it, on slices.
+//
+// Each listed stage is rewritten in place: reads of the all_gather read its sliced source
+// instead, and the stage's value becomes a slice. A reduction over the sliced dimension (or
+// the whole tensor) becomes a partial reduction on the slice followed by an allreduce of the
+// partials; a norm becomes sqrt(allreduce(+, sum(x * x))). A moved value that something
+// outside the moved set still needs whole (another stage, an output, a state's new value) is
+// gathered again right after it; the last such gather takes the all_gather's name when the
+// original all_gather has no reader left.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ir/Rewrite.h"
+#include "schedule/Primitives.h"
+
+namespace coconet::schedule {
+
+using namespace ir;
+
+namespace {
+
+struct Plan {
+  int sliceDim = -1;        // the stage's sliced dimension after the move, -1 if not sliced
+  bool partial = false;     // a reduction whose result must be combined across ranks
+  std::vector<int> sliceOperands;  // operand positions of replicated values read on slices (reductions)
+};
+
+}  // namespace
+
+bool reorder(StepContext& c) {
+  // ---- Step 1. Check every precondition; plan the rewrite without changing anything. ----
+  if (!c.expectShape({}, 2, -1, 0)) return false;
+  auto pos = c.positional();
+  Program& p = c.p;
+  int agId = c.stage(*pos[0]);
+  if (agId < 0) return false;
+  const Stage& ag = p.stages[agId];
+  if (ag.kind != StageKind::AllGather)
+    return c.fail(pos[0], pos[0]->value, "it is " + describe(ag) + ", not an all_gather");
+  const int src = ag.operands[0];
+  const int d = p.stages[src].type.layout.dim;
+  const int agRank = ag.type.rank();
+
+  std::map<int, const Arg*> argOf;
+  for (size_t i = 1; i < pos.size(); ++i) {
+    int id = c.stage(*pos[i]);
+    if (id < 0) return false;
+    const Stage& s = p.stages[id];
+    if (argOf.count(id)) return c.fail(pos[i], pos[i]->value, "it is listed twice");
+    if (id == agId) return c.fail(pos[i], pos[i]->value, "it is the all_gather itself");
+    if (id < agId) return c.fail(pos[i], s.name, "it runs before " + quote(ag.name));
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce)
+      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes and reductions move onto slices");
+    if (s.type.group != ag.type.group && s.type.group)
+      return c.fail(pos[i], s.name, "it lives in group " + quote(s.type.group->name) + ", the all_gather in " +
+                                       quote(ag.type.group->name));
+    argOf[id] = pos[i];
+  }
+  std::vector<int> moved;
+  for (auto& [id, a] : argOf) moved.push_back(id);  // ascending: program order
+
+  std::map<int, Plan> plan;
+  // Where a value is sliced after the move: -1 whole, else its sliced dimension.
+  auto slicedDimOf = [&](int id) -> int {
+    if (id == agId) return d;
+    if (auto it = plan.find(id); it != plan.end()) return it->second.sliceDim;
+    return -1;
+  };
+  for (int id : moved) {
+    const Stage& s = p.stages[id];
+    const Arg* at = argOf[id];
+    Plan pl;
+    int want = -1;  // the sliced dimension in s's operand coordinates
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      int o = s.operands[k];
+      const Stage& os = p.stages[o];
+      int sd = slicedDimOf(o);
+      int inRank = s.kind == StageKind::Reduce ? os.type.rank() : s.type.rank();
+      if (sd >= 0) {
+        int aligned = sd + (inRank - os.type.rank());
+        if (want >= 0 && want != aligned)
+          return c.fail(at, s.name, "its operands would be sliced along different dimensions");
+        want = aligned;
+        continue;
+      }
+      if (argOf.count(o)) continue;  // a moved value that stays whole (a combined reduction)
+      if (os.type.group && os.type.layout.kind == Layout::Local)
+        return c.fail(at, s.name, "it reads " + quote(os.name) + ", which is local and has no slices");
+      if (os.type.group && os.type.layout.kind == Layout::Sliced)
+        return c.fail(at, s.name, "it reads " + quote(os.name) + ", which is already " + os.type.layout.str());
+      // A replicated value with the all_gather's shape can be read on slices too.
+      if (os.type.shape == ag.type.shape && os.type.group) {
+        if (want >= 0 && want != d + (inRank - agRank))
+          return c.fail(at, s.name, "its operands would be sliced along different dimensions");
+        want = d + (inRank - agRank);
+        pl.sliceOperands.push_back(static_cast<int>(k));
+      }
+    }
+    if (want < 0) {
+      // Reads only whole values (e.g. a ratio of two combined norms): it stays where it is.
+      plan[id] = pl;
+      continue;
+    }
+    if (s.kind == StageKind::Compute) {
+      // The output must span the sliced dimension in full (not broadcast along it).
+      const Stage* ref = nullptr;
+      for (int o : s.operands)
+        if (slicedDimOf(o) >= 0) ref = &p.stages[o];
+      if (ref) {
+        int rd = slicedDimOf(static_cast<int>(ref - p.stages.data()));
+        if (s.type.shape[want] != ref->type.shape[rd])
+          return c.fail(at, s.name, "its value is not sliced the way its operands are (dimension " +
+                                        std::to_string(want) + " is broadcast)");
+      }
+      pl.sliceDim = want;
+    } else {  // Reduce
+      if (s.dim >= 0 && s.dim != want) {
+        pl.sliceDim = s.dim < want ? want - 1 : want;  // reducing another dimension keeps the slice
+      } else {
+        pl.partial = true;
+      }
+    }
+    plan[id] = pl;
+  }
+  bool any = false;
+  for (auto& [id, pl] : plan) any = any || pl.sliceDim >= 0 || pl.partial;
+  if (!any) return c.fail(pos[1], "", "none of the listed stages reads " + quote(ag.name) + " or a value it can slice");
+
+  // Which moved values are still needed whole outside the moved set.
+  auto users = p.users();
+  std::map<int, bool> escapes;
+  for (int id : moved) {
+    if (plan[id].sliceDim < 0) continue;
+    bool e = std::find(p.outputs.begin(), p.outputs.end(), id) != p.outputs.end();
+    for (auto& st : p.states) e = e || st.exit == id;
+    for (int u : users[id]) e = e || !argOf.count(u);
+    escapes[id] = e;
+  }
+  bool agKeeps = false;  // the original all_gather still has readers outside the moved set
+  for (int u : users[agId]) agKeeps = agKeeps || !argOf.count(u);
+  agKeeps = agKeeps || std::find(p.outputs.begin(), p.outputs.end(), agId) != p.outputs.end();
+
+  // ---- Step 2. Rewrite, highest id first so that insertions leave lower ids alone. ----
+  std::string agName = ag.name;
+  const GroupInfo* group = ag.type.group;
+  int lastEscaping = -1;
+  for (auto& [id, e] : escapes)
+    if (e) lastEscaping = std::max(lastEscaping, id);
+  // The last gather made takes the all_gather's name when the original loses all its readers.
+  if (!agKeeps && lastEscaping >= 0) p.stages[agId].name = p.freshName(agName + ".whole");
+  // Stages inside the move (the moved ones and the ones made for them) keep reading slices.
+  std::set<std::string> inside;
+  for (int id : moved) inside.insert(p.stages[id].name);
+  auto redirect = [&](int from, int to) {
+    for (size_t u = 0; u < p.stages.size(); ++u) {
+      if (static_cast<int>(u) == to || inside.count(p.stages[u].name)) continue;
+      for (auto& o : p.stages[u].operands)
+        if (o == from) o = to;
+    }
+    for (auto& o : p.outputs)
+      if (o == from) o = to;
+    for (auto& st : p.states)
+      if (st.exit == from) st.exit = to;
+  };
+  std::string reassociated;
+  for (auto it = moved.rbegin(); it != moved.rend(); ++it) {
+    int id = *it;
+    Plan pl = plan[id];
+    Stage& s = p.stages[id];
+    for (auto& o : s.operands)
+      if (o == agId) o = src;
+    if (s.kind == StageKind::Compute) {
+      if (pl.sliceDim >= 0) s.type.layout = Layout::sliced(pl.sliceDim);
+    } else {
+      // Reductions: read replicated operands through a slicing copy.
+      for (int k : pl.sliceOperands) {
+        int o = s.operands[k];
+        Stage copy;
+        copy.kind = StageKind::Compute;
+        copy.name = p.freshName(s.name + ".slice");
+        copy.type = p.stages[o].type;
+        copy.type.layout = Layout::sliced(d + (p.stages[o].type.rank() - agRank));
+        copy.operands = {o};
+        copy.expr.add({EOp::Operand, copy.type.dtype, {}, 0});
+        copy.loc = s.loc;
+        inside.insert(copy.name);
+        insertStage(p, id, std::move(copy));
+        ++id;
+        p.stages[id].operands[k] = id - 1;
+      }
+      Stage& r = p.stages[id];
+      if (pl.sliceDim >= 0) {
+        r.type.layout = Layout::sliced(pl.sliceDim);
+      } else if (pl.partial) {
+        // partial reduction on the slice, then combine across ranks.
+        std::string name = r.name;
+        TensorType whole = r.type;
+        ReduceKind kind = r.reduce;
+        bool exactCombine = kind == ReduceKind::Max || kind == ReduceKind::Min || ast::isInteger(whole.dtype);
+        int x = r.operands[0];
+        Stage part = r;
+        part.name = p.freshName(name + ".partial");
+        part.type.layout = Layout::local();
+        part.knobs.clear();
+        if (kind == ReduceKind::Norm) {
+          Stage sq;
+          sq.kind = StageKind::Compute;
+          sq.name = p.freshName(name + ".square");
+          sq.type = p.stages[x].type;
+          sq.operands = {x};
+          int o = sq.expr.add({EOp::Operand, sq.type.dtype, {}, 0});
+          sq.expr.add({EOp::Mul, sq.type.dtype, {o, o}});
+          sq.loc = r.loc;
+          inside.insert(sq.name);
+          insertStage(p, id, std::move(sq));
+          ++id;
+          part.operands = {id - 1};
+          part.reduce = ReduceKind::Sum;
+        }
+        Stage comb;
+        comb.kind = StageKind::AllReduce;
+        comb.name = p.freshName(name + ".combine");
+        comb.type = whole;
+        comb.op = kind == ReduceKind::Max ? ReduceOp::Max : kind == ReduceKind::Min ? ReduceOp::Min : ReduceOp::Sum;
+        comb.loc = r.loc;
+        if (!exactCombine) {
+          reassociated = "reorder re-associates the reduction " + quote(name) +
+                         " (partial results on slices, combined by allreduce)";
+          comb.knobs["reassociates"] = reassociated;
+        }
+        // The stage keeps its name and becomes the final step: the combine, or sqrt of it.
+        inside.insert(part.name);
+        p.stages[id] = std::move(part);
+        insertStage(p, id + 1, std::move(comb));
+        p.stages[id + 1].operands = {id};
+        int last = id + 1;
+        if (kind == ReduceKind::Norm) {
+          Stage root;
+          root.kind = StageKind::Compute;
+          root.name = name;
+          root.type = whole;
+          root.operands = {id + 1};
+          int o = root.expr.add({EOp::Operand, whole.dtype, {}, 0});
+          root.expr.add({EOp::Sqrt, whole.dtype, {o}});
+          root.loc = p.stages[id].loc;
+          insertStage(p, id + 2, std::move(root));
+          last = id + 2;
+        } else {
+          p.stages[id + 1].name = name;
+        }
+        replaceUses(p, id, last, {id + 1});
+        continue;
+      }
+    }
+    // Still needed whole: gather right after; readers outside the moved set read the gather.
+    if (escapes.count(*it) && escapes[*it]) {
+      Stage g;
+      g.kind = StageKind::AllGather;
+      g.name = *it == lastEscaping && !agKeeps ? agName : p.freshName(p.stages[id].name + ".ag");
+      g.type = p.stages[id].type;
+      g.type.layout = Layout::replicated();
+      g.type.group = group;
+      g.dim = p.stages[id].type.layout.dim;
+      g.operands = {id};
+      g.loc = p.stages[id].loc;
+      insertStage(p, id + 1, std::move(g));
+      redirect(id, id + 1);
+    }
+  }
+  return true;
+}
+
+}  // namespace coconet::schedule

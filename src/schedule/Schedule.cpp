@@ -1,0 +1,275 @@
+// Parsing .sched files, applying steps in order, and printing applied steps back.
+#include "schedule/Schedule.h"
+
+#include <ostream>
+#include <sstream>
+
+#include "SchedLexer.h"
+#include "SchedParser.h"
+#include "antlr4-runtime.h"
+#include "ir/Rewrite.h"
+#include "schedule/Primitives.h"
+#include "support/Strings.h"
+
+namespace coconet::schedule {
+namespace {
+
+using schedgen::SchedLexer;
+using schedgen::SchedParser;
+
+class Listener : public antlr4::BaseErrorListener {
+public:
+  Listener(uint32_t f, DiagnosticEngine& d) : file_(f), diags_(d) {}
+  void syntaxError(antlr4::Recognizer* rec, antlr4::Token* tok, size_t line, size_t col, const std::string&,
+                   std::exception_ptr) override {
+    std::string found = !tok || tok->getType() == antlr4::Token::EOF ? "end of file" : quote(tok->getText());
+    std::string expected;
+    if (auto* p = dynamic_cast<antlr4::Parser*>(rec)) {
+      auto set = p->getExpectedTokens().toList();
+      std::vector<std::string> names;
+      for (auto t : set) {
+        std::string lit = p->getVocabulary().getLiteralName(t);
+        std::string sym = p->getVocabulary().getSymbolicName(t);
+        if (t == antlr4::Token::EOF) names.push_back("end of file");
+        else if (!lit.empty()) names.push_back(lit);
+        else if (sym == "IDENT") names.push_back("a name");
+        else if (sym == "INT") names.push_back("a number");
+      }
+      if (!names.empty() && names.size() <= 4) {
+        expected = "expected ";
+        for (size_t i = 0; i < names.size(); ++i)
+          expected += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+        expected += ", found " + found;
+      }
+    }
+    diags_.error({file_, static_cast<uint32_t>(line), static_cast<uint32_t>(col + 1)},
+                 expected.empty() ? "unexpected " + found + " in schedule" : expected);
+  }
+
+private:
+  uint32_t file_;
+  DiagnosticEngine& diags_;
+};
+
+std::string nameText(SchedParser::NameContext* n) { return n->getText(); }
+
+}  // namespace
+
+std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, DiagnosticEngine& diags) {
+  const std::string& text = sm.contents(file);
+  if (auto probs = checkEncoding(text); !probs.empty()) {
+    diags.error(sm.locOfOffset(file, probs[0].offset), probs[0].message);
+    return std::nullopt;
+  }
+  antlr4::ANTLRInputStream input(text);
+  SchedLexer lexer(&input);
+  lexer.removeErrorListeners();
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  unsigned before = diags.errorCount();
+  for (auto* t : tokens.getTokens()) {
+    SourceLoc l{file, static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
+    if (t->getType() == SchedLexer::BAD_CHAR) diags.error(l, "unexpected character " + quote(t->getText()));
+    if (t->getType() == SchedLexer::UNTERMINATED_COMMENT) diags.error(l, "unterminated comment", 2);
+    if (t->getType() == SchedLexer::IDENT && t->getText().size() > 256) diags.error(l, "name is too long");
+  }
+  if (diags.errorCount() != before) return std::nullopt;
+  SchedParser parser(&tokens);
+  parser.removeErrorListeners();
+  Listener listener(file, diags);
+  parser.addErrorListener(&listener);
+  auto* tree = parser.script();
+  if (diags.errorCount() != before) return std::nullopt;
+
+  auto loc = [&](antlr4::Token* t) {
+    return SourceLoc{file, static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
+  };
+  Script s;
+  for (auto* st : tree->step()) {
+    Step step;
+    step.primitive = st->IDENT()->getText();
+    step.loc = loc(st->IDENT()->getSymbol());
+    for (auto* n : st->name())
+      step.targets.push_back({"", nameText(n), loc(n->getStart()), static_cast<uint32_t>(n->getText().size())});
+    for (auto* a : st->arg()) {
+      Arg arg;
+      if (a->IDENT()) {
+        arg.key = a->IDENT()->getText();
+        arg.value = a->value()->getText();
+        arg.loc = loc(a->value()->getStart());
+        arg.length = static_cast<uint32_t>(arg.value.size());
+      } else {
+        arg.value = nameText(a->name());
+        arg.loc = loc(a->name()->getStart());
+        arg.length = static_cast<uint32_t>(arg.value.size());
+      }
+      step.args.push_back(arg);
+    }
+    s.steps.push_back(std::move(step));
+  }
+  return s;
+}
+
+// ---- Shared primitive helpers ------------------------------------------------------------
+bool StepContext::fail(const Arg* at, const std::string& what, const std::string& why) {
+  std::string msg = "cannot " + step.primitive + (what.empty() ? "" : " " + quote(what)) + ": " + why;
+  if (at) diags.error(at->loc, msg, at->length);
+  else diags.error(step.loc, msg, static_cast<uint32_t>(step.primitive.size()));
+  return false;
+}
+
+int StepContext::stage(const Arg& a) {
+  int id = p.resolve(a.value);
+  if (id >= 0) return id;
+  std::vector<std::string> names;
+  for (auto& s : p.stages) names.push_back(s.name);
+  for (auto& [n, t] : p.aliases) names.push_back(n);
+  std::string guess = closestMatch(a.value, names);
+  std::string why = "there is no stage named " + quote(a.value);
+  if (p.findFused(a.value)) why = quote(a.value) + " is a fused group, not a stage";
+  else if (!guess.empty()) why += "; did you mean " + quote(guess) + "?";
+  diags.error(a.loc, "cannot " + step.primitive + ": " + why, a.length);
+  return -1;
+}
+
+std::vector<const Arg*> StepContext::positional() const {
+  std::vector<const Arg*> r;
+  for (auto& a : step.args)
+    if (a.key.empty()) r.push_back(&a);
+  return r;
+}
+
+const Arg* StepContext::knob(const std::string& key) const {
+  for (auto& a : step.args)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPos, int maxPos, int targets) {
+  for (auto& a : step.args) {
+    if (a.key.empty()) continue;
+    if (std::find(allowed.begin(), allowed.end(), a.key) == allowed.end()) {
+      std::string takes;
+      for (auto& k : allowed) takes += (takes.empty() ? "" : ", ") + quote(k);
+      diags.error(a.loc, quote(step.primitive) + " has no knob " + quote(a.key) +
+                             (takes.empty() ? "" : "; it takes " + takes), a.length);
+      return false;
+    }
+  }
+  int n = static_cast<int>(positional().size());
+  if (n < minPos || (maxPos >= 0 && n > maxPos)) {
+    std::string want = maxPos < 0 ? "at least " + std::to_string(minPos)
+                       : minPos == maxPos ? std::to_string(minPos)
+                                          : std::to_string(minPos) + " to " + std::to_string(maxPos);
+    diags.error(step.loc, quote(step.primitive) + " takes " + want + " stage name" + (want == "1" ? "" : "s") +
+                              ", got " + std::to_string(n), static_cast<uint32_t>(step.primitive.size()));
+    return false;
+  }
+  if (targets >= 0 && static_cast<int>(step.targets.size()) > targets) {
+    diags.error(step.targets[0].loc, quote(step.primitive) + " makes " +
+                                         (targets == 0 ? std::string("no names") : "at most " + std::to_string(targets) + " names") +
+                                         ", but " + std::to_string(step.targets.size()) + " are given",
+                step.targets[0].length);
+    return false;
+  }
+  // Target names must be new.
+  for (auto& t : step.targets)
+    if (p.resolve(t.value) >= 0 || p.findFused(t.value)) {
+      diags.error(t.loc, "cannot " + step.primitive + ": the name " + quote(t.value) + " is already taken",
+                  t.length);
+      return false;
+    }
+  return true;
+}
+
+// ---- Applying ----------------------------------------------------------------------------
+bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
+           std::ostream* printAfterAll) {
+  std::string last = ir::print(p);
+  if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << last;
+  for (auto& step : s.steps) {
+    StepContext c{p, step, diags, {}};
+    bool ok;
+    if (step.primitive == "split") ok = split(c);
+    else if (step.primitive == "reorder") ok = reorder(c);
+    else if (step.primitive == "slice") ok = sliceState(c);
+    else if (step.primitive == "fuse") ok = fuse(c);
+    else if (step.primitive == "overlap") ok = overlap(c);
+    else if (step.primitive == "tune") ok = tune(c);
+    else {
+      std::string guess = closestMatch(step.primitive, {"split", "reorder", "slice", "fuse", "overlap", "tune"});
+      diags.error(step.loc, "unknown schedule primitive " + quote(step.primitive) +
+                                (guess.empty() ? "; primitives are split, reorder, slice, fuse, overlap and tune"
+                                               : "; did you mean " + quote(guess) + "?"),
+                  static_cast<uint32_t>(step.primitive.size()));
+      return false;
+    }
+    if (!ok) return false;
+    auto removed = ir::eliminateDeadStages(p);
+    ir::verifyStructure(p);
+    Step done = step;
+    done.targets.clear();
+    for (auto& m : c.made) done.targets.push_back({"", m, {}, 1});
+    trace.push_back(done);
+    if (printAfterAll) {
+      std::string now = ir::print(p);
+      *printAfterAll << "// ---- IR after " << printScript({done});
+      if (now == last) *printAfterAll << "// (unchanged)\n";
+      else *printAfterAll << now;
+      if (!removed.empty()) {
+        *printAfterAll << "// dead stages removed:";
+        for (auto& r : removed) *printAfterAll << " " << r;
+        *printAfterAll << "\n";
+      }
+      last = now;
+    }
+  }
+  return true;
+}
+
+std::string printScript(const std::vector<Step>& steps) {
+  std::ostringstream os;
+  for (auto& s : steps) {
+    for (size_t i = 0; i < s.targets.size(); ++i) os << (i ? ", " : "") << s.targets[i].value;
+    if (!s.targets.empty()) os << " = ";
+    os << s.primitive << "(";
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      os << (i ? ", " : "");
+      if (!s.args[i].key.empty()) os << s.args[i].key << " = ";
+      os << s.args[i].value;
+    }
+    os << ");\n";
+  }
+  return os.str();
+}
+
+}  // namespace coconet::schedule
+
+namespace coconet::schedule {
+
+std::string describe(const ir::Stage& s) {
+  using ir::StageKind;
+  switch (s.kind) {
+    case StageKind::Input: return "an input";
+    case StageKind::State: return "a state's entry value";
+    case StageKind::Compute: return "an element-wise compute";
+    case StageKind::Reduce: return std::string("a reduction (") + ir::reduceKindName(s.reduce) + ")";
+    case StageKind::AllReduce: return "an allreduce";
+    case StageKind::AllGather: return "an all_gather";
+    case StageKind::AllToAll: return "an all_to_all";
+    case StageKind::Embedding: return "an embedding";
+    case StageKind::Reduce1: return "a reduce";
+    default: return std::string("a ") + ir::stageKindName(s.kind);
+  }
+}
+
+void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor,
+                      const std::string& reason, SourceLoc loc) {
+  ir::SizeExpr rem = ir::SizeExpr::mod(value, divisor);
+  if (rem.constantValue() == 0) return;
+  for (auto& r : p.requirements)
+    if (r.lhs == rem && r.op == ast::BinaryOp::Eq && r.rhs == ir::SizeExpr::constant(0)) return;
+  p.requirements.push_back({rem, ast::BinaryOp::Eq, ir::SizeExpr::constant(0), reason, loc});
+}
+
+}  // namespace coconet::schedule

@@ -1,0 +1,42 @@
+// tune: knobs for the backend, stored as plain data.
+#include <charconv>
+
+#include "schedule/Primitives.h"
+
+namespace coconet::schedule {
+
+bool tune(StepContext& c) {
+  if (!c.expectShape({"blocks", "chunks", "algorithm"}, 1, 1, 0)) return false;
+  const Arg& a = *c.positional()[0];
+  ir::FusedGroup* group = nullptr;
+  for (auto& f : c.p.fused)
+    if (f.name == a.value) group = &f;
+  int id = -1;
+  if (!group && (id = c.stage(a)) < 0) return false;
+  std::map<std::string, std::string> knobs;
+  for (auto& k : c.step.args) {
+    if (k.key.empty()) continue;
+    if (k.key == "algorithm") {
+      if (k.value != "one_shot" && k.value != "two_shot" && k.value != "ring" && k.value != "nccl") {
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm " + quote(k.value) +
+                                 " is not one of one_shot, two_shot, ring, nccl", k.length);
+        return false;
+      }
+    } else {
+      int v = 0;
+      auto [ptr, ec] = std::from_chars(k.value.data(), k.value.data() + k.value.size(), v);
+      if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < 1 || v > 65535) {
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [1, 65535], got " +
+                                 quote(k.value), k.length);
+        return false;
+      }
+    }
+    knobs[k.key] = k.value;
+  }
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks or algorithm");
+  auto& dst = group ? group->knobs : c.p.stages[id].knobs;
+  for (auto& [k, v] : knobs) dst[k] = v;
+  return true;
+}
+
+}  // namespace coconet::schedule
