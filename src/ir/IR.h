@@ -161,6 +161,7 @@ struct FusedGroup {
 struct Overlap {
   std::string producer, consumer;  // stage or fused-group names
   int chunks = 2;
+  int dim = 0;  // the dimension of the producer's value that is chunked
   SourceLoc loc;
 };
 

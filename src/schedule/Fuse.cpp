@@ -32,6 +32,13 @@ bool fuse(StepContext& c) {
     bool first = i == 0, last = i + 1 == ids.size();
     switch (s.kind) {
       case StageKind::Compute: break;
+      case StageKind::Reduce:
+        if (s.dim < 0) return c.fail(a, s.name, "it reduces the whole tensor, which needs all of it; fuse takes "
+                                                "reductions over one dimension");
+        break;
+      case StageKind::AllToAll:
+        if (!last) return c.fail(a, s.name, "an all_to_all can only end a fused group");
+        break;
       case StageKind::ReduceScatter: case StageKind::AllReduce:
         if (!first) return c.fail(a, s.name, "a " + std::string(stageKindName(s.kind)) + " can only start a fused group");
         break;
@@ -39,8 +46,9 @@ bool fuse(StepContext& c) {
         if (!last) return c.fail(a, s.name, "an all_gather can only end a fused group");
         break;
       default:
-        return c.fail(a, s.name, "it is " + describe(s) + "; fuse takes element-wise computes, after at most one "
-                                 "reduce_scatter or allreduce and before at most one all_gather");
+        return c.fail(a, s.name, "it is " + describe(s) + "; fuse takes element-wise computes and reductions over "
+                                 "one dimension, after at most one reduce_scatter or allreduce and before at most "
+                                 "one all_gather or all_to_all");
     }
     if (s.type.group) {
       if (group && group != s.type.group)

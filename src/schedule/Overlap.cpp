@@ -10,7 +10,7 @@ using namespace ir;
 
 bool overlap(StepContext& c) {
   // Step 1. Check every precondition.
-  if (!c.expectShape({"chunks"}, 2, 2, 0)) return false;
+  if (!c.expectShape({"chunks", "dim"}, 2, 2, 0)) return false;
   Program& p = c.p;
   auto pos = c.positional();
   int prod = c.stage(*pos[0]);
@@ -37,7 +37,10 @@ bool overlap(StepContext& c) {
     const Stage& s = p.stages[m];
     switch (s.kind) {
       case StageKind::Compute: case StageKind::AllReduce: break;
-      case StageKind::ReduceScatter: scatters = true; break;
+      case StageKind::Reduce:
+        if (s.dim < 0) return c.fail(pos[1], consumer, quote(s.name) + " reduces the whole tensor, which mixes chunks");
+        break;
+      case StageKind::ReduceScatter: case StageKind::AllToAll: scatters = true; break;
       case StageKind::AllGather:
         if (!scatters) return c.fail(pos[1], consumer, quote(s.name) + " gathers a value not scattered in the group");
         break;
@@ -62,15 +65,33 @@ bool overlap(StepContext& c) {
     }
   }
   if (ps.type.rank() == 0) return c.fail(pos[0], ps.name, "it is a scalar");
+  int dim = 0;
+  if (const Arg* k = c.knob("dim")) {
+    auto [ptr, ec] = std::from_chars(k->value.data(), k->value.data() + k->value.size(), dim);
+    if (ec != std::errc() || ptr != k->value.data() + k->value.size() || dim < 0 || dim >= ps.type.rank()) {
+      c.diags.error(k->loc, "cannot overlap " + quote(ps.name) + ": dim must be a dimension of its value (0 to " +
+                                std::to_string(ps.type.rank() - 1) + "), got " + quote(k->value), k->length);
+      return false;
+    }
+  }
+  // A reduction over the chunked dimension mixes chunks.
+  for (int m : members) {
+    const Stage& s = p.stages[m];
+    if (s.kind == StageKind::Reduce && s.dim == dim + (s.type.rank() + 1 - ps.type.rank()))
+      return c.fail(pos[1], consumer, quote(s.name) + " reduces the chunked dimension " + std::to_string(dim));
+  }
+  if (ps.type.group && ps.type.layout.kind == Layout::Sliced && ps.type.layout.dim == dim)
+    return c.fail(pos[0], ps.name, "its dimension " + std::to_string(dim) + " is sliced across ranks; chunk another one");
 
-  // Step 2. Record the overlap; the rows must split into the chunks (and each chunk over the
-  // ranks when the consumer scatters).
-  SizeExpr rows = ps.type.shape[0];
+  // Step 2. Record the overlap; the chunked dimension must split into the chunks (and each
+  // chunk over the ranks when the consumer scatters or exchanges blocks along it).
   SizeExpr by = SizeExpr::constant(chunks);
-  if (scatters && ps.type.group) by = by * ps.type.group->size;
-  requireDivisible(p, rows, by, "overlap of " + quote(ps.name) + " splits dimension 0 into " + std::to_string(chunks) +
-                                    " chunks" + (scatters ? " scattered over the ranks" : ""), c.step.loc);
-  p.overlaps.push_back({ps.name, consumer, chunks, c.step.loc});
+  bool perRank = scatters && dim == 0 && ps.type.group;
+  if (perRank) by = by * ps.type.group->size;
+  requireDivisible(p, ps.type.shape[dim], by,
+                   "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
+                       std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
+  p.overlaps.push_back({ps.name, consumer, chunks, dim, c.step.loc});
   return true;
 }
 

@@ -46,8 +46,9 @@ bool split(StepContext& c);
 // through each other), run before it on slices; each moved value that is still needed whole
 // is gathered again. A whole-tensor or other-dimension reduction on slices becomes a partial
 // reduction plus an allreduce (this re-associates the reduction, which verify accounts for).
-// Preconditions: `ag` is an all_gather; every listed stage is an element-wise compute or a
-// reduction that comes after `ag` and reads `ag` or a listed stage; no operand of a listed
+// Preconditions: `ag` is an all_gather; every listed stage is an element-wise compute, a
+// reduction, or a send between groups (position i sends to position i, so slices stay put)
+// that comes after `ag` and reads `ag`, a listed stage, or a replicated value of ag's shape; no operand of a listed
 // stage is local, or sliced on another dimension; a moved value that is sliced covers the
 // gathered dimension with its full extent.
 bool reorder(StepContext& c);
@@ -63,18 +64,22 @@ bool sliceState(StepContext& c);
 // moved next to each other in execution order.
 // Preconditions: at least two stages, none already fused, all in one process group; no
 // stage outside the set both reads a member and is read by a member (the set is convex);
-// members are element-wise computes, optionally after one reduce_scatter or allreduce at the
-// start and before one all_gather at the end; matmuls and other collectives are not fused.
+// members are element-wise computes and reductions over one dimension, optionally after one
+// reduce_scatter or allreduce at the start and before one all_gather or all_to_all at the
+// end; matmuls and other collectives are not fused.
 bool fuse(StepContext& c);
 
-// overlap(producer, consumer, chunks = N): the producer (matmul, gemv or embedding) is computed
-// in N row chunks and the consumer (a collective, a compute, or a fused group reading it)
+// overlap(producer, consumer, chunks = N, dim = D): the producer (matmul, gemv or embedding) is
+// computed in N chunks along dimension D of its value (default 0; never the contracted one,
+// which is not part of the value) and the consumer (a collective, a compute, or a fused group reading it)
 // processes chunk i while chunk i+1 is produced.
 // Preconditions: the producer is a matmul, gemv or embedding; the consumer reads it; every
-// consumer stage maps row i of its inputs to row i of its output (element-wise, allreduce, or a
-// reduce_scatter ... all_gather pair); the consumer's results are not sliced; N >= 2. Adds the
-// requirement that dimension 0 divides into N chunks (times the group size when the consumer
-// scatters).
+// consumer stage maps row i of its inputs to row i of its output (element-wise, allreduce, a
+// reduction over a dimension other than 0, a reduce_scatter ... all_gather pair) or is a final
+// all_to_all (chunk c then carries sub-block c of every destination's block); the consumer's
+// results are not sliced; no consumer reduction runs over dimension D; dimension D is not
+// sliced across ranks; N >= 2. Adds the requirement that dimension D divides into N chunks
+// (times the group size when D is 0 and the consumer scatters or exchanges blocks along it).
 bool overlap(StepContext& c);
 
 // tune(s, key = value, ...): knobs the backend reads (blocks, chunks, algorithm = one_shot |

@@ -50,8 +50,12 @@ bool reorder(StepContext& c) {
     if (argOf.count(id)) return c.fail(pos[i], pos[i]->value, "it is listed twice");
     if (id == agId) return c.fail(pos[i], pos[i]->value, "it is the all_gather itself");
     if (id < agId) return c.fail(pos[i], s.name, "it runs before " + quote(ag.name));
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce)
-      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes and reductions move onto slices");
+    if (s.kind == StageKind::Send && (s.peer == Peer::NextRank || s.peer == Peer::PrevRank))
+      return c.fail(pos[i], s.name, "it sends to a neighbouring rank, which would hold another rank's slice; only "
+                                    "sends between groups (GROUP.next, GROUP.prev) move onto slices");
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send)
+      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes, reductions and sends "
+                                    "between groups move onto slices");
     if (s.type.group != ag.type.group && s.type.group)
       return c.fail(pos[i], s.name, "it lives in group " + quote(s.type.group->name) + ", the all_gather in " +
                                        quote(ag.type.group->name));
@@ -102,7 +106,9 @@ bool reorder(StepContext& c) {
       plan[id] = pl;
       continue;
     }
-    if (s.kind == StageKind::Compute) {
+    if (s.kind == StageKind::Send) {
+      pl.sliceDim = want;  // position i of one group instance sends to position i of the next
+    } else if (s.kind == StageKind::Compute) {
       // The output must span the sliced dimension in full (not broadcast along it).
       const Stage* ref = nullptr;
       for (int o : s.operands)
@@ -170,7 +176,7 @@ bool reorder(StepContext& c) {
     Stage& s = p.stages[id];
     for (auto& o : s.operands)
       if (o == agId) o = src;
-    if (s.kind == StageKind::Compute) {
+    if (s.kind == StageKind::Compute || s.kind == StageKind::Send) {
       if (pl.sliceDim >= 0) s.type.layout = Layout::sliced(pl.sliceDim);
     } else {
       // Reductions: read replicated operands through a slicing copy.
