@@ -147,6 +147,12 @@ SizeExpr SizeExpr::operator*(const SizeExpr& o) const {
   return r;
 }
 
+int SizeExpr::sign() const {
+  bool pos = false, neg = false;
+  for (auto& [m, c] : terms_) (c > 0 ? pos : neg) = true;
+  return pos && !neg ? 1 : neg && !pos ? -1 : 0;
+}
+
 bool SizeExpr::isConstant() const {
   return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
 }
@@ -332,6 +338,18 @@ std::string Type::tensorTypeStr() const {
   std::string s = dtypeName(dtype);
   if (!shape.empty()) s += shapeStr(shape);
   return s;
+}
+
+std::string Type::describe() const {
+  switch (kind) {
+    case ValueKind::Error: return "an erroneous value";
+    case ValueKind::Group: return "a process group";
+    case ValueKind::Peer: return "a peer";
+    case ValueKind::Op: return std::string("the operator ") + reduceOpName(op);
+    case ValueKind::Module: return "a module";
+    case ValueKind::Tensor: break;
+  }
+  return "a tensor (" + str() + ")";
 }
 
 std::string Type::str() const {

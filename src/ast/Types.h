@@ -76,6 +76,9 @@ public:
   bool operator<(const SizeExpr& o) const { return terms_ < o.terms_; }
 
   bool isConstant() const;
+  // +1 when every coefficient is positive, -1 when every one is negative, 0 when mixed (sizes
+  // and their quotients are positive, so +1 means positive for every binding).
+  int sign() const;
   std::optional<int64_t> constantValue() const;
   // Evaluates with concrete values for symbols; nullopt if a symbol is unbound or a division
   // by zero happens.
@@ -160,6 +163,8 @@ struct Type {
   // "f16[B, S, H] sliced(2)", with " @stage" when the group is not the world.
   std::string str() const;
   std::string tensorTypeStr() const;  // "f16[B, S, H]"
+  // With an article, for messages: "a process group", "an operator", "a tensor (i32 local)".
+  std::string describe() const;
 };
 
 }  // namespace coconet::ast

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::cerr << "coconetc: error: " << e.what() << "\nRun 'coconetc --help' for usage.\n";
     return kExitUsage;
   }
   for (auto& d : defines) {

@@ -66,7 +66,7 @@ std::string plural(int n, const char* word) {
 bool Checker::expectTensor(const Expr& e, const std::string& what) {
   if (e.type.isError()) return false;
   if (e.type.isTensor()) return true;
-  error(e.loc, what + " needs a tensor; " + describe(e) + " is a " + e.type.str(), e.length);
+  error(e.loc, what + " needs a tensor; " + describe(e) + " is " + e.type.describe(), e.length);
   return false;
 }
 
@@ -227,6 +227,11 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   uint32_t len = c.length;
   if (!c.qualifier.empty()) {
     auto it = ctx_->imports.find(c.qualifier);
+    if (Symbol* q = scope.find(c.qualifier); q && it == ctx_->imports.end()) {
+      error(c.loc, quote(c.spelling()) + " is not a function: " + quote(c.qualifier) + " is " + q->type.describe(),
+            len);
+      return Type::error();
+    }
     if (it == ctx_->imports.end()) {
       error(c.loc, "unknown module " + quote(c.qualifier) + "; did you forget 'import " +
                        c.qualifier + ";'?", static_cast<uint32_t>(c.qualifier.size()));
@@ -247,7 +252,12 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   if (auto dt = dtypeFromName(c.callee)) {
     c.op = BuiltinOp::Cast;
     c.castTo = *dt;
-    if (c.args.size() != 1 || !c.args[0].name.empty()) {
+    if (c.args.size() == 1 && !c.args[0].name.empty()) {
+      error(c.args[0].nameLoc, "conversion " + quote(c.callee) + " takes one positional argument",
+            static_cast<uint32_t>(c.args[0].name.size()));
+      return Type::error();
+    }
+    if (c.args.size() != 1) {
       error(c.loc, "conversion " + quote(c.callee) + " takes 1 argument, got " +
                        std::to_string(c.args.size()), len);
       return Type::error();
@@ -313,8 +323,8 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   if (op == BuiltinOp::Max && positional == 1) op = BuiltinOp::ReduceMax;
   if (op == BuiltinOp::Min && positional == 1) op = BuiltinOp::ReduceMin;
   if ((op == BuiltinOp::Max || op == BuiltinOp::Min) && seen.count("dim")) {
-    error(c.loc, "'dim' is for the reduction " + quote(c.callee) + "(x, dim = d); the two-argument " +
-                     quote(c.callee) + " is element-wise", len);
+    error(c.loc, "'dim' is for the reduction '" + c.callee + "(x, dim = d)'; the two-argument '" + c.callee +
+                     "' is element-wise", len);
     return Type::error();
   }
   c.op = op;
@@ -384,7 +394,15 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       x = u->operand.get();
     }
     if (x->as<IntLit>() || x->as<FloatLit>()) return true;
-    if (auto* n = x->as<NameRef>(); n && n->member.empty() && n->target && n->target->param) return true;
+    if (auto* n = x->as<NameRef>(); n && n->member.empty() && n->target && n->target->param) {
+      auto v = constantValue(*n);
+      if (std::string(what) == "the root" && v && *v < 0) {
+        error(e->loc, "the root of " + name + " is a rank, so it cannot be negative (" + quote(n->name) + " is " +
+                          std::to_string(static_cast<int64_t>(*v)) + ")", e->length);
+        return false;
+      }
+      return true;
+    }
     error(e->loc, std::string(what) + " of " + name + " must be a literal or a program parameter",
           e->length);
     return false;
@@ -487,7 +505,9 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     case BuiltinOp::Dropout: {
       if (!isFloat(pos[0]->type.dtype) || isLiteral(pos[0]->type.dtype)) {
         error(pos[0]->loc, "'dropout' needs a floating-point tensor, got " +
-                               std::string(dtypeName(pos[0]->type.dtype)), pos[0]->length);
+                               (isLiteral(pos[0]->type.dtype) ? std::string("a literal")
+                                                              : std::string(dtypeName(pos[0]->type.dtype))),
+              pos[0]->length);
         return Type::error();
       }
       if (!scalarArg(pos[1], "the probability", false)) return Type::error();
@@ -496,12 +516,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
                                describe(*pos[1]) + " is " + layoutWord(pos[1]->type), pos[1]->length);
         return Type::error();
       }
-      double p = -1;
-      if (auto* f = pos[1]->as<FloatLit>()) p = f->value;
-      else if (auto* i = pos[1]->as<IntLit>()) p = static_cast<double>(i->value);
-      else if (auto* n = pos[1]->as<NameRef>(); n && n->target && n->target->param && n->target->param->bound)
-        p = n->target->param->value;
-      else p = 0.5;  // a run-time value: checked when the program runs
+      double p = constantValue(*pos[1]).value_or(0.5);  // a run-time value is checked when it runs
       if (p < 0 || p >= 1) {
         error(pos[1]->loc, "dropout probability " + std::to_string(p).substr(0, 8) +
                                " is outside [0, 1)", pos[1]->length);
@@ -511,8 +526,12 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         Expr* seed = it->second;
         if (!scalarArg(seed, "the seed", true)) return Type::error();
         // The mask must be the same on every rank that holds the same elements.
-        if (seed->type.group && (seed->type.layout.kind != Layout::Replicated ||
-                                 (pos[0]->type.group && seed->type.group != pos[0]->type.group))) {
+        if (seed->type.group && pos[0]->type.group && seed->type.group != pos[0]->type.group) {
+          error(seed->loc, "the seed of 'dropout' lives in group " + quote(seed->type.group->name) +
+                               ", the tensor in " + quote(pos[0]->type.group->name), seed->length);
+          return Type::error();
+        }
+        if (seed->type.group && seed->type.layout.kind != Layout::Replicated) {
           error(seed->loc, "the seed of 'dropout' must be the same on every rank of the group; " +
                                describe(*seed) + " is " + layoutWord(seed->type), seed->length);
           return Type::error();
@@ -807,7 +826,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       if (!collectiveInput(x)) return Type::error();
       if (peer->type.kind != ValueKind::Peer) {
         error(peer->loc, "'send' needs a peer: 'next', 'prev', or 'GROUP.next' / 'GROUP.prev'; " +
-                             describe(*peer) + " is a " + peer->type.str(), peer->length);
+                             describe(*peer) + " is " + peer->type.describe(), peer->length);
         return Type::error();
       }
       Type t = x->type;

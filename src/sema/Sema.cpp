@@ -9,6 +9,7 @@
 #include <cstring>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 namespace coconet::sema {
 
 constexpr size_t kMaxInlineDepth = 64;
+constexpr size_t kMaxInlinedStatements = 200000;  // functions inline per call: bound the total
 constexpr size_t kMaxFileBytes = 64u << 20;
 
 // ---- Rendering ---------------------------------------------------------------------------
@@ -55,6 +57,38 @@ std::string exprText(const Expr& e) {
   return "?";
 }
 
+std::optional<double> constantValue(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::IntLit: return static_cast<double>(static_cast<const IntLit&>(e).value);
+    case ExprKind::FloatLit: return static_cast<const FloatLit&>(e).value;
+    case ExprKind::NameRef: {
+      auto& n = static_cast<const NameRef&>(e);
+      if (!n.member.empty() || !n.target || !n.target->param || !n.target->param->bound) return std::nullopt;
+      const Param& p = *n.target->param;
+      return p.isSize || isInteger(p.dtype) ? static_cast<double>(p.ivalue) : p.value;
+    }
+    case ExprKind::Unary: {
+      auto& u = static_cast<const Unary&>(e);
+      auto v = constantValue(*u.operand);
+      if (!v || u.op != UnaryOp::Neg) return std::nullopt;
+      return -*v;
+    }
+    case ExprKind::Binary: {
+      auto& b = static_cast<const Binary&>(e);
+      auto l = constantValue(*b.lhs), r = constantValue(*b.rhs);
+      if (!l || !r) return std::nullopt;
+      switch (b.op) {
+        case BinaryOp::Add: return *l + *r;
+        case BinaryOp::Sub: return *l - *r;
+        case BinaryOp::Mul: return *l * *r;
+        case BinaryOp::Div: return *r == 0 ? std::nullopt : std::optional<double>(*l / *r);
+        default: return std::nullopt;
+      }
+    }
+    default: return std::nullopt;
+  }
+}
+
 std::string Requirement::str() const {
   return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str();
 }
@@ -62,19 +96,19 @@ std::string Requirement::str() const {
 bool readFile(const std::string& path, std::string& out, std::string& error) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    error = "cannot read " + quote(path) + ": it is a directory";
+    error = "cannot read " + quotePath(path) + ": it is a directory";
     return false;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    error = "cannot open " + quote(path) + ": " + std::strerror(errno);
+    error = "cannot open " + quotePath(path) + ": " + std::strerror(errno);
     return false;
   }
   std::ostringstream ss;
   ss << in.rdbuf();
   out = ss.str();
   if (out.size() > kMaxFileBytes) {
-    error = "cannot read " + quote(path) + ": larger than " +
+    error = "cannot read " + quotePath(path) + ": larger than " +
             std::to_string(kMaxFileBytes >> 20) + " MiB";
     return false;
   }
@@ -262,22 +296,10 @@ void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std:
 }
 
 // ---- Statements --------------------------------------------------------------------------
-static const char* stmtWord(StmtKind k) {
-  switch (k) {
-    case StmtKind::Decl: return "tensor declarations ('in', 'state')";
-    case StmtKind::Group: return "'group' statements";
-    case StmtKind::Require: return "'require' statements";
-    case StmtKind::Update: return "'update' statements";
-    default: return "this statement";
-  }
-}
-
 void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
   if (inDef && (st.kind == StmtKind::Decl || st.kind == StmtKind::Group ||
-                st.kind == StmtKind::Require || st.kind == StmtKind::Update)) {
-    error(st.loc, std::string(stmtWord(st.kind)) + " belong in a program, not in a function");
-    return;
-  }
+                st.kind == StmtKind::Require || st.kind == StmtKind::Update))
+    return;  // reported with the def's text (checkDefText)
   switch (st.kind) {
     case StmtKind::Decl: {
       auto& d = static_cast<DeclStmt&>(st);
@@ -291,6 +313,13 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
                               " is " + std::to_string(*c) + "; dimensions must be positive",
                 dim->length);
           ok = false;
+        } else if (s->sign() < 0) {
+          error(dim->loc, "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) +
+                              " is never positive", dim->length);
+          ok = false;
+        } else if (s->sign() == 0) {
+          addRequirement(*s, BinaryOp::Gt, SizeExpr::constant(0),
+                         "dimensions of " + quote(d.name.name) + " are positive", dim->loc);
         }
         shape.push_back(*s);
       }
@@ -496,6 +525,22 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
               u.value->length);
         return;
       }
+      if (isLiteral(t.dtype) && (promote(t.dtype, st_t.dtype) != st_t.dtype || st_t.dtype == DType::Bool)) {
+        error(u.value->loc, "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) + ") with " +
+                                (t.dtype == DType::LitFloat ? "a floating-point" : "an integer") + " literal",
+              u.value->length);
+        return;
+      }
+      if (isLiteral(t.dtype) && isInteger(st_t.dtype)) {
+        auto v = constantValue(*u.value);
+        double lo = st_t.dtype == DType::U8 ? 0 : st_t.dtype == DType::I8 ? -128 : st_t.dtype == DType::I32 ? -2147483648.0 : -9.2e18;
+        double hi = st_t.dtype == DType::U8 ? 255 : st_t.dtype == DType::I8 ? 127 : st_t.dtype == DType::I32 ? 2147483647.0 : 9.2e18;
+        if (v && (*v < lo || *v > hi)) {
+          error(u.value->loc, "update of " + quote(u.name.name) + " with " + quote(exprText(*u.value)) +
+                                  ", which is out of range for " + dtypeName(st_t.dtype), u.value->length);
+          return;
+        }
+      }
       if (t.dtype != st_t.dtype && !isLiteral(t.dtype)) {
         error(u.value->loc, "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) +
                                 ") with a value of type " + dtypeName(t.dtype) +
@@ -536,6 +581,7 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
 // ---- Def instantiation -------------------------------------------------------------------
 Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope) {
   uint32_t len = call.length;
+  if (badDefs_ && badDefs_->count(&def)) return Type::error();  // its text errors are reported
   for (auto& a : call.args)
     if (!a.name.empty()) {
       error(a.nameLoc, quote(call.spelling()) + " is a function; its arguments are positional",
@@ -567,6 +613,14 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   }
   if (!argsOk) return Type::error();
 
+  inlined_ += def.body.stmts.size();
+  if (inlined_ > kMaxInlinedStatements) {
+    if (!inlineBudgetReported_)
+      error(call.loc, "inlining functions expands the program past " + std::to_string(kMaxInlinedStatements) +
+                          " statements (every call inlines its function's body, so nested calls multiply)", len);
+    inlineBudgetReported_ = true;
+    return Type::error();
+  }
   call.def = &def;
   unsigned errorsBefore = diags_.errorCount();
   Scope body{&globals_, {}};
@@ -585,16 +639,13 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   for (auto& s : def.body.stmts) {
     call.body.push_back(cloneStmt(*s));
     Stmt& st = *call.body.back();
-    if (ret) {
-      error(st.loc, "statement after 'return'");
-      break;
-    }
+    if (ret) break;  // reported with the def's text
     if (auto* r = st.as<ReturnStmt>()) {
       ret = r;
       for (auto& v : r->values) {
         Type t = checkExpr(*v, body);
         if (!t.isError() && !t.isTensor())
-          error(v->loc, "functions return tensors; " + quote(exprText(*v)) + " is a " + t.str(),
+          error(v->loc, "functions return tensors; " + quote(exprText(*v)) + " is " + t.describe(),
                 v->length);
         Symbol* res = newSymbol(SymbolKind::Value, exprText(*v), v->loc, t);
         call.results.push_back(res);
@@ -606,10 +657,6 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   }
   instStack_.pop_back();
   ctx_ = savedCtx;
-  if (!ret && diags_.errorCount() == errorsBefore)
-    error(def.body.close, "function " + quote(def.name.name) + " must end with 'return'");
-  else if (ret && ret->values.empty() && diags_.errorCount() == errorsBefore)
-    error(ret->loc, "function " + quote(def.name.name) + " must return at least one value", 6);
   if (diags_.errorCount() != errorsBefore) {
     note(call.loc, "in the call of " + quote(call.spelling()) + " here", len);
     return Type::error();
@@ -640,7 +687,7 @@ static bool parseParamValue(const std::string& text, const Param& prm, double& d
     else if (prm.dtype == DType::U8) lo = 0, hi = 255;
     else if (prm.dtype == DType::I32) lo = INT32_MIN, hi = INT32_MAX;
     if (v < lo || v > hi) {
-      why = prm.isSize ? "sizes must be positive"
+      why = prm.isSize ? "not a positive integer"
                        : "out of range for " + std::string(dtypeName(prm.dtype)) + " [" +
                              std::to_string(lo) + ", " + std::to_string(hi) + "]";
       return false;
@@ -656,7 +703,7 @@ static bool parseParamValue(const std::string& text, const Param& prm, double& d
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (!digits || ec != std::errc() || ptr != text.data() + text.size()) {
-      why = prm.isSize ? "not a positive decimal integer" : "not a decimal integer in range";
+      why = prm.isSize ? "not a positive decimal integer" : "not a decimal integer";
       return false;
     }
     return checkInt(v);
@@ -664,7 +711,7 @@ static bool parseParamValue(const std::string& text, const Param& prm, double& d
   if (prm.dtype == DType::Bool) {
     if (text == "true" || text == "1") return dv = 1, iv = 1, true;
     if (text == "false" || text == "0") return dv = 0, iv = 0, true;
-    why = "expected true or false";
+    why = "neither true nor false";
     return false;
   }
   char* end = nullptr;
@@ -678,6 +725,7 @@ static bool parseParamValue(const std::string& text, const Param& prm, double& d
 }
 
 void Checker::checkProgram(const ProgramDecl& p) {
+  unsigned programErrorsBefore = diags_.errorCount();
   out_.decl = &p;
   ctx_ = &mainCtx_;
   out_.groups.push_back(GroupInfo{"world", nullptr, SizeExpr::constant(1),
@@ -727,7 +775,7 @@ void Checker::checkProgram(const ProgramDecl& p) {
         error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) + " of " +
                                          quote(prm.name.name) + " is " + why, prm.defaultValue->length);
       } else if (!ok) {
-        std::string want = prm.isSize ? "a positive integer"
+        std::string want = prm.isSize ? "a positive integer literal"
                            : prm.dtype == DType::Bool ? "true or false"
                            : isInteger(prm.dtype) ? "an integer literal" : "a number literal";
         error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) +
@@ -790,13 +838,77 @@ void Checker::checkProgram(const ProgramDecl& p) {
     }
     checkStmt(*s, scope, /*inDef=*/false);
   }
-  if (!diags_.hasErrors() && out_.outputs.empty() && out_.updates.empty())
+  if (diags_.errorCount() == programErrorsBefore && out_.outputs.empty() && out_.updates.empty())
     error(p.name.loc, "program " + quote(p.name.name) +
                           " has no effect: it returns nothing and updates no state",
           static_cast<uint32_t>(p.name.name.size()));
 }
 
 // ---- Files and modules ---------------------------------------------------------------------
+// Checks what a def's text gets wrong whatever it is called with: duplicate parameters,
+// statements that belong in programs, names used before they are defined, a missing return.
+// (Types depend on the arguments: they are checked per call.)
+static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticEngine& diags) {
+  unsigned before = diags.errorCount();
+  std::set<std::string> known{"world", "rank", "nranks", "next", "prev"};
+  for (auto& p : d.params) {
+    if (!known.insert(p.name).second)
+      diags.error(p.loc, "parameter " + quote(p.name) + " of " + quote(d.name.name) + " is declared twice",
+                  static_cast<uint32_t>(p.name.size()));
+  }
+  std::function<void(const Expr&)> names = [&](const Expr& e) {
+    if (auto* n = e.as<NameRef>()) {
+      if (!known.count(n->name) && !ctx.imports.count(n->name)) {
+        std::vector<std::string> cands(known.begin(), known.end());
+        std::string guess = closestMatch(n->name, cands);
+        diags.error(n->loc, "use of undeclared name " + quote(n->name) +
+                                (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"),
+                    static_cast<uint32_t>(n->name.size()));
+      }
+    } else if (auto* u = e.as<Unary>()) {
+      names(*u->operand);
+    } else if (auto* b = e.as<Binary>()) {
+      names(*b->lhs);
+      names(*b->rhs);
+    } else if (auto* c = e.as<Call>()) {
+      for (auto& a : c->args)
+        if (!(a.name.empty() && a.value->as<NameRef>() &&
+              (a.value->as<NameRef>()->name == "max" || a.value->as<NameRef>()->name == "min")))
+          names(*a.value);
+    }
+  };
+  const ReturnStmt* returned = nullptr;
+  for (auto& s : d.body.stmts) {
+    if (returned) {
+      diags.error(s->loc, "statement after 'return'");
+      break;
+    }
+    switch (s->kind) {
+      case StmtKind::Decl: case StmtKind::Group: case StmtKind::Require: case StmtKind::Update:
+        diags.error(s->loc, std::string(s->kind == StmtKind::Update ? "'update' statements"
+                                        : s->kind == StmtKind::Decl ? "tensor declarations ('in', 'state')"
+                                        : s->kind == StmtKind::Group ? "'group' statements" : "'require' statements") +
+                                " belong in a program, not in a function");
+        break;
+      case StmtKind::Let: {
+        auto& l = static_cast<const LetStmt&>(*s);
+        names(*l.value);
+        for (auto& n : l.names) known.insert(n.name);
+        break;
+      }
+      case StmtKind::Return:
+        for (auto& v : static_cast<const ReturnStmt&>(*s).values) names(*v);
+        returned = static_cast<const ReturnStmt*>(s.get());
+        break;
+    }
+  }
+  if (!returned)
+    diags.error(d.body.close, "function " + quote(d.name.name) + " must end with 'return'");
+  else if (returned->values.empty())
+    diags.error(returned->loc, "function " + quote(d.name.name) + " must return at least one value", 6);
+  return diags.errorCount() == before;
+}
+
 namespace {
 
 struct Loader {
@@ -806,6 +918,7 @@ struct Loader {
   std::deque<ModuleContext> contexts;
   std::unordered_map<std::string, ModuleContext*> byName;
   std::vector<std::string> loading;
+  std::vector<std::pair<const DefDecl*, const ModuleContext*>> pendingText;  // defs to check once loaded
 
   ModuleContext* makeContext(ast::Module& m) {
     contexts.push_back({});
@@ -814,6 +927,7 @@ struct Loader {
     for (auto& d : m.defs) {
       d->module = m.name;
       auto [it, fresh] = ctx.defs.emplace(d->name.name, d.get());
+      if (fresh) pendingText.push_back({d.get(), &ctx});
       if (!fresh) {
         diags.error(d->name.loc, "redefinition of function " + quote(d->name.name),
                     static_cast<uint32_t>(d->name.name.size()));
@@ -830,8 +944,10 @@ struct Loader {
   ModuleContext* load(const NameLoc& name) {
     uint32_t len = static_cast<uint32_t>(name.name.size());
     if (auto it = byName.find(name.name); it != byName.end()) return it->second;
-    if (std::find(loading.begin(), loading.end(), name.name) != loading.end()) {
-      diags.error(name.loc, "import cycle: module " + quote(name.name) + " imports itself", len);
+    if (auto at = std::find(loading.begin(), loading.end(), name.name); at != loading.end()) {
+      std::string path;
+      for (auto it = at; it != loading.end(); ++it) path += *it + " -> ";
+      diags.error(name.loc, "import cycle: " + path + name.name, len);
       return nullptr;
     }
     std::string path;
@@ -893,19 +1009,23 @@ void checkSource(Compilation& c, const std::string& path, std::string text, cons
   if (!m) return;
   m->name = std::filesystem::path(path).stem().string();
   if (m->programs.empty() && m->defs.empty()) {
-    diags.error({file, 1, 1}, "no program or function in " + quote(path));
+    diags.error({file, 1, 1}, "no program or function in " + quotePath(path));
     return;
   }
   c.modules.push_back(std::move(m));
   ast::Module& main = *c.modules.front();
 
-  Loader loader{c, diags, {}, {}, {}, {}};
+  Loader loader{c, diags, {}, {}, {}, {}, {}};
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (opts.searchInputDir) loader.dirs.push_back(dir.empty() ? "." : dir);
   for (auto& d : opts.moduleDirs) loader.dirs.push_back(d);
   loader.loading.push_back(main.name);
   ModuleContext* mainCtx = loader.makeContext(main);
   if (diags.hasErrors()) return;
+  // Every def's text, called or not; a def with errors is not instantiated again.
+  std::set<const DefDecl*> badDefs;
+  for (auto& [d, ctx] : loader.pendingText)
+    if (!checkDefText(*d, *ctx, diags)) badDefs.insert(d);
 
   std::unordered_map<std::string, const ProgramDecl*> names;
   for (auto& p : main.programs) {
@@ -921,6 +1041,7 @@ void checkSource(Compilation& c, const std::string& path, std::string text, cons
     for (auto& prm : p->params) used.insert(prm.name.name);
     c.programs.push_back(std::make_unique<CheckedProgram>());
     Checker checker(c, *c.programs.back(), diags, *mainCtx, opts);
+    checker.badDefs_ = &badDefs;
     checker.checkProgram(*p);
     if (diags.tooManyErrors()) return;
   }

@@ -2,6 +2,7 @@
 // and Ops.cpp (typing of operators and built-in operations).
 #pragma once
 
+#include <set>
 #include <unordered_map>
 
 #include "sema/Sema.h"
@@ -72,11 +73,18 @@ public:
   const Options& opts_;
   const ModuleContext* ctx_ = nullptr;  // module of the code being checked
   std::vector<const DefDecl*> instStack_;
-  const Call* multiValueCall_ = nullptr;  // the value of the multiple assignment being checked
+  const Call* multiValueCall_ = nullptr;
+  const std::set<const DefDecl*>* badDefs_ = nullptr;  // defs whose text has errors
+  size_t inlined_ = 0;  // statements instantiated from defs so far
+  bool inlineBudgetReported_ = false;  // the value of the multiple assignment being checked
   std::unordered_map<const Symbol*, SourceLoc> updatedAt_;
   Scope globals_;
   const GroupInfo* world_ = nullptr;
 };
+
+// The value of a uniform constant expression (literals, bound parameters, arithmetic on
+// them), if it has one at compile time.
+std::optional<double> constantValue(const Expr& e);
 
 // Renders an expression's syntax for messages ("H % 4 == 0").
 std::string exprText(const Expr& e);

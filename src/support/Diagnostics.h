@@ -91,6 +91,8 @@ struct EncodingProblem {
 };
 std::vector<EncodingProblem> checkEncoding(std::string_view bytes, size_t maxProblems = 1);
 
+// Quotes a file path in full.
+inline std::string quotePath(std::string_view p) { return "'" + std::string(p) + "'"; }
 // Quotes a name for a message, shortening very long ones ('aaaa...aaaa' (1048576 characters)).
 std::string quote(std::string_view name);
 

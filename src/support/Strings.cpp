@@ -27,7 +27,8 @@ std::string closestMatch(const std::string& name, const std::vector<std::string>
   size_t bestD = 3;
   for (auto& c : candidates) {
     size_t d = editDistance(name, c, 2);
-    if (d < bestD && d < name.size()) {
+    size_t allowed = name.size() <= 4 ? 1 : 2;
+    if (d < bestD && d <= allowed && d < name.size()) {
       bestD = d;
       best = c;
     }
