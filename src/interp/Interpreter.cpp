@@ -194,6 +194,9 @@ private:
     }
   }
 
+  // Rounds a stored value to its dtype (floating-point values stay exact in exact mode).
+  double store(DType t, double v) const { return c_.exact && ast::isFloat(t) ? v : roundTo(t, v); }
+
   Tensor zeros(const TensorType& t, int r) {
     Tensor x;
     x.shape = localShape(t, c_, r);
@@ -311,7 +314,7 @@ private:
           return x.t->data[li];
         };
         for (size_t n = 0; n < s.expr.nodes.size(); ++n) node[n] = eval(s.expr.nodes[n], node, operand, r, key);
-        y.data[i] = roundTo(s.type.dtype, node.back());
+        y.data[i] = store(s.type.dtype, node.back());
       }
       out.push_back(std::move(y));
     }
@@ -328,7 +331,7 @@ private:
   double eval(const ENode& n, const std::vector<double>& v, F&& operand, int r, uint64_t key) {
     auto a = [&](int k) { return v[n.args[k]]; };
     DType t = n.dtype;
-    bool fl = floatish(t) && t != DType::LitFloat;
+    bool fl = floatish(t) && t != DType::LitFloat && !c_.exact;
     bool integer = ast::isInteger(t) && t != DType::LitInt;
     auto f = [](double x) { return static_cast<float>(x); };
     auto arith = [&](auto opf, auto opd, auto opi) -> double {
@@ -387,12 +390,13 @@ private:
       case EOp::Min: return std::min(a(0), a(1));
       case EOp::Max: return std::max(a(0), a(1));
       case EOp::Select: return a(0) != 0 ? a(1) : a(2);
-      case EOp::Cast: return roundTo(t, a(0));
+      case EOp::Cast: return store(t, a(0));
       case EOp::Dropout: {
         float p = f(a(1));
         uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(static_cast<int64_t>(a(2))) : c_.seed;
         float u = dropoutUniform(seed, n.salt, key);
         if (u < p) return 0.0;
+        if (c_.exact) return a(0) / (1.0 - a(1));
         return static_cast<double>(f(a(0)) * (1.0f / (1.0f - p)));
       }
     }
@@ -400,7 +404,7 @@ private:
   }
 
   // ---- Reductions and row-wise operations ----
-  static bool accFloat(DType t) { return t != DType::F64 && !ast::isInteger(t); }
+  bool accFloat(DType t) const { return t != DType::F64 && !ast::isInteger(t) && !c_.exact; }
 
   PerRank reduce(const Stage& s) {
     const Stage& xs = p_.stages[s.operands[0]];
@@ -451,7 +455,7 @@ private:
         if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
         if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
         if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
-        y.data[o] = roundTo(s.type.dtype, res);
+        y.data[o] = store(s.type.dtype, res);
       }
       out.push_back(std::move(y));
     }
@@ -459,37 +463,43 @@ private:
   }
 
   PerRank rowwise(const Stage& s) {
+    if (c_.exact) return rowwiseIn<double>(s);
+    return rowwiseIn<float>(s);
+  }
+
+  // Softmax and layernorm over the last dimension, computed in T (f32, or f64 when exact).
+  template <class T>
+  PerRank rowwiseIn(const Stage& s) {
     PerRank out;
     for (int r = 0; r < c_.ranks; ++r) {
       const Tensor& x = vals_[s.operands[0]][r];
       Tensor y = zeros(s.type, r);
       int64_t n = x.shape.empty() ? 1 : x.shape.back();
       int64_t rows = n ? x.numel() / n : 0;
-      float eps = static_cast<float>(s.eps.param.empty() ? s.eps.value : param(s.eps.param, DType::F32));
+      T eps = static_cast<T>(s.eps.param.empty() ? s.eps.value : param(s.eps.param, DType::F32));
       for (int64_t row = 0; row < rows; ++row) {
         const double* xr = &x.data[row * n];
         double* yr = &y.data[row * n];
         if (s.kind == StageKind::Softmax) {
-          float mx = -INFINITY, sum = 0;
-          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<float>(xr[i]));
-          for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<float>(xr[i]) - mx);
-          for (int64_t i = 0; i < n; ++i) yr[i] = roundTo(s.type.dtype, std::exp(static_cast<float>(xr[i]) - mx) / sum);
+          T mx = -INFINITY, sum = 0;
+          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<T>(xr[i]));
+          for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<T>(xr[i]) - mx);
+          for (int64_t i = 0; i < n; ++i) yr[i] = store(s.type.dtype, std::exp(static_cast<T>(xr[i]) - mx) / sum);
         } else {
-          float mean = 0, var = 0;
-          for (int64_t i = 0; i < n; ++i) mean += static_cast<float>(xr[i]);
-          mean /= static_cast<float>(n);
+          T mean = 0, var = 0;
+          for (int64_t i = 0; i < n; ++i) mean += static_cast<T>(xr[i]);
+          mean /= static_cast<T>(n);
           for (int64_t i = 0; i < n; ++i) {
-            float d = static_cast<float>(xr[i]) - mean;
+            T d = static_cast<T>(xr[i]) - mean;
             var += d * d;
           }
-          var /= static_cast<float>(n);
-          float inv = 1.0f / std::sqrt(var + eps);
+          var /= static_cast<T>(n);
+          T inv = T(1) / std::sqrt(var + eps);
           for (int64_t i = 0; i < n; ++i) {
-            float v = (static_cast<float>(xr[i]) - mean) * inv;
+            T v = (static_cast<T>(xr[i]) - mean) * inv;
             if (s.operands.size() == 3)
-              v = v * static_cast<float>(vals_[s.operands[1]][r].data[i]) +
-                  static_cast<float>(vals_[s.operands[2]][r].data[i]);
-            yr[i] = roundTo(s.type.dtype, v);
+              v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]) + static_cast<T>(vals_[s.operands[2]][r].data[i]);
+            yr[i] = store(s.type.dtype, v);
           }
         }
       }
@@ -528,11 +538,14 @@ private:
         }
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
-            float acc = 0;
-            for (int64_t k = 0; k < K; ++k)
-              acc = std::fma(static_cast<float>(a.data[aoff + m * as[ra - 2] + k]),
-                             static_cast<float>(b.data[boff + k * bs[rb - 2] + n]), acc);
-            y.data[yoff + m * ys[ry - 2] + n] = roundTo(s.type.dtype, acc);
+            double acc = 0;
+            float accf = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
+              if (c_.exact) acc += x * w;
+              else accf = std::fma(static_cast<float>(x), static_cast<float>(w), accf);
+            }
+            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, c_.exact ? acc : accf);
           }
       }
       out.push_back(std::move(y));
@@ -549,10 +562,13 @@ private:
       int64_t M = a.shape[0], K = a.shape[1];
       if (x.shape[0] != K || y.shape[0] != M) throw RunError("gemv operands do not fit on rank " + std::to_string(r));
       for (int64_t m = 0; m < M; ++m) {
-        float acc = 0;
-        for (int64_t k = 0; k < K; ++k)
-          acc = std::fma(static_cast<float>(a.data[m * K + k]), static_cast<float>(x.data[k]), acc);
-        y.data[m] = roundTo(s.type.dtype, acc);
+        double acc = 0;
+        float accf = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          if (c_.exact) acc += a.data[m * K + k] * x.data[k];
+          else accf = std::fma(static_cast<float>(a.data[m * K + k]), static_cast<float>(x.data[k]), accf);
+        }
+        y.data[m] = store(s.type.dtype, c_.exact ? acc : accf);
       }
       out.push_back(std::move(y));
     }
@@ -619,7 +635,7 @@ private:
       const Tensor& x = vals_[operand][ranks[i]];
       for (int64_t e = 0; e < acc.numel(); ++e) acc.data[e] = combine(op, t, acc.data[e], x.data[e]);
     }
-    for (auto& v : acc.data) v = roundTo(t, v);
+    for (auto& v : acc.data) v = store(t, v);
     return acc;
   }
 

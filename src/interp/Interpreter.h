@@ -33,6 +33,10 @@ struct Config {
   std::map<std::string, int64_t> sizes;
   std::map<std::string, double> scalars;
   uint64_t seed = 0;
+  // Exact mode: floating-point values are neither rounded to their dtype nor computed in f32;
+  // everything runs in f64. Verify uses it as the reference that rounding errors are measured
+  // against. (Dropout keeps and drops the same elements as in the normal mode.)
+  bool exact = false;
 };
 
 struct Values {

@@ -290,6 +290,15 @@ void verifyStructure(const Program& p) {
         if (n.op == EOp::Operand && (n.index < 0 || n.index >= static_cast<int>(s.operands.size())))
           internalError("IR: compute stage '" + s.name + "' reads a missing operand");
       }
+      // A compute over a sliced operand is sliced the same way (after broadcasting).
+      for (int o : s.operands) {
+        const TensorType& t = p.stages[o].type;
+        if (!t.group || t.layout.kind != Layout::Sliced) continue;
+        int want = t.layout.dim + (s.type.rank() - t.rank());
+        if (s.type.layout.kind != Layout::Sliced || s.type.layout.dim != want)
+          internalError("IR: compute stage '" + s.name + "' reads '" + p.stages[o].name + "' (" + t.layout.str() +
+                        ") but is " + s.type.layout.str());
+      }
     }
   }
   for (int o : p.outputs)

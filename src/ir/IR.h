@@ -67,14 +67,23 @@ enum class EOp : uint8_t {
 const char* eopName(EOp op);
 
 struct ENode {
-  EOp op;
-  DType dtype;                // the node's result type
+  EOp op = EOp::Const;
+  DType dtype = DType::F32;   // the node's result type
   std::vector<int> args;      // indices of earlier nodes of the same expression
   int index = 0;              // Operand: operand number
   double value = 0;           // Const
   std::string name;           // Param: parameter name
   const GroupInfo* group = nullptr;  // Rank, GroupIndex, GroupSize
   uint64_t salt = 0;          // Dropout: stable id mixed into the random stream
+
+  static ENode make(EOp op, DType t, std::vector<int> args = {}, int index = 0) {
+    ENode n;
+    n.op = op;
+    n.dtype = t;
+    n.args = std::move(args);
+    n.index = index;
+    return n;
+  }
 };
 
 // An expression DAG; the last node is the result.

@@ -224,10 +224,7 @@ private:
                   const std::string& name) {
     Expr& x = st.expr;
     DType dt = concrete(e.type.dtype);
-    auto leaf = [&](EOp op) {
-      ENode n{op, dt, {}};
-      return n;
-    };
+    auto leaf = [&](EOp op) { return ENode::make(op, dt); };
     switch (e.kind) {
       case ExprKind::IntLit: {
         ENode n = leaf(EOp::Const);

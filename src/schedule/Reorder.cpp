@@ -188,7 +188,7 @@ bool reorder(StepContext& c) {
         copy.type = p.stages[o].type;
         copy.type.layout = Layout::sliced(d + (p.stages[o].type.rank() - agRank));
         copy.operands = {o};
-        copy.expr.add({EOp::Operand, copy.type.dtype, {}, 0});
+        copy.expr.add(ENode::make(EOp::Operand, copy.type.dtype));
         copy.loc = s.loc;
         inside.insert(copy.name);
         insertStage(p, id, std::move(copy));
@@ -205,18 +205,27 @@ bool reorder(StepContext& c) {
         ReduceKind kind = r.reduce;
         bool exactCombine = kind == ReduceKind::Max || kind == ReduceKind::Min || ast::isInteger(whole.dtype);
         int x = r.operands[0];
+        // Partial results and their combination stay in the accumulation type (f32 for
+        // 16- and 32-bit floats), as in the original reduction; only the result is rounded.
+        DType acc = whole.dtype == DType::F16 || whole.dtype == DType::BF16 ? DType::F32 : whole.dtype;
         Stage part = r;
         part.name = p.freshName(name + ".partial");
         part.type.layout = Layout::local();
+        part.type.dtype = acc;
         part.knobs.clear();
         if (kind == ReduceKind::Norm) {
           Stage sq;
           sq.kind = StageKind::Compute;
           sq.name = p.freshName(name + ".square");
+          // The operand's type after the move: stages are rewritten from the last one back,
+          // so a moved operand may not have its sliced type yet.
           sq.type = p.stages[x].type;
+          if (int xd = slicedDimOf(x); xd >= 0) sq.type.layout = Layout::sliced(xd);
+          else if (x == src) sq.type = p.stages[src].type;
+          sq.type.dtype = acc;
           sq.operands = {x};
-          int o = sq.expr.add({EOp::Operand, sq.type.dtype, {}, 0});
-          sq.expr.add({EOp::Mul, sq.type.dtype, {o, o}});
+            int o = sq.expr.add(ENode::make(EOp::Operand, p.stages[x].type.dtype, {}, 0));
+          sq.expr.add(ENode::make(EOp::Mul, acc, {o, o}));
           sq.loc = r.loc;
           inside.insert(sq.name);
           insertStage(p, id, std::move(sq));
@@ -228,11 +237,12 @@ bool reorder(StepContext& c) {
         comb.kind = StageKind::AllReduce;
         comb.name = p.freshName(name + ".combine");
         comb.type = whole;
+        comb.type.dtype = acc;
         comb.op = kind == ReduceKind::Max ? ReduceOp::Max : kind == ReduceKind::Min ? ReduceOp::Min : ReduceOp::Sum;
         comb.loc = r.loc;
         if (!exactCombine) {
           reassociated = "reorder re-associates the reduction " + quote(name) +
-                         " (partial results on slices, combined by allreduce)";
+                         " (partial sums on slices, combined by allreduce)";
           comb.knobs["reassociates"] = reassociated;
         }
         // The stage keeps its name and becomes the final step: the combine, or sqrt of it.
@@ -241,16 +251,19 @@ bool reorder(StepContext& c) {
         insertStage(p, id + 1, std::move(comb));
         p.stages[id + 1].operands = {id};
         int last = id + 1;
-        if (kind == ReduceKind::Norm) {
-          Stage root;
-          root.kind = StageKind::Compute;
-          root.name = name;
-          root.type = whole;
-          root.operands = {id + 1};
-          int o = root.expr.add({EOp::Operand, whole.dtype, {}, 0});
-          root.expr.add({EOp::Sqrt, whole.dtype, {o}});
-          root.loc = p.stages[id].loc;
-          insertStage(p, id + 2, std::move(root));
+        if (kind == ReduceKind::Norm || acc != whole.dtype) {
+          // The final step: sqrt of the combined sum of squares, and/or the rounding to the
+          // reduction's type; it takes the reduction's name.
+          Stage fin;
+          fin.kind = StageKind::Compute;
+          fin.name = name;
+          fin.type = whole;
+          fin.operands = {id + 1};
+          int o = fin.expr.add(ENode::make(EOp::Operand, acc));
+          if (kind == ReduceKind::Norm) o = fin.expr.add(ENode::make(EOp::Sqrt, acc, {o}));
+          if (acc != whole.dtype) fin.expr.add(ENode::make(EOp::Cast, whole.dtype, {o}));
+          fin.loc = p.stages[id].loc;
+          insertStage(p, id + 2, std::move(fin));
           last = id + 2;
         } else {
           p.stages[id + 1].name = name;

@@ -30,7 +30,7 @@ public:
       for (auto t : set) {
         std::string lit = p->getVocabulary().getLiteralName(t);
         std::string sym = p->getVocabulary().getSymbolicName(t);
-        if (t == antlr4::Token::EOF) names.push_back("end of file");
+        if (t == static_cast<decltype(t)>(antlr4::Token::EOF)) names.push_back("end of file");
         else if (!lit.empty()) names.push_back(lit);
         else if (sym == "IDENT") names.push_back("a name");
         else if (sym == "INT") names.push_back("a number");
