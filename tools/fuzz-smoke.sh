@@ -13,6 +13,10 @@ corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 find "$root/samples" "$root/stdlib" "$root/tests/lit" -name '*.cnet' -size -64k -not -path '*/Output/*' \
   -exec cp {} "$corpus/" \; 2>/dev/null || true
+for prog in "$root"/samples/*/*.cnet; do  # programs with their schedules, joined by %%
+  sched="${prog%.cnet}.sched"
+  [ -f "$sched" ] && { cat "$prog"; printf '\n%%%%\n'; cat "$sched"; } > "$corpus/$(basename "$prog" .cnet)-sched.cnet"
+done
 cd "$corpus"
 "$bin" "$corpus" -dict="$root/tests/fuzz/cnet.dict" -max_total_time="$seconds" -max_len=8192 \
   -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | grep -E "^(stat::|Done|==|SUMMARY|INFO: Seed)|ERROR|internal" || true
