@@ -313,6 +313,7 @@ struct Symbol {
   const Stmt* stmt = nullptr;        // the defining statement, if any
   const Param* param = nullptr;      // parameters
   const Symbol* state = nullptr;     // Value made by `update s`: the state it updates
+  const Expr* arg = nullptr;         // a def parameter: the argument bound to it in this call
 };
 
 // Deep copy of syntax (types and resolutions are not copied): used to instantiate defs.

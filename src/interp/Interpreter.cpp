@@ -396,7 +396,7 @@ private:
         uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(static_cast<int64_t>(a(2))) : c_.seed;
         float u = dropoutUniform(seed, n.salt, key);
         if (u < p) return 0.0;
-        if (c_.exact) return a(0) / (1.0 - a(1));
+        if (!fl) return a(0) / (1.0 - a(1));  // f64 (and exact mode) in f64
         return static_cast<double>(f(a(0)) * (1.0f / (1.0f - p)));
       }
     }
@@ -463,7 +463,7 @@ private:
   }
 
   PerRank rowwise(const Stage& s) {
-    if (c_.exact) return rowwiseIn<double>(s);
+    if (c_.exact || s.type.dtype == DType::F64) return rowwiseIn<double>(s);
     return rowwiseIn<float>(s);
   }
 
@@ -521,6 +521,9 @@ private:
       if (b.shape[rb - 2] != K || a.shape[ra - 2] != M || b.shape[rb - 1] != N)
         throw RunError("matmul operands do not fit on rank " + std::to_string(r));
       auto as = strides(a.shape), bs = strides(b.shape), ys = strides(y.shape);
+      int ySliced = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
+      int64_t yOff = ySliced >= 0 && ySliced < ry - 2 ? sliceOffset(s.type, r, y.shape[ySliced]) : 0;
+      bool wide = c_.exact || s.type.dtype == DType::F64;  // f64 accumulates in f64
       int64_t batches = 1;
       for (int k = 0; k < ry - 2; ++k) batches *= y.shape[k];
       for (int64_t bi = 0; bi < batches; ++bi) {
@@ -532,9 +535,11 @@ private:
           int64_t coord = rem / inner;
           rem %= inner;
           yoff += coord * ys[k];
+          // The result may be sliced along this batch dimension while an operand holds it whole.
+          int64_t gcoord = coord + (k == ySliced ? yOff : 0);
           int ka = k - (ry - ra), kb = k - (ry - rb);
-          if (ka >= 0 && a.shape[ka] != 1) aoff += coord * as[ka];
-          if (kb >= 0 && b.shape[kb] != 1) boff += coord * bs[kb];
+          if (ka >= 0 && a.shape[ka] != 1) aoff += (a.shape[ka] == y.shape[k] ? coord : gcoord) * as[ka];
+          if (kb >= 0 && b.shape[kb] != 1) boff += (b.shape[kb] == y.shape[k] ? coord : gcoord) * bs[kb];
         }
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
@@ -542,10 +547,10 @@ private:
             float accf = 0;
             for (int64_t k = 0; k < K; ++k) {
               double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
-              if (c_.exact) acc += x * w;
+              if (wide) acc += x * w;
               else accf = std::fma(static_cast<float>(x), static_cast<float>(w), accf);
             }
-            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, c_.exact ? acc : accf);
+            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, wide ? acc : accf);
           }
       }
       out.push_back(std::move(y));
@@ -562,13 +567,14 @@ private:
       int64_t M = a.shape[0], K = a.shape[1];
       if (x.shape[0] != K || y.shape[0] != M) throw RunError("gemv operands do not fit on rank " + std::to_string(r));
       for (int64_t m = 0; m < M; ++m) {
+        bool wide = c_.exact || s.type.dtype == DType::F64;
         double acc = 0;
         float accf = 0;
         for (int64_t k = 0; k < K; ++k) {
-          if (c_.exact) acc += a.data[m * K + k] * x.data[k];
+          if (wide) acc += a.data[m * K + k] * x.data[k];
           else accf = std::fma(static_cast<float>(a.data[m * K + k]), static_cast<float>(x.data[k]), accf);
         }
-        y.data[m] = store(s.type.dtype, c_.exact ? acc : accf);
+        y.data[m] = store(s.type.dtype, wide ? acc : accf);
       }
       out.push_back(std::move(y));
     }

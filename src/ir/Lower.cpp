@@ -155,6 +155,19 @@ private:
         auto& u = static_cast<const UpdateStmt&>(s);
         std::string name = join(prefix, u.name.name);
         int v = value(*u.value, name);
+        // A value that broadcasts (a scalar, a row) becomes the state's shape first.
+        TensorType st = typeOf(u.state->type);
+        if (p_.stages[v].type.shape != st.shape || !p_.stages[v].type.group) {
+          Stage b;
+          b.kind = StageKind::Compute;
+          b.name = p_.stages[v].name == name ? p_.freshName(name + ".bcast") : name;
+          b.type = st;
+          if (p_.stages[v].type.group && p_.stages[v].type.layout.kind == Layout::Local) b.type.layout = Layout::local();
+          b.operands = {v};
+          b.expr.add(ENode::make(EOp::Operand, p_.stages[v].type.dtype));
+          b.loc = u.value->loc;
+          v = addStage(std::move(b));
+        }
         bindName(u.symbol, name, v);
         return;
       }
@@ -292,9 +305,13 @@ private:
       }
       case ExprKind::Call: {
         auto& c = static_cast<const Call&>(e);
-        if (!isElementwise(c)) {
+        // Dropout draws one mask element per element of its own value: when that value is
+        // broadcast by the statement, it is computed as a stage of its own shape.
+        bool ownShape = c.op == BuiltinOp::Dropout && !c.def && c.type.shape != st.type.shape;
+        if (!isElementwise(c) || ownShape) {
           ENode n = leaf(EOp::Operand);
-          int v = value(c, p_.freshName(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
+          int v = ownShape ? compute(c, p_.freshName(name + ".dropout"))
+                           : value(c, p_.freshName(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
           n.dtype = p_.stages[v].type.dtype;
           n.index = operand(st, idx, v);
           return x.add(n);

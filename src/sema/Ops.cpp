@@ -606,8 +606,13 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
           const GroupInfo* gg;
           if (!sameGroup(x, g, gg, c.loc, len, name)) return Type::error();
         }
-        if (auto it = named.find("eps"); it != named.end())
+        if (auto it = named.find("eps"); it != named.end()) {
           if (!scalarArg(it->second, "eps", false) || !constOrParam(it->second, "eps")) return Type::error();
+          if (auto v = constantValue(*it->second); v && *v <= 0) {
+            error(it->second->loc, "eps of 'layernorm' must be positive", it->second->length);
+            return Type::error();
+          }
+        }
       }
       x.dtype = *dt;
       return x;

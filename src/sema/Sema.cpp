@@ -63,6 +63,7 @@ std::optional<double> constantValue(const Expr& e) {
     case ExprKind::FloatLit: return static_cast<const FloatLit&>(e).value;
     case ExprKind::NameRef: {
       auto& n = static_cast<const NameRef&>(e);
+      if (n.member.empty() && n.target && n.target->arg) return constantValue(*n.target->arg);  // def parameter
       if (!n.member.empty() || !n.target || !n.target->param || !n.target->param->bound) return std::nullopt;
       const Param& p = *n.target->param;
       return p.isSize || isInteger(p.dtype) ? static_cast<double>(p.ivalue) : p.value;
@@ -629,6 +630,7 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
     SymbolKind k = t.kind == ValueKind::Group ? SymbolKind::Group : SymbolKind::Value;
     Symbol* sym = newSymbol(k, def.params[i].name, def.params[i].loc, t);
     sym->group = t.kind == ValueKind::Group ? t.group : nullptr;
+    sym->arg = call.args[i].value.get();
     declare(body, sym);
     call.params.push_back(sym);
   }
@@ -667,7 +669,7 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
 
 // ---- Programs ----------------------------------------------------------------------------
 static bool checkFloat(double v, DType t, double& dv, std::string& why) {
-  double max = t == DType::F16 ? 65504.0 : t == DType::F64 ? DBL_MAX : FLT_MAX;
+  double max = t == DType::F16 ? 65504.0 : t == DType::BF16 ? 3.3895313892515355e38 : t == DType::F64 ? DBL_MAX : FLT_MAX;
   if (std::fabs(v) > max) {
     why = "out of range for " + std::string(dtypeName(t));
     return false;

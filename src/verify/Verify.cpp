@@ -71,12 +71,26 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
     if (prm.value) c.sizes[prm.name] = prm.ivalue;
     else free.push_back(prm.name);
   }
+  // Lower bounds that requirements put on single sizes (`require H >= 1024`).
+  std::map<std::string, int64_t> least;
+  for (const Program* p : {&a, &b})
+    for (auto& r : p->requirements)
+      for (auto& n : free)
+        if (r.lhs == SizeExpr::symbol(n) && r.rhs.constantValue()) {
+          int64_t v = *r.rhs.constantValue() + (r.op == ast::BinaryOp::Gt ? 1 : 0);
+          if (r.op == ast::BinaryOp::Ge || r.op == ast::BinaryOp::Gt || r.op == ast::BinaryOp::Eq)
+            least[n] = std::max(least.count(n) ? least[n] : 1, v);
+        }
   for (int t = 0; t < kSizeTries; ++t) {
     int cap = t < kSizeTries / 2 ? 3 : 1;  // later tries look at smaller sizes
     for (auto& n : free) {
-      // A multiple of P times a power of two (chunked, scattered dimensions), or anything small.
-      if (rng() % 2) c.sizes[n] = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
-      else c.sizes[n] = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
+      // A multiple of P times a power of two (chunked, scattered dimensions), or anything small,
+      // above the size's lower bound.
+      int64_t lo = least.count(n) ? least[n] : 1, v;
+      if (rng() % 2) v = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
+      else v = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
+      if (v < lo) v = lo % c.ranks == 0 || rng() % 2 ? lo + (rng() % 2 ? 0 : (c.ranks - lo % c.ranks) % c.ranks) : lo;
+      c.sizes[n] = v;
     }
     if (requirementsHold(a, c) && requirementsHold(b, c)) return true;
   }
@@ -372,6 +386,24 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
   for (size_t i = 0; i < p.outputs.size(); ++i) entry("out", p.outputNames[i], p.stages[p.outputs[i]].type, res.outputs[i]);
   for (auto& st : p.states) entry("state", st.name, st.type, res.states.at(st.name));
   std::ofstream(dir / "manifest.json") << m.dump(2) << "\n";
+  // The same as plain lines, for the generated C++ driver (no JSON library needed there):
+  //   ranks P | seed S | size NAME V | scalar NAME V | tensor in|out|state NAME DTYPE RANK FILE ELEMENTS
+  std::ofstream t(dir / "manifest.txt");
+  t.precision(17);
+  t << "program " << p.name << "\nranks " << c.ranks << "\nseed " << c.seed << "\n";
+  for (auto& [k, v] : c.sizes) t << "size " << k << " " << v << "\n";
+  for (auto& [k, v] : c.scalars) t << "scalar " << k << " " << v << "\n";
+  for (const char* kind : {"inputs", "outputs", "states"}) {
+    if (!m.contains(kind)) continue;
+    std::string word = std::string(kind) == "inputs" ? "in" : std::string(kind) == "outputs" ? "out" : "state";
+    for (auto& e : m[kind])
+      for (int r = 0; r < c.ranks; ++r) {
+        int64_t n = 1;
+        for (auto d : e["ranks"][r]["shape"]) n *= d.get<int64_t>();
+        t << "tensor " << word << " " << e["name"].get<std::string>() << " " << e["dtype"].get<std::string>() << " "
+          << r << " " << e["ranks"][r]["file"].get<std::string>() << " " << n << "\n";
+      }
+  }
 }
 
 }  // namespace

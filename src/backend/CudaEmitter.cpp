@@ -1,0 +1,932 @@
+// CUDA code generation for a scheduled IR program (see CudaEmitter.h).
+#include "backend/CudaEmitter.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace coconet::backend {
+
+using namespace ir;
+
+namespace {
+
+const char* kRuntimeHeader =
+#include "coconet_runtime_text.inc"
+    ;
+const char* kDriverTemplate =
+#include "coconet_driver_text.inc"
+    ;
+
+// ---- Types ---------------------------------------------------------------------------------
+const char* storageType(DType t) {
+  switch (t) {
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::I8: return "int8_t";
+    case DType::U8: case DType::Bool: return "uint8_t";
+    case DType::I32: return "int";
+    default: return "long long";
+  }
+}
+
+// The type an expression node is computed in (the interpreter's rules).
+const char* computeType(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::Bool: return "bool";
+    case DType::I8: case DType::U8: case DType::I32: case DType::I64: return "long long";
+    default: return "double";  // f64 and literals
+  }
+}
+
+const char* ncclType(DType t) {
+  switch (t) {
+    case DType::F16: return "ncclHalf";
+    case DType::BF16: return "ncclBfloat16";
+    case DType::F32: return "ncclFloat";
+    case DType::F64: return "ncclDouble";
+    case DType::I8: return "ncclInt8";
+    case DType::U8: case DType::Bool: return "ncclUint8";
+    case DType::I32: return "ncclInt32";
+    default: return "ncclInt64";
+  }
+}
+
+const char* cudaDataType(DType t) {
+  switch (t) {
+    case DType::F16: return "CUDA_R_16F";
+    case DType::BF16: return "CUDA_R_16BF";
+    case DType::F64: return "CUDA_R_64F";
+    default: return "CUDA_R_32F";
+  }
+}
+
+const char* ncclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "ncclSum";
+    case ReduceOp::Prod: return "ncclProd";
+    case ReduceOp::Max: return "ncclMax";
+    case ReduceOp::Min: return "ncclMin";
+  }
+  return "ncclSum";
+}
+
+std::string ident(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return r;
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A size expression as C++ over the run's sizes (sz.NAME) and the world size (P_).
+std::string cxx(const SizeExpr& e) {
+  std::string s = e.str(), out;
+  for (size_t i = 0; i < s.size();) {
+    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.')) ++j;
+      std::string id = s.substr(i, j - i);
+      out += id == "world.size" ? "P_" : "sz.s_" + id;
+      i = j;
+    } else {
+      out += s[i++];
+    }
+  }
+  return "(" + out + ")";
+}
+
+class Emitter {
+public:
+  Emitter(const Program& p, const CompileOptions& o) : p_(p), o_(o), cls_(ident(p.name)) {}
+
+  void run(std::vector<std::string>& files) {
+    checkSupported();
+    std::filesystem::create_directories(o_.outDir);
+    write("coconet_runtime.cuh", kRuntimeHeader, files);
+    std::string header = headerText(), source = sourceText(), driver = driverText();
+    write(cls_ + ".h", header, files);
+    write(cls_ + ".cu", source, files);
+    write(cls_ + "_main.cu", driver, files);
+    write("CMakeLists.txt", cmakeText(), files);
+    write("manifest.json", manifestText(header + source + driver + kRuntimeHeader), files);
+  }
+
+private:
+  const Program& p_;
+  const CompileOptions& o_;
+  std::string cls_;
+  std::ostringstream kernels_, body_;
+
+  void write(const std::string& name, const std::string& text, std::vector<std::string>& files) {
+    auto path = std::filesystem::path(o_.outDir) / name;
+    std::ofstream f(path);
+    if (!f) throw std::runtime_error("cannot write " + path.string());
+    f << text;
+    files.push_back(path.string());
+  }
+
+  // What the backend does not lower yet is refused at compile time, naming the stage.
+  void checkSupported() {
+    for (auto& s : p_.stages) {
+      if (s.type.rank() > 8) throw std::runtime_error("stage '" + s.name + "' has rank > 8, which the CUDA backend does not support");
+      if (s.kind == StageKind::Matmul) {
+        DType a = p_.stages[s.operands[0]].type.dtype, b = p_.stages[s.operands[1]].type.dtype;
+        if (a != b || a != s.type.dtype)
+          throw std::runtime_error("stage '" + s.name + "': the CUDA backend multiplies matrices of one type only (" +
+                                   ast::dtypeName(a) + " x " + ast::dtypeName(b) + " -> " + ast::dtypeName(s.type.dtype) + ")");
+        if (a != DType::F16 && a != DType::BF16 && a != DType::F32 && a != DType::F64)
+          throw std::runtime_error("stage '" + s.name + "': matmul of " + ast::dtypeName(a));
+      }
+    }
+  }
+
+  std::string stageComment(const Stage& s) const {
+    std::string c = "// " + s.name + ": " + stageKindName(s.kind) + " -> " + s.type.str();
+    if (!s.fusedInto.empty()) c += " (fused group '" + s.fusedInto + "')";
+    return c;
+  }
+
+  std::string var(int id) const { return "v" + std::to_string(id); }
+  std::string shapeVar(int id) const { return "sh" + std::to_string(id); }
+  std::string countVar(int id) const { return "n" + std::to_string(id); }
+
+  std::string commOf(const GroupInfo* g) const {
+    if (!g || g->depth == 0) return "comm_";
+    return "gcomm_[" + std::to_string(groupIndex(g)) + "]";
+  }
+  int groupIndex(const GroupInfo* g) const {
+    for (size_t i = 0; i < p_.groups.size(); ++i)
+      if (p_.groups[i].get() == g) return static_cast<int>(i);
+    return 0;
+  }
+  std::string g(const GroupInfo* gi, const char* field) const {
+    return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field;
+  }
+
+  // ---- The header: the C++ API ----
+  std::string headerText() {
+    std::ostringstream h;
+    h << "// " << p_.name << ".h: generated by coconetc " << COCONETC_VERSION << " from " << o_.sourcePath
+      << (o_.schedulePath.empty() ? "" : " with schedule " + o_.schedulePath) << ". Do not edit.\n"
+      << "#pragma once\n\n#include <cublas_v2.h>\n#include <cuda_runtime.h>\n#include <nccl.h>\n\n"
+      << "#include \"coconet_runtime.cuh\"\n\nnamespace coconet_gen {\n\n";
+    h << "// The program's size parameters, bound at run time.\nstruct " << cls_ << "_sizes {\n";
+    for (auto& prm : p_.params)
+      if (prm.isSize) h << "  long long s_" << prm.name << " = " << (prm.value ? std::to_string(prm.ivalue) : "0") << ";\n";
+    h << "};\n\n// Its scalar parameters (defaults from the program).\nstruct " << cls_ << "_scalars {\n";
+    for (auto& prm : p_.params)
+      if (!prm.isSize)
+        h << "  double " << ident(prm.name) << " = "
+          << (prm.value ? (ast::isInteger(prm.dtype) ? std::to_string(prm.ivalue) : num(*prm.value)) : "0") << ";  // "
+          << ast::dtypeName(prm.dtype) << "\n";
+    h << "};\n\n// Device pointers to this rank's storage of each tensor (a sliced tensor: its slice).\n"
+      << "struct " << cls_ << "_tensors {\n";
+    for (auto& s : p_.stages)
+      if (s.kind == StageKind::Input) h << "  const void* " << ident(s.name) << " = nullptr;  // in " << s.type.str() << "\n";
+    for (size_t i = 0; i < p_.outputs.size(); ++i)
+      h << "  void* " << ident(p_.outputNames[i]) << " = nullptr;  // out " << p_.stages[p_.outputs[i]].type.str() << "\n";
+    for (auto& st : p_.states)
+      h << "  void* " << ident(st.name) << " = nullptr;  // state (read, then updated in place) " << st.type.str() << "\n";
+    h << "};\n\n";
+    h << "// Made from an NCCL communicator (one rank per GPU) and a stream; no global state, one per\n"
+      << "// communicator. run() enqueues the program on the stream; finish() waits for it with a time\n"
+      << "// limit and reports device-side errors. Errors are coconet_rt::Error naming the stage.\n"
+      << "class " << cls_ << " {\npublic:\n"
+      << "  " << cls_ << "(ncclComm_t comm, cudaStream_t stream);\n  ~" << cls_ << "();\n"
+      << "  " << cls_ << "(const " << cls_ << "&) = delete;\n  " << cls_ << "& operator=(const " << cls_ << "&) = delete;\n"
+      << "  void run(const " << cls_ << "_sizes& sizes, const " << cls_ << "_scalars& scalars, const " << cls_
+      << "_tensors& tensors, unsigned long long seed);\n"
+      << "  void finish(double timeoutSeconds);\n"
+      << "  // Elements of a tensor's storage on this rank (for allocation); -1 for an unknown name.\n"
+      << "  long long localElements(const char* tensor, const " << cls_ << "_sizes& sizes) const;\n"
+      << "  int rank() const { return rank_; }\n  int worldSize() const { return P_; }\n\n"
+      << "private:\n  ncclComm_t comm_;\n  cudaStream_t stream_;\n  cublasHandle_t blas_ = nullptr;\n"
+      << "  int rank_ = 0, P_ = 1;\n  ncclComm_t gcomm_[" << std::max<size_t>(p_.groups.size(), 1) << "] = {};\n"
+      << "  long long gcommSize_[" << std::max<size_t>(p_.groups.size(), 1) << "] = {};\n"
+      << "  int* errorFlag_ = nullptr;\n";
+    for (size_t i = 0; i < p_.stages.size(); ++i)
+      if (p_.stages[i].kind != StageKind::Input && p_.stages[i].kind != StageKind::State)
+        h << "  coconet_rt::Buffer buf" << i << "_;  // " << p_.stages[i].name << "\n";
+    h << "  coconet_rt::Buffer gatherTmp_;\n};\n\n}  // namespace coconet_gen\n";
+    return h.str();
+  }
+
+  // ---- The source ----
+  std::string sourceText() {
+    std::ostringstream s;
+    s << "// " << p_.name << ".cu: generated by coconetc " << COCONETC_VERSION << " from " << o_.sourcePath
+      << (o_.schedulePath.empty() ? " (no schedule)" : " with schedule " + o_.schedulePath) << ". Do not edit.\n";
+    if (!o_.scheduleText.empty()) {
+      s << "//\n// Schedule applied:\n";
+      std::istringstream in(o_.scheduleText);
+      for (std::string line; std::getline(in, line);) s << "//   " << line << "\n";
+    }
+    s << "#include \"" << cls_ << ".h\"\n\n#include <chrono>\n#include <string>\n#include <thread>\n\n";
+    emitBody();
+    s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n" << kernels_.str()
+      << "}  // namespace\n\nnamespace coconet_gen {\n\n";
+    const char* P = "\"";
+    s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
+    s << cls_ << "::" << cls_ << "(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {\n"
+      << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"
+      << "  CHECK(cublasCreate(&blas_), \"setup\");\n  CHECK(cublasSetStream(blas_, stream_), \"setup\");\n"
+      << "  CHECK(cudaMalloc(&errorFlag_, sizeof(int)), \"setup\");\n"
+      << "  CHECK(cudaMemset(errorFlag_, 0, sizeof(int)), \"setup\");\n}\n\n";
+    s << cls_ << "::~" << cls_ << "() {\n  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
+      << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
+    // localElements
+    s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
+      << "  const std::string t = tensor;\n";
+    auto elems = [&](const TensorType& t) {
+      std::string e = "1LL";
+      for (int k = 0; k < t.rank(); ++k) {
+        std::string d = cxx(t.shape[k]);
+        if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = "(" + d + " / " + cxx(t.group->size) + ")";
+        e += " * " + d;
+      }
+      return e;
+    };
+    for (auto& st : p_.stages)
+      if (st.kind == StageKind::Input) s << "  if (t == \"" << st.name << "\") return " << elems(st.type) << ";\n";
+    for (size_t i = 0; i < p_.outputs.size(); ++i)
+      s << "  if (t == \"" << p_.outputNames[i] << "\") return " << elems(p_.stages[p_.outputs[i]].type) << ";\n";
+    for (auto& st : p_.states) s << "  if (t == \"" << st.name << "\") return " << elems(st.type) << ";\n";
+    s << "  return -1;\n}\n\n";
+    // finish
+    s << "void " << cls_ << "::finish(double timeoutSeconds) {\n"
+      << "  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);\n"
+      << "  for (;;) {\n    cudaError_t e = cudaStreamQuery(stream_);\n    if (e == cudaSuccess) break;\n"
+      << "    if (e != cudaErrorNotReady) CHECK(e, \"finish\");\n"
+      << "    if (std::chrono::steady_clock::now() > deadline) {\n      ncclCommAbort(comm_);\n"
+      << "      throw coconet_rt::Error(\"" << p_.name << ": the run did not finish within \" + std::to_string(timeoutSeconds) +\n"
+      << "                              \" s; a collective may be waiting for a rank that is not running\");\n    }\n"
+      << "    std::this_thread::sleep_for(std::chrono::microseconds(50));\n  }\n"
+      << "  int flag = 0;\n  CHECK(cudaMemcpy(&flag, errorFlag_, sizeof(int), cudaMemcpyDeviceToHost), \"finish\");\n"
+      << "  if (flag) {\n    cudaMemset(errorFlag_, 0, sizeof(int));\n"
+      << "    throw coconet_rt::Error(\"" << p_.name << ": an embedding index was out of range of its table\");\n  }\n}\n\n";
+    s << "void " << cls_ << "::run(const " << cls_ << "_sizes& sz, const " << cls_ << "_scalars& sc, const " << cls_
+      << "_tensors& t, unsigned long long seed) {\n" << body_.str() << "}\n\n}  // namespace coconet_gen\n";
+    return s.str();
+  }
+
+  void emitBody() {
+    auto& b = body_;
+    b << "  (void)sc;\n  (void)seed;\n";
+    // Sizes must be positive; requirements must hold.
+    for (auto& prm : p_.params)
+      if (prm.isSize)
+        b << "  if (sz.s_" << prm.name << " <= 0) throw coconet_rt::Error(\"" << p_.name << ": size " << prm.name
+          << " is \" + std::to_string(sz.s_" << prm.name << ") + \"; sizes must be positive\");\n";
+    // Group coordinates (consecutive blocks of ranks, as the language defines).
+    b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
+    for (size_t gi = 1; gi < p_.groups.size(); ++gi) {
+      const GroupInfo* gr = p_.groups[gi].get();
+      int pi = groupIndex(gr->parent);
+      std::string k = "k" + std::to_string(gi), pp = "g" + std::to_string(pi);
+      b << "  const long long " << k << " = " << cxx(gr->count) << ";\n"
+        << "  if (" << k << " <= 0 || " << pp << "_size % " << k << " != 0) throw coconet_rt::Error(\"" << p_.name
+        << ": group '" << gr->name << "' splits \" + std::to_string(" << pp << "_size) + \" ranks into \" + std::to_string("
+        << k << ") + \" parts\");\n"
+        << "  const long long g" << gi << "_size = " << pp << "_size / " << k << ";\n"
+        << "  const long long g" << gi << "_inst = " << pp << "_inst * " << k << " + " << pp << "_pos / g" << gi << "_size;\n"
+        << "  const long long g" << gi << "_pos = " << pp << "_pos % g" << gi << "_size;\n"
+        << "  if (!gcomm_[" << gi << "] || gcommSize_[" << gi << "] != g" << gi << "_size) {\n"
+        << "    if (gcomm_[" << gi << "]) CHECK(ncclCommDestroy(gcomm_[" << gi << "]), \"group " << gr->name << "\");\n"
+        << "    CHECK(ncclCommSplit(comm_, static_cast<int>(g" << gi << "_inst), static_cast<int>(g" << gi
+        << "_pos), &gcomm_[" << gi << "], nullptr), \"group " << gr->name << "\");\n"
+        << "    gcommSize_[" << gi << "] = g" << gi << "_size;\n  }\n";
+    }
+    for (size_t gi = 0; gi < p_.groups.size(); ++gi)
+      b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
+    for (auto& r : p_.requirements) {
+      std::string op = ast::binaryOpSpelling(r.op);
+      b << "  if (!(" << cxx(r.lhs) << " " << op << " " << cxx(r.rhs) << ")) throw coconet_rt::Error(\"" << p_.name
+        << ": requirement " << r.str() << " does not hold (" << jsonEscape(r.reason) << "): \" + std::to_string("
+        << cxx(r.lhs) << ") + \" " << op << " \" + std::to_string(" << cxx(r.rhs) << ") + \" is false\");\n";
+    }
+    // Local shapes and element counts of every value.
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      b << "  const long long " << shapeVar(static_cast<int>(i)) << "[" << std::max(1, s.type.rank()) << "] = {";
+      for (int k = 0; k < s.type.rank(); ++k) {
+        std::string d = cxx(s.type.shape[k]);
+        if (s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == k)
+          d = "(" + d + " / " + g(s.type.group, "size") + ")";
+        b << (k ? ", " : "") << d;
+      }
+      if (s.type.rank() == 0) b << "1";
+      b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = 1";
+      for (int k = 0; k < s.type.rank(); ++k) b << " * " << shapeVar(static_cast<int>(i)) << "[" << k << "]";
+      b << ";\n";
+    }
+    // Storage of every value.
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      std::string T = storageType(s.type.dtype);
+      int id = static_cast<int>(i);
+      if (s.kind == StageKind::Input) {
+        b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name
+          << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
+      } else if (s.kind == StageKind::State) {
+        b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state
+          << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
+      } else {
+        b << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name
+          << "\", \"" << s.name << "\");\n  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
+      }
+    }
+    for (auto& o : p_.outputNames)
+      b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
+    // Stages in order.
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
+      b << "\n  " << stageComment(s) << "\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n";
+      emitStage(static_cast<int>(i));
+      b << "  }\n";
+    }
+    // Outputs and new states.
+    b << "\n  // Outputs and the states' new values.\n";
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      int id = p_.outputs[i];
+      b << "  CHECK(cudaMemcpyAsync(t." << ident(p_.outputNames[i]) << ", " << var(id) << ", " << countVar(id) << " * sizeof("
+        << storageType(p_.stages[id].type.dtype) << "), cudaMemcpyDeviceToDevice, stream_), \"" << p_.outputNames[i] << "\");\n";
+    }
+    for (auto& st : p_.states) {
+      if (st.exit == st.entry) continue;
+      const Stage& ex = p_.stages[st.exit];
+      std::string T = storageType(st.type.dtype);
+      std::string src = var(st.exit);
+      std::string n = countVar(st.exit);
+      if (st.type.layout.kind == Layout::Sliced && ex.type.layout.kind != Layout::Sliced) {
+        // A whole value kept as this rank's slice of dimension 0: a contiguous block.
+        n = countVar(st.entry);
+        src = var(st.exit) + " + " + g(st.type.group, "pos") + " * " + countVar(st.entry);
+      }
+      b << "  CHECK(cudaMemcpyAsync(t." << ident(st.name) << ", " << src << ", " << n << " * sizeof(" << T
+        << "), cudaMemcpyDeviceToDevice, stream_), \"update " << st.name << "\");\n";
+    }
+  }
+
+  static std::string jsonEscape(const std::string& s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '"' || c == '\\') r += '\\';
+      r += c;
+    }
+    return r;
+  }
+
+  std::string launch(const std::string& n) const {
+    return "static_cast<int>(std::min<long long>((" + n + " + 255) / 256, 65535)), 256, 0, stream_";
+  }
+
+  void emitStage(int id) {
+    const Stage& s = p_.stages[id];
+    auto& b = body_;
+    std::string T = storageType(s.type.dtype);
+    std::string name = "\"" + s.name + "\"";
+    auto in = [&](int k) { return var(s.operands[k]); };
+    auto nIn = [&](int k) { return countVar(s.operands[k]); };
+    auto inT = [&](int k) { return p_.stages[s.operands[k]].type; };
+    const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
+    switch (s.kind) {
+      case StageKind::Compute: emitCompute(id); break;
+      case StageKind::Reduce: emitReduce(id); break;
+      case StageKind::Softmax: case StageKind::Layernorm: emitRowwise(id); break;
+      case StageKind::Matmul: case StageKind::Gemv: emitGemm(id); break;
+      case StageKind::Embedding: emitEmbedding(id); break;
+      case StageKind::AllReduce:
+        b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
+          << ", " << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+        break;
+      case StageKind::ReduceScatter:
+        b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
+          << ncclType(s.type.dtype) << ", " << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+        break;
+      case StageKind::AllGather: {
+        int d = inT(0).layout.dim;
+        if (d == 0) {
+          b << "    CHECK(ncclAllGather(" << in(0) << ", " << var(id) << ", " << nIn(0) << ", " << ncclType(s.type.dtype)
+            << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+        } else {
+          // Gather the slices one after another, then put each where dimension d says.
+          std::string kname = "k_unslice_" + std::to_string(id);
+          kernels_ << "// " << s.name << ": places the gathered slices along dimension " << d << ".\n"
+                   << "__global__ void " << kname << "(const " << T << "* __restrict__ tmp, " << T
+                   << "* __restrict__ out, OutputMap om, long long slice, long long localExtent) {\n"
+                   << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
+                   << "    long long rem = i, src = 0, mul = 1, part = 0;\n"
+                   << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
+                   << "      long long ext = om.shape[k];\n      if (k == " << d << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
+                   << "      src += c * mul;\n      mul *= ext;\n    }\n    out[i] = tmp[part * slice + src];\n  }\n}\n\n";
+          b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name << ");\n"
+            << "    CHECK(ncclAllGather(" << in(0) << ", gatherTmp_.ptr, " << nIn(0) << ", " << ncclType(s.type.dtype) << ", "
+            << commOf(gr) << ", stream_), " << name << ");\n"
+            << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << countVar(id) << ";\n"
+            << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(id) << "[k];\n"
+            << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(static_cast<const " << T << "*>(gatherTmp_.ptr), " << var(id)
+            << ", om, " << nIn(0) << ", " << shapeVar(s.operands[0]) << "[" << d << "]);\n"
+            << "    CHECK(cudaGetLastError(), " << name << ");\n";
+        }
+        break;
+      }
+      case StageKind::Broadcast: case StageKind::Reduce1: {
+        std::string root = s.root.param.empty() ? std::to_string(static_cast<long long>(s.root.value))
+                                                : "static_cast<long long>(sc." + ident(s.root.param) + ")";
+        b << "    const long long root = " << root << ";\n"
+          << "    if (root < 0 || root >= " << g(gr, "size") << ") throw coconet_rt::Error(\"" << p_.name << ": stage '"
+          << s.name << "': root \" + std::to_string(root) + \" is not a rank of group '" << gr->name << "'\");\n";
+        if (s.kind == StageKind::Broadcast) {
+          b << "    CHECK(ncclBroadcast(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
+            << ", static_cast<int>(root), " << commOf(gr) << ", stream_), " << name << ");\n";
+        } else {
+          b << "    CHECK(ncclReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
+            << ", " << ncclOp(s.op) << ", static_cast<int>(root), " << commOf(gr) << ", stream_), " << name << ");\n"
+            << "    if (" << g(gr, "pos") << " != root) CHECK(cudaMemsetAsync(" << var(id) << ", 0, " << countVar(id)
+            << " * sizeof(" << T << "), stream_), " << name << ");\n";
+        }
+        break;
+      }
+      case StageKind::AllToAll:
+        b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n"
+          << "    CHECK(ncclGroupStart(), " << name << ");\n"
+          << "    for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
+          << "      CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+          << commOf(gr) << ", stream_), " << name << ");\n"
+          << "      CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+          << commOf(gr) << ", stream_), " << name << ");\n    }\n"
+          << "    CHECK(ncclGroupEnd(), " << name << ");\n";
+        break;
+      case StageKind::Send: {
+        bool ranks = s.peer == Peer::NextRank || s.peer == Peer::PrevRank;
+        bool next = s.peer == Peer::NextRank || s.peer == Peer::NextGroup;
+        std::string comm = ranks ? commOf(gr) : "comm_";
+        if (ranks) {
+          b << "    const long long size = " << g(gr, "size") << ", pos = " << g(gr, "pos") << ";\n"
+            << "    const int to = static_cast<int>((pos + " << (next ? "1" : "size - 1") << ") % size);\n"
+            << "    const int from = static_cast<int>((pos + " << (next ? "size - 1" : "1") << ") % size);\n";
+        } else {
+          b << "    const long long size = " << g(gr, "size") << ", count = P_ / size, inst = " << g(gr, "inst")
+            << ", pos = " << g(gr, "pos") << ";\n"
+            << "    const int to = static_cast<int>(((inst + " << (next ? "1" : "count - 1") << ") % count) * size + pos);\n"
+            << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
+        }
+        b << "    CHECK(ncclGroupStart(), " << name << ");\n"
+          << "    CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
+          << ", stream_), " << name << ");\n"
+          << "    CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
+          << ", stream_), " << name << ");\n    CHECK(ncclGroupEnd(), " << name << ");\n";
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  // Fills an OutputMap for stage `id` and an OperandMap per operand (host code).
+  void emitMaps(int id) {
+    const Stage& s = p_.stages[id];
+    auto& b = body_;
+    int R = s.type.rank();
+    int sd = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
+    b << "    OutputMap om{};\n    om.rank = " << R << ";\n    om.n = " << countVar(id) << ";\n";
+    b << "    long long gshape[" << std::max(R, 1) << "] = {";
+    for (int k = 0; k < R; ++k) b << (k ? ", " : "") << cxx(s.type.shape[k]);
+    if (R == 0) b << "1";
+    b << "};\n    long long off = " << (sd >= 0 ? g(s.type.group, "pos") + " * " + shapeVar(id) + "[" + std::to_string(sd) + "]" : "0")
+      << ";\n    (void)off;\n";
+    b << "    { long long st = 1;\n      for (int k = om.rank - 1; k >= 0; --k) { om.shape[k] = " << shapeVar(id)
+      << "[k]; om.gstride[k] = st; st *= gshape[k]; } }\n";
+    b << "    om.gbase = " << (sd >= 0 ? "off * om.gstride[" + std::to_string(sd) + "]" : "0") << ";\n";
+    bool local = s.type.group && s.type.layout.kind == Layout::Local;
+    b << "    om.keyXor = (static_cast<unsigned long long>(" << g(s.type.group, "inst") << ") << 48)"
+      << (local ? " ^ (static_cast<unsigned long long>(rank_ + 1) << 40)" : "") << ";\n";
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      const Stage& os = p_.stages[s.operands[k]];
+      int orank = os.type.rank();
+      int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
+      b << "    OperandMap m" << k << "{};\n    { long long st = 1;\n";
+      for (int j = orank - 1; j >= 0; --j) {
+        int outDim = j + R - orank;
+        b << "      m" << k << ".stride[" << outDim << "] = (" << shapeVar(s.operands[k]) << "[" << j << "] == 1 && gshape["
+          << outDim << "] != 1) ? 0 : st;\n      st *= " << shapeVar(s.operands[k]) << "[" << j << "];\n";
+        // The output is sliced along this dimension, the operand holds it whole: start at the slice.
+        if (outDim == sd && osd != j)
+          b << "      m" << k << ".base += (m" << k << ".stride[" << outDim << "] ? off * m" << k << ".stride[" << outDim << "] : 0);\n";
+      }
+      b << "    }\n";
+    }
+  }
+
+  std::string nodeCode(const ENode& n, int i, const std::vector<std::string>& args) {
+    std::string CT = computeType(n.dtype);
+    auto a = [&](int k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
+    bool fl = std::string(CT) == "float", db = std::string(CT) == "double";
+    std::string v = "v" + std::to_string(i);
+    std::string e;
+    switch (n.op) {
+      case EOp::Operand: e = "coconet_rt::to_f(a" + std::to_string(n.index) + "[i" + std::to_string(n.index) + "])"; break;
+      case EOp::Const: e = num(n.value); break;
+      case EOp::Param: e = "prm_" + ident(n.name); break;
+      case EOp::Rank: case EOp::GroupIndex: case EOp::GroupSize: e = "gv" + std::to_string(i); break;
+      case EOp::Neg: e = "-" + a(0); break;
+      case EOp::Not: e = "!(" + args[0] + ")"; break;
+      case EOp::Add: e = fl ? "__fadd_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " + " + a(1); break;
+      case EOp::Sub: e = fl ? "__fsub_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dsub_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " - " + a(1); break;
+      case EOp::Mul: e = fl ? "__fmul_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dmul_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " * " + a(1); break;
+      case EOp::Div:
+        e = fl ? "__fdiv_rn(" + a(0) + ", " + a(1) + ")" : db ? "__ddiv_rn(" + a(0) + ", " + a(1) + ")"
+               : "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
+        break;
+      case EOp::Mod: e = fl ? "fmodf(" + a(0) + ", " + a(1) + ")" : db ? "fmod(" + a(0) + ", " + a(1) + ")"
+                            : "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")"; break;
+      case EOp::Lt: e = "(double)(" + args[0] + ") < (double)(" + args[1] + ")"; break;
+      case EOp::Le: e = "(double)(" + args[0] + ") <= (double)(" + args[1] + ")"; break;
+      case EOp::Gt: e = "(double)(" + args[0] + ") > (double)(" + args[1] + ")"; break;
+      case EOp::Ge: e = "(double)(" + args[0] + ") >= (double)(" + args[1] + ")"; break;
+      case EOp::Eq: e = "(double)(" + args[0] + ") == (double)(" + args[1] + ")"; break;
+      case EOp::Ne: e = "(double)(" + args[0] + ") != (double)(" + args[1] + ")"; break;
+      case EOp::And: e = "(" + args[0] + ") && (" + args[1] + ")"; break;
+      case EOp::Or: e = "(" + args[0] + ") || (" + args[1] + ")"; break;
+      case EOp::Sqrt: e = (fl ? "sqrtf(" : "sqrt(") + a(0) + ")"; break;
+      case EOp::Rsqrt: e = fl ? "__fdiv_rn(1.0f, sqrtf(" + a(0) + "))" : "1.0 / sqrt(" + a(0) + ")"; break;
+      case EOp::Exp: e = (fl ? "expf(" : "exp(") + a(0) + ")"; break;
+      case EOp::Log: e = (fl ? "logf(" : "log(") + a(0) + ")"; break;
+      case EOp::Tanh: e = (fl ? "tanhf(" : "tanh(") + a(0) + ")"; break;
+      case EOp::Sigmoid: e = fl ? "__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-" + a(0) + ")))" : "1.0 / (1.0 + exp(-" + a(0) + "))"; break;
+      case EOp::Abs: e = (fl ? "fabsf(" : db ? "fabs(" : "llabs(") + a(0) + ")"; break;
+      case EOp::Relu: e = "(" + a(0) + " > 0 ? " + a(0) + " : static_cast<" + CT + ">(0))"; break;
+      case EOp::Gelu: e = "coconet_rt::gelu(" + a(0) + ")"; break;
+      case EOp::Pow: e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : "pow((double)" + args[0] + ", (double)" + args[1] + ")"; break;
+      case EOp::Min: e = "((double)(" + args[0] + ") < (double)(" + args[1] + ") ? " + a(0) + " : " + a(1) + ")"; break;
+      case EOp::Max: e = "((double)(" + args[0] + ") > (double)(" + args[1] + ") ? " + a(0) + " : " + a(1) + ")"; break;
+      case EOp::Select: e = "((" + args[0] + ") ? " + a(1) + " : " + a(2) + ")"; break;
+      case EOp::Cast:
+        switch (n.dtype) {
+          case DType::F16: e = "coconet_rt::round_f16(static_cast<float>(" + args[0] + "))"; break;
+          case DType::BF16: e = "coconet_rt::round_bf16(static_cast<float>(" + args[0] + "))"; break;
+          case DType::Bool: e = "((" + args[0] + ") != 0)"; break;
+          case DType::I8: e = "coconet_rt::saturate<int8_t>((double)(" + args[0] + "))"; break;
+          case DType::U8: e = "coconet_rt::saturate<uint8_t>((double)(" + args[0] + "))"; break;
+          case DType::I32: e = "coconet_rt::saturate<int>((double)(" + args[0] + "))"; break;
+          case DType::I64: e = "coconet_rt::saturate<long long>((double)(" + args[0] + "))"; break;
+          default: e = a(0);
+        }
+        break;
+      case EOp::Dropout: {
+        std::string seed = n.args.size() > 2 ? "static_cast<unsigned long long>(static_cast<long long>(" + args[2] + "))" : "seed";
+        std::string p = "static_cast<float>(" + args[1] + ")";
+        e = "(coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p + " ? " +
+            std::string(fl ? "0.0f" : "0.0") + " : " +
+            (fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))"
+                : a(0) + " / (1.0 - (double)(" + args[1] + "))") + ")";
+        break;
+      }
+    }
+    return "    const " + CT + " " + v + " = " + e + ";\n";
+  }
+
+  void emitCompute(int id) {
+    const Stage& s = p_.stages[id];
+    std::string T = storageType(s.type.dtype);
+    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+    std::vector<std::string> params, hostArgs;
+    params.push_back(T + "* __restrict__ out");
+    hostArgs.push_back(var(id));
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      params.push_back("const " + std::string(storageType(p_.stages[s.operands[k]].type.dtype)) + "* __restrict__ a" + std::to_string(k));
+      hostArgs.push_back(var(s.operands[k]));
+    }
+    params.push_back("OutputMap om");
+    hostArgs.push_back("om");
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      params.push_back("OperandMap m" + std::to_string(k));
+      hostArgs.push_back("m" + std::to_string(k));
+    }
+    std::set<std::string> prms;
+    for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+      const ENode& n = s.expr.nodes[i];
+      if (n.op == EOp::Param && prms.insert(n.name).second) {
+        params.push_back("double prm_" + ident(n.name));
+        bool isSize = false;
+        for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
+        hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
+      }
+      if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
+        params.push_back("long long gv" + std::to_string(i));
+        hostArgs.push_back(g(n.group, n.op == EOp::Rank ? "pos" : n.op == EOp::GroupIndex ? "inst" : "size"));
+      }
+    }
+    params.push_back("unsigned long long seed");
+    hostArgs.push_back("seed");
+    kernels_ << "// " << s.name << " = " << exprTextFor(s) << "\n__global__ void " << kname << "(";
+    for (size_t k = 0; k < params.size(); ++k) kernels_ << (k ? ", " : "") << params[k];
+    kernels_ << ") {\n  (void)seed;\n"
+             << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
+             << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
+             << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
+             << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
+    for (size_t k = 0; k < s.operands.size(); ++k)
+      kernels_ << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
+    std::vector<std::string> names;
+    for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+      std::vector<std::string> args;
+      for (int a : s.expr.nodes[i].args) args.push_back("v" + std::to_string(a));
+      kernels_ << nodeCode(s.expr.nodes[i], static_cast<int>(i), args);
+    }
+    std::string last = "v" + std::to_string(s.expr.nodes.size() - 1);
+    if (s.type.dtype == DType::Bool) kernels_ << "    out[i] = (" << last << ") ? 1 : 0;\n";
+    else kernels_ << "    out[i] = coconet_rt::Store<" << T << ">::from(static_cast<double>(" << last << "));\n";
+    kernels_ << "  }\n}\n\n";
+    emitMaps(id);
+    body_ << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(";
+    for (size_t k = 0; k < hostArgs.size(); ++k) body_ << (k ? ", " : "") << hostArgs[k];
+    body_ << ");\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  std::string exprTextFor(const Stage& s) const {
+    std::vector<std::string> names;
+    for (int o : s.operands) names.push_back(p_.stages[o].name);
+    return s.expr.str(names);
+  }
+
+  // One block per output element: the reduced elements, strided, then a tree in shared memory.
+  void emitReduce(int id) {
+    const Stage& s = p_.stages[id];
+    const Stage& x = p_.stages[s.operands[0]];
+    std::string T = storageType(s.type.dtype), XT = storageType(x.type.dtype);
+    std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
+    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+    std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
+    if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
+    if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
+    std::string comb = s.reduce == ReduceKind::Max ? "acc = v > acc ? v : acc;"
+                       : s.reduce == ReduceKind::Min ? "acc = v < acc ? v : acc;"
+                       : s.reduce == ReduceKind::Norm ? "acc += v * v;" : "acc += v;";
+    std::string combS = s.reduce == ReduceKind::Max ? "a = b > a ? b : a;" : s.reduce == ReduceKind::Min ? "a = b < a ? b : a;" : "a += b;";
+    kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
+             << ")\n__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T
+             << "* __restrict__ out, long long outer, long long len, long long inner, double count) {\n"
+             << "  __shared__ " << AT << " part[256];\n  (void)count;\n"
+             << "  for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {\n"
+             << "    const long long base = (o / inner) * len * inner + o % inner;\n"
+             << "    " << AT << " acc = " << init << ";\n"
+             << "    for (long long j = threadIdx.x; j < len; j += blockDim.x) {\n"
+             << "      const " << AT << " v = static_cast<" << AT << ">(coconet_rt::to_f(x[base + j * inner]));\n      " << comb << "\n    }\n"
+             << "    part[threadIdx.x] = acc;\n    __syncthreads();\n"
+             << "    for (int w = blockDim.x / 2; w > 0; w /= 2) {\n"
+             << "      if (threadIdx.x < w) { " << AT << "& a = part[threadIdx.x]; const " << AT << " b = part[threadIdx.x + w]; " << combS << " }\n"
+             << "      __syncthreads();\n    }\n"
+             << "    if (threadIdx.x == 0) {\n      " << AT << " r = part[0];\n";
+    if (s.reduce == ReduceKind::Mean) kernels_ << "      r = static_cast<" << AT << ">(r / count);\n";
+    if (s.reduce == ReduceKind::Norm) kernels_ << "      r = sqrt(r);\n";
+    kernels_ << "      out[o] = coconet_rt::Store<" << T << ">::from(static_cast<double>(r));\n    }\n    __syncthreads();\n  }\n}\n\n";
+    int xr = x.type.rank();
+    auto& b = body_;
+    b << "    long long outer = 1, len = 1, inner = 1;\n";
+    if (s.dim < 0) {
+      b << "    len = " << countVar(s.operands[0]) << ";\n";
+    } else {
+      for (int k = 0; k < xr; ++k)
+        b << "    " << (k < s.dim ? "outer" : k == s.dim ? "len" : "inner") << " *= " << shapeVar(s.operands[0]) << "[" << k << "];\n";
+    }
+    // The mean divides by the global count of reduced elements.
+    std::string count = "1.0";
+    for (int k = 0; k < xr; ++k)
+      if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
+    b << "    " << kname << "<<<static_cast<int>(std::min<long long>(outer * inner, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
+      << ", " << var(id) << ", outer, len, inner, " << count << ");\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  void emitRowwise(int id) {
+    const Stage& s = p_.stages[id];
+    std::string T = storageType(s.type.dtype), XT = storageType(p_.stages[s.operands[0]].type.dtype);
+    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+    bool affine = s.operands.size() == 3;
+    std::string GT = affine ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
+    std::string BT = affine ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
+    kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row\n"
+             << "__device__ float blockSum_" << id << "(float v, float* sh) {\n  sh[threadIdx.x] = v;\n  __syncthreads();\n"
+             << "  for (int w = blockDim.x / 2; w > 0; w /= 2) { if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w]; __syncthreads(); }\n"
+             << "  float r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
+             << "__device__ float blockMax_" << id << "(float v, float* sh) {\n  sh[threadIdx.x] = v;\n  __syncthreads();\n"
+             << "  for (int w = blockDim.x / 2; w > 0; w /= 2) { if (threadIdx.x < w) sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + w]); __syncthreads(); }\n"
+             << "  float r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
+             << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
+             << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, float eps) {\n"
+             << "  __shared__ float sh[256];\n  (void)gamma; (void)beta; (void)eps;\n"
+             << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+             << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n";
+    if (s.kind == StageKind::Softmax) {
+      kernels_ << "    float mx = -INFINITY;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, coconet_rt::to_f(xr[i]));\n"
+               << "    mx = blockMax_" << id << "(mx, sh);\n    float sum = 0;\n"
+               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) sum += expf(coconet_rt::to_f(xr[i]) - mx);\n"
+               << "    sum = blockSum_" << id << "(sum, sh);\n"
+               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
+               << ">::from(expf(coconet_rt::to_f(xr[i]) - mx) / sum);\n";
+    } else {
+      kernels_ << "    float mean = 0;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) mean += coconet_rt::to_f(xr[i]);\n"
+               << "    mean = blockSum_" << id << "(mean, sh) / static_cast<float>(n);\n    float var = 0;\n"
+               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) { float d = coconet_rt::to_f(xr[i]) - mean; var += d * d; }\n"
+               << "    var = blockSum_" << id << "(var, sh) / static_cast<float>(n);\n    const float inv = 1.0f / sqrtf(var + eps);\n"
+               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      float v = (coconet_rt::to_f(xr[i]) - mean) * inv;\n"
+               << (affine ? "      v = v * coconet_rt::to_f(gamma[i]) + coconet_rt::to_f(beta[i]);\n" : "")
+               << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
+    }
+    kernels_ << "  }\n}\n\n";
+    int r = s.type.rank();
+    std::string eps = s.eps.param.empty() ? num(s.eps.value) : "sc." + ident(s.eps.param);
+    body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
+          << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
+          << ", " << var(id) << ", " << (affine ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
+          << (affine ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<float>(" << eps
+          << "));\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
+  // accumulation (f64 for f64), batched when both operands carry batch dimensions.
+  void emitGemm(int id) {
+    const Stage& s = p_.stages[id];
+    DType dt = s.type.dtype;
+    std::string ty = cudaDataType(dt);
+    bool f64 = dt == DType::F64;
+    int a = s.operands[0], bop = s.operands[1];
+    int ra = p_.stages[a].type.rank();
+    auto& b = body_;
+    if (s.kind == StageKind::Gemv) {
+      b << "    const long long M = " << shapeVar(a) << "[0], K = " << shapeVar(a) << "[1], N = 1, batch = 1;\n"
+        << "    const long long strideA = 0, strideB = 0, strideC = 0;\n";
+    } else {
+      int rb = p_.stages[bop].type.rank();
+      b << "    const long long M = " << shapeVar(a) << "[" << ra - 2 << "], K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
+        << shapeVar(bop) << "[" << rb - 1 << "];\n"
+        << "    const long long batchA = " << countVar(a) << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
+        << countVar(id) << " / (M * N);\n"
+        << "    long long Mx = M, batch = batchC, strideA = M * K, strideB = K * N, strideC = M * N;\n"
+        << "    if (batchB == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n"
+        << "    else if (batchA == 1) { strideA = 0; }\n"
+        << "    else if (batchA != batchC || batchB != batchC) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
+        << "': batch dimensions that broadcast partially are not supported\");\n";
+    }
+    std::string M = s.kind == StageKind::Gemv ? "M" : "Mx";
+    b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+      << "    CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
+      << "), static_cast<int>(K), &alpha, " << var(bop) << ", " << ty << ", static_cast<int>(N), strideB, " << var(a) << ", " << ty
+      << ", static_cast<int>(K), strideA, &beta, " << var(id) << ", " << ty << ", static_cast<int>(N), strideC, static_cast<int>(batch), "
+      << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
+  }
+
+  void emitEmbedding(int id) {
+    const Stage& s = p_.stages[id];
+    const Stage& tab = p_.stages[s.operands[0]];
+    const Stage& idx = p_.stages[s.operands[1]];
+    std::string T = storageType(s.type.dtype), IT = storageType(idx.type.dtype);
+    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+    kernels_ << "// " << s.name << " = embedding(" << tab.name << ", " << idx.name << "): rows outside this rank's shard are zero\n"
+             << "__global__ void " << kname << "(const " << T << "* __restrict__ table, const " << IT << "* __restrict__ idx, " << T
+             << "* __restrict__ out, long long n, long long D, long long rows, long long firstRow, long long globalRows, int* error) {\n"
+             << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D; i += (long long)gridDim.x * blockDim.x) {\n"
+             << "    const long long v = static_cast<long long>(idx[i / D]);\n"
+             << "    if (v < 0 || v >= globalRows) { atomicExch(error, 1); out[i] = coconet_rt::Store<" << T << ">::from(0.0); continue; }\n"
+             << "    const long long r = v - firstRow;\n"
+             << "    out[i] = (r >= 0 && r < rows) ? table[r * D + i % D] : coconet_rt::Store<" << T << ">::from(0.0);\n  }\n}\n\n";
+    bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
+    body_ << "    const long long rows = " << shapeVar(s.operands[0]) << "[0], D = " << shapeVar(s.operands[0]) << "[1];\n"
+          << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
+          << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(" << var(s.operands[0]) << ", " << var(s.operands[1]) << ", "
+          << var(id) << ", " << countVar(s.operands[1]) << ", D, rows, firstRow, " << cxx(tab.type.shape[0]) << ", errorFlag_);\n"
+          << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  // ---- Driver, build manifest, manifest.json ----
+  std::string driverText() {
+    std::string d = kDriverTemplate;
+    std::ostringstream sizes, scalars, tensors, table;
+    for (auto& prm : p_.params) {
+      if (prm.isSize) sizes << "  {\"" << prm.name << "\", &sz.s_" << prm.name << "},\n";
+      else scalars << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
+    }
+    auto row = [&](const std::string& kind, const std::string& name, const TensorType& t) {
+      table << "  {\"" << kind << "\", \"" << name << "\", \"" << ast::dtypeName(t.dtype) << "\", " << dtypeBytes(t.dtype) << "},\n";
+    };
+    for (auto& s : p_.stages)
+      if (s.kind == StageKind::Input) row("in", s.name, s.type);
+    for (size_t i = 0; i < p_.outputs.size(); ++i) row("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type);
+    for (auto& st : p_.states) row("state", st.name, st.type);
+    for (auto& s : p_.stages)
+      if (s.kind == StageKind::Input) tensors << "  if (name == \"" << s.name << "\") t." << ident(s.name) << " = ptr;\n";
+    for (auto& o : p_.outputNames) tensors << "  if (name == \"" << o << "\") t." << ident(o) << " = ptr;\n";
+    for (auto& st : p_.states) tensors << "  if (name == \"" << st.name << "\") t." << ident(st.name) << " = ptr;\n";
+    auto replace = [&](const std::string& key, const std::string& value) {
+      for (size_t at; (at = d.find(key)) != std::string::npos;) d.replace(at, key.size(), value);
+    };
+    replace("@PROGRAM@", p_.name);
+    replace("@CLASS@", cls_);
+    replace("@SIZES@", sizes.str());
+    replace("@SCALARS@", scalars.str());
+    replace("@TABLE@", table.str());
+    replace("@BIND@", tensors.str());
+    replace("@VERSION@", COCONETC_VERSION);
+    return d;
+  }
+
+  static int dtypeBytes(DType t) {
+    switch (t) {
+      case DType::F16: case DType::BF16: return 2;
+      case DType::F32: case DType::I32: return 4;
+      case DType::I8: case DType::U8: case DType::Bool: return 1;
+      default: return 8;
+    }
+  }
+
+  std::string cmakeText() {
+    std::ostringstream c;
+    std::string arch = o_.arch;
+    if (arch.rfind("sm_", 0) == 0) arch = arch.substr(3);
+    c << "# Build manifest for " << p_.name << ", generated by coconetc " << COCONETC_VERSION << ".\n"
+      << "#   cmake -S . -B build && cmake --build build   (NCCL_ROOT=... to pick an NCCL)\n"
+      << "cmake_minimum_required(VERSION 3.24)\nproject(" << cls_ << " LANGUAGES CXX CUDA)\n"
+      << "set(CMAKE_CXX_STANDARD 17)\nset(CMAKE_CUDA_STANDARD 17)\n"
+      << "if(NOT CMAKE_CUDA_ARCHITECTURES)\n  set(CMAKE_CUDA_ARCHITECTURES " << arch << ")\nendif()\n"
+      << "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n"
+      << "find_package(CUDAToolkit REQUIRED)\n"
+      << "# NCCL >= 2.28: NCCL_ROOT, the CUDA toolkit, the system, or PyTorch's environment.\n"
+      << "file(GLOB TORCH_NCCL /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl)\n"
+      << "set(NCCL_HINTS $ENV{NCCL_ROOT} ${NCCL_ROOT} ${CUDAToolkit_LIBRARY_ROOT} /usr/local/cuda /usr ${TORCH_NCCL})\n"
+      << "find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_HINTS} PATH_SUFFIXES include REQUIRED)\n"
+      << "find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${NCCL_HINTS} PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu REQUIRED)\n"
+      << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MAJOR_LINE REGEX \"^#define NCCL_MAJOR\")\n"
+      << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MINOR_LINE REGEX \"^#define NCCL_MINOR\")\n"
+      << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
+      << "add_library(" << cls_ << " STATIC " << cls_ << ".cu)\n"
+      << "target_include_directories(" << cls_ << " PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
+      << "target_link_libraries(" << cls_ << " PUBLIC CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})\n"
+      << "target_compile_options(" << cls_ << " PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)\n"
+      << "get_filename_component(NCCL_LIBDIR ${NCCL_LIBRARY} DIRECTORY)\n"
+      << "add_executable(" << cls_ << "_main " << cls_ << "_main.cu)\n"
+      << "target_link_libraries(" << cls_ << "_main PRIVATE " << cls_ << ")\n"
+      << "set_target_properties(" << cls_ << "_main PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n";
+    return c.str();
+  }
+
+  std::string manifestText(const std::string& allSources) {
+    nlohmann::json m;
+    m["program"] = p_.name;
+    m["compiler"] = std::string("coconetc ") + COCONETC_VERSION;
+    m["source"] = o_.sourcePath;
+    m["schedule"] = o_.schedulePath;
+    m["schedule_applied"] = o_.scheduleText;
+    m["arch"] = o_.arch;
+    m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : allSources) h = (h ^ ch) * 1099511628211ull;
+    std::ostringstream hs;
+    hs << std::hex << h;
+    m["sources_fnv1a64"] = hs.str();
+    auto entry = [&](const std::string& kind, const std::string& name, const TensorType& t) {
+      std::vector<std::string> shape;
+      for (auto& d : t.shape) shape.push_back(d.str());
+      return nlohmann::json{{"role", kind}, {"name", name}, {"dtype", ast::dtypeName(t.dtype)}, {"shape", shape},
+                            {"layout", t.layout.str()}, {"group", t.group ? t.group->name : "uniform"}};
+    };
+    m["tensors"] = nlohmann::json::array();
+    for (auto& s : p_.stages)
+      if (s.kind == StageKind::Input) m["tensors"].push_back(entry("in", s.name, s.type));
+    for (size_t i = 0; i < p_.outputs.size(); ++i)
+      m["tensors"].push_back(entry("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type));
+    for (auto& st : p_.states) m["tensors"].push_back(entry("state", st.name, st.type));
+    for (auto& prm : p_.params)
+      m["parameters"].push_back({{"name", prm.name}, {"kind", prm.isSize ? "size" : ast::dtypeName(prm.dtype)},
+                                 {"bound", prm.value.has_value()}});
+    for (auto& f : p_.fused) m["fused"].push_back({{"name", f.name}, {"members", f.members}, {"knobs", f.knobs}});
+    for (auto& o : p_.overlaps)
+      m["overlaps"].push_back({{"producer", o.producer}, {"consumer", o.consumer}, {"chunks", o.chunks}, {"dim", o.dim}});
+    return m.dump(2) + "\n";
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> emitCuda(const Program& p, const CompileOptions& o) {
+  std::vector<std::string> files;
+  Emitter(p, o).run(files);
+  return files;
+}
+
+}  // namespace coconet::backend

@@ -1,0 +1,42 @@
+// The CUDA backend: writes a self-contained folder that builds with nvcc into a library and a
+// driver for one scheduled program.
+//
+//   NAME.h          the C++ API: a class made from an ncclComm_t and a cudaStream_t; run() takes
+//                   device pointers and run-time sizes; finish() waits (with a time limit) and
+//                   reports device-side errors; no global state
+//   NAME.cu         kernels and host code, one section per stage, named after the stages
+//   NAME_main.cu    a driver: one process per GPU (it forks them, or takes RANK/WORLD_SIZE or
+//                   mpirun's variables with a file bootstrap of the NCCL id); --check DIR
+//                   compares with `coconetc verify --dump DIR`; --bench prints JSON timings
+//   coconet_runtime.cuh   shared support code
+//   CMakeLists.txt  finds CUDA, cuBLAS and NCCL >= 2.28 (NCCL_ROOT, /usr/local/cuda, /usr, the
+//                   PyTorch environment's nvidia/nccl)
+//   manifest.json   tensors, schedule, files, flags, compiler version, a hash of the sources
+//
+// Lowering: collectives, all_to_all and sends are NCCL calls on the program's stream; matmuls
+// and gemvs are cuBLAS GEMMs with f32 accumulation; every compute stage is a generated
+// grid-stride kernel with exact index maps for broadcasting and slices; reductions and
+// row-wise normalizations are one block per output. Every CUDA, NCCL and cuBLAS call is
+// checked and a failure names the stage. Fused groups and overlaps are recorded in the code
+// and the manifest; single-kernel collectives (NCCL's device API) and chunked overlap are the
+// next steps (issue 5).
+#pragma once
+
+#include <string>
+
+#include "ir/IR.h"
+
+namespace coconet::backend {
+
+struct CompileOptions {
+  std::string outDir;
+  std::string arch = "sm_90a";
+  std::string sourcePath;    // the .cnet file, for the header comment
+  std::string schedulePath;  // empty: no schedule
+  std::string scheduleText;  // the applied schedule, printed back
+};
+
+// Writes the folder; returns the list of files written. Throws std::runtime_error on I/O errors.
+std::vector<std::string> emitCuda(const ir::Program& p, const CompileOptions& o);
+
+}  // namespace coconet::backend

@@ -1,0 +1,125 @@
+// coconet_runtime.cuh: support code shared by every program coconetc generates. Written into
+// each output folder by `coconetc compile`; the folder builds on its own.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+#error "coconetc's generated code needs NCCL 2.28 or newer"
+#endif
+
+namespace coconet_rt {
+
+// ---- Checked calls: a failure names the program, the stage and the call ------------------
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void fail(const char* program, const char* stage, const char* what, const std::string& detail) {
+  throw Error(std::string(program) + ": stage '" + stage + "': " + what + " failed: " + detail);
+}
+inline void check(cudaError_t e, const char* program, const char* stage, const char* what) {
+  if (e != cudaSuccess) fail(program, stage, what, cudaGetErrorString(e));
+}
+inline void check(ncclResult_t e, const char* program, const char* stage, const char* what) {
+  if (e != ncclSuccess && e != ncclInProgress) fail(program, stage, what, ncclGetErrorString(e));
+}
+inline void check(cublasStatus_t e, const char* program, const char* stage, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) fail(program, stage, what, "cuBLAS status " + std::to_string(static_cast<int>(e)));
+}
+
+// ---- Element types -------------------------------------------------------------------------
+__host__ __device__ inline float to_f(__half x) { return __half2float(x); }
+__host__ __device__ inline float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__host__ __device__ inline float to_f(float x) { return x; }
+__host__ __device__ inline double to_f(double x) { return x; }
+__host__ __device__ inline long long to_f(int8_t x) { return x; }
+__host__ __device__ inline long long to_f(uint8_t x) { return x; }
+__host__ __device__ inline long long to_f(int x) { return x; }
+__host__ __device__ inline long long to_f(long long x) { return x; }
+
+template <class T> struct Store;
+template <> struct Store<__half> { __device__ static __half from(double v) { return __float2half_rn(static_cast<float>(v)); } };
+template <> struct Store<__nv_bfloat16> { __device__ static __nv_bfloat16 from(double v) { return __float2bfloat16_rn(static_cast<float>(v)); } };
+template <> struct Store<float> { __device__ static float from(double v) { return static_cast<float>(v); } };
+template <> struct Store<double> { __device__ static double from(double v) { return v; } };
+// Integers saturate and truncate toward zero, as the reference interpreter does.
+template <class I> __device__ inline I saturate(double v) {
+  if (v != v) return 0;
+  double lo = static_cast<double>(I(1) << (sizeof(I) * 8 - 1)) * (I(-1) < I(0) ? -1.0 : 0.0);
+  if (sizeof(I) == 8) lo = -9223372036854775808.0;
+  double hi = I(-1) < I(0) ? -lo - 1.0 : static_cast<double>(static_cast<I>(~I(0)));
+  if (sizeof(I) == 8 && I(-1) < I(0)) hi = 9223372036854775807.0;
+  v = trunc(v);
+  return v <= lo ? static_cast<I>(lo) : v >= hi ? static_cast<I>(hi) : static_cast<I>(v);
+}
+template <> struct Store<int8_t> { __device__ static int8_t from(double v) { return saturate<int8_t>(v); } };
+template <> struct Store<uint8_t> { __device__ static uint8_t from(double v) { return saturate<uint8_t>(v); } };
+template <> struct Store<int> { __device__ static int from(double v) { return saturate<int>(v); } };
+template <> struct Store<long long> { __device__ static long long from(double v) { return saturate<long long>(v); } };
+
+// Rounding a value to a dtype inside an expression (casts).
+__device__ inline float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ inline float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+__device__ inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ inline double gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
+
+// ---- Dropout: the interpreter's counter-based generator -----------------------------------
+__host__ __device__ inline unsigned long long splitmix(unsigned long long x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+__host__ __device__ inline float dropout_uniform(unsigned long long seed, unsigned long long salt,
+                                                 unsigned long long index) {
+  unsigned long long h = splitmix(seed ^ splitmix(salt ^ splitmix(index)));
+  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+// ---- Index maps of element-wise kernels ----------------------------------------------------
+// An operand's element for output element (local coordinates c) is at
+// base + sum_k c_k * stride_k (stride 0 where the operand is broadcast).
+constexpr int kMaxRank = 8;
+struct OperandMap {
+  long long stride[kMaxRank];
+  long long base;
+};
+struct OutputMap {
+  int rank;
+  long long shape[kMaxRank];     // local shape
+  long long gstride[kMaxRank];   // strides of the global shape (dropout keys)
+  long long gbase;               // global linear offset of this rank's slice
+  unsigned long long keyXor;     // instance and rank bits mixed into dropout keys
+  long long n;                   // local element count
+};
+
+// Workspace: device buffers for values the program computes, grown as needed.
+struct Buffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  void ensure(size_t want, const char* program, const char* stage) {
+    if (want <= bytes) return;
+    if (ptr) check(cudaFree(ptr), program, stage, "cudaFree");
+    ptr = nullptr;
+    bytes = 0;
+    if (want == 0) return;
+    check(cudaMalloc(&ptr, want), program, stage, "cudaMalloc");
+    bytes = want;
+  }
+  ~Buffer() {
+    if (ptr) cudaFree(ptr);
+  }
+};
+
+}  // namespace coconet_rt
