@@ -332,7 +332,7 @@ private:
       if (s.type.rank() == 0) b << "1";
       b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = 1";
       for (int k = 0; k < s.type.rank(); ++k) b << " * " << shapeVar(static_cast<int>(i)) << "[" << k << "]";
-      b << ";\n";
+      b << ";\n  (void)" << countVar(static_cast<int>(i)) << ";\n";
     }
     // Storage of every value.
     for (size_t i = 0; i < p_.stages.size(); ++i) {
@@ -524,8 +524,11 @@ private:
       b << "    OperandMap m" << k << "{};\n    { long long st = 1;\n";
       for (int j = orank - 1; j >= 0; --j) {
         int outDim = j + R - orank;
-        b << "      m" << k << ".stride[" << outDim << "] = (" << shapeVar(s.operands[k]) << "[" << j << "] == 1 && gshape["
-          << outDim << "] != 1) ? 0 : st;\n      st *= " << shapeVar(s.operands[k]) << "[" << j << "];\n";
+        // Broadcast along this dimension exactly when the types say so (a constant 1 against
+        // something else): a slice of extent 1 is not a broadcast.
+        bool bcast = os.type.shape[j].constantValue() == 1 && s.type.shape[outDim].constantValue() != 1;
+        b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n      st *= " << shapeVar(s.operands[k])
+          << "[" << j << "];\n";
         // The output is sliced along this dimension, the operand holds it whole: start at the slice.
         if (outDim == sd && osd != j)
           b << "      m" << k << ".base += (m" << k << ".stride[" << outDim << "] ? off * m" << k << ".stride[" << outDim << "] : 0);\n";
@@ -771,7 +774,7 @@ private:
     auto& b = body_;
     if (s.kind == StageKind::Gemv) {
       b << "    const long long M = " << shapeVar(a) << "[0], K = " << shapeVar(a) << "[1], N = 1, batch = 1;\n"
-        << "    const long long strideA = 0, strideB = 0, strideC = 0;\n";
+        << "    const long long strideA = 0, strideB = 0, strideC = 0, reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n";
     } else {
       int rb = p_.stages[bop].type.rank();
       b << "    const long long M = " << shapeVar(a) << "[" << ra - 2 << "], K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
@@ -779,17 +782,38 @@ private:
         << "    const long long batchA = " << countVar(a) << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
         << countVar(id) << " / (M * N);\n"
         << "    long long Mx = M, batch = batchC, strideA = M * K, strideB = K * N, strideC = M * N;\n"
-        << "    if (batchB == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n"
-        << "    else if (batchA == 1) { strideA = 0; }\n"
-        << "    else if (batchA != batchC || batchB != batchC) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
+        << "    long long reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n"
+        << "    long long batchA_ = batchA, batchB_ = batchB;\n";
+      // The result sliced along batch dimension 0 while an operand holds that dimension whole:
+      // the operand starts at this rank's slice.
+      const TensorType& ct = s.type;
+      if (ct.group && ct.layout.kind == Layout::Sliced && ct.layout.dim == 0 && ct.rank() > 2) {
+        for (int opi = 0; opi < 2; ++opi) {
+          const TensorType& ot = p_.stages[s.operands[opi]].type;
+          bool whole = ot.rank() == ct.rank() && !(ot.group && ot.layout.kind == Layout::Sliced && ot.layout.dim == 0);
+          if (whole)
+            b << "    if (batch" << (opi == 0 ? "A" : "B") << " > batchC) { base" << (opi == 0 ? "A" : "B") << " = " << g(ct.group, "pos")
+              << " * batchC * " << (opi == 0 ? "M * K" : "K * N") << "; batch" << (opi == 0 ? "A" : "B") << "_ = batchC; }\n";
+        }
+      }
+      // (batchA_/batchB_: the batch counts each GEMM sees after taking the rank's slice.)
+      b << "    if (batchB_ == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n"
+        << "    else if (batchA_ == 1) { strideA = 0; }\n"
+        << "    else if (batchA_ == batchC && batchB_ < batchC && batchC % batchB_ == 0) {\n"
+        << "      batch = batchB_; reps = batchC / batchB_; stepA = batchB_ * M * K; stepC = batchB_ * M * N;  // B repeats over A's leading batches\n"
+        << "    } else if (batchB_ == batchC && batchA_ < batchC && batchC % batchA_ == 0) {\n"
+        << "      batch = batchA_; reps = batchC / batchA_; stepB = batchA_ * K * N; stepC = batchA_ * M * N;\n"
+        << "    } else if (batchA_ != batchC || batchB_ != batchC) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
         << "': batch dimensions that broadcast partially are not supported\");\n";
     }
     std::string M = s.kind == StageKind::Gemv ? "M" : "Mx";
     b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
-      << "    CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
-      << "), static_cast<int>(K), &alpha, " << var(bop) << ", " << ty << ", static_cast<int>(N), strideB, " << var(a) << ", " << ty
-      << ", static_cast<int>(K), strideA, &beta, " << var(id) << ", " << ty << ", static_cast<int>(N), strideC, static_cast<int>(batch), "
-      << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
+      << "    for (long long r = 0; r < reps; ++r)\n"
+      << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
+      << "), static_cast<int>(K), &alpha, " << var(bop) << " + baseB + r * stepB, " << ty << ", static_cast<int>(N), strideB, " << var(a)
+      << " + baseA + r * stepA, " << ty << ", static_cast<int>(K), strideA, &beta, " << var(id) << " + r * stepC, " << ty
+      << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+      << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
   }
 
   void emitEmbedding(int id) {

@@ -7,6 +7,7 @@
 
 #include "ast/ASTPrinter.h"
 #include "ir/Lower.h"
+#include "backend/CudaEmitter.h"
 #include "schedule/Schedule.h"
 #include "verify/Verify.h"
 #include "sema/Sema.h"
@@ -92,6 +93,22 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         vo.seed = inv.seed;
         vo.dumpDir = inv.dumpDir;
         if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
+        break;
+      }
+      case Action::Compile: {
+        backend::CompileOptions co;
+        co.outDir = inv.outDir;
+        co.arch = inv.arch;
+        co.sourcePath = inv.input;
+        co.schedulePath = schedPath;
+        co.scheduleText = schedule::printScript(trace);
+        try {
+          auto files = backend::emitCuda(sched, co);
+          out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
+        } catch (const std::runtime_error& e) {
+          err << "coconetc: error: " << e.what() << "\n";
+          return kExitUserError;
+        }
         break;
       }
       default:

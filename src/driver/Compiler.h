@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR, EmitSched, Verify };
+enum class Action { Check, EmitAST, EmitIR, EmitSched, Verify, Compile };
 
 struct Invocation {
   Action action = Action::Check;
@@ -24,6 +24,9 @@ struct Invocation {
   std::vector<int> ranks{1, 2, 3, 4, 8};
   uint64_t seed = 1;
   std::string dumpDir;
+  // compile
+  std::string outDir;
+  std::string arch = "sm_90a";
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

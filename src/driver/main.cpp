@@ -60,6 +60,12 @@ int main(int argc, char** argv) {
   verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")
       ->type_name("DIR");
 
+  auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
+  addCommon(compile);
+  compile->add_option("-o,--output", inv.outDir, "output folder")->required();
+  compile->add_option("--arch", inv.arch, "GPU architecture")->capture_default_str()->check(
+      CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -75,6 +81,10 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     inv.defines.push_back(kv);
+  }
+  if (compile->parsed()) {
+    inv.action = Action::Compile;
+    return run(inv, std::cout, std::cerr);
   }
   if (verify->parsed()) {
     inv.ranks.clear();

@@ -447,7 +447,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       return 1;
     }
     anyRun = true;
-    if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, inA, ra);
+    // Dumped after the comparison passes: the scheduled program's storage (what its CUDA code
+    // reads and writes, e.g. states kept sliced) holding values equal to the original's.
     std::vector<std::string> notes;
     bool ok = true;
     // gamma: n u for the longest re-associated reduction of this run.
@@ -514,6 +515,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name),
             [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); });
     }
+    if (ok && !opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), sched, c, inB, rb);
     out << "  ranks " << P << ":" << sizesStr(base, c) << ": " << (ok ? "ok" : "FAILED");
     for (size_t i = 0; i < notes.size(); ++i) out << (i ? ", " : ": ") << notes[i];
     out << "\n";

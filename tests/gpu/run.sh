@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# GPU tests, run on the GPU machine from the repository root after tools/gpu-bundle.sh:
+# builds every generated sample with nvcc, runs it on 1, 2 and 4 GPUs against the
+# `coconetc verify --dump` vectors, runs compute-sanitizer (memcheck and racecheck) on the
+# 1-GPU runs, and runs megatron_row with each process as its own NCCL host. Writes a summary
+# to $OUT/gpu-results.txt (or ./gpu-results.txt) and the logs as gpu-logs.tgz beside it.
+set -uo pipefail
+res="${OUT:-.}/gpu-results.txt"
+out="$(mktemp -d)"   # logs; packed into gpu-logs.tgz beside the results at the end
+b=.gpu-bundle
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1)
+export NCCL_ROOT="${NCCL_ROOT:-$NC}"
+gpus=$(nvidia-smi -L | wc -l)
+{
+  echo "# coconetc GPU tests"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
+  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
+  echo "nccl: $NCCL_ROOT"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)"
+} > "$res"
+pass=0; fail=0
+for dir in "$b"/gen/*/; do
+  n=$(basename "$dir")
+  ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
+    cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || { echo "BUILD FAILED $n" >> "$res"; }
+done
+wait
+for dir in "$b"/gen/*/; do
+  n=$(basename "$dir")
+  exe="$dir/build/${n}_main"
+  [ -x "$exe" ] || { echo "$n: not built" >> "$res"; fail=$((fail+1)); continue; }
+  for P in 1 2 4; do
+    [ "$P" -le "$gpus" ] || continue
+    d="$b/dumps/$n/ranks$P"
+    [ -f "$d/manifest.txt" ] || { echo "$n P=$P: no vectors (verify skipped this rank count)" >> "$res"; continue; }
+    if timeout 120 "$exe" --spawn "$P" --check "$d" --timeout 60 > "$out/run-$n-$P.log" 2>&1; then
+      echo "$n P=$P: ok ($(grep -c ': ok' "$out/run-$n-$P.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$out/run-$n-$P.log" | sort -g -k3 | tail -n 1))" >> "$res"
+      pass=$((pass+1))
+    else
+      echo "$n P=$P: FAILED (exit $?)" >> "$res"; tail -n 5 "$out/run-$n-$P.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    fi
+  done
+done
+echo "checks: $pass passed, $fail failed" >> "$res"
+# compute-sanitizer on the 1-GPU runs.
+for tool in memcheck racecheck; do
+  for dir in "$b"/gen/*/; do
+    n=$(basename "$dir")
+    exe="$dir/build/${n}_main"; d="$b/dumps/$n/ranks1"
+    [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
+    # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
+    timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$exe" --spawn 1 --check "$d" > "$out/sanitizer-$tool-$n.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-$tool-$n.log")")" >> "$res"
+  done
+done
+# Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
+n=megatron_row
+if [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ]; then
+  if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
+    echo "fake-hosts $n P=2: ok" >> "$res"
+  else
+    echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-$n.log" | sed 's/^/    /' >> "$res"
+  fi
+fi
+tar czf "${OUT:-.}/gpu-logs.tgz" -C "$out" . 2>/dev/null
+cat "$res"
