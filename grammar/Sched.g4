@@ -9,7 +9,7 @@ script  : step* EOF ;
 step    : (name (',' name)* '=')? IDENT '(' (arg (',' arg)*)? ')' ';' ;
 arg     : IDENT '=' value | name ;
 value   : name | INT ;
-name    : IDENT ('.' IDENT)* ;
+name    : IDENT ('.' (IDENT | INT))* ;   // made names can end in a number: fused.1
 
 INT     : [0-9]+ ;
 IDENT   : [a-zA-Z_] [a-zA-Z_0-9]* ;

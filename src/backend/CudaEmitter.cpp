@@ -846,13 +846,25 @@ private:
       if (prm.isSize) sizes << "  {\"" << prm.name << "\", &sz.s_" << prm.name << "},\n";
       else scalars << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
     }
-    auto row = [&](const std::string& kind, const std::string& name, const TensorType& t) {
-      table << "  {\"" << kind << "\", \"" << name << "\", \"" << ast::dtypeName(t.dtype) << "\", " << dtypeBytes(t.dtype) << "},\n";
+    // The least precise floating type each value depends on: its GPU check allows that
+    // type's rounding (NCCL, for one, rounds f16 sums at every step where the reference
+    // rounds once).
+    std::vector<DType> weakest(p_.stages.size());
+    auto rankOf = [](DType t) { return t == DType::BF16 ? 0 : t == DType::F16 ? 1 : t == DType::F32 ? 2 : t == DType::F64 ? 3 : 4; };
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      weakest[i] = p_.stages[i].type.dtype;
+      for (int o : p_.stages[i].operands)
+        if (rankOf(weakest[o]) < rankOf(weakest[i])) weakest[i] = weakest[o];
+    }
+    auto row = [&](const std::string& kind, const std::string& name, const TensorType& t, int stage) {
+      DType w = stage >= 0 && rankOf(weakest[stage]) < rankOf(t.dtype) ? weakest[stage] : t.dtype;
+      table << "  {\"" << kind << "\", \"" << name << "\", \"" << ast::dtypeName(t.dtype) << "\", " << dtypeBytes(t.dtype)
+            << ", \"" << ast::dtypeName(w) << "\"},\n";
     };
     for (auto& s : p_.stages)
-      if (s.kind == StageKind::Input) row("in", s.name, s.type);
-    for (size_t i = 0; i < p_.outputs.size(); ++i) row("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type);
-    for (auto& st : p_.states) row("state", st.name, st.type);
+      if (s.kind == StageKind::Input) row("in", s.name, s.type, -1);
+    for (size_t i = 0; i < p_.outputs.size(); ++i) row("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type, p_.outputs[i]);
+    for (auto& st : p_.states) row("state", st.name, st.type, st.exit);
     for (auto& s : p_.stages)
       if (s.kind == StageKind::Input) tensors << "  if (name == \"" << s.name << "\") t." << ident(s.name) << " = ptr;\n";
     for (auto& o : p_.outputNames) tensors << "  if (name == \"" << o << "\") t." << ident(o) << " = ptr;\n";

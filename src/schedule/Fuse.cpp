@@ -40,7 +40,7 @@ bool fuse(StepContext& c) {
         if (!last) return c.fail(a, s.name, "an all_to_all can only end a fused group");
         break;
       case StageKind::ReduceScatter: case StageKind::AllReduce:
-        if (!first) return c.fail(a, s.name, "a " + std::string(stageKindName(s.kind)) + " can only start a fused group");
+        if (!first) return c.fail(a, s.name, describe(s) + " can only start a fused group");
         break;
       case StageKind::AllGather:
         if (!last) return c.fail(a, s.name, "an all_gather can only end a fused group");

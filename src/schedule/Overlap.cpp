@@ -52,6 +52,9 @@ bool overlap(StepContext& c) {
     if (escapes && s.type.layout.kind == Layout::Sliced && s.type.group)
       return c.fail(pos[1], consumer, quote(s.name) + " is used outside while sliced; its chunks would not compose");
   }
+  if (!ps.fusedInto.empty()) return c.fail(pos[0], ps.name, "it is fused into " + quote(ps.fusedInto));
+  if (!p.findFused(consumer) && !p.stages[members[0]].fusedInto.empty())
+    return c.fail(pos[1], consumer, "it is fused into " + quote(p.stages[members[0]].fusedInto) + "; overlap with the group");
   for (auto& o : p.overlaps)
     if (o.producer == ps.name || o.consumer == consumer)
       return c.fail(pos[0], ps.name, "it is already overlapped with " + quote(o.consumer));
@@ -88,6 +91,18 @@ bool overlap(StepContext& c) {
   SizeExpr by = SizeExpr::constant(chunks);
   bool perRank = scatters && dim == 0 && ps.type.group;
   if (perRank) by = by * ps.type.group->size;
+  // A dimension that depends on the number of ranks alone may never divide (moe_gemm's
+  // per-rank blocks): check some rank counts before accepting.
+  if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} && (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
+    bool ever = false;
+    for (int64_t P = 1; P <= 64 && !ever; ++P) {
+      auto n = ps.type.shape[dim].evaluate({{"world.size", P}}), d = by.evaluate({{"world.size", P}});
+      ever = n && d && *d > 0 && *n % *d == 0;
+    }
+    if (!ever)
+      return c.fail(pos[0], ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +
+                                         ") never divides into " + by.str() + " parts; chunk another dimension with 'dim'");
+  }
   requireDivisible(p, ps.type.shape[dim], by,
                    "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
                        std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);

@@ -38,6 +38,8 @@ bool reorder(StepContext& c) {
   const Stage& ag = p.stages[agId];
   if (ag.kind != StageKind::AllGather)
     return c.fail(pos[0], pos[0]->value, "it is " + describe(ag) + ", not an all_gather");
+  if (!ag.fusedInto.empty())
+    return c.fail(pos[0], ag.name, "it is fused into " + quote(ag.fusedInto) + "; reorder before fusing");
   const int src = ag.operands[0];
   const int d = p.stages[src].type.layout.dim;
   const int agRank = ag.type.rank();
@@ -50,6 +52,7 @@ bool reorder(StepContext& c) {
     if (argOf.count(id)) return c.fail(pos[i], pos[i]->value, "it is listed twice");
     if (id == agId) return c.fail(pos[i], pos[i]->value, "it is the all_gather itself");
     if (id < agId) return c.fail(pos[i], s.name, "it runs before " + quote(ag.name));
+    if (!s.fusedInto.empty()) return c.fail(pos[i], s.name, "it is fused into " + quote(s.fusedInto) + "; reorder before fusing");
     if (s.kind == StageKind::Send && (s.peer == Peer::NextRank || s.peer == Peer::PrevRank))
       return c.fail(pos[i], s.name, "it sends to a neighbouring rank, which would hold another rank's slice; only "
                                     "sends between groups (GROUP.next, GROUP.prev) move onto slices");
@@ -102,7 +105,13 @@ bool reorder(StepContext& c) {
       }
     }
     if (want < 0) {
-      // Reads only whole values (e.g. a ratio of two combined norms): it stays where it is.
+      // Reads only whole values: allowed for a stage that combines moved results (a ratio of
+      // two combined norms), which then stays whole where it is.
+      bool readsMoved = false;
+      for (int o : s.operands) readsMoved = readsMoved || argOf.count(o);
+      if (!readsMoved)
+        return c.fail(at, s.name, "it reads neither " + quote(ag.name) + ", nor a stage moved with it, nor a value "
+                                  "it can slice");
       plan[id] = pl;
       continue;
     }

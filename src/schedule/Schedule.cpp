@@ -2,6 +2,7 @@
 #include "schedule/Schedule.h"
 
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "SchedLexer.h"
@@ -90,11 +91,12 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
     step.primitive = st->IDENT()->getText();
     step.loc = loc(st->IDENT()->getSymbol());
     for (auto* n : st->name())
-      step.targets.push_back({"", nameText(n), loc(n->getStart()), static_cast<uint32_t>(n->getText().size())});
+      step.targets.push_back({"", nameText(n), loc(n->getStart()), static_cast<uint32_t>(n->getText().size()), {}});
     for (auto* a : st->arg()) {
       Arg arg;
       if (a->IDENT()) {
         arg.key = a->IDENT()->getText();
+        arg.keyLoc = loc(a->IDENT()->getSymbol());
         arg.value = a->value()->getText();
         arg.loc = loc(a->value()->getStart());
         arg.length = static_cast<uint32_t>(arg.value.size());
@@ -146,13 +148,18 @@ const Arg* StepContext::knob(const std::string& key) const {
 }
 
 bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPos, int maxPos, int targets) {
+  std::set<std::string> seen;
   for (auto& a : step.args) {
     if (a.key.empty()) continue;
+    if (!seen.insert(a.key).second) {
+      diags.error(a.keyLoc, "knob " + quote(a.key) + " is given twice", static_cast<uint32_t>(a.key.size()));
+      return false;
+    }
     if (std::find(allowed.begin(), allowed.end(), a.key) == allowed.end()) {
       std::string takes;
       for (auto& k : allowed) takes += (takes.empty() ? "" : ", ") + quote(k);
-      diags.error(a.loc, quote(step.primitive) + " has no knob " + quote(a.key) +
-                             (takes.empty() ? "" : "; it takes " + takes), a.length);
+      diags.error(a.keyLoc, quote(step.primitive) + " has no knob " + quote(a.key) +
+                                (takes.empty() ? "" : "; it takes " + takes), static_cast<uint32_t>(a.key.size()));
       return false;
     }
   }
@@ -161,14 +168,18 @@ bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPo
     std::string want = maxPos < 0 ? "at least " + std::to_string(minPos)
                        : minPos == maxPos ? std::to_string(minPos)
                                           : std::to_string(minPos) + " to " + std::to_string(maxPos);
-    diags.error(step.loc, quote(step.primitive) + " takes " + want + " stage name" + (want == "1" ? "" : "s") +
+    std::string what = step.primitive == "slice" ? "state name" : "stage name";
+    diags.error(step.loc, quote(step.primitive) + " takes " + want + " " + what + (want == "1" ? "" : "s") +
                               ", got " + std::to_string(n), static_cast<uint32_t>(step.primitive.size()));
     return false;
   }
   if (targets >= 0 && static_cast<int>(step.targets.size()) > targets) {
     diags.error(step.targets[0].loc, quote(step.primitive) + " makes " +
-                                         (targets == 0 ? std::string("no names") : "at most " + std::to_string(targets) + " names") +
-                                         ", but " + std::to_string(step.targets.size()) + " are given",
+                                         (targets == 0 ? std::string("no names")
+                                          : targets == 1 ? std::string("one name")
+                                                         : "at most " + std::to_string(targets) + " names") +
+                                         ", but " + std::to_string(step.targets.size()) +
+                                         (step.targets.size() == 1 ? " is given" : " are given"),
                 step.targets[0].length);
     return false;
   }
@@ -209,7 +220,7 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
     ir::verifyStructure(p);
     Step done = step;
     done.targets.clear();
-    for (auto& m : c.made) done.targets.push_back({"", m, {}, 1});
+    for (auto& m : c.made) done.targets.push_back({"", m, {}, 1, {}});
     trace.push_back(done);
     if (printAfterAll) {
       std::string now = ir::print(p);

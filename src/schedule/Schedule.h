@@ -20,8 +20,9 @@ namespace coconet::schedule {
 struct Arg {
   std::string key;    // empty for a positional stage name
   std::string value;  // a stage name, or the knob's value
-  SourceLoc loc;
+  SourceLoc loc;      // the value
   uint32_t length = 1;
+  SourceLoc keyLoc;   // the knob's name
 };
 
 struct Step {

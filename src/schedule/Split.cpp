@@ -15,6 +15,9 @@ bool split(StepContext& c) {
   const Stage& ar = c.p.stages[id];
   if (ar.kind != StageKind::AllReduce) return c.fail(&a, a.value, "it is " + describe(ar) + ", not an allreduce");
   if (ar.type.rank() == 0) return c.fail(&a, a.value, "it reduces a scalar, which cannot be scattered");
+  if (!ar.fusedInto.empty()) return c.fail(&a, a.value, "it is fused into " + quote(ar.fusedInto) + "; split before fusing");
+  for (auto& o : c.p.overlaps)
+    if (o.consumer == ar.name) return c.fail(&a, a.value, "it is overlapped with " + quote(o.producer) + "; split before overlapping");
   std::string rsName = c.step.targets.size() > 0 ? c.step.targets[0].value : c.p.freshName(ar.name + ".rs");
   std::string agName = c.step.targets.size() > 1 ? c.step.targets[1].value : c.p.freshName(ar.name + ".ag");
   if (rsName == agName) return c.fail(&c.step.targets[1], "", "the two names must differ");

@@ -53,14 +53,17 @@ template <> struct Store<__nv_bfloat16> { __device__ static __nv_bfloat16 from(d
 template <> struct Store<float> { __device__ static float from(double v) { return static_cast<float>(v); } };
 template <> struct Store<double> { __device__ static double from(double v) { return v; } };
 // Integers saturate and truncate toward zero, as the reference interpreter does.
+template <class I> struct Limits;
+template <> struct Limits<int8_t> { static constexpr double lo = -128.0, hi = 127.0; };
+template <> struct Limits<uint8_t> { static constexpr double lo = 0.0, hi = 255.0; };
+template <> struct Limits<int> { static constexpr double lo = -2147483648.0, hi = 2147483647.0; };
+template <> struct Limits<long long> { static constexpr double lo = -9223372036854775808.0, hi = 9223372036854775807.0; };
 template <class I> __device__ inline I saturate(double v) {
   if (v != v) return 0;
-  double lo = static_cast<double>(I(1) << (sizeof(I) * 8 - 1)) * (I(-1) < I(0) ? -1.0 : 0.0);
-  if (sizeof(I) == 8) lo = -9223372036854775808.0;
-  double hi = I(-1) < I(0) ? -lo - 1.0 : static_cast<double>(static_cast<I>(~I(0)));
-  if (sizeof(I) == 8 && I(-1) < I(0)) hi = 9223372036854775807.0;
   v = trunc(v);
-  return v <= lo ? static_cast<I>(lo) : v >= hi ? static_cast<I>(hi) : static_cast<I>(v);
+  if (v <= Limits<I>::lo) return static_cast<I>(Limits<I>::lo);
+  if (v >= Limits<I>::hi) return sizeof(I) == 8 ? static_cast<I>(9223372036854775807LL) : static_cast<I>(Limits<I>::hi);
+  return static_cast<I>(v);
 }
 template <> struct Store<int8_t> { __device__ static int8_t from(double v) { return saturate<int8_t>(v); } };
 template <> struct Store<uint8_t> { __device__ static uint8_t from(double v) { return saturate<uint8_t>(v); } };
