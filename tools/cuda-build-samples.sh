@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Compiles every sample (with its schedule) to CUDA and builds the output with nvcc: the CI
-# check that generated code compiles and links against CUDA, cuBLAS and NCCL. Exits 77
-# (skipped) where nvcc is absent. Usage: tools/cuda-build-samples.sh [OUT_ROOT] [SAMPLE...]
+# Compiles every sample (with its schedule) and every GPU test program to CUDA and builds the
+# output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
+# and NCCL. Exits 77 (skipped) where nvcc is absent.
+# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/cuda-samples}"
 shift || true
 nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
-samples=("$@")
-[ ${#samples[@]} -gt 0 ] || samples=($(ls "$root/samples"))
+programs=("$@")
+[ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet)
 fails=0
-for n in "${samples[@]}"; do
+for prog in "${programs[@]}"; do
+  n=$(basename "$prog" .cnet)
   dir="$out/$n"
   rm -rf "$dir"
-  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" -o "$dir" >/dev/null
+  "$root/build/coconetc" compile "$prog" -o "$dir" >/dev/null
   start=$(date +%s)
   if cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
      cmake --build "$dir/build" -j "${JOBS:-2}" >"$dir/build.log" 2>&1; then
@@ -23,5 +25,5 @@ for n in "${samples[@]}"; do
     echo "FAILED to build $n:"; tail -n 30 "$dir/cmake.log" "$dir/build.log"; fails=$((fails + 1))
   fi
 done
-echo "cuda-build-samples: $(( ${#samples[@]} - fails )) passed, $fails failed"
+echo "cuda-build-samples: $(( ${#programs[@]} - fails )) passed, $fails failed"
 [ "$fails" = 0 ]
