@@ -285,6 +285,7 @@ private:
   }
 
   void emitBody() {
+    planRuns();
     auto& b = body_;
     b << "  (void)sc;\n  (void)seed;\n";
     // Sizes must be positive; requirements must hold.
@@ -345,6 +346,8 @@ private:
       } else if (s.kind == StageKind::State) {
         b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state
           << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
+      } else if (unstored_.count(id)) {
+        b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
       } else {
         b << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name
           << "\", \"" << s.name << "\");\n  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
@@ -356,6 +359,10 @@ private:
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
       if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
+      if (auto it = runOf_.find(static_cast<int>(i)); it != runOf_.end() && it->second.front() != static_cast<int>(i)) {
+        b << "\n  " << stageComment(s) << ": computed by the kernel of '" << p_.stages[it->second.front()].name << "'\n";
+        continue;
+      }
       b << "\n  " << stageComment(s) << "\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n";
       emitStage(static_cast<int>(i));
       b << "  }\n";
@@ -406,7 +413,13 @@ private:
     auto inT = [&](int k) { return p_.stages[s.operands[k]].type; };
     const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
     switch (s.kind) {
-      case StageKind::Compute: emitCompute(id); break;
+      case StageKind::Compute:
+        if (auto it = runOf_.find(id); it != runOf_.end()) {
+          if (it->second.front() == id) emitComputeRun(it->second);
+        } else {
+          emitComputeRun({id});
+        }
+        break;
       case StageKind::Reduce: emitReduce(id); break;
       case StageKind::Softmax: case StageKind::Layernorm: emitRowwise(id); break;
       case StageKind::Matmul: case StageKind::Gemv: emitGemm(id); break;
@@ -500,7 +513,8 @@ private:
   }
 
   // Fills an OutputMap for stage `id` and an OperandMap per operand (host code).
-  void emitMaps(int id) {
+  void emitMaps(int id) { emitMaps(id, p_.stages[id].operands); }
+  void emitMaps(int id, const std::vector<int>& operands) {
     const Stage& s = p_.stages[id];
     auto& b = body_;
     int R = s.type.rank();
@@ -517,8 +531,8 @@ private:
     bool local = s.type.group && s.type.layout.kind == Layout::Local;
     b << "    om.keyXor = (static_cast<unsigned long long>(" << g(s.type.group, "inst") << ") << 48)"
       << (local ? " ^ (static_cast<unsigned long long>(rank_ + 1) << 40)" : "") << ";\n";
-    for (size_t k = 0; k < s.operands.size(); ++k) {
-      const Stage& os = p_.stages[s.operands[k]];
+    for (size_t k = 0; k < operands.size(); ++k) {
+      const Stage& os = p_.stages[operands[k]];
       int orank = os.type.rank();
       int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
       b << "    OperandMap m" << k << "{};\n    { long long st = 1;\n";
@@ -527,7 +541,7 @@ private:
         // Broadcast along this dimension exactly when the types say so (a constant 1 against
         // something else): a slice of extent 1 is not a broadcast.
         bool bcast = os.type.shape[j].constantValue() == 1 && s.type.shape[outDim].constantValue() != 1;
-        b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n      st *= " << shapeVar(s.operands[k])
+        b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n      st *= " << shapeVar(operands[k])
           << "[" << j << "];\n";
         // The output is sliced along this dimension, the operand holds it whole: start at the slice.
         if (outDim == sd && osd != j)
@@ -537,17 +551,19 @@ private:
     }
   }
 
-  std::string nodeCode(const ENode& n, int i, const std::vector<std::string>& args) {
+  // One expression node as a C++ statement. `v` names the node's variable; `operand` gives the
+  // expression of an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize.
+  std::string nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
+                       const std::string& operand, const std::string& scalar) {
     std::string CT = computeType(n.dtype);
     auto a = [&](int k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
     bool fl = std::string(CT) == "float", db = std::string(CT) == "double";
-    std::string v = "v" + std::to_string(i);
     std::string e;
     switch (n.op) {
-      case EOp::Operand: e = "coconet_rt::to_f(a" + std::to_string(n.index) + "[i" + std::to_string(n.index) + "])"; break;
+      case EOp::Operand: e = operand; break;
       case EOp::Const: e = num(n.value); break;
       case EOp::Param: e = "prm_" + ident(n.name); break;
-      case EOp::Rank: case EOp::GroupIndex: case EOp::GroupSize: e = "gv" + std::to_string(i); break;
+      case EOp::Rank: case EOp::GroupIndex: case EOp::GroupSize: e = scalar; break;
       case EOp::Neg: e = "-" + a(0); break;
       case EOp::Not: e = "!(" + args[0] + ")"; break;
       case EOp::Add: e = fl ? "__fadd_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " + " + a(1); break;
@@ -605,63 +621,137 @@ private:
     return "    const " + CT + " " + v + " = " + e + ";\n";
   }
 
-  void emitCompute(int id) {
-    const Stage& s = p_.stages[id];
-    std::string T = storageType(s.type.dtype);
-    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+  // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
+  // stages of a fused group with one shape, layout and group. Inside the kernel a member's
+  // value is rounded to its dtype exactly as storing it would round it, so the result is the
+  // same bits as running the members one by one; only values used outside the run are written.
+  void emitComputeRun(const std::vector<int>& run) {
+    int ref = run.front();
+    const Stage& r0 = p_.stages[ref];
+    std::set<int> inRun(run.begin(), run.end());
+    std::vector<int> ext;
+    std::map<int, int> extIndex;
+    for (int id : run)
+      for (int o : p_.stages[id].operands)
+        if (!inRun.count(o) && !extIndex.count(o)) {
+          extIndex[o] = static_cast<int>(ext.size());
+          ext.push_back(o);
+        }
+    std::vector<int> written;
+    for (int id : run)
+      if (neededOutside(id, inRun)) written.push_back(id);
+    std::string kname = "k_" + std::to_string(ref) + "_" + ident(run.size() > 1 ? r0.fusedInto : r0.name);
     std::vector<std::string> params, hostArgs;
-    params.push_back(T + "* __restrict__ out");
-    hostArgs.push_back(var(id));
-    for (size_t k = 0; k < s.operands.size(); ++k) {
-      params.push_back("const " + std::string(storageType(p_.stages[s.operands[k]].type.dtype)) + "* __restrict__ a" + std::to_string(k));
-      hostArgs.push_back(var(s.operands[k]));
+    for (int id : written) {
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
+      hostArgs.push_back(var(id));
+    }
+    for (size_t k = 0; k < ext.size(); ++k) {
+      params.push_back("const " + std::string(storageType(p_.stages[ext[k]].type.dtype)) + "* __restrict__ a" + std::to_string(k));
+      hostArgs.push_back(var(ext[k]));
     }
     params.push_back("OutputMap om");
     hostArgs.push_back("om");
-    for (size_t k = 0; k < s.operands.size(); ++k) {
+    for (size_t k = 0; k < ext.size(); ++k) {
       params.push_back("OperandMap m" + std::to_string(k));
       hostArgs.push_back("m" + std::to_string(k));
     }
     std::set<std::string> prms;
-    for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
-      const ENode& n = s.expr.nodes[i];
-      if (n.op == EOp::Param && prms.insert(n.name).second) {
-        params.push_back("double prm_" + ident(n.name));
-        bool isSize = false;
-        for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
-        hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
-      }
-      if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
-        params.push_back("long long gv" + std::to_string(i));
-        hostArgs.push_back(g(n.group, n.op == EOp::Rank ? "pos" : n.op == EOp::GroupIndex ? "inst" : "size"));
+    for (int id : run) {
+      const Stage& s = p_.stages[id];
+      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+        const ENode& n = s.expr.nodes[i];
+        if (n.op == EOp::Param && prms.insert(n.name).second) {
+          params.push_back("double prm_" + ident(n.name));
+          bool isSize = false;
+          for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
+          hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
+        }
+        if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
+          params.push_back("long long gv" + std::to_string(id) + "_" + std::to_string(i));
+          hostArgs.push_back(g(n.group, n.op == EOp::Rank ? "pos" : n.op == EOp::GroupIndex ? "inst" : "size"));
+        }
       }
     }
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
-    kernels_ << "// " << s.name << " = " << exprTextFor(s) << "\n__global__ void " << kname << "(";
+    for (int id : run) kernels_ << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
+    if (run.size() > 1) kernels_ << "// (fused group '" << r0.fusedInto << "': one pass over the elements)\n";
+    kernels_ << "__global__ void " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) kernels_ << (k ? ", " : "") << params[k];
     kernels_ << ") {\n  (void)seed;\n"
              << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
              << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
              << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
              << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
-    for (size_t k = 0; k < s.operands.size(); ++k)
+    for (size_t k = 0; k < ext.size(); ++k)
       kernels_ << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
-    std::vector<std::string> names;
-    for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
-      std::vector<std::string> args;
-      for (int a : s.expr.nodes[i].args) args.push_back("v" + std::to_string(a));
-      kernels_ << nodeCode(s.expr.nodes[i], static_cast<int>(i), args);
+    for (int id : run) {
+      const Stage& s = p_.stages[id];
+      std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
+      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+        const ENode& n = s.expr.nodes[i];
+        std::vector<std::string> args;
+        for (int a : n.args) args.push_back(pre + std::to_string(a));
+        std::string operand;
+        if (n.op == EOp::Operand) {
+          int o = s.operands[n.index];
+          operand = inRun.count(o) ? "r" + std::to_string(o)
+                                   : "coconet_rt::to_f(a" + std::to_string(extIndex[o]) + "[i" + std::to_string(extIndex[o]) + "])";
+        }
+        kernels_ << nodeCode(n, pre + std::to_string(i), args, operand, "gv" + std::to_string(id) + "_" + std::to_string(i));
+      }
+      std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
+      std::string T = storageType(s.type.dtype);
+      std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
+                                                        : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
+      kernels_ << "    const " << T << " s" << id << " = " << stored << ";\n";
+      if (std::find(written.begin(), written.end(), id) != written.end()) kernels_ << "    out" << id << "[i] = s" << id << ";\n";
+      kernels_ << "    const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n    (void)r" << id << ";\n";
     }
-    std::string last = "v" + std::to_string(s.expr.nodes.size() - 1);
-    if (s.type.dtype == DType::Bool) kernels_ << "    out[i] = (" << last << ") ? 1 : 0;\n";
-    else kernels_ << "    out[i] = coconet_rt::Store<" << T << ">::from(static_cast<double>(" << last << "));\n";
     kernels_ << "  }\n}\n\n";
-    emitMaps(id);
-    body_ << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(";
+    emitMaps(ref, ext);
+    body_ << "    " << kname << "<<<" << launch(countVar(ref)) << ">>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) body_ << (k ? ", " : "") << hostArgs[k];
-    body_ << ");\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+    body_ << ");\n    CHECK(cudaGetLastError(), \"" << (run.size() > 1 ? r0.fusedInto : r0.name) << "\");\n";
   }
+
+  // Whether a stage's value is read outside `inside` (by another stage, as an output or as a
+  // state's new value).
+  bool neededOutside(int id, const std::set<int>& inside) const {
+    for (size_t u = 0; u < p_.stages.size(); ++u)
+      if (!inside.count(static_cast<int>(u)))
+        for (int o : p_.stages[u].operands)
+          if (o == id) return true;
+    for (int o : p_.outputs)
+      if (o == id) return true;
+    for (auto& st : p_.states)
+      if (st.exit == id) return true;
+    return false;
+  }
+
+  // Runs of a fused group's element-wise members that compile to one kernel.
+  void planRuns() {
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      if (s.kind != StageKind::Compute || s.fusedInto.empty() || runOf_.count(static_cast<int>(i))) continue;
+      std::vector<int> run{static_cast<int>(i)};
+      for (size_t j = i + 1; j < p_.stages.size(); ++j) {
+        const Stage& t = p_.stages[j];
+        if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape ||
+            t.type.layout != s.type.layout || t.type.group != s.type.group)
+          break;
+        run.push_back(static_cast<int>(j));
+      }
+      if (run.size() < 2) continue;
+      for (int id : run) runOf_[id] = run;
+      std::set<int> inRun(run.begin(), run.end());
+      for (int id : run)
+        if (!neededOutside(id, inRun)) unstored_.insert(id);
+    }
+  }
+  std::map<int, std::vector<int>> runOf_;  // stage -> the fused run it belongs to
+  std::set<int> unstored_;                 // run members whose values never leave the kernel
 
   std::string exprTextFor(const Stage& s) const {
     std::vector<std::string> names;

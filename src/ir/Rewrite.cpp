@@ -56,7 +56,11 @@ void eraseStages(Program& p, std::vector<int> ids) {
     f.members.erase(std::remove_if(f.members.begin(), f.members.end(),
                                    [&](const std::string& m) { return names.count(m) > 0; }),
                     f.members.end());
-  p.fused.erase(std::remove_if(p.fused.begin(), p.fused.end(), [](const FusedGroup& f) { return f.members.empty(); }),
+  // A group left with one member (its others were dead) is no group.
+  for (auto& f : p.fused)
+    if (f.members.size() == 1)
+      if (int id = p.find(f.members[0]); id >= 0) p.stages[id].fusedInto.clear();
+  p.fused.erase(std::remove_if(p.fused.begin(), p.fused.end(), [](const FusedGroup& f) { return f.members.size() < 2; }),
                 p.fused.end());
 }
 

@@ -183,13 +183,17 @@ bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPo
                 step.targets[0].length);
     return false;
   }
-  // Target names must be new.
-  for (auto& t : step.targets)
-    if (p.resolve(t.value) >= 0 || p.findFused(t.value)) {
+  // Target names must be new: no stage, alias, fused group, parameter or process group.
+  for (auto& t : step.targets) {
+    bool taken = p.resolve(t.value) >= 0 || p.findFused(t.value);
+    for (auto& prm : p.params) taken = taken || prm.name == t.value;
+    for (auto& g : p.groups) taken = taken || g->name == t.value;
+    if (taken) {
       diags.error(t.loc, "cannot " + step.primitive + ": the name " + quote(t.value) + " is already taken",
                   t.length);
       return false;
     }
+  }
   return true;
 }
 

@@ -21,14 +21,19 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)"
 } > "$res"
 pass=0; fail=0
+# GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs.
+only="${GPU_TESTS_ONLY:-}"
+keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
+  keep "$n" || continue
   ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
     cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || { echo "BUILD FAILED $n" >> "$res"; }
 done
 wait
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
+  keep "$n" || continue
   exe="$dir/build/${n}_main"
   [ -x "$exe" ] || { echo "$n: not built" >> "$res"; fail=$((fail+1)); continue; }
   for P in 1 2 4; do
@@ -46,8 +51,10 @@ done
 echo "checks: $pass passed, $fail failed" >> "$res"
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do
+  [ "${SANITIZE:-1}" = 1 ] || break
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
+    keep "$n" || continue
     exe="$dir/build/${n}_main"; d="$b/dumps/$n/ranks1"
     [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
     # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
@@ -58,7 +65,7 @@ for tool in memcheck racecheck; do
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 n=megatron_row
-if [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ]; then
+if keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ]; then
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"
   else
