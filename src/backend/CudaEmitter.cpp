@@ -1,6 +1,8 @@
 // CUDA code generation for a scheduled IR program (see CudaEmitter.h).
 #include "backend/CudaEmitter.h"
 
+#include "ir/Rewrite.h"
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -716,19 +718,7 @@ private:
     body_ << ");\n    CHECK(cudaGetLastError(), \"" << (run.size() > 1 ? r0.fusedInto : r0.name) << "\");\n";
   }
 
-  // Whether a stage's value is read outside `inside` (by another stage, as an output or as a
-  // state's new value).
-  bool neededOutside(int id, const std::set<int>& inside) const {
-    for (size_t u = 0; u < p_.stages.size(); ++u)
-      if (!inside.count(static_cast<int>(u)))
-        for (int o : p_.stages[u].operands)
-          if (o == id) return true;
-    for (int o : p_.outputs)
-      if (o == id) return true;
-    for (auto& st : p_.states)
-      if (st.exit == id) return true;
-    return false;
-  }
+  bool neededOutside(int id, const std::set<int>& inside) const { return isUsed(p_, id, inside); }
 
   // Runs of a fused group's element-wise members that compile to one kernel.
   void planRuns() {

@@ -16,10 +16,9 @@
 // Lowering: collectives, all_to_all and sends are NCCL calls on the program's stream; matmuls
 // and gemvs are cuBLAS GEMMs with f32 accumulation; every compute stage is a generated
 // grid-stride kernel with exact index maps for broadcasting and slices; reductions and
-// row-wise normalizations are one block per output. Every CUDA, NCCL and cuBLAS call is
-// checked and a failure names the stage. Fused groups and overlaps are recorded in the code
-// and the manifest; single-kernel collectives (NCCL's device API) and chunked overlap are the
-// next steps (issue 5).
+// row-wise normalizations are one block per output; a fused group's element-wise members are
+// one kernel. Every CUDA, NCCL and cuBLAS call is checked and a failure names the stage.
+// Single-kernel collectives (NCCL's device API) and chunked overlap are the next steps.
 #pragma once
 
 #include <string>

@@ -215,25 +215,8 @@ private:
     if (from.group && from.layout.kind == Layout::Sliced)
       internalError("interpreter: cannot store a " + from.layout.str() + " value in " + to.layout.str() + " state");
     PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) out.push_back(sliceOf(v[r], to, r));
+    for (int r = 0; r < c_.ranks; ++r) out.push_back(storageOf(v[r], to, c_, r));
     return out;
-  }
-
-  Tensor sliceOf(const Tensor& full, const TensorType& t, int r) {
-    Tensor x = zeros(t, r);
-    int d = t.layout.dim;
-    int64_t off = sliceOffset(t, r, x.shape[d]);
-    auto sf = strides(full.shape), sx = strides(x.shape);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      int64_t rem = i, src = 0;
-      for (size_t k = 0; k < x.shape.size(); ++k) {
-        int64_t coord = rem / sx[k];
-        rem %= sx[k];
-        src += (coord + (static_cast<int>(k) == d ? off : 0)) * sf[k];
-      }
-      x.data[i] = full.data[src];
-    }
-    return x;
   }
 
   PerRank stage(const Stage& s, const Values& in) {
@@ -661,29 +644,11 @@ private:
         }
         case StageKind::ReduceScatter: {
           Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
-          for (int r : ranks) out[r] = sliceOf(red, s.type, r);
+          for (int r : ranks) out[r] = storageOf(red, s.type, c_, r);
           break;
         }
         case StageKind::AllGather: {
-          Tensor full;
-          full.shape = localShape(s.type, c_, ranks[0]);
-          full.data.assign(numelOf(full.shape), 0);
-          int d = xs.type.layout.dim;
-          auto fs = strides(full.shape);
-          for (int r : ranks) {
-            const Tensor& part = vals_[x][r];
-            int64_t off = sliceOffset(xs.type, r, part.shape[d]);
-            auto ps = strides(part.shape);
-            for (int64_t i = 0; i < part.numel(); ++i) {
-              int64_t rem = i, dst = 0;
-              for (size_t k = 0; k < part.shape.size(); ++k) {
-                int64_t coord = rem / ps[k];
-                rem %= ps[k];
-                dst += (coord + (static_cast<int>(k) == d ? off : 0)) * fs[k];
-              }
-              full.data[dst] = part.data[i];
-            }
-          }
+          Tensor full = wholeOf(vals_[x], xs.type, c_, ranks[0]);
           for (int r : ranks) out[r] = full;
           break;
         }
@@ -738,5 +703,48 @@ private:
 }  // namespace
 
 Result run(const Program& p, const Config& c, const Values& in) { return Machine(p, c).run(in); }
+
+// Maps between a whole tensor and one rank's slice of it along dimension d, starting at `off`.
+template <class F>
+static void forSliceElements(const std::vector<int64_t>& wholeShape, const std::vector<int64_t>& sliceShape, int d,
+                             int64_t off, F&& f) {
+  auto ws = strides(wholeShape), ss = strides(sliceShape);
+  int64_t n = numelOf(sliceShape);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, w = 0;
+    for (size_t k = 0; k < sliceShape.size(); ++k) {
+      int64_t coord = rem / ss[k];
+      rem %= ss[k];
+      w += (coord + (static_cast<int>(k) == d ? off : 0)) * ws[k];
+    }
+    f(i, w);
+  }
+}
+
+Tensor storageOf(const Tensor& whole, const TensorType& t, const Config& c, int r) {
+  if (!t.group || t.layout.kind != Layout::Sliced) return whole;
+  Tensor x;
+  x.shape = localShape(t, c, r);
+  x.data.resize(numelOf(x.shape));
+  int64_t off = groupCoord(t.group, c, r).pos * x.shape[t.layout.dim];
+  forSliceElements(whole.shape, x.shape, t.layout.dim, off, [&](int64_t i, int64_t w) { x.data[i] = whole.data[w]; });
+  return x;
+}
+
+Tensor wholeOf(const PerRank& v, const TensorType& t, const Config& c, int r) {
+  if (!t.group || t.layout.kind != Layout::Sliced) return v[r];
+  Tensor whole;
+  for (auto& d : t.shape) whole.shape.push_back(evalSize(d, c, "a dimension"));
+  whole.data.assign(numelOf(whole.shape), 0.0);
+  int me = groupCoord(t.group, c, r).instance;
+  for (int q = 0; q < c.ranks; ++q) {
+    GroupCoord gc = groupCoord(t.group, c, q);
+    if (gc.instance != me) continue;
+    const Tensor& part = v[q];
+    forSliceElements(whole.shape, part.shape, t.layout.dim, gc.pos * part.shape[t.layout.dim],
+                     [&](int64_t i, int64_t w) { whole.data[w] = part.data[i]; });
+  }
+  return whole;
+}
 
 }  // namespace coconet::interp

@@ -71,6 +71,12 @@ GroupCoord groupCoord(const ir::GroupInfo* g, const Config& c, int r);
 
 Result run(const ir::Program& p, const Config& c, const Values& in);
 
+// Rank r's storage of a value of type t, cut from the whole value (itself unless t is sliced).
+Tensor storageOf(const Tensor& whole, const ir::TensorType& t, const Config& c, int r);
+// The whole value that rank r's group instance holds, assembled from its ranks' storage
+// (rank r's own storage unless t is sliced).
+Tensor wholeOf(const PerRank& v, const ir::TensorType& t, const Config& c, int r);
+
 // Rounds a value to a dtype's storage precision (f16/bf16 round to nearest even).
 double roundTo(ir::DType t, double v);
 

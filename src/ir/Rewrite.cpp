@@ -78,10 +78,11 @@ void permuteStages(Program& p, const std::vector<int>& order) {
       if (o >= static_cast<int>(i)) internalError("IR rewrite: a permutation put a stage before its operand");
 }
 
-bool isUsed(const Program& p, int id) {
-  for (auto& s : p.stages)
-    for (int o : s.operands)
-      if (o == id) return true;
+bool isUsed(const Program& p, int id, const std::set<int>& except) {
+  for (size_t i = 0; i < p.stages.size(); ++i)
+    if (!except.count(static_cast<int>(i)))
+      for (int o : p.stages[i].operands)
+        if (o == id) return true;
   for (int o : p.outputs)
     if (o == id) return true;
   for (auto& st : p.states)

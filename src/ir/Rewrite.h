@@ -2,6 +2,7 @@
 // outputs and state exits.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "ir/IR.h"
@@ -17,8 +18,8 @@ void replaceUses(Program& p, int from, int to, const std::vector<int>& keep = {}
 void eraseStages(Program& p, std::vector<int> ids);
 // Puts the stages in the given order (a permutation of ids in which operands come first).
 void permuteStages(Program& p, const std::vector<int>& order);
-// True when some stage, output or state exit reads stage `id`.
-bool isUsed(const Program& p, int id);
+// True when some stage (other than those in `except`), output or state exit reads stage `id`.
+bool isUsed(const Program& p, int id, const std::set<int>& except = {});
 // Removes stages whose value nothing reads (inputs and states stay: they are the interface).
 // Returns the names removed.
 std::vector<std::string> eliminateDeadStages(Program& p);

@@ -168,15 +168,10 @@ bool reorder(StepContext& c) {
   std::set<std::string> inside;
   for (int id : moved) inside.insert(p.stages[id].name);
   auto redirect = [&](int from, int to) {
-    for (size_t u = 0; u < p.stages.size(); ++u) {
-      if (static_cast<int>(u) == to || inside.count(p.stages[u].name)) continue;
-      for (auto& o : p.stages[u].operands)
-        if (o == from) o = to;
-    }
-    for (auto& o : p.outputs)
-      if (o == from) o = to;
-    for (auto& st : p.states)
-      if (st.exit == from) st.exit = to;
+    std::vector<int> keep{to};
+    for (size_t u = 0; u < p.stages.size(); ++u)
+      if (inside.count(p.stages[u].name)) keep.push_back(static_cast<int>(u));
+    replaceUses(p, from, to, keep);
   };
   std::string reassociated;
   for (auto it = moved.rbegin(); it != moved.rend(); ++it) {

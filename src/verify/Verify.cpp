@@ -126,67 +126,10 @@ std::vector<int64_t> globalShape(const TensorType& t, const Config& c) {
   return s;
 }
 
-// Cuts rank r's storage out of a logical tensor for type t.
-Tensor storageOf(const Tensor& logical, const TensorType& t, const Config& c, int r) {
-  if (!t.group || t.layout.kind != Layout::Sliced) return logical;
-  Tensor x;
-  x.shape = interp::localShape(t, c, r);
-  x.data.resize(x.numel());
-  int d = t.layout.dim;
-  int64_t off = interp::groupCoord(t.group, c, r).pos * x.shape[d];
-  std::vector<int64_t> ls(x.shape.size(), 1), gs(x.shape.size(), 1);
-  for (int k = static_cast<int>(x.shape.size()) - 2; k >= 0; --k) {
-    ls[k] = ls[k + 1] * x.shape[k + 1];
-    gs[k] = gs[k + 1] * logical.shape[k + 1];
-  }
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    int64_t rem = i, src = 0;
-    for (size_t k = 0; k < x.shape.size(); ++k) {
-      int64_t coord = rem / ls[k];
-      rem %= ls[k];
-      src += (coord + (static_cast<int>(k) == d ? off : 0)) * gs[k];
-    }
-    x.data[i] = logical.data[src];
-  }
-  return x;
-}
-
 // The logical value each rank sees (a sliced value assembled from its group's slices).
 std::vector<Tensor> logicalView(const PerRank& v, const TensorType& t, const Config& c) {
-  std::vector<Tensor> out(c.ranks);
-  for (int r = 0; r < c.ranks; ++r) {
-    if (!t.group || t.layout.kind != Layout::Sliced) {
-      out[r] = v[r];
-      continue;
-    }
-    Tensor full;
-    full.shape = globalShape(t, c);
-    full.data.assign(full.numel(), 0);
-    auto me = interp::groupCoord(t.group, c, r);
-    for (int q = 0; q < c.ranks; ++q) {
-      auto gc = interp::groupCoord(t.group, c, q);
-      if (gc.instance != me.instance) continue;
-      // Scatter q's slice into full.
-      const Tensor& part = v[q];
-      int d = t.layout.dim;
-      int64_t off = gc.pos * part.shape[d];
-      std::vector<int64_t> ps(part.shape.size(), 1), fs(part.shape.size(), 1);
-      for (int k = static_cast<int>(part.shape.size()) - 2; k >= 0; --k) {
-        ps[k] = ps[k + 1] * part.shape[k + 1];
-        fs[k] = fs[k + 1] * full.shape[k + 1];
-      }
-      for (int64_t i = 0; i < part.numel(); ++i) {
-        int64_t rem = i, dst = 0;
-        for (size_t k = 0; k < part.shape.size(); ++k) {
-          int64_t coord = rem / ps[k];
-          rem %= ps[k];
-          dst += (coord + (static_cast<int>(k) == d ? off : 0)) * fs[k];
-        }
-        full.data[dst] = part.data[i];
-      }
-    }
-    out[r] = std::move(full);
-  }
+  std::vector<Tensor> out;
+  for (int r = 0; r < c.ranks; ++r) out.push_back(interp::wholeOf(v, t, c, r));
   return out;
 }
 
@@ -239,7 +182,7 @@ interp::Values storageFor(const Program& p, const std::map<std::string, std::vec
     auto it = logical.find(key);
     if (it == logical.end()) internalError("verify: the scheduled program has an input the original lacks: " + key);
     PerRank pr;
-    for (int r = 0; r < c.ranks; ++r) pr.push_back(storageOf(it->second[r], s.type, c, r));
+    for (int r = 0; r < c.ranks; ++r) pr.push_back(interp::storageOf(it->second[r], s.type, c, r));
     v.inputs[key] = std::move(pr);
   }
   return v;

@@ -7,7 +7,9 @@
 // must find the scheduled program equal to the original for 1 to 4 ranks.
 // COCONET_PROPERTY_SEED and COCONET_PROPERTY_CASES change the seed and the number of cases.
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdlib>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -42,6 +44,18 @@ Case generate(std::mt19937_64& rng) {
   int n = 2 + pick(5);
   std::vector<std::string> chain;      // statement names, in order
   std::vector<bool> isReduction;
+  std::vector<bool> movable;           // reads something reorder can slice (y, r, st, a moved value)
+  std::set<std::string> sliceable{"y", "r", "st"};
+  auto readsSliceable = [&](const std::string& e) {
+    std::string id;
+    for (size_t k = 0; k <= e.size(); ++k) {
+      char ch = k < e.size() ? e[k] : ' ';
+      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') { id += ch; continue; }
+      if (sliceable.count(id)) return true;
+      id.clear();
+    }
+    return false;
+  };
   std::vector<std::string> values{"y"};  // full-shape values available so far
   std::string lastScalar;
   for (int i = 0; i < n; ++i) {
@@ -60,6 +74,7 @@ Case generate(std::mt19937_64& rng) {
       p << "  " << name << " = " << red[pick(3)] << "(" << values.back() << ");\n";
       chain.push_back(name);
       isReduction.push_back(true);
+      movable.push_back(sliceable.count(values.back()) > 0);
       lastScalar = name;
       continue;
     }
@@ -78,6 +93,8 @@ Case generate(std::mt19937_64& rng) {
     p << "  " << name << " = " << e << ";\n";
     chain.push_back(name);
     isReduction.push_back(false);
+    movable.push_back(readsSliceable(e));
+    if (movable.back()) sliceable.insert(name);
     values.push_back(name);
   }
   std::string finalValue = values.back();
@@ -92,13 +109,15 @@ Case generate(std::mt19937_64& rng) {
   bool sliceState = withState && pick(2) == 0;
   size_t k = sliceState ? chain.size() : 1 + rng() % chain.size();
   s << "reorder(ag";
-  for (size_t i = 0; i < k; ++i) s << ", " << chain[i];
+  for (size_t i = 0; i < k; ++i)
+    if (movable[i]) s << ", " << chain[i];
   if (sliceState) s << ", st";
   s << ");\n";
   if (sliceState) s << "slice(st);\n";
   // Fuse the reduce-scatter with the moved computes up to the first reduction.
   std::vector<std::string> fused;
-  for (size_t i = 0; i < k && !isReduction[i]; ++i) fused.push_back(chain[i]);
+  for (size_t i = 0; i < k && !isReduction[i]; ++i)
+    if (movable[i]) fused.push_back(chain[i]);
   if (!fused.empty() && pick(2) == 0) {
     s << "f = fuse(rs";
     for (auto& f : fused) s << ", " << f;

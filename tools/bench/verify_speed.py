@@ -7,6 +7,8 @@ sample verifies at P = 8 in seconds. Prints a markdown table (medians) and write
 """
 import argparse, datetime, glob, os, statistics, subprocess, sys, time
 
+from machine import cpu_description
+
 def timed(cmd, repeat):
     ts = []
     for _ in range(repeat):
@@ -29,15 +31,9 @@ def main():
         p8 = timed([a.coconetc, "verify", prog, "--ranks", "8"], a.repeat)
         full = timed([a.coconetc, "verify", prog, "--ranks", "1,2,3,4,8"], a.repeat)
         rows.append((name, p8, full))
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except Exception:
-        pass
     out = ["# `coconetc verify` speed", "",
            f"- date: {datetime.date.today().isoformat()}",
-           f"- machine: {cpu}, {os.cpu_count()} cores (CPU only: the reference interpreter)",
+           f"- machine: {cpu_description()} (CPU only: the reference interpreter)",
            f"- command: `python3 tools/bench/verify_speed.py --repeat {a.repeat}`",
            "- target (issue 3): every sample verifies at P = 8 in seconds",
            "- sizes are the verifier's random choice with its default seed (1): small, meeting each program's requirements",
