@@ -670,7 +670,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       Layout la = a.group ? a.layout : Layout::replicated();
       Layout lb = b.group ? b.layout : Layout::replicated();
       int kDimA = a.rank() - 1, kDimB = gemv ? 0 : b.rank() - 2;
-      auto R = Layout::Replicated, L = Layout::Local, S = Layout::Sliced;
+      auto L = Layout::Local, S = Layout::Sliced;
       Layout out;
       bool ok = true;
       if (la.kind == S && lb.kind == S) {
@@ -691,7 +691,6 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         out = Layout::local();
       } else {
         out = Layout::replicated();
-        (void)R;
       }
       if (!ok) {
         std::string why;
