@@ -118,6 +118,8 @@ public:
 
   void run(std::vector<std::string>& files) {
     checkSupported();
+    planRuns();
+    planOverlaps();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     std::string header = headerText(), source = sourceText(), driver = driverText();
@@ -224,7 +226,12 @@ private:
     for (size_t i = 0; i < p_.stages.size(); ++i)
       if (p_.stages[i].kind != StageKind::Input && p_.stages[i].kind != StageKind::State)
         h << "  coconet_rt::Buffer buf" << i << "_;  // " << p_.stages[i].name << "\n";
-    h << "  coconet_rt::Buffer gatherTmp_;\n};\n\n}  // namespace coconet_gen\n";
+    h << "  coconet_rt::Buffer gatherTmp_;\n";
+    if (!chunked_.empty())
+      h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
+        << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
+        << "  coconet_rt::Buffer stage_[2], gath_[2];\n";
+    h << "};\n\n}  // namespace coconet_gen\n";
     return h.str();
   }
 
@@ -248,8 +255,16 @@ private:
       << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"
       << "  CHECK(cublasCreate(&blas_), \"setup\");\n  CHECK(cublasSetStream(blas_, stream_), \"setup\");\n"
       << "  CHECK(cudaMalloc(&errorFlag_, sizeof(int)), \"setup\");\n"
-      << "  CHECK(cudaMemset(errorFlag_, 0, sizeof(int)), \"setup\");\n}\n\n";
+      << "  CHECK(cudaMemset(errorFlag_, 0, sizeof(int)), \"setup\");\n"
+      << (chunked_.empty() ? "" :
+          "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
+          "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
+          "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
+      << "}\n\n";
     s << cls_ << "::~" << cls_ << "() {\n  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
+      << (chunked_.empty() ? "" :
+          "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
+          "  if (comm2_) cudaStreamDestroy(comm2_);\n")
       << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
     // localElements
     s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
@@ -287,7 +302,6 @@ private:
   }
 
   void emitBody() {
-    planRuns();
     auto& b = body_;
     b << "  (void)sc;\n  (void)seed;\n";
     // Sizes must be positive; requirements must hold.
@@ -361,6 +375,16 @@ private:
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
       if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
+      if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
+        emitChunked(ch->second);
+        continue;
+      }
+      if (overlapped_.count(static_cast<int>(i))) {
+        b << "\n  " << stageComment(s) << ": computed in the overlapped chunks above\n";
+        continue;
+      }
+      if (auto note = overlapNotes_.find(static_cast<int>(i)); note != overlapNotes_.end())
+        b << "\n  // overlap of '" << s.name << "' runs unchunked: " << note->second;
       if (auto it = runOf_.find(static_cast<int>(i)); it != runOf_.end() && it->second.front() != static_cast<int>(i)) {
         b << "\n  " << stageComment(s) << ": computed by the kernel of '" << p_.stages[it->second.front()].name << "'\n";
         continue;
@@ -627,7 +651,8 @@ private:
   // stages of a fused group with one shape, layout and group. Inside the kernel a member's
   // value is rounded to its dtype exactly as storing it would round it, so the result is the
   // same bits as running the members one by one; only values used outside the run are written.
-  void emitComputeRun(const std::vector<int>& run) {
+  void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
+                      const std::string& count = "") {
     int ref = run.front();
     const Stage& r0 = p_.stages[ref];
     std::set<int> inRun(run.begin(), run.end());
@@ -682,7 +707,8 @@ private:
     kernels_ << "__global__ void " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) kernels_ << (k ? ", " : "") << params[k];
     kernels_ << ") {\n  (void)seed;\n"
-             << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
+             << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
+             << "    const long long i = j + om.first;\n"
              << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
              << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
              << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
@@ -713,7 +739,13 @@ private:
     }
     kernels_ << "  }\n}\n\n";
     emitMaps(ref, ext);
-    body_ << "    " << kname << "<<<" << launch(countVar(ref)) << ">>>(";
+    std::string n = countVar(ref);
+    if (!first.empty()) {
+      body_ << "    om.first = " << first << ";\n    om.n = " << count << ";\n";
+      n = count;
+    }
+    body_ << "    " << kname << "<<<static_cast<int>(std::min<long long>((" << n << " + 255) / 256, 65535)), 256, 0, " << stream
+          << ">>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) body_ << (k ? ", " : "") << hostArgs[k];
     body_ << ");\n    CHECK(cudaGetLastError(), \"" << (run.size() > 1 ? r0.fusedInto : r0.name) << "\");\n";
   }
@@ -740,6 +772,123 @@ private:
         if (!neededOutside(id, inRun)) unstored_.insert(id);
     }
   }
+  // ---- Overlap: a matmul chunked along dimension 0, pipelined with the reduce_scatter ->
+  // element-wise run -> all_gather that consumes it. Chunk c holds sub-block c of every rank's
+  // block of rows, so each chunk scatters and gathers like the whole.
+  struct Chunked {
+    int producer = -1, rs = -1, ag = -1;
+    std::vector<int> run;  // element-wise members between them
+    int chunks = 2;
+  };
+  std::map<int, Chunked> chunked_;           // by producer
+  std::set<int> overlapped_;                 // consumer members emitted with their producer
+  std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
+
+  void planOverlaps() {
+    for (auto& o : p_.overlaps) {
+      int prod = p_.find(o.producer);
+      std::vector<int> members;
+      if (const FusedGroup* f = p_.findFused(o.consumer)) {
+        for (auto& m : f->members) members.push_back(p_.find(m));
+      } else {
+        members.push_back(p_.find(o.consumer));
+      }
+      std::sort(members.begin(), members.end());
+      std::string why;
+      Chunked ch;
+      ch.producer = prod;
+      ch.chunks = o.chunks;
+      const Stage& ps = p_.stages[prod];
+      if (ps.kind != StageKind::Matmul || p_.stages[ps.operands[1]].type.rank() != 2) why = "only matmuls by a matrix are chunked yet";
+      else if (o.dim != 0) why = "only dimension 0 is chunked yet";
+      else if (members.front() != prod + 1) why = "the consumer does not follow the matmul directly";
+      for (size_t k = 1; why.empty() && k < members.size(); ++k)
+        if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
+      if (why.empty()) {
+        const Stage& first = p_.stages[members.front()];
+        if (first.kind != StageKind::ReduceScatter || first.operands[0] != prod) why = "only a reduce_scatter consumer is chunked yet";
+        else ch.rs = members.front();
+      }
+      for (size_t k = 1; why.empty() && k < members.size(); ++k) {
+        const Stage& m = p_.stages[members[k]];
+        const Stage& r = p_.stages[ch.rs];
+        if (m.kind == StageKind::Compute && m.type.shape == r.type.shape && m.type.layout == r.type.layout &&
+            m.type.group == r.type.group && ch.ag < 0) {
+          for (int opd : m.operands) if (opd == prod) why = "a compute reads the matmul directly";
+          ch.run.push_back(members[k]);
+        } else if (m.kind == StageKind::AllGather && k + 1 == members.size() && m.dim == 0 &&
+                   m.operands[0] == (ch.run.empty() ? ch.rs : ch.run.back())) {
+          ch.ag = members[k];
+        } else {
+          why = "'" + m.name + "' is not part of a reduce_scatter -> element-wise -> all_gather chain";
+        }
+      }
+      if (!why.empty()) {
+        overlapNotes_[prod] = why + "\n";
+        continue;
+      }
+      chunked_[prod] = ch;
+      for (int m : members) overlapped_.insert(m);
+    }
+  }
+
+  void emitChunked(const Chunked& ch) {
+    auto& b = body_;
+    const Stage& ps = p_.stages[ch.producer];
+    const Stage& rs = p_.stages[ch.rs];
+    int a = ps.operands[0], w = ps.operands[1];
+    std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
+    std::string name = "\"" + ps.name + "\"";
+    bool f64 = ps.type.dtype == DType::F64;
+    b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension 0, pipelined with " << rs.name;
+    for (int r : ch.run) b << ", " << p_.stages[r].name;
+    if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
+    b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)\n"
+      << "  if (" << countVar(ch.producer) << " > 0) {\n"
+      << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ", R0 = " << shapeVar(ch.producer)
+      << "[0], rest = " << countVar(ch.producer) << " / R0;\n"
+      << "    const long long rc = R0 / (P * C);  // rows of dimension 0 per rank and chunk\n"
+      << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
+      << "[1], inner = " << countVar(a) << " / (R0 * K);  // GEMM rows per row of dimension 0\n"
+      << "    const size_t slot = static_cast<size_t>(P * rc * rest) * sizeof(" << T << ");\n"
+      << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
+      << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
+      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+      << "      " << T << "* st = static_cast<" << T << "*>(stage_[k].ptr);\n"
+      << "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " << name << ");\n"
+      << "      // rows [c rc, (c+1) rc) of every rank's block of dimension 0: P GEMMs in one call\n"
+      << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rc * inner), "
+      << "static_cast<int>(K), &alpha, " << var(w) << ", " << ty << ", static_cast<int>(N), 0, " << var(a) << " + c * rc * inner * K, " << ty
+      << ", static_cast<int>(K), (R0 / P) * inner * K, &beta, st, " << ty << ", static_cast<int>(N), rc * inner * N, static_cast<int>(P), "
+      << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
+      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rc * rest, rc * rest, " << ncclType(rs.type.dtype) << ", "
+      << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
+      << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
+    if (!ch.run.empty()) {
+      b << "      {\n";
+      emitComputeRun(ch.run, "comm2_", "c * rc * rest", "rc * rest");
+      b << "      }\n";
+    }
+    if (ch.ag >= 0) {
+      const Stage& ag = p_.stages[ch.ag];
+      int src = ag.operands[0];
+      std::string AT = storageType(ag.type.dtype);
+      b << "      // gather the chunk, then put each rank's part in its block\n"
+        << "      CHECK(ncclAllGather(" << var(src) << " + c * rc * rest, gath_[k].ptr, rc * rest, " << ncclType(ag.type.dtype) << ", "
+        << commOf(ag.type.group) << ", comm2_), \"" << ag.name << "\");\n"
+        << "      CHECK(cudaMemcpy2DAsync(" << var(ch.ag) << " + c * rc * rest, static_cast<size_t>((R0 / P) * rest) * sizeof(" << AT
+        << "), gath_[k].ptr, static_cast<size_t>(rc * rest) * sizeof(" << AT << "), static_cast<size_t>(rc * rest) * sizeof(" << AT
+        << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
+    }
+    b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+  }
+
   std::map<int, std::vector<int>> runOf_;  // stage -> the fused run it belongs to
   std::set<int> unstored_;                 // run members whose values never leave the kernel
 

@@ -18,7 +18,9 @@
 // grid-stride kernel with exact index maps for broadcasting and slices; reductions and
 // row-wise normalizations are one block per output; a fused group's element-wise members are
 // one kernel. Every CUDA, NCCL and cuBLAS call is checked and a failure names the stage.
-// Single-kernel collectives (NCCL's device API) and chunked overlap are the next steps.
+// An overlap of a matmul with a reduce_scatter -> element-wise -> all_gather chain is chunked
+// over two streams; other overlaps run unchunked. Single-kernel collectives (NCCL's device
+// API) are the next step.
 #pragma once
 
 #include <string>

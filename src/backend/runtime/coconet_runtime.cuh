@@ -104,7 +104,8 @@ struct OutputMap {
   long long gstride[kMaxRank];   // strides of the global shape (dropout keys)
   long long gbase;               // global linear offset of this rank's slice
   unsigned long long keyXor;     // instance and rank bits mixed into dropout keys
-  long long n;                   // local element count
+  long long n;                   // elements this launch computes
+  long long first;               // the local index of the first of them (chunked runs)
 };
 
 // Workspace: device buffers for values the program computes, grown as needed.
