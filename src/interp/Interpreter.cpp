@@ -236,8 +236,7 @@ private:
       case StageKind::Compute: return compute(s);
       case StageKind::Reduce: return reduce(s);
       case StageKind::Softmax: case StageKind::Layernorm: return rowwise(s);
-      case StageKind::Matmul: return matmul(s);
-      case StageKind::Gemv: return gemv(s);
+      case StageKind::Matmul: case StageKind::Gemv: return matmul(s);
       case StageKind::Embedding: return embedding(s);
       default: return collective(s);
     }
@@ -492,12 +491,20 @@ private:
   }
 
   // ---- Matrix operations (on each rank's local storage; the layout rules make that right) ----
+  // A gemv is a matmul whose right operand and result have one column.
   PerRank matmul(const Stage& s) {
+    bool gemv = s.kind == StageKind::Gemv;
     PerRank out;
     for (int r = 0; r < c_.ranks; ++r) {
       const Tensor& a = vals_[s.operands[0]][r];
-      const Tensor& b = vals_[s.operands[1]][r];
+      Tensor column;
+      if (gemv) {
+        column = vals_[s.operands[1]][r];
+        column.shape.push_back(1);
+      }
+      const Tensor& b = gemv ? column : vals_[s.operands[1]][r];
       Tensor y = zeros(s.type, r);
+      if (gemv) y.shape.push_back(1);
       int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()),
           rb = static_cast<int>(b.shape.size());
       int64_t M = y.shape[ry - 2], N = y.shape[ry - 1], K = a.shape[ra - 1];
@@ -536,29 +543,7 @@ private:
             y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, wide ? acc : accf);
           }
       }
-      out.push_back(std::move(y));
-    }
-    return out;
-  }
-
-  PerRank gemv(const Stage& s) {
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) {
-      const Tensor& a = vals_[s.operands[0]][r];
-      const Tensor& x = vals_[s.operands[1]][r];
-      Tensor y = zeros(s.type, r);
-      int64_t M = a.shape[0], K = a.shape[1];
-      if (x.shape[0] != K || y.shape[0] != M) throw RunError("gemv operands do not fit on rank " + std::to_string(r));
-      for (int64_t m = 0; m < M; ++m) {
-        bool wide = c_.exact || s.type.dtype == DType::F64;
-        double acc = 0;
-        float accf = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          if (wide) acc += a.data[m * K + k] * x.data[k];
-          else accf = std::fma(static_cast<float>(a.data[m * K + k]), static_cast<float>(x.data[k]), accf);
-        }
-        y.data[m] = store(s.type.dtype, wide ? acc : accf);
-      }
+      if (gemv) y.shape.pop_back();
       out.push_back(std::move(y));
     }
     return out;

@@ -1,4 +1,4 @@
-"""What the benchmark scripts say about the machine they ran on."""
+"""What the benchmark scripts share: the machine they ran on, and how they report."""
 import os
 
 
@@ -10,3 +10,12 @@ def cpu_description():
     except (OSError, StopIteration):
         pass
     return f"{cpu}, {os.cpu_count()} cores"
+
+
+def write_report(lines, out):
+    """Prints a markdown report and writes it to `out` when given."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)

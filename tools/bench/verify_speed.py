@@ -7,7 +7,7 @@ sample verifies at P = 8 in seconds. Prints a markdown table (medians) and write
 """
 import argparse, datetime, glob, os, statistics, subprocess, sys, time
 
-from machine import cpu_description
+from machine import cpu_description, write_report
 
 def timed(cmd, repeat):
     ts = []
@@ -40,11 +40,7 @@ def main():
            "", "| sample (with its schedule) | --ranks 8 (s) | --ranks 1,2,3,4,8 (s) |", "|---|---:|---:|"]
     for name, p8, full in rows:
         out.append(f"| {name} | {p8:.3f} | {full:.3f} |")
-    text = "\n".join(out) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    write_report(out, a.out)
 
 if __name__ == "__main__":
     main()
