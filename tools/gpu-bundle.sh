@@ -2,14 +2,26 @@
 # Prepares what the GPU tests need, on a machine with coconetc built: every sample (with its
 # schedule) and every tests/gpu/programs/*.cnet compiled to CUDA, and `verify --dump` vectors
 # for 1, 2 and 4 ranks, in .gpu-bundle/
-# (git-ignored; carried to the GPU machine). tests/gpu/run.sh runs there.
+# (git-ignored; carried to the GPU machine), and coconetc with its ANTLR runtime in bin/ and lib/.
+# tests/gpu/run.sh and tools/bench/gpu/run.sh run there.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 b="$root/.gpu-bundle"
-rm -rf "$b" && mkdir -p "$b/gen" "$b/dumps"
+rm -rf "$b" && mkdir -p "$b/gen" "$b/dumps" "$b/bin" "$b/lib"
+# coconetc itself, for tools/bench/gpu/run.sh (the GPU machine has no ANTLR): stripped, with the
+# ANTLR runtime it links (run it with LD_LIBRARY_PATH=.gpu-bundle/lib).
+strip -o "$b/bin/coconetc" "$root/build/coconetc"
+# The C++ runtime goes too, so that a GPU machine with an older libstdc++ runs it.
+for lib in $(ldd "$root/build/coconetc" | awk '/antlr4|libstdc++|libgcc_s/ {print $3}'); do cp "$lib" "$b/lib/"; done
 for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" -o "$b/gen/$n" >/dev/null
   "$root/build/coconetc" verify "$prog" --ranks 1,2,4 --seed 7 --dump "$b/dumps/$n" > "$b/dumps/$n.verify.txt"
 done
+
+# Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
+# tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
+"$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"
+"$root/build/coconetc" verify "$root/samples/adam/adam.cnet" -D N=1028 --ranks 1,2,4 --seed 7 --dump "$b/dumps/adam@odd" > "$b/dumps/adam@odd.verify.txt"
+"$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@odd" > "$b/dumps/megatron_row@odd.verify.txt"
 du -sh "$b"

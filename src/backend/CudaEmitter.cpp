@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,7 @@ public:
     checkSupported();
     planRuns();
     planOverlaps();
+    planDirect();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     std::string header = headerText(), source = sourceText(), driver = driverText();
@@ -218,6 +220,8 @@ private:
       << "  void finish(double timeoutSeconds);\n"
       << "  // Elements of a tensor's storage on this rank (for allocation); -1 for an unknown name.\n"
       << "  long long localElements(const char* tensor, const " << cls_ << "_sizes& sizes) const;\n"
+      << "  // Its shape (this rank's storage): returns the rank and fills shape; -1 for an unknown name.\n"
+      << "  int localShape(const char* tensor, const " << cls_ << "_sizes& sizes, long long shape[8]) const;\n"
       << "  int rank() const { return rank_; }\n  int worldSize() const { return P_; }\n\n"
       << "private:\n  ncclComm_t comm_;\n  cudaStream_t stream_;\n  cublasHandle_t blas_ = nullptr;\n"
       << "  int rank_ = 0, P_ = 1;\n  ncclComm_t gcomm_[" << std::max<size_t>(p_.groups.size(), 1) << "] = {};\n"
@@ -231,7 +235,7 @@ private:
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
         << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
         << "  coconet_rt::Buffer stage_[2], gath_[2];\n";
-    h << "};\n\n}  // namespace coconet_gen\n";
+    h << "};\n\n}  // namespace coconet_gen\n\n" << cInterfaceDecls();
     return h.str();
   }
 
@@ -245,7 +249,7 @@ private:
       std::istringstream in(o_.scheduleText);
       for (std::string line; std::getline(in, line);) s << "//   " << line << "\n";
     }
-    s << "#include \"" << cls_ << ".h\"\n\n#include <chrono>\n#include <string>\n#include <thread>\n\n";
+    s << "#include \"" << cls_ << ".h\"\n\n#include <chrono>\n#include <cstring>\n#include <string>\n#include <thread>\n\n";
     emitBody();
     s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n" << kernels_.str()
       << "}  // namespace\n\nnamespace coconet_gen {\n\n";
@@ -284,6 +288,23 @@ private:
       s << "  if (t == \"" << p_.outputNames[i] << "\") return " << elems(p_.stages[p_.outputs[i]].type) << ";\n";
     for (auto& st : p_.states) s << "  if (t == \"" << st.name << "\") return " << elems(st.type) << ";\n";
     s << "  return -1;\n}\n\n";
+    // localShape
+    s << "int " << cls_ << "::localShape(const char* tensor, const " << cls_ << "_sizes& sz, long long shape[8]) const {\n"
+      << "  const std::string t = tensor;\n";
+    auto shape = [&](const std::string& name, const TensorType& t) {
+      s << "  if (t == \"" << name << "\") {\n";
+      for (int k = 0; k < t.rank(); ++k) {
+        std::string d = cxx(t.shape[k]);
+        if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = "(" + d + " / " + cxx(t.group->size) + ")";
+        s << "    shape[" << k << "] = " << d << ";\n";
+      }
+      s << "    return " << t.rank() << ";\n  }\n";
+    };
+    for (auto& st : p_.stages)
+      if (st.kind == StageKind::Input) shape(st.name, st.type);
+    for (size_t i = 0; i < p_.outputs.size(); ++i) shape(p_.outputNames[i], p_.stages[p_.outputs[i]].type);
+    for (auto& st : p_.states) shape(st.name, st.type);
+    s << "  (void)sz;\n  (void)shape;\n  return -1;\n}\n\n";
     // finish
     s << "void " << cls_ << "::finish(double timeoutSeconds) {\n"
       << "  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);\n"
@@ -297,7 +318,108 @@ private:
       << "  if (flag) {\n    cudaMemset(errorFlag_, 0, sizeof(int));\n"
       << "    throw coconet_rt::Error(\"" << p_.name << ": an embedding index was out of range of its table\");\n  }\n}\n\n";
     s << "void " << cls_ << "::run(const " << cls_ << "_sizes& sz, const " << cls_ << "_scalars& sc, const " << cls_
-      << "_tensors& t, unsigned long long seed) {\n" << body_.str() << "}\n\n}  // namespace coconet_gen\n";
+      << "_tensors& t, unsigned long long seed) {\n" << body_.str() << "}\n\n}  // namespace coconet_gen\n\n"
+      << cInterfaceSource();
+    return s.str();
+  }
+
+  // ---- The C interface (for ctypes and other languages); see tools/bench/gpu/README.md ----
+  std::string cfn(const std::string& f) const { return "coconet_" + cls_ + "_" + f; }
+
+  std::string cInterfaceDecls() const {
+    std::ostringstream h;
+    h << "// C interface: the same program for callers without C++ (Python's ctypes, other languages).\n"
+      << "// Each function returns 0 on success and 1 on failure; " << cfn("last_error") << "() says why.\n"
+      << "// " << cfn("interface") << "() is JSON naming the order of sizes[], scalars[] and tensors[].\n"
+      << "extern \"C\" {\n"
+      << "const char* " << cfn("interface") << "(void);\n"
+      << "const char* " << cfn("last_error") << "(void);\n"
+      << "int " << cfn("unique_id") << "(char id[128]);\n"
+      << "int " << cfn("create") << "(const char id[128], int rank, int nranks, void* stream, void** handle);\n"
+      << "int " << cfn("run") << "(void* handle, const long long* sizes, const double* scalars, void* const* tensors,\n"
+      << "    unsigned long long seed);\n"
+      << "int " << cfn("finish") << "(void* handle, double timeout_seconds);\n"
+      << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank);\n"
+      << "int " << cfn("destroy") << "(void* handle);\n"
+      << "}\n";
+    return h.str();
+  }
+
+  std::string interfaceJson() const {
+    nlohmann::json j;
+    j["program"] = p_.name;
+    j["sizes"] = nlohmann::json::array();
+    j["scalars"] = nlohmann::json::array();
+    for (auto& prm : p_.params) {
+      if (prm.isSize) {
+        j["sizes"].push_back(prm.name);
+      } else {
+        nlohmann::json d = nullptr;
+        if (prm.value) d = ast::isInteger(prm.dtype) ? nlohmann::json(prm.ivalue) : nlohmann::json(*prm.value);
+        j["scalars"].push_back({{"name", prm.name}, {"dtype", ast::dtypeName(prm.dtype)}, {"default", d}});
+      }
+    }
+    auto entry = [&](const char* role, const std::string& name, const TensorType& t) {
+      std::vector<std::string> shape;
+      for (auto& d : t.shape) shape.push_back(d.str());
+      const char* layout = t.layout.kind == Layout::Sliced ? "sliced" : t.layout.kind == Layout::Local ? "local" : "replicated";
+      return nlohmann::json{{"name", name}, {"role", role}, {"dtype", ast::dtypeName(t.dtype)}, {"shape", shape}, {"layout", layout},
+                            {"dim", t.layout.kind == Layout::Sliced ? nlohmann::json(t.layout.dim) : nlohmann::json(nullptr)},
+                            {"group", t.group ? t.group->name : "world"}};
+    };
+    j["tensors"] = nlohmann::json::array();
+    for (auto& st : p_.stages)
+      if (st.kind == StageKind::Input) j["tensors"].push_back(entry("in", st.name, st.type));
+    for (size_t i = 0; i < p_.outputs.size(); ++i) j["tensors"].push_back(entry("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type));
+    for (auto& st : p_.states) j["tensors"].push_back(entry("state", st.name, st.type));
+    return j.dump();
+  }
+
+  std::string cInterfaceSource() const {
+    std::ostringstream s;
+    std::string C = "coconet_gen::" + cls_;
+    s << "// ---- C interface ----\nnamespace {\nthread_local std::string lastError_;\n"
+      << "struct Handle_ {\n  ncclComm_t comm = nullptr;\n  " << C << "* program = nullptr;\n};\n"
+      << "template <class F> int guarded_(F&& f) {\n  try {\n    f();\n    return 0;\n"
+      << "  } catch (const std::exception& e) {\n    lastError_ = e.what();\n    return 1;\n  }\n}\n"
+      << C << "_sizes sizesFrom_(const long long* v) {\n  " << C << "_sizes sz;\n";
+    int k = 0;
+    for (auto& prm : p_.params)
+      if (prm.isSize) s << "  sz.s_" << prm.name << " = v[" << k++ << "];\n";
+    s << "  (void)v;\n  return sz;\n}\n}  // namespace\n\n";
+    s << "extern \"C\" {\nconst char* " << cfn("interface") << "(void) {\n  return R\"coconet(" << interfaceJson()
+      << ")coconet\";\n}\n\n";
+    s << "const char* " << cfn("last_error") << "(void) { return lastError_.c_str(); }\n\n";
+    s << "int " << cfn("unique_id") << "(char id[128]) {\n  return guarded_([&] {\n    ncclUniqueId u;\n"
+      << "    CHECK(ncclGetUniqueId(&u), \"unique_id\");\n    static_assert(sizeof u == 128, \"ncclUniqueId is 128 bytes\");\n"
+      << "    std::memcpy(id, &u, sizeof u);\n  });\n}\n\n";
+    s << "int " << cfn("create") << "(const char id[128], int rank, int nranks, void* stream, void** handle) {\n"
+      << "  return guarded_([&] {\n    ncclUniqueId u;\n    std::memcpy(&u, id, sizeof u);\n    auto* h = new Handle_;\n"
+      << "    try {\n      CHECK(ncclCommInitRank(&h->comm, nranks, u, rank), \"create\");\n"
+      << "      h->program = new " << C << "(h->comm, static_cast<cudaStream_t>(stream));\n"
+      << "    } catch (...) {\n      if (h->comm) ncclCommDestroy(h->comm);\n      delete h;\n      throw;\n    }\n"
+      << "    *handle = h;\n  });\n}\n\n";
+    s << "int " << cfn("run") << "(void* handle, const long long* sizes, const double* scalars, void* const* tensors,\n"
+      << "    unsigned long long seed) {\n  return guarded_([&] {\n    auto* h = static_cast<Handle_*>(handle);\n"
+      << "    " << C << "_scalars sc;\n";
+    k = 0;
+    for (auto& prm : p_.params)
+      if (!prm.isSize) s << "    sc." << ident(prm.name) << " = scalars[" << k++ << "];\n";
+    s << "    (void)scalars;\n    " << C << "_tensors t;\n";
+    k = 0;
+    for (auto& st : p_.stages)
+      if (st.kind == StageKind::Input) s << "    t." << ident(st.name) << " = tensors[" << k++ << "];\n";
+    for (size_t i = 0; i < p_.outputs.size(); ++i) s << "    t." << ident(p_.outputNames[i]) << " = tensors[" << k++ << "];\n";
+    for (auto& st : p_.states) s << "    t." << ident(st.name) << " = tensors[" << k++ << "];\n";
+    s << "    (void)tensors;\n    h->program->run(sizesFrom_(sizes), sc, t, seed);\n  });\n}\n\n";
+    s << "int " << cfn("finish") << "(void* handle, double timeout_seconds) {\n"
+      << "  return guarded_([&] { static_cast<Handle_*>(handle)->program->finish(timeout_seconds); });\n}\n\n";
+    s << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank) {\n"
+      << "  return guarded_([&] {\n    int r = static_cast<Handle_*>(handle)->program->localShape(tensor, sizesFrom_(sizes), shape);\n"
+      << "    if (r < 0) throw coconet_rt::Error(std::string(\"" << p_.name << ": no tensor named '\") + tensor + \"'\");\n"
+      << "    *rank = r;\n  });\n}\n\n";
+    s << "int " << cfn("destroy") << "(void* handle) {\n  return guarded_([&] {\n    auto* h = static_cast<Handle_*>(handle);\n"
+      << "    delete h->program;\n    ncclComm_t c = h->comm;\n    delete h;\n    CHECK(ncclCommDestroy(c), \"destroy\");\n  });\n}\n}  // extern \"C\"\n";
     return s.str();
   }
 
@@ -351,6 +473,8 @@ private:
       for (int k = 0; k < s.type.rank(); ++k) b << " * " << shapeVar(static_cast<int>(i)) << "[" << k << "]";
       b << ";\n  (void)" << countVar(static_cast<int>(i)) << ";\n";
     }
+    for (auto& o : p_.outputNames)
+      b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
     // Storage of every value.
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
@@ -364,13 +488,14 @@ private:
           << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
       } else if (unstored_.count(id)) {
         b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
+      } else if (auto d = direct_.find(id); d != direct_.end()) {
+        b << "  // " << s.name << ": written straight into " << d->second.second << "\n"
+          << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d->second.first) << ");\n";
       } else {
         b << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name
           << "\", \"" << s.name << "\");\n  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
       }
     }
-    for (auto& o : p_.outputNames)
-      b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
     // Stages in order.
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
@@ -397,11 +522,13 @@ private:
     b << "\n  // Outputs and the states' new values.\n";
     for (size_t i = 0; i < p_.outputs.size(); ++i) {
       int id = p_.outputs[i];
+      if (auto d = direct_.find(id); d != direct_.end() && d->second.first == p_.outputNames[i]) continue;
       b << "  CHECK(cudaMemcpyAsync(t." << ident(p_.outputNames[i]) << ", " << var(id) << ", " << countVar(id) << " * sizeof("
         << storageType(p_.stages[id].type.dtype) << "), cudaMemcpyDeviceToDevice, stream_), \"" << p_.outputNames[i] << "\");\n";
     }
     for (auto& st : p_.states) {
       if (st.exit == st.entry) continue;
+      if (auto d = direct_.find(st.exit); d != direct_.end() && d->second.first == st.name) continue;
       const Stage& ex = p_.stages[st.exit];
       std::string T = storageType(st.type.dtype);
       std::string src = var(st.exit);
@@ -650,7 +777,41 @@ private:
   // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
   // stages of a fused group with one shape, layout and group. Inside the kernel a member's
   // value is rounded to its dtype exactly as storing it would round it, so the result is the
-  // same bits as running the members one by one; only values used outside the run are written.
+  // same bits as running the members one by one; only values used outside the run are written,
+  // after every member of the element is computed (so a state may be updated in place).
+  //
+  // Where every operand is read at a linear index (the output's own, a block of a whole tensor
+  // for a slice of dimension 0, the output's index modulo a trailing-dimension operand such as a
+  // bias, or one scalar element), the kernel takes V consecutive elements per step with 16-byte
+  // loads and stores, and a scalar loop does the tail; otherwise (transposes, broadcasts inside
+  // the shape, slices of other dimensions) it maps every element through its coordinates.
+  enum class Access { Linear, Modulo, Scalar, Mapped };
+
+  Access accessOf(int operand, const Stage& out) const {
+    const TensorType& ot = p_.stages[operand].type;
+    const TensorType& t = out.type;
+    bool allOne = true;
+    for (auto& d : ot.shape) allOne = allOne && d.constantValue() == 1;
+    if (allOne) return Access::Scalar;
+    bool outSliced = t.group && t.layout.kind == Layout::Sliced;
+    bool opSliced = ot.group && ot.layout.kind == Layout::Sliced;
+    if (outSliced && t.layout.dim != 0) return Access::Mapped;
+    if (ot.shape == t.shape) {
+      if (!opSliced) return Access::Linear;  // whole: its block of dimension 0 when the output is a slice
+      if (outSliced && ot.layout == t.layout && ot.group == t.group) return Access::Linear;
+      return Access::Mapped;
+    }
+    // Trailing dimensions of the output (after leading constant 1s), held whole.
+    if (opSliced) return Access::Mapped;
+    int lead = 0;
+    while (lead < ot.rank() && ot.shape[lead].constantValue() == 1) ++lead;
+    int r = ot.rank() - lead, R = t.rank();
+    if (r <= 0 || r >= R) return Access::Mapped;
+    for (int k = 0; k < r; ++k)
+      if (ot.shape[lead + k] != t.shape[R - r + k]) return Access::Mapped;
+    return Access::Modulo;  // output dims < R - r vary slowest; a slice of dim 0 keeps whole rows
+  }
+
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "") {
     int ref = run.front();
@@ -667,21 +828,41 @@ private:
     std::vector<int> written;
     for (int id : run)
       if (neededOutside(id, inRun)) written.push_back(id);
+    // Vector width: 16 bytes of the narrowest array, at most 8 elements.
+    std::vector<Access> acc;
+    bool fast = true;
+    int minBytes = 16;
+    for (int o : ext) {
+      acc.push_back(accessOf(o, r0));
+      fast = fast && acc.back() != Access::Mapped;
+      if (acc.back() != Access::Scalar) minBytes = std::min(minBytes, dtypeBytes(p_.stages[o].type.dtype));
+    }
+    for (int id : written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
+    if (r0.type.group && r0.type.layout.kind == Layout::Sliced && r0.type.layout.dim != 0) fast = false;
+    const int V = std::min(8, 16 / minBytes);
+    auto isAliasedOut = [&](int id) {
+      for (auto& st : p_.states)
+        if (st.exit == id && aliased_.count(st.entry)) return true;
+      return false;
+    };
     std::string kname = "k_" + std::to_string(ref) + "_" + ident(run.size() > 1 ? r0.fusedInto : r0.name);
     std::vector<std::string> params, hostArgs;
     for (int id : written) {
-      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
+                       std::to_string(id));
       hostArgs.push_back(var(id));
     }
     for (size_t k = 0; k < ext.size(); ++k) {
-      params.push_back("const " + std::string(storageType(p_.stages[ext[k]].type.dtype)) + "* __restrict__ a" + std::to_string(k));
+      params.push_back("const " + std::string(storageType(p_.stages[ext[k]].type.dtype)) +
+                       (aliased_.count(ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
       hostArgs.push_back(var(ext[k]));
     }
     params.push_back("OutputMap om");
     hostArgs.push_back("om");
     for (size_t k = 0; k < ext.size(); ++k) {
-      params.push_back("OperandMap m" + std::to_string(k));
-      hostArgs.push_back("m" + std::to_string(k));
+      params.push_back(fast ? "long long b" + std::to_string(k) : "OperandMap m" + std::to_string(k));
+      hostArgs.push_back(fast ? (acc[k] == Access::Modulo ? countVar(ext[k]) : "m" + std::to_string(k) + ".base")
+                              : "m" + std::to_string(k));
     }
     std::set<std::string> prms;
     for (int id : run) {
@@ -702,50 +883,112 @@ private:
     }
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
+    if (fast) {
+      params.push_back("int vec");
+      hostArgs.push_back("vec");
+    }
     for (int id : run) kernels_ << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
     if (run.size() > 1) kernels_ << "// (fused group '" << r0.fusedInto << "': one pass over the elements)\n";
+    if (fast) kernels_ << "// Linear accesses: " << V << " elements per step with vector loads and stores where aligned.\n";
     kernels_ << "__global__ void " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) kernels_ << (k ? ", " : "") << params[k];
-    kernels_ << ") {\n  (void)seed;\n"
-             << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
-             << "    const long long i = j + om.first;\n"
-             << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
-             << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
-             << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
-    for (size_t k = 0; k < ext.size(); ++k)
-      kernels_ << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
-    for (int id : run) {
-      const Stage& s = p_.stages[id];
-      std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
-      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
-        const ENode& n = s.expr.nodes[i];
-        std::vector<std::string> args;
-        for (int a : n.args) args.push_back(pre + std::to_string(a));
-        std::string operand;
-        if (n.op == EOp::Operand) {
-          int o = s.operands[n.index];
-          operand = inRun.count(o) ? "r" + std::to_string(o)
-                                   : "coconet_rt::to_f(a" + std::to_string(extIndex[o]) + "[i" + std::to_string(extIndex[o]) + "])";
+    kernels_ << ") {\n  (void)seed;\n";
+    // The members of one element: operand(k) reads external operand k, store(id) writes member id.
+    auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand,
+                       const std::function<std::string(int)>& store) {
+      std::ostringstream m;
+      for (int id : run) {
+        const Stage& s = p_.stages[id];
+        std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
+        for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+          const ENode& n = s.expr.nodes[i];
+          std::vector<std::string> args;
+          for (int a : n.args) args.push_back(pre + std::to_string(a));
+          std::string opnd;
+          if (n.op == EOp::Operand) {
+            int o = s.operands[n.index];
+            opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex[o]);
+          }
+          m << ind << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
         }
-        kernels_ << nodeCode(n, pre + std::to_string(i), args, operand, "gv" + std::to_string(id) + "_" + std::to_string(i));
+        std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
+        std::string T = storageType(s.type.dtype);
+        std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
+                                                          : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
+        m << ind << "const " << T << " s" << id << " = " << stored << ";\n"
+          << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n" << ind << "(void)r" << id << ";\n";
       }
-      std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
-      std::string T = storageType(s.type.dtype);
-      std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
-                                                        : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
-      kernels_ << "    const " << T << " s" << id << " = " << stored << ";\n";
-      if (std::find(written.begin(), written.end(), id) != written.end()) kernels_ << "    out" << id << "[i] = s" << id << ";\n";
-      kernels_ << "    const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n    (void)r" << id << ";\n";
+      for (int id : written) m << ind << store(id) << "\n";
+      return m.str();
+    };
+    if (!fast) {
+      kernels_ << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
+               << "    const long long i = j + om.first;\n"
+               << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
+               << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
+               << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
+      for (size_t k = 0; k < ext.size(); ++k)
+        kernels_ << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
+      kernels_ << members("    ", [](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[i" + std::to_string(k) + "])"; },
+                          [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+      kernels_ << "  }\n}\n\n";
+    } else {
+      auto scalarIndex = [&](size_t k, const std::string& i) {
+        std::string kk = std::to_string(k);
+        return acc[k] == Access::Linear ? "b" + kk + " + " + i : acc[k] == Access::Modulo ? i + " % b" + kk : "b" + kk;
+      };
+      kernels_ << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
+               << "  long long start = 0;\n  if (vec) {\n    constexpr int V = " << V << ";\n    const long long nv = om.n / V;\n"
+               << "    for (long long jv = tid; jv < nv; jv += nth) {\n      const long long i0 = om.first + jv * V;\n";
+      for (size_t k = 0; k < ext.size(); ++k) {
+        std::string kk = std::to_string(k), T = storageType(p_.stages[ext[k]].type.dtype);
+        if (acc[k] == Access::Scalar) {
+          kernels_ << "      const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+        } else {
+          kernels_ << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (aliased_.count(ext[k]) ? "_rw" : "")
+                   << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
+        }
+      }
+      for (int id : written)
+        kernels_ << "      coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
+      kernels_ << "#pragma unroll\n      for (int e = 0; e < V; ++e) {\n        const long long i = i0 + e;\n"
+               << "        const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n        (void)key;\n";
+      kernels_ << members("        ",
+                          [&](int k) {
+                            std::string kk = std::to_string(k);
+                            return acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+                          },
+                          [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
+      kernels_ << "      }\n";
+      for (int id : written) kernels_ << "      coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
+      kernels_ << "    }\n    start = nv * V;\n  }\n"
+               << "  for (long long j = start + tid; j < om.n; j += nth) {\n    const long long i = om.first + j;\n"
+               << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n";
+      kernels_ << members("    ", [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + scalarIndex(k, "i") + "])"; },
+                          [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+      kernels_ << "  }\n}\n\n";
     }
-    kernels_ << "  }\n}\n\n";
     emitMaps(ref, ext);
     std::string n = countVar(ref);
     if (!first.empty()) {
       body_ << "    om.first = " << first << ";\n    om.n = " << count << ";\n";
       n = count;
     }
-    body_ << "    " << kname << "<<<static_cast<int>(std::min<long long>((" << n << " + 255) / 256, 65535)), 256, 0, " << stream
-          << ">>>(";
+    std::string grid = "coconet_rt::gridFor(" + n + ")";
+    if (fast) {
+      // Vector accesses need every array 16-byte aligned where the launch starts, and each
+      // modulo operand's period a multiple of V.
+      body_ << "    const bool vec = om.first % " << V << " == 0";
+      for (int id : written) body_ << " &&\n        coconet_rt::aligned16(" << var(id) << ", om.first)";
+      for (size_t k = 0; k < ext.size(); ++k) {
+        if (acc[k] == Access::Linear) body_ << " &&\n        coconet_rt::aligned16(" << var(ext[k]) << ", m" << k << ".base + om.first)";
+        if (acc[k] == Access::Modulo)
+          body_ << " &&\n        " << countVar(ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(ext[k]) << ", 0)";
+      }
+      body_ << ";\n";
+      grid = "coconet_rt::gridFor(vec ? " + n + " / " + std::to_string(V) + " + 1 : " + n + ")";
+    }
+    body_ << "    " << kname << "<<<" << grid << ", 256, 0, " << stream << ">>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) body_ << (k ? ", " : "") << hostArgs[k];
     body_ << ");\n    CHECK(cudaGetLastError(), \"" << (run.size() > 1 ? r0.fusedInto : r0.name) << "\");\n";
   }
@@ -887,6 +1130,50 @@ private:
     }
     b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+  }
+
+  // ---- Results written where the caller wants them ----
+  // A state's new value is computed straight into the state's storage when nothing reads the
+  // old value afterwards: every reader of the entry comes earlier on the stream, or is an
+  // element-wise member of the same kernel reading the same element (each kernel stores after
+  // computing all members of an element). An output is computed straight into the caller's
+  // buffer. Either saves a device-to-device copy of the tensor at the end of run().
+  std::map<int, std::pair<std::string, std::string>> direct_;  // stage -> (tensor, what it is)
+  std::set<int> aliased_;                                       // entries read by their exit's kernel
+
+  void planDirect() {
+    for (auto& st : p_.states) {
+      int x = st.exit;
+      if (x == st.entry || direct_.count(x) || unstored_.count(x)) continue;
+      const Stage& ex = p_.stages[x];
+      if (ex.kind == StageKind::Input || ex.kind == StageKind::State) continue;
+      if (ex.type.shape != st.type.shape || ex.type.layout != st.type.layout || ex.type.group != st.type.group) continue;
+      const std::vector<int>* run = nullptr;
+      if (auto r = runOf_.find(x); r != runOf_.end()) run = &r->second;
+      bool safe = true, sameKernel = false;
+      for (size_t i = 0; i < p_.stages.size() && safe; ++i)
+        for (int o : p_.stages[i].operands) {
+          if (o != st.entry) continue;
+          int ri = static_cast<int>(i);
+          bool inKernel = ri == x || (run && std::find(run->begin(), run->end(), ri) != run->end());
+          if (inKernel && ex.kind == StageKind::Compute) {
+            // Same element only: the entry has the exit's type, so its index map is the identity.
+            if (p_.stages[st.entry].type.shape != ex.type.shape) safe = false;
+            sameKernel = true;
+          } else if (ri >= x || (run && ri >= run->front())) {
+            safe = false;
+          }
+        }
+      if (!safe) continue;
+      direct_[x] = {st.name, "the storage of state '" + st.name + "'"};
+      if (sameKernel) aliased_.insert(st.entry);
+    }
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      int x = p_.outputs[i];
+      const Stage& ex = p_.stages[x];
+      if (direct_.count(x) || unstored_.count(x) || ex.kind == StageKind::Input || ex.kind == StageKind::State) continue;
+      direct_[x] = {p_.outputNames[i], "output '" + p_.outputNames[i] + "'"};
+    }
   }
 
   std::map<int, std::vector<int>> runOf_;  // stage -> the fused run it belongs to
@@ -1139,11 +1426,19 @@ private:
       << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MAJOR_LINE REGEX \"^#define NCCL_MAJOR\")\n"
       << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MINOR_LINE REGEX \"^#define NCCL_MINOR\")\n"
       << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
-      << "add_library(" << cls_ << " STATIC " << cls_ << ".cu)\n"
+      << "# The program compiles once; a static library (for C++ callers and the driver) and a shared one\n"
+      << "# (libcoconet_" << cls_ << ".so: the C interface, for Python's ctypes) are made from it.\n"
+      << "add_library(" << cls_ << "_objects OBJECT " << cls_ << ".cu)\n"
+      << "set_target_properties(" << cls_ << "_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
+      << "target_include_directories(" << cls_ << "_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
+      << "target_compile_options(" << cls_ << "_objects PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)\n"
+      << "get_filename_component(NCCL_LIBDIR ${NCCL_LIBRARY} DIRECTORY)\n"
+      << "add_library(" << cls_ << " STATIC $<TARGET_OBJECTS:" << cls_ << "_objects>)\n"
       << "target_include_directories(" << cls_ << " PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
       << "target_link_libraries(" << cls_ << " PUBLIC CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})\n"
-      << "target_compile_options(" << cls_ << " PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)\n"
-      << "get_filename_component(NCCL_LIBDIR ${NCCL_LIBRARY} DIRECTORY)\n"
+      << "add_library(coconet_" << cls_ << " SHARED $<TARGET_OBJECTS:" << cls_ << "_objects>)\n"
+      << "target_link_libraries(coconet_" << cls_ << " PRIVATE CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})\n"
+      << "set_target_properties(coconet_" << cls_ << " PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n"
       << "add_executable(" << cls_ << "_main " << cls_ << "_main.cu)\n"
       << "target_link_libraries(" << cls_ << "_main PRIVATE " << cls_ << ")\n"
       << "set_target_properties(" << cls_ << "_main PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n";
@@ -1159,6 +1454,8 @@ private:
     m["schedule_applied"] = o_.scheduleText;
     m["arch"] = o_.arch;
     m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
+    m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
+    m["c_interface"] = nlohmann::json::parse(interfaceJson());
     uint64_t h = 1469598103934665603ull;
     for (unsigned char ch : allSources) h = (h ^ ch) * 1099511628211ull;
     std::ostringstream hs;

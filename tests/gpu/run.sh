@@ -48,6 +48,23 @@ for dir in "$b"/gen/*/; do
     fi
   done
 done
+# Variants (tools/gpu-bundle.sh): other sizes of a program, run with its build.
+for d0 in "$b"/dumps/*@*/; do
+  [ -d "$d0" ] || continue
+  v=$(basename "$d0"); n=${v%@*}
+  keep "$n" || continue
+  exe="$b/gen/$n/build/${n}_main"
+  [ -x "$exe" ] || continue
+  for P in 1 2 4; do
+    [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
+    if timeout 120 "$exe" --spawn "$P" --check "$d0/ranks$P" --timeout 60 > "$out/run-$v-$P.log" 2>&1; then
+      echo "$v P=$P: ok ($(grep -c ': ok' "$out/run-$v-$P.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$out/run-$v-$P.log" | sort -g -k3 | tail -n 1))" >> "$res"
+      pass=$((pass+1))
+    else
+      echo "$v P=$P: FAILED (exit $?)" >> "$res"; tail -n 5 "$out/run-$v-$P.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    fi
+  done
+done
 echo "checks: $pass passed, $fail failed" >> "$res"
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do

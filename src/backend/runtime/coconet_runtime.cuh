@@ -108,6 +108,54 @@ struct OutputMap {
   long long first;               // the local index of the first of them (chunked runs)
 };
 
+// ---- Vector access of element-wise kernels -------------------------------------------------
+// V consecutive elements moved with the widest accesses that their byte count allows (16-byte
+// accesses for 16-bit types at V = 8). The caller guarantees 16-byte alignment.
+template <class T, int V> struct alignas(16) Vec {
+  T v[V];
+};
+template <class T, int V> __device__ __forceinline__ void load_vec(Vec<T, V>& r, const T* p) {
+  constexpr int B = static_cast<int>(sizeof(T)) * V;
+  if constexpr (B % 16 == 0) {
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(r.v)[q] = __ldg(reinterpret_cast<const uint4*>(p) + q);
+  } else if constexpr (B % 8 == 0) {
+    for (int q = 0; q < B / 8; ++q) reinterpret_cast<uint2*>(r.v)[q] = __ldg(reinterpret_cast<const uint2*>(p) + q);
+  } else {
+    for (int q = 0; q < V; ++q) r.v[q] = p[q];
+  }
+}
+// For arrays that the same kernel also writes (a state updated in place): no read-only cache.
+template <class T, int V> __device__ __forceinline__ void load_vec_rw(Vec<T, V>& r, const T* p) {
+  constexpr int B = static_cast<int>(sizeof(T)) * V;
+  if constexpr (B % 16 == 0) {
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(r.v)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B % 8 == 0) {
+    for (int q = 0; q < B / 8; ++q) reinterpret_cast<uint2*>(r.v)[q] = reinterpret_cast<const uint2*>(p)[q];
+  } else {
+    for (int q = 0; q < V; ++q) r.v[q] = p[q];
+  }
+}
+template <class T, int V> __device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& r) {
+  constexpr int B = static_cast<int>(sizeof(T)) * V;
+  if constexpr (B % 16 == 0) {
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(p)[q] = reinterpret_cast<const uint4*>(r.v)[q];
+  } else if constexpr (B % 8 == 0) {
+    for (int q = 0; q < B / 8; ++q) reinterpret_cast<uint2*>(p)[q] = reinterpret_cast<const uint2*>(r.v)[q];
+  } else {
+    for (int q = 0; q < V; ++q) p[q] = r.v[q];
+  }
+}
+// Host side: may a kernel use vector accesses at element `offset` of p?
+template <class T> inline bool aligned16(const T* p, long long offset) {
+  return (reinterpret_cast<uintptr_t>(p + offset) & 15u) == 0;
+}
+
+// Blocks for a grid-stride launch over n items: enough to fill the GPU, at most 65535.
+inline int gridFor(long long n, int threads = 256) {
+  long long b = (n + threads - 1) / threads;
+  return static_cast<int>(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
 // Workspace: device buffers for values the program computes, grown as needed.
 struct Buffer {
   void* ptr = nullptr;
