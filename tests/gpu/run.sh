@@ -65,6 +65,20 @@ for d0 in "$b"/dumps/*@*/; do
     fi
   done
 done
+# The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.
+if python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
+  for dir in "$b"/gen/*/; do
+    n=$(basename "$dir")
+    keep "$n" || continue
+    d="$b/dumps/$n/ranks2"
+    [ -f "$dir/build/libcoconet_$n.so" ] && [ -f "$d/manifest.txt" ] || continue
+    if timeout 300 python3 tests/gpu/capi_check.py "$dir/build" "$d" > "$out/capi-$n.log" 2>&1; then
+      echo "capi $n P=2: ok ($(grep -c ': ok' "$out/capi-$n.log") tensor checks)" >> "$res"; pass=$((pass+1))
+    else
+      echo "capi $n P=2: FAILED" >> "$res"; tail -n 5 "$out/capi-$n.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    fi
+  done
+fi
 echo "checks: $pass passed, $fail failed" >> "$res"
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do

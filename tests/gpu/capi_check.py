@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""GPU test of the generated C interface (libcoconet_NAME.so) from Python.
+
+Runs a generated program through ctypes, one process per GPU, on tensors that PyTorch owns and
+on PyTorch's current stream, with the inputs of `coconetc verify --dump DIR`, and compares every
+output and new state with the dump's expected values (relative Frobenius error, as the C++
+driver's --check does, with the limit of the least precise float type in the program).
+
+    python3 tests/gpu/capi_check.py BUILD_DIR DUMP_DIR/ranksP
+
+Exit status 0 when every tensor of every rank matches.
+"""
+import ctypes
+import json
+import os
+import sys
+
+import torch
+import torch.multiprocessing as mp
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+          "i8": torch.int8, "u8": torch.uint8, "bool": torch.uint8, "i32": torch.int32, "i64": torch.int64}
+LIMITS = {"f16": 1e-2, "bf16": 2e-2, "f32": 1e-4, "f64": 1e-10}
+
+
+def read_manifest(d):
+    m = {"sizes": {}, "scalars": {}, "tensors": []}
+    with open(os.path.join(d, "manifest.txt")) as f:
+        for line in f:
+            w = line.split()
+            if not w:
+                continue
+            if w[0] == "program":
+                m["program"] = w[1]
+            elif w[0] == "ranks":
+                m["ranks"] = int(w[1])
+            elif w[0] == "seed":
+                m["seed"] = int(w[1])
+            elif w[0] == "size":
+                m["sizes"][w[1]] = int(w[2])
+            elif w[0] == "scalar":
+                m["scalars"][w[1]] = float(w[2])
+            elif w[0] == "tensor":
+                m["tensors"].append({"kind": w[1], "name": w[2], "dtype": w[3], "rank": int(w[4]), "file": w[5], "n": int(w[6])})
+    return m
+
+
+def load(d, entry, device):
+    with open(os.path.join(d, entry["file"]), "rb") as f:
+        raw = bytearray(f.read())
+    t = torch.frombuffer(raw, dtype=DTYPES[entry["dtype"]]) if raw else torch.empty(0, dtype=DTYPES[entry["dtype"]])
+    return t.clone().to(device)
+
+
+def bind(lib, name):
+    f = lambda s: getattr(lib, f"coconet_{name}_{s}")
+    f("interface").restype = ctypes.c_char_p
+    f("last_error").restype = ctypes.c_char_p
+    f("create").argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    f("run").argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_double),
+                         ctypes.POINTER(ctypes.c_void_p), ctypes.c_ulonglong]
+    f("finish").argtypes = [ctypes.c_void_p, ctypes.c_double]
+    f("local_shape").argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_longlong),
+                                 ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int)]
+    f("destroy").argtypes = [ctypes.c_void_p]
+    return f
+
+
+def worker(rank, world, lib_path, name, dump, uid, results):
+    torch.cuda.set_device(rank)
+    dev = torch.device("cuda", rank)
+    f = bind(ctypes.CDLL(lib_path), name)
+
+    def ok(rc, what):
+        if rc != 0:
+            raise RuntimeError(f"rank {rank}: {what}: {f('last_error')().decode()}")
+
+    m = read_manifest(dump)
+    iface = json.loads(f("interface")())
+    stream = torch.cuda.current_stream()
+    handle = ctypes.c_void_p()
+    ok(f("create")(uid, rank, world, ctypes.c_void_p(stream.cuda_stream), ctypes.byref(handle)), "create")
+    sizes = (ctypes.c_longlong * max(1, len(iface["sizes"])))(*[m["sizes"][s] for s in iface["sizes"]])
+    scal = []
+    for s in iface["scalars"]:
+        v = m["scalars"].get(s["name"], s["default"])
+        if v is None:
+            raise RuntimeError(f"scalar {s['name']} is neither in the dump nor has a default")
+        scal.append(float(v))
+    scalars = (ctypes.c_double * max(1, len(scal)))(*scal)
+    mine = {(e["kind"], e["name"]): e for e in m["tensors"] if e["rank"] == rank}
+    tensors, expected = [], {}
+    for t in iface["tensors"]:
+        shape = (ctypes.c_longlong * 8)()
+        r = ctypes.c_int()
+        ok(f("local_shape")(handle, t["name"].encode(), sizes, shape, ctypes.byref(r)), "local_shape " + t["name"])
+        numel = 1
+        for k in range(r.value):
+            numel *= shape[k]
+        if t["role"] == "out":
+            x = torch.zeros(numel, dtype=DTYPES[t["dtype"]], device=dev)
+        else:
+            x = load(dump, mine[("in", t["name"])], dev)
+        if x.numel() != numel:
+            raise RuntimeError(f"{t['name']}: the dump has {x.numel()} elements, local_shape says {numel}")
+        tensors.append(x)
+        key = ("out", t["name"]) if t["role"] == "out" else ("state", t["name"])
+        if t["role"] != "in" and key in mine:
+            expected[t["name"]] = (x, load(dump, mine[key], dev), t["dtype"])
+    ptrs = (ctypes.c_void_p * max(1, len(tensors)))(*[x.data_ptr() for x in tensors])
+    ok(f("run")(handle, sizes, scalars, ptrs, m["seed"]), "run")
+    ok(f("finish")(handle, 60.0), "finish")
+    torch.cuda.synchronize()
+    limit = max([LIMITS.get(t["dtype"], 0.0) for t in iface["tensors"]] + [0.0])
+    lines, bad = [], 0
+    for n, (got, exp, dt) in expected.items():
+        g, e = got.double().cpu(), exp.double().cpu()
+        nan = int((g.isnan() != e.isnan()).sum())
+        mask = ~(g.isnan() | e.isnan())
+        diff = float(((g - e)[mask] ** 2).sum())
+        norm = float((e[mask] ** 2).sum())
+        rel = (diff / norm) ** 0.5 if norm > 0 else diff ** 0.5
+        good = nan == 0 and rel <= limit
+        bad += not good
+        lines.append(f"rank {rank}: '{n}' ({dt}): relative error {rel:.3g} (limit {limit:g}){': ok' if good else ': WRONG'}")
+    ok(f("destroy")(handle), "destroy")
+    results.put((rank, bad, lines))
+
+
+def main():
+    build, dump = sys.argv[1], sys.argv[2]
+    m = read_manifest(dump)
+    name = m["program"]
+    lib_path = os.path.join(build, f"libcoconet_{name}.so")
+    f = bind(ctypes.CDLL(lib_path), name)
+    uid = ctypes.create_string_buffer(128)
+    if f("unique_id")(uid) != 0:
+        sys.exit(f"unique_id: {f('last_error')().decode()}")
+    world = m["ranks"]
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dump, uid.raw, results)) for r in range(world)]
+    for p in procs:
+        p.start()
+    bad = 0
+    got = 0
+    for _ in range(world):
+        try:
+            rank, b, lines = results.get(timeout=180)
+        except Exception:
+            break
+        got += 1
+        bad += b
+        print("\n".join(lines))
+    for p in procs:
+        p.join(timeout=30)
+        if p.exitcode != 0:
+            bad += 1
+    if got != world:
+        print(f"{name}: only {got} of {world} ranks reported")
+        bad += 1
+    print(f"{name} P={world} through the C interface: {'ok' if bad == 0 else 'FAILED'}")
+    sys.exit(0 if bad == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
