@@ -1015,9 +1015,10 @@ private:
         if (!neededOutside(id, inRun)) unstored_.insert(id);
     }
   }
-  // ---- Overlap: a matmul chunked along dimension 0, pipelined with the reduce_scatter ->
-  // element-wise run -> all_gather that consumes it. Chunk c holds sub-block c of every rank's
-  // block of rows, so each chunk scatters and gathers like the whole.
+  // ---- Overlap: a matmul chunked along the rows of its product (dimension 0 and the batch
+  // dimensions after it), pipelined with the reduce_scatter -> element-wise run -> all_gather
+  // that consumes it. Chunk c holds sub-block c of every rank's block of rows, so each chunk
+  // scatters and gathers like the whole.
   struct Chunked {
     int producer = -1, rs = -1, ag = -1;
     std::vector<int> run;  // element-wise members between them
@@ -1088,12 +1089,11 @@ private:
     if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
     b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)\n"
       << "  if (" << countVar(ch.producer) << " > 0) {\n"
-      << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ", R0 = " << shapeVar(ch.producer)
-      << "[0], rest = " << countVar(ch.producer) << " / R0;\n"
-      << "    const long long rc = R0 / (P * C);  // rows of dimension 0 per rank and chunk\n"
+      << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ";\n"
       << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
-      << "[1], inner = " << countVar(a) << " / (R0 * K);  // GEMM rows per row of dimension 0\n"
-      << "    const size_t slot = static_cast<size_t>(P * rc * rest) * sizeof(" << T << ");\n"
+      << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+      << "    const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n"
+      << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
       << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
       << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
       << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
@@ -1102,19 +1102,19 @@ private:
       << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << "      " << T << "* st = static_cast<" << T << "*>(stage_[k].ptr);\n"
       << "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " << name << ");\n"
-      << "      // rows [c rc, (c+1) rc) of every rank's block of dimension 0: P GEMMs in one call\n"
-      << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rc * inner), "
-      << "static_cast<int>(K), &alpha, " << var(w) << ", " << ty << ", static_cast<int>(N), 0, " << var(a) << " + c * rc * inner * K, " << ty
-      << ", static_cast<int>(K), (R0 / P) * inner * K, &beta, st, " << ty << ", static_cast<int>(N), rc * inner * N, static_cast<int>(P), "
+      << "      // rows [c rg, (c+1) rg) of every rank's block: P GEMMs in one call\n"
+      << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), "
+      << "static_cast<int>(K), &alpha, " << var(w) << ", " << ty << ", static_cast<int>(N), 0, " << var(a) << " + c * rg * K, " << ty
+      << ", static_cast<int>(K), (M / P) * K, &beta, st, " << ty << ", static_cast<int>(N), rg * N, static_cast<int>(P), "
       << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
       << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
       << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
-      << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rc * rest, rc * rest, " << ncclType(rs.type.dtype) << ", "
+      << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
       << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
       << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
     if (!ch.run.empty()) {
       b << "      {\n";
-      emitComputeRun(ch.run, "comm2_", "c * rc * rest", "rc * rest");
+      emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
       b << "      }\n";
     }
     if (ch.ag >= 0) {
@@ -1122,10 +1122,10 @@ private:
       int src = ag.operands[0];
       std::string AT = storageType(ag.type.dtype);
       b << "      // gather the chunk, then put each rank's part in its block\n"
-        << "      CHECK(ncclAllGather(" << var(src) << " + c * rc * rest, gath_[k].ptr, rc * rest, " << ncclType(ag.type.dtype) << ", "
+        << "      CHECK(ncclAllGather(" << var(src) << " + c * rg * N, gath_[k].ptr, rg * N, " << ncclType(ag.type.dtype) << ", "
         << commOf(ag.type.group) << ", comm2_), \"" << ag.name << "\");\n"
-        << "      CHECK(cudaMemcpy2DAsync(" << var(ch.ag) << " + c * rc * rest, static_cast<size_t>((R0 / P) * rest) * sizeof(" << AT
-        << "), gath_[k].ptr, static_cast<size_t>(rc * rest) * sizeof(" << AT << "), static_cast<size_t>(rc * rest) * sizeof(" << AT
+        << "      CHECK(cudaMemcpy2DAsync(" << var(ch.ag) << " + c * rg * N, static_cast<size_t>((M / P) * N) * sizeof(" << AT
+        << "), gath_[k].ptr, static_cast<size_t>(rg * N) * sizeof(" << AT << "), static_cast<size_t>(rg * N) * sizeof(" << AT
         << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
     }
     b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
