@@ -471,7 +471,7 @@ private:
       if (s.type.rank() == 0) b << "1";
       b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = 1";
       for (int k = 0; k < s.type.rank(); ++k) b << " * " << shapeVar(static_cast<int>(i)) << "[" << k << "]";
-      b << ";\n  (void)" << countVar(static_cast<int>(i)) << ";\n";
+      b << ";\n  (void)" << countVar(static_cast<int>(i)) << ";\n  (void)" << shapeVar(static_cast<int>(i)) << ";\n";
     }
     for (auto& o : p_.outputNames)
       b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
@@ -676,7 +676,7 @@ private:
     b << "    long long gshape[" << std::max(R, 1) << "] = {";
     for (int k = 0; k < R; ++k) b << (k ? ", " : "") << cxx(s.type.shape[k]);
     if (R == 0) b << "1";
-    b << "};\n    long long off = " << (sd >= 0 ? g(s.type.group, "pos") + " * " + shapeVar(id) + "[" + std::to_string(sd) + "]" : "0")
+    b << "};\n    const long long off = " << (sd >= 0 ? g(s.type.group, "pos") + " * " + shapeVar(id) + "[" + std::to_string(sd) + "]" : "0")
       << ";\n    (void)off;\n";
     b << "    { long long st = 1;\n      for (int k = om.rank - 1; k >= 0; --k) { om.shape[k] = " << shapeVar(id)
       << "[k]; om.gstride[k] = st; st *= gshape[k]; } }\n";
@@ -688,14 +688,16 @@ private:
       const Stage& os = p_.stages[operands[k]];
       int orank = os.type.rank();
       int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
-      b << "    OperandMap m" << k << "{};\n    { long long st = 1;\n";
+      b << "    OperandMap m" << k << "{};\n";
+      if (orank == 0) continue;
+      b << "    { long long st = 1;\n";
       for (int j = orank - 1; j >= 0; --j) {
         int outDim = j + R - orank;
         // Broadcast along this dimension exactly when the types say so (a constant 1 against
         // something else): a slice of extent 1 is not a broadcast.
         bool bcast = os.type.shape[j].constantValue() == 1 && s.type.shape[outDim].constantValue() != 1;
-        b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n      st *= " << shapeVar(operands[k])
-          << "[" << j << "];\n";
+        b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n";
+        if (j > 0) b << "      st *= " << shapeVar(operands[k]) << "[" << j << "];\n";
         // The output is sliced along this dimension, the operand holds it whole: start at the slice.
         if (outDim == sd && osd != j)
           b << "      m" << k << ".base += (m" << k << ".stride[" << outDim << "] ? off * m" << k << ".stride[" << outDim << "] : 0);\n";
@@ -1240,30 +1242,24 @@ private:
     bool affine = s.operands.size() == 3;
     std::string GT = affine ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
     std::string BT = affine ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
-    kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row\n"
-             << "__device__ float blockSum_" << id << "(float v, float* sh) {\n  sh[threadIdx.x] = v;\n  __syncthreads();\n"
-             << "  for (int w = blockDim.x / 2; w > 0; w /= 2) { if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w]; __syncthreads(); }\n"
-             << "  float r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
-             << "__device__ float blockMax_" << id << "(float v, float* sh) {\n  sh[threadIdx.x] = v;\n  __syncthreads();\n"
-             << "  for (int w = blockDim.x / 2; w > 0; w /= 2) { if (threadIdx.x < w) sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + w]); __syncthreads(); }\n"
-             << "  float r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
+    kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row; the row's\n"
+             << "// statistics in one pass (" << (s.kind == StageKind::Softmax ? "running maximum and sum" : "Welford")
+             << "), then one pass that writes\n"
              << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
              << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, float eps) {\n"
-             << "  __shared__ float sh[256];\n  (void)gamma; (void)beta; (void)eps;\n"
+             << "  __shared__ coconet_rt::" << (s.kind == StageKind::Softmax ? "MaxSum" : "Welford") << " sh[32];\n"
+             << "  (void)gamma; (void)beta; (void)eps;\n"
              << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
              << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n";
     if (s.kind == StageKind::Softmax) {
-      kernels_ << "    float mx = -INFINITY;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, coconet_rt::to_f(xr[i]));\n"
-               << "    mx = blockMax_" << id << "(mx, sh);\n    float sum = 0;\n"
-               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) sum += expf(coconet_rt::to_f(xr[i]) - mx);\n"
-               << "    sum = blockSum_" << id << "(sum, sh);\n"
+      kernels_ << "    coconet_rt::MaxSum st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(coconet_rt::to_f(xr[i]));\n"
+               << "    st = coconet_rt::blockCombine(st, sh);\n"
                << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
-               << ">::from(expf(coconet_rt::to_f(xr[i]) - mx) / sum);\n";
+               << ">::from(expf(coconet_rt::to_f(xr[i]) - st.m) / st.s);\n";
     } else {
-      kernels_ << "    float mean = 0;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) mean += coconet_rt::to_f(xr[i]);\n"
-               << "    mean = blockSum_" << id << "(mean, sh) / static_cast<float>(n);\n    float var = 0;\n"
-               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) { float d = coconet_rt::to_f(xr[i]) - mean; var += d * d; }\n"
-               << "    var = blockSum_" << id << "(var, sh) / static_cast<float>(n);\n    const float inv = 1.0f / sqrtf(var + eps);\n"
+      kernels_ << "    coconet_rt::Welford st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(coconet_rt::to_f(xr[i]));\n"
+               << "    st = coconet_rt::blockCombine(st, sh);\n"
+               << "    const float mean = st.mean, inv = 1.0f / sqrtf(st.m2 / static_cast<float>(n) + eps);\n"
                << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      float v = (coconet_rt::to_f(xr[i]) - mean) * inv;\n"
                << (affine ? "      v = v * coconet_rt::to_f(gamma[i]) + coconet_rt::to_f(beta[i]);\n" : "")
                << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";

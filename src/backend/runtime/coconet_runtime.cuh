@@ -108,6 +108,74 @@ struct OutputMap {
   long long first;               // the local index of the first of them (chunked runs)
 };
 
+// ---- One-pass row statistics (softmax, layernorm) -------------------------------------------
+// Softmax's running maximum and sum of exp(x - max), and Welford's count, mean and sum of
+// squared deviations: each element is read once for the statistics, and partial results of
+// threads combine exactly like those of elements.
+struct MaxSum {
+  float m = -INFINITY, s = 0.0f;
+  __device__ void add(float x) {
+    if (x == -INFINITY) return;
+    if (x > m) {
+      s = s * expf(m - x) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  }
+  __device__ static MaxSum combine(MaxSum a, MaxSum b) {
+    MaxSum r;
+    r.m = fmaxf(a.m, b.m);
+    if (r.m == -INFINITY) return r;
+    r.s = (a.s == 0.0f ? 0.0f : a.s * expf(a.m - r.m)) + (b.s == 0.0f ? 0.0f : b.s * expf(b.m - r.m));
+    return r;
+  }
+  __device__ MaxSum shfl(int lane) const {
+    MaxSum r;
+    r.m = __shfl_xor_sync(0xffffffffu, m, lane);
+    r.s = __shfl_xor_sync(0xffffffffu, s, lane);
+    return r;
+  }
+};
+struct Welford {
+  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+  __device__ void add(float x) {
+    n += 1.0f;
+    const float d = x - mean;
+    mean += d / n;
+    m2 += d * (x - mean);
+  }
+  __device__ static Welford combine(Welford a, Welford b) {
+    if (b.n == 0.0f) return a;
+    if (a.n == 0.0f) return b;
+    Welford r;
+    r.n = a.n + b.n;
+    const float d = b.mean - a.mean;
+    r.mean = a.mean + d * (b.n / r.n);
+    r.m2 = a.m2 + b.m2 + d * d * (a.n * (b.n / r.n));
+    return r;
+  }
+  __device__ Welford shfl(int lane) const {
+    Welford r;
+    r.n = __shfl_xor_sync(0xffffffffu, n, lane);
+    r.mean = __shfl_xor_sync(0xffffffffu, mean, lane);
+    r.m2 = __shfl_xor_sync(0xffffffffu, m2, lane);
+    return r;
+  }
+};
+// Combines every thread's value of a block (blockDim.x a multiple of 32, at most 1024); every
+// thread gets the result. `sh` holds 32 values.
+template <class T> __device__ T blockCombine(T v, T* sh) {
+  for (int lane = 16; lane > 0; lane /= 2) v = T::combine(v, v.shfl(lane));
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (threadIdx.x % 32 == 0) sh[warp] = v;
+  __syncthreads();
+  T r = sh[0];
+  for (int w = 1; w < warps; ++w) r = T::combine(r, sh[w]);
+  __syncthreads();
+  return r;
+}
+
 // ---- Vector access of element-wise kernels -------------------------------------------------
 // V consecutive elements moved with the widest accesses that their byte count allows (16-byte
 // accesses for 16-bit types at V = 8). The caller guarantees 16-byte alignment.
