@@ -1022,7 +1022,7 @@ private:
   // that consumes it. Chunk c holds sub-block c of every rank's block of rows, so each chunk
   // scatters and gathers like the whole.
   struct Chunked {
-    int producer = -1, rs = -1, ag = -1;
+    int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
     std::vector<int> run;  // element-wise members between them
     int chunks = 2;
   };
@@ -1052,21 +1052,22 @@ private:
         if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
       if (why.empty()) {
         const Stage& first = p_.stages[members.front()];
-        if (first.kind != StageKind::ReduceScatter || first.operands[0] != prod) why = "only a reduce_scatter consumer is chunked yet";
-        else ch.rs = members.front();
+        if (first.kind == StageKind::ReduceScatter && first.operands[0] == prod) ch.rs = members.front();
+        else if (first.kind == StageKind::AllReduce && first.operands[0] == prod) ch.ar = members.front();
+        else why = "only a reduce_scatter or allreduce consumer is chunked yet";
       }
       for (size_t k = 1; why.empty() && k < members.size(); ++k) {
         const Stage& m = p_.stages[members[k]];
-        const Stage& r = p_.stages[ch.rs];
+        const Stage& r = p_.stages[ch.rs >= 0 ? ch.rs : ch.ar];
         if (m.kind == StageKind::Compute && m.type.shape == r.type.shape && m.type.layout == r.type.layout &&
             m.type.group == r.type.group && ch.ag < 0) {
           for (int opd : m.operands) if (opd == prod) why = "a compute reads the matmul directly";
           ch.run.push_back(members[k]);
-        } else if (m.kind == StageKind::AllGather && k + 1 == members.size() && m.dim == 0 &&
+        } else if (ch.rs >= 0 && m.kind == StageKind::AllGather && k + 1 == members.size() && m.dim == 0 &&
                    m.operands[0] == (ch.run.empty() ? ch.rs : ch.run.back())) {
           ch.ag = members[k];
         } else {
-          why = "'" + m.name + "' is not part of a reduce_scatter -> element-wise -> all_gather chain";
+          why = "'" + m.name + "' is not part of a reduce_scatter -> element-wise -> all_gather chain (or allreduce -> element-wise)";
         }
       }
       if (!why.empty()) {
@@ -1078,7 +1079,48 @@ private:
     }
   }
 
+  // A matmul pipelined with the allreduce of its product (and element-wise members after it):
+  // chunk c is rows [c M / C, (c+1) M / C) of the product, reduced in place of the whole.
+  void emitChunkedAllReduce(const Chunked& ch) {
+    auto& b = body_;
+    const Stage& ps = p_.stages[ch.producer];
+    const Stage& ar = p_.stages[ch.ar];
+    int a = ps.operands[0], w = ps.operands[1];
+    std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
+    std::string name = "\"" + ps.name + "\"";
+    bool f64 = ps.type.dtype == DType::F64;
+    b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of rows, pipelined with " << ar.name;
+    for (int r : ch.run) b << ", " << p_.stages[r].name;
+    b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced and finished (comm2_)\n"
+      << "  if (" << countVar(ch.producer) << " > 0) {\n"
+      << "    const long long C = " << ch.chunks << ";\n"
+      << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
+      << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+      << "    const long long rg = M / C;  // rows per chunk\n"
+      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+      << "      CHECK(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), static_cast<int>(K), &alpha, "
+      << var(w) << ", " << ty << ", static_cast<int>(N), " << var(a) << " + c * rg * K, " << ty << ", static_cast<int>(K), &beta, "
+      << var(ch.producer) << " + c * rg * N, " << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+      << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
+      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
+      << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world())
+      << ", comm2_), \"" << ar.name << "\");\n";
+    if (!ch.run.empty()) {
+      b << "      {\n";
+      emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
+      b << "      }\n";
+    }
+    b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+  }
+
   void emitChunked(const Chunked& ch) {
+    if (ch.ar >= 0) return emitChunkedAllReduce(ch);
     auto& b = body_;
     const Stage& ps = p_.stages[ch.producer];
     const Stage& rs = p_.stages[ch.rs];

@@ -103,11 +103,11 @@ bool overlap(StepContext& c) {
       return c.fail(pos[0], ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +
                                          ") never divides into " + by.str() + " parts; chunk another dimension with 'dim'");
   }
-  if (perRank && ps.kind == StageKind::Matmul && ps.type.rank() >= 3) {
+  if (dim == 0 && ps.kind == StageKind::Matmul && ps.type.rank() >= 3) {
     // A matmul's chunks are counted in rows of its product (every dimension but the last): a
     // rank's block of B / P samples of S tokens splits into chunks of B * S / (P * chunks) rows,
     // so B = 8, S = 1024 pipelines in 4 chunks on 4 ranks. (The reduce_scatter itself needs
-    // B % P == 0.)
+    // B % P == 0.) Without a scatter the whole product's rows split into the chunks.
     SizeExpr rows = ps.type.shape[0];
     std::string names = ps.type.shape[0].str();
     for (int k = 1; k + 1 < ps.type.rank(); ++k) {
@@ -116,7 +116,7 @@ bool overlap(StepContext& c) {
     }
     requireDivisible(p, rows, by,
                      "overlap of " + quote(ps.name) + " splits the " + names + " rows of its product into " +
-                         std::to_string(chunks) + " chunks per rank", c.step.loc);
+                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
   } else {
     requireDivisible(p, ps.type.shape[dim], by,
                      "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
