@@ -230,6 +230,9 @@ private:
     for (size_t i = 0; i < p_.stages.size(); ++i)
       if (p_.stages[i].kind != StageKind::Input && p_.stages[i].kind != StageKind::State)
         h << "  coconet_rt::Buffer buf" << i << "_;  // " << p_.stages[i].name << "\n";
+    for (size_t i = 0; i < p_.stages.size(); ++i)
+      if (p_.stages[i].kind == StageKind::Reduce)
+        h << "  coconet_rt::Buffer red" << i << "_;  // partial results of " << p_.stages[i].name << "\n";
     h << "  coconet_rt::Buffer gatherTmp_;\n";
     if (!chunked_.empty())
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
@@ -1235,31 +1238,20 @@ private:
     const Stage& x = p_.stages[s.operands[0]];
     std::string T = storageType(s.type.dtype), XT = storageType(x.type.dtype);
     std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
-    std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+    std::string op = "Op_" + std::to_string(id) + "_" + ident(s.name);
     std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
     if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
     if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
-    std::string comb = s.reduce == ReduceKind::Max ? "acc = v > acc ? v : acc;"
-                       : s.reduce == ReduceKind::Min ? "acc = v < acc ? v : acc;"
-                       : s.reduce == ReduceKind::Norm ? "acc += v * v;" : "acc += v;";
-    std::string combS = s.reduce == ReduceKind::Max ? "a = b > a ? b : a;" : s.reduce == ReduceKind::Min ? "a = b < a ? b : a;" : "a += b;";
+    std::string comb = s.reduce == ReduceKind::Max ? "return b > a ? b : a;" : s.reduce == ReduceKind::Min ? "return b < a ? b : a;"
+                                                                              : "return a + b;";
+    std::string fin = s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
+                      : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));" : "return static_cast<double>(r);";
     kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
-             << ")\n__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T
-             << "* __restrict__ out, long long outer, long long len, long long inner, double count) {\n"
-             << "  __shared__ " << AT << " part[256];\n  (void)count;\n"
-             << "  for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {\n"
-             << "    const long long base = (o / inner) * len * inner + o % inner;\n"
-             << "    " << AT << " acc = " << init << ";\n"
-             << "    for (long long j = threadIdx.x; j < len; j += blockDim.x) {\n"
-             << "      const " << AT << " v = static_cast<" << AT << ">(coconet_rt::to_f(x[base + j * inner]));\n      " << comb << "\n    }\n"
-             << "    part[threadIdx.x] = acc;\n    __syncthreads();\n"
-             << "    for (int w = blockDim.x / 2; w > 0; w /= 2) {\n"
-             << "      if (threadIdx.x < w) { " << AT << "& a = part[threadIdx.x]; const " << AT << " b = part[threadIdx.x + w]; " << combS << " }\n"
-             << "      __syncthreads();\n    }\n"
-             << "    if (threadIdx.x == 0) {\n      " << AT << " r = part[0];\n";
-    if (s.reduce == ReduceKind::Mean) kernels_ << "      r = static_cast<" << AT << ">(r / count);\n";
-    if (s.reduce == ReduceKind::Norm) kernels_ << "      r = sqrt(r);\n";
-    kernels_ << "      out[o] = coconet_rt::Store<" << T << ">::from(static_cast<double>(r));\n    }\n    __syncthreads();\n  }\n}\n\n";
+             << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
+             << "  __device__ static Acc init() { return " << init << "; }\n"
+             << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
+             << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
+             << "  __device__ static double finish(Acc r, double count) {\n    (void)count;\n    " << fin << "\n  }\n};\n\n";
     int xr = x.type.rank();
     auto& b = body_;
     b << "    long long outer = 1, len = 1, inner = 1;\n";
@@ -1273,8 +1265,23 @@ private:
     std::string count = "1.0";
     for (int k = 0; k < xr; ++k)
       if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
-    b << "    " << kname << "<<<static_cast<int>(std::min<long long>(outer * inner, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
-      << ", " << var(id) << ", outer, len, inner, " << count << ");\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+    std::string args = "(" + var(s.operands[0]) + ", " + var(id) + ", outer, len, inner, count);\n";
+    b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n"
+      << "    if (len <= 64 || (inner > 1 && outs >= 8192)) {\n"
+      << "      coconet_rt::reduce_thread<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>" << args
+      << "    } else if (outs >= 512) {\n"
+      << "      coconet_rt::reduce_block<" << op << "><<<static_cast<int>(std::min<long long>(outs, 65535)), 256, 0, stream_>>>" << args
+      << "    } else {\n"
+      << "      // few long reductions: split each over blocks, then combine the parts in order\n"
+      << "      const long long parts = std::min<long long>(1024, (len + 8191) / 8192);\n"
+      << "      red" << id << "_.ensure(static_cast<size_t>(outs * parts) * sizeof(" << op << "::Acc), \"" << p_.name << "\", \"" << s.name << "\");\n"
+      << "      auto* part = static_cast<" << op << "::Acc*>(red" << id << "_.ptr);\n"
+      << "      coconet_rt::reduce_split<" << op << "><<<static_cast<int>(std::min<long long>(outs * parts, 65535)), 256, 0, stream_>>>("
+      << var(s.operands[0]) << ", part, outer, len, inner, parts);\n"
+      << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
+      << "      coconet_rt::reduce_final<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>(part, " << var(id)
+      << ", outs, parts, count);\n    }\n"
+      << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
   }
 
   void emitRowwise(int id) {

@@ -176,6 +176,78 @@ template <class T> __device__ T blockCombine(T v, T* sh) {
   return r;
 }
 
+// ---- Reductions along one dimension -------------------------------------------------------
+// x viewed as [outer, len, inner]; output o = (o / inner, o % inner) reduces x[o/inner, :, o%inner].
+// Op (generated per stage) gives Acc, init(), element(v) (v already in Acc), combine(a, b) and
+// finish(r, count). The partition of each output's elements depends only on the sizes, so
+// results are deterministic. Three shapes of work:
+//   reduce_thread: one thread per output (short reductions, or many outputs along an inner
+//                  dimension: neighbouring threads read neighbouring elements);
+//   reduce_block:  one block per output (many long rows);
+//   reduce_split:  few outputs with long reductions (a whole-tensor norm): `parts` blocks per
+//                  output write partial results, reduce_final combines them in order.
+template <class Op, class XT, class YT>
+__global__ void reduce_thread(const XT* __restrict__ x, YT* __restrict__ y, long long outer, long long len, long long inner,
+                              double count) {
+  const long long outs = outer * inner;
+  for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < outs; o += (long long)gridDim.x * blockDim.x) {
+    const XT* p = x + (o / inner) * len * inner + o % inner;
+    typename Op::Acc acc = Op::init();
+    for (long long j = 0; j < len; ++j) acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+    y[o] = Store<YT>::from(Op::finish(acc, count));
+  }
+}
+template <class Op>
+__device__ typename Op::Acc blockReduce(typename Op::Acc v, typename Op::Acc* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) sh[threadIdx.x] = Op::combine(sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  typename Op::Acc r = sh[0];
+  __syncthreads();
+  return r;
+}
+template <class Op, class XT, class YT>
+__global__ void reduce_block(const XT* __restrict__ x, YT* __restrict__ y, long long outer, long long len, long long inner,
+                             double count) {
+  __shared__ typename Op::Acc sh[256];
+  for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
+    const XT* p = x + (o / inner) * len * inner + o % inner;
+    typename Op::Acc acc = Op::init();
+    for (long long j = threadIdx.x; j < len; j += blockDim.x)
+      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+    acc = blockReduce<Op>(acc, sh);
+    if (threadIdx.x == 0) y[o] = Store<YT>::from(Op::finish(acc, count));
+  }
+}
+template <class Op, class XT>
+__global__ void reduce_split(const XT* __restrict__ x, typename Op::Acc* __restrict__ part, long long outer, long long len,
+                             long long inner, long long parts) {
+  __shared__ typename Op::Acc sh[256];
+  const long long per = (len + parts - 1) / parts;
+  for (long long b = blockIdx.x; b < outer * inner * parts; b += gridDim.x) {
+    const long long o = b / parts, q = b % parts;
+    const XT* p = x + (o / inner) * len * inner + o % inner;
+    const long long end = (q + 1) * per < len ? (q + 1) * per : len;
+    typename Op::Acc acc = Op::init();
+    for (long long j = q * per + threadIdx.x; j < end; j += blockDim.x)
+      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+    acc = blockReduce<Op>(acc, sh);
+    if (threadIdx.x == 0) part[b] = acc;
+  }
+}
+template <class Op, class YT>
+__global__ void reduce_final(const typename Op::Acc* __restrict__ part, YT* __restrict__ y, long long outs, long long parts,
+                             double count) {
+  for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < outs; o += (long long)gridDim.x * blockDim.x) {
+    typename Op::Acc acc = Op::init();
+    for (long long q = 0; q < parts; ++q) acc = Op::combine(acc, part[o * parts + q]);
+    y[o] = Store<YT>::from(Op::finish(acc, count));
+  }
+}
+
 // ---- Vector access of element-wise kernels -------------------------------------------------
 // V consecutive elements moved with the widest accesses that their byte count allows (16-byte
 // accesses for 16-bit types at V = 8). The caller guarantees 16-byte alignment.

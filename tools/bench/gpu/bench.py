@@ -1,0 +1,692 @@
+#!/usr/bin/env python3
+"""The benchmark worker: one process per GPU, started by torchrun (see ../README.md).
+
+    python3 -m torch.distributed.run --standalone --nproc-per-node P tools/bench/gpu/bench.py \
+        --build RESULTS/build.json --out RESULTS [--workloads adam,lamb] [--quick]
+
+For every workload and config, in the same processes on the same GPUs:
+  check mode: each row is built, run once and compared with the reference row (the first row
+    whose `check` is true and that ran), output by output, within the row's tolerances;
+  time mode: each row that passed (or computes a floor, check=False) is built again, warmed
+    up, then timed: every iteration between two CUDA events on the current stream, no host
+    synchronisation inside the loop; per iteration the slowest rank counts.
+One row at a time: a row's memory is freed before the next is built. A row that raises is
+recorded as failed with its message and the others go on; all ranks agree on every outcome
+(an all-reduce of a status flag) so the process group never waits on a rank that gave up.
+
+Rank 0 writes RESULTS/raw/WORKLOAD-pP.json after every row (status "running", then
+"complete"): the GPU, GPU count, NCCL and PyTorch versions, the date, the command line, the
+NCCL_* / TORCH_SYMM_MEM_* variables, and per config per row the check and time results.
+
+Developer options: --device cpu (gloo, timed with the host clock: timings meaningless) and
+--skip-coconetc run the peer rows on a machine without a GPU, to catch bugs in workloads.
+Two helpers for run.sh, outside torchrun: --pending (workloads with no result yet) and
+--mark-failed (record a worker that died or hung).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib
+import json
+import math
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from workloads import Row  # noqa: E402
+
+__all__ = ["Row", "Ctx", "main"]   # Row re-exported: `from bench import Row` works too
+
+ENV_PREFIXES = ("NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES",
+                "CUDA_DEVICE_MAX_CONNECTIONS")
+CHUNK = 1 << 24   # elements compared at once (bounds the memory of a comparison)
+
+
+def brief(msg) -> str:
+    """The last line of each message (a traceback's exception line), for the console."""
+    if isinstance(msg, list):
+        return "; ".join(brief(m) for m in msg)
+    lines = [l for l in str(msg or "").strip().splitlines() if l.strip()]
+    if not lines:
+        return ""
+    prefix = lines[0].split(": ", 1)[0] + ": " if lines[0].startswith("rank ") and len(lines) > 1 else ""
+    return prefix + lines[-1].strip()
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def raw_path(out: Path, workload: str, world: int) -> Path:
+    return out / "raw" / f"{workload}-p{world}.json"
+
+
+def write_json(path: Path, data: dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def workload_names(selected: str | None) -> list[str]:
+    if selected:
+        return [w.strip() for w in selected.split(",") if w.strip()]
+    return sorted(p.stem for p in (HERE / "workloads").glob("*.py") if not p.stem.startswith("_"))
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation (numpy's default)."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def stats(times_us: list[float]) -> dict:
+    s = sorted(times_us)
+    return {"median_us": round(percentile(s, 50), 3), "p10_us": round(percentile(s, 10), 3),
+            "p90_us": round(percentile(s, 90), 3), "min_us": round(s[0], 3),
+            "max_us": round(s[-1], 3), "mean_us": round(sum(s) / len(s), 3), "iters": len(s)}
+
+
+class Watchdog:
+    """Ends the worker when one row takes longer than `seconds` (a hang, say a collective that
+    never completes): the callback first records which row it was (rank 0 writes the result
+    file), then the process exits with status 4. run.sh starts a new worker for the workloads
+    not run yet."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._deadline = None
+        self._label, self._on_fire = "", None
+        if seconds > 0:
+            threading.Thread(target=self._loop, daemon=True, name="bench-watchdog").start()
+
+    def arm(self, label: str, on_fire):
+        with self._lock:
+            self._deadline = time.monotonic() + self.seconds
+            self._label, self._on_fire = label, on_fire
+
+    def disarm(self):
+        with self._lock:
+            self._deadline = None
+
+    def _loop(self):
+        while True:
+            time.sleep(1.0)
+            with self._lock:
+                fire = self._deadline is not None and time.monotonic() > self._deadline
+                label, on_fire = self._label, self._on_fire
+            if fire:
+                msg = f"{label}: no result after {self.seconds:.0f} s (hung?); the worker stopped"
+                try:
+                    on_fire(msg)
+                finally:
+                    print(f"bench: watchdog: {msg}", flush=True)
+                    sys.stderr.flush()
+                    os._exit(4)
+
+
+class Ctx:
+    """What rows see (README: rank, world, device, group, coconet(key), rand(...))."""
+
+    def __init__(self, args, torch, dist, device, build: dict):
+        self.torch, self.dist = torch, dist
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.device = device
+        self.group = dist.group.WORLD
+        self.quick = args.quick
+        self.skip_coconetc = args.skip_coconetc
+        self._build = build
+        self._build_path = args.build
+        self._libs = {}
+        self._live = []
+        # The control plane (agreeing on outcomes, gathering times, sharing NCCL ids) runs on
+        # a gloo group of its own, on the host: it never queues behind, nor mismatches with, a
+        # collective that a failed row left pending on the data group.
+        self.control = dist.new_group(backend="gloo")
+        self.watchdog = Watchdog(args.row_timeout)
+
+    # -- for workloads -------------------------------------------------------------------
+    def coconet(self, key: str):
+        """A new instance of the program built for KEY (its own NCCL communicator, on the
+        current stream); destroyed when the row that made it is freed. Collective."""
+        if self.device.type != "cuda":
+            raise RuntimeError("coconetc rows need CUDA (use --skip-coconetc with --device cpu)")
+        rec = self._build.get("programs", {}).get(key)
+        if rec is None:
+            raise RuntimeError(f"program '{key}' is not in {self._build_path} (not built)")
+        if rec.get("error") or not rec.get("lib"):
+            first = (rec.get("error") or "no library").strip().splitlines()[0]
+            raise RuntimeError(f"program '{key}' was not built: {first} (log: {rec.get('log')})")
+        if key not in self._libs:
+            from coconet import Library
+            self._libs[key] = Library(rec["lib"], rec.get("program"))
+        prog = self._libs[key].create(self.control)
+        self._live.append(prog)
+        return prog
+
+    def rand(self, shape, dtype, seed: int, same_on_all_ranks: bool = True, scale: float = 1.0):
+        """A deterministic random tensor on the device: normal(0, scale) for float dtypes,
+        integers in [-8, 8) (u8: [0, 16)) for integer ones, fair coins for bool. The same on
+        every rank, or different per rank (seeded by the rank)."""
+        torch = self.torch
+        g = torch.Generator(device=self.device)
+        g.manual_seed(seed * 1000003 + (0 if same_on_all_ranks else 7919 * (self.rank + 1)))
+        shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+        if dtype.is_floating_point:
+            t = torch.randn(shape, generator=g, device=self.device, dtype=torch.float32)
+            if scale != 1.0:
+                t.mul_(scale)
+            return t if dtype == torch.float32 else t.to(dtype)
+        if dtype == torch.bool:
+            return torch.rand(shape, generator=g, device=self.device) < 0.5
+        lo, hi = (0, 16) if dtype == torch.uint8 else (-8, 8)
+        return torch.randint(lo, hi, shape, generator=g, device=self.device, dtype=dtype)
+
+    def sync(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    # -- for bench.py ---------------------------------------------------------------------
+    def release(self):
+        """Destroys the programs made since the last call and frees cached memory."""
+        errors = []
+        for p in self._live:
+            try:
+                p.destroy()
+            except Exception as e:
+                errors.append(str(e))
+        self._live.clear()
+        gc.collect()
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
+        return errors
+
+    def agree(self, status: int, message: str = "", collectives: bool = True) -> tuple[int, list[str]]:
+        """The worst status over the ranks (0 ok, 1 check failed, 2 exception), and the
+        messages of the ranks that had one (gathered only when some rank failed, so the usual
+        path is one tiny all-reduce). With `collectives` (the code that failed may have queued
+        collectives), an exception on some ranks only raises OutOfStep: the other ranks may
+        have queued collectives that nothing will match."""
+        t = self.torch.tensor([float(status == 2), float(status == 1)])
+        self.dist.all_reduce(t, group=self.control)
+        n_exc, n_fail = int(t[0].item()), int(t[1].item())
+        if not n_exc and not n_fail:
+            return 0, []
+        msgs = [None] * self.world
+        self.dist.all_gather_object(msgs, message, group=self.control)
+        msgs = [f"rank {r}: {m}" for r, m in enumerate(msgs) if m]
+        if collectives and 0 < n_exc < self.world:
+            raise OutOfStep(msgs)
+        return (2 if n_exc else 1), msgs
+
+    def reduce(self, values: list[float], op: str) -> list[float]:
+        t = self.torch.tensor(values, dtype=self.torch.float64)
+        self.dist.all_reduce(t, op=getattr(self.dist.ReduceOp, op), group=self.control)
+        return t.tolist()
+
+    def max_over_ranks(self, times: list[float]) -> list[float]:
+        """Per iteration, the maximum over the ranks."""
+        torch = self.torch
+        t = torch.tensor(times, dtype=torch.float64)
+        parts = [torch.empty_like(t) for _ in range(self.world)]
+        self.dist.all_gather(parts, t, group=self.control)
+        return torch.stack(parts).max(dim=0).values.tolist()
+
+
+class OutOfStep(Exception):
+    """A row raised on some ranks only: the process group cannot be trusted any more."""
+
+
+# -- comparing outputs -------------------------------------------------------------------------
+
+def default_tol(torch, dtype) -> tuple[float, float]:
+    """(rtol, atol) when a row gives none for an output: a few units of the last place."""
+    return {torch.float64: (1e-12, 1e-15), torch.float32: (1e-5, 1e-6),
+            torch.float16: (2e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-4)}.get(dtype, (0.0, 0.0))
+
+
+class Mismatch(Exception):
+    """The outputs cannot be compared (missing name, other shape)."""
+
+
+def compare_local(torch, out: dict, ref: dict, tol: dict | None) -> list[tuple]:
+    """Per reference output: (name, rtol, atol, max_abs, max_rel, max_of_tolerance, elements
+    out of tolerance) on this rank; max_of_tolerance is the largest |a - b| / (atol + rtol |b|). An element is within tolerance when |a - b| <= atol + rtol * |b|, or a == b
+    (infinities), or both are NaN."""
+    res = []
+    for name in sorted(ref):
+        if name not in out:
+            raise Mismatch(f"output '{name}' missing (the row gives {sorted(out)})")
+        a, b = out[name].detach(), ref[name]
+        if tuple(a.shape) != tuple(b.shape):
+            raise Mismatch(f"output '{name}' has shape {list(a.shape)}, the reference {list(b.shape)}")
+        rtol, atol = (tol or {}).get(name) or default_tol(torch, b.dtype)
+        fa, fb = a.reshape(-1), b.reshape(-1)
+        max_abs = max_rel = max_tol = 0.0
+        bad = 0
+        for i in range(0, fa.numel(), CHUNK):
+            x = fa[i:i + CHUNK].to(torch.float64)
+            y = fb[i:i + CHUNK].to(torch.float64)
+            same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+            d = torch.where(same, torch.zeros_like(x), (x - y).abs())
+            allowed = atol + rtol * y.abs()
+            ok = same | (d <= allowed)
+            bad += int((~ok).sum().item())
+            d = torch.nan_to_num(d, nan=math.inf)
+            if d.numel():
+                max_abs = max(max_abs, float(d.max().item()))
+                max_rel = max(max_rel, float((d / y.abs().clamp_min(1e-300)).max().item()))
+                # The error as a fraction of what the tolerance allows (<= 1 passes).
+                frac = torch.where(d == 0, torch.zeros_like(d), d / allowed.clamp_min(1e-300))
+                max_tol = max(max_tol, float(frac.max().item()))
+            del x, y, same, d, ok, allowed
+        res.append((name, rtol, atol, max_abs, max_rel, max_tol, bad))
+    return res
+
+
+# -- one config ----------------------------------------------------------------------------------
+
+def row_meta(rr: dict, row):
+    """Copies what a Row declares into its record (duck-typed: any object with the fields)."""
+    for key in ("state_bytes", "bytes", "note"):
+        v = getattr(row, key, None)
+        if v not in (None, ""):
+            rr[key] = v
+    rr["checked"] = bool(getattr(row, "check", True))
+
+
+def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
+    rows: dict[str, dict] = {}
+
+    def rowrec(name):
+        if name not in rows:
+            rows[name] = {"name": name}
+            rec["rows"].append(rows[name])
+        return rows[name]
+
+    # ---- check mode
+    status, msgs = 0, []
+    try:
+        factories = list(module.rows(cfg, ctx, "check"))
+    except Exception:
+        status, msgs = 2, [traceback.format_exc(limit=4)]
+        factories = []
+    status, msgs = ctx.agree(status, msgs[0] if msgs else "", collectives=False)
+    if status:
+        rec["error"] = f"rows(check) failed: {msgs}"
+        save()
+        return
+    reference = None
+    for name, factory in factories:
+        rr = rowrec(name)
+        if ctx.skip_coconetc and name.startswith("coconetc"):
+            rr["check"] = {"status": "skipped", "reason": "--skip-coconetc"}
+            log(f"  {name}: skipped (--skip-coconetc)")
+            continue
+        row = out = None
+        status, msg = 0, ""
+        ctx.watchdog.arm(f"config {rec['name']}, row {name}, check mode", fail)
+        try:
+            row = factory()
+            row_meta(rr, row)
+            if getattr(row, "reset", None):
+                row.reset()
+            row.step()
+            if getattr(row, "finish", None):
+                row.finish()            # bounded wait; reports device-side errors
+            ctx.sync()
+            if getattr(row, "check", True):
+                out = row.outputs()
+        except Exception:
+            status, msg = 2, traceback.format_exc(limit=6)
+        status, msgs = ctx.agree(status, msg)
+        if status:
+            rr["check"] = {"status": "error", "error": msgs}
+        elif not getattr(row, "check", True):
+            rr["check"] = {"status": "unchecked", "note": "computes a floor, not the result"}
+        elif reference is None:
+            reference = (name, {k: v.detach().clone() for k, v in out.items()})
+            rr["check"] = {"status": "reference"}
+            rec["reference"] = name
+        else:
+            rr["check"] = check_against(ctx, out, reference, getattr(row, "tol", None))
+        del row, out
+        errs = ctx.release()
+        ctx.watchdog.disarm()
+        if errs:
+            rr.setdefault("warnings", []).extend(errs)
+        log(f"  {name}: check {rr['check']['status']}"
+            + (f" ({brief(rr['check'].get('error') or rr['check'].get('worst', ''))})"
+               if rr["check"]["status"] not in ("pass", "reference", "unchecked") else ""))
+        save()
+
+    # ---- time mode
+    status, msgs = 0, []
+    try:
+        factories = list(module.rows(cfg, ctx, "time"))
+    except Exception:
+        status, msgs = 2, [traceback.format_exc(limit=4)]
+        factories = []
+    status, msgs = ctx.agree(status, msgs[0] if msgs else "", collectives=False)
+    if status:
+        rec["error"] = f"rows(time) failed: {msgs}"
+        save()
+        return
+    for name, factory in factories:
+        rr = rowrec(name)
+        check = rr.get("check", {}).get("status")
+        if check in ("skipped", "error", "fail"):
+            rr["time"] = {"status": "skipped", "reason": f"check: {check}"}
+            continue
+        if check is None:
+            rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
+        row = None
+        status, msg, times = 0, "", []
+        ctx.watchdog.arm(f"config {rec['name']}, row {name}, time mode", fail)
+        try:
+            row = factory()
+            row_meta(rr, row)
+            times = time_row(ctx, row, args.warmup, args.iters)
+        except Exception:
+            status, msg = 2, traceback.format_exc(limit=6)
+        status, msgs = ctx.agree(status, msg)
+        if status:
+            rr["time"] = {"status": "error", "error": msgs}
+        else:
+            rr["time"] = dict(status="ok", **stats(ctx.max_over_ranks(times)))
+            if rr.get("bytes"):
+                sec = rr["time"]["median_us"] * 1e-6
+                rr["algbw_gbps"] = round(rr["bytes"] / sec / 1e9, 3)
+                rr["busbw_gbps"] = round(rr["bytes"] * 2 * (ctx.world - 1) / ctx.world / sec / 1e9, 3)
+        del row
+        errs = ctx.release()
+        ctx.watchdog.disarm()
+        if errs:
+            rr.setdefault("warnings", []).extend(errs)
+        t = rr["time"]
+        log(f"  {name}: " + (f"median {t['median_us']:.1f} us (p10 {t['p10_us']:.1f}, "
+                             f"p90 {t['p90_us']:.1f})" if t["status"] == "ok"
+                             else f"time {t['status']}: {brief(t.get('error') or t.get('reason'))}"))
+        save()
+    del reference
+    ctx.release()
+
+
+def check_against(ctx: Ctx, out: dict, reference, tol) -> dict:
+    """Compares this row's outputs with the reference on every rank; all ranks agree."""
+    torch = ctx.torch
+    ref_name, ref = reference
+    status, msg, res = 0, "", []
+    try:
+        res = compare_local(torch, out, ref, tol)
+    except Mismatch as e:
+        status, msg = 1, str(e)
+    except Exception:
+        status, msg = 2, traceback.format_exc(limit=4)
+    status, msgs = ctx.agree(status, msg, collectives=False)
+    if status:
+        return {"status": "fail" if status == 1 else "error", "against": ref_name, "error": msgs}
+    maxes = ctx.reduce([v for r in res for v in (r[3], r[4], r[5])], "MAX")
+    bads = ctx.reduce([float(r[6]) for r in res], "SUM")
+    outputs, ok, worst = {}, True, ""
+    for i, (name, rtol, atol, *_) in enumerate(res):
+        o = {"max_abs": maxes[3 * i], "max_rel": maxes[3 * i + 1],
+             "max_of_tolerance": maxes[3 * i + 2], "rtol": rtol, "atol": atol,
+             "out_of_tolerance": int(bads[i])}
+        outputs[name] = o
+        if bads[i]:
+            ok = False
+            worst += f"{name}: {int(bads[i])} elements out of tolerance, max abs {o['max_abs']:.3g}, " \
+                     f"max rel {o['max_rel']:.3g}; "
+    return {"status": "pass" if ok else "fail", "against": ref_name, "outputs": outputs,
+            **({"worst": worst.strip("; ")} if worst else {})}
+
+
+def time_row(ctx: Ctx, row, warmup: int, iters: int) -> list[float]:
+    """Per-iteration times on this rank, in microseconds."""
+    torch, dist = ctx.torch, ctx.dist
+    if getattr(row, "reset", None):
+        row.reset()
+    ctx.sync()
+    dist.barrier()
+    for _ in range(warmup):
+        row.step()
+    ctx.sync()
+    dist.barrier()
+    if ctx.device.type == "cuda":
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        for i in range(iters):          # no host synchronisation inside the loop
+            starts[i].record()
+            row.step()
+            ends[i].record()
+        if getattr(row, "finish", None):
+            row.finish()
+        torch.cuda.synchronize(ctx.device)
+        times = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+    else:                               # developer mode: host clock, gloo is synchronous
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            row.step()
+            times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+# -- the worker --------------------------------------------------------------------------------
+
+def metadata(args, torch, device, world) -> dict:
+    meta = {"date": utc_now(), "world": world, "device": device.type,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "host": socket.gethostname(), "python": sys.version.split()[0],
+            "command": args.command or os.environ.get("COCONET_BENCH_COMMAND")
+            or "torchrun ... " + " ".join(sys.argv),
+            "worker_argv": sys.argv, "warmup": args.warmup, "iters": args.iters,
+            "quick": args.quick, "skip_coconetc": args.skip_coconetc,
+            "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+            "nccl_root": os.environ.get("NCCL_ROOT")}
+    if device.type == "cuda":
+        meta["gpu"] = torch.cuda.get_device_name(device)
+        meta["gpu_count"] = torch.cuda.device_count()
+        try:
+            v = torch.cuda.nccl.version()
+            meta["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception as e:
+            meta["nccl"] = f"unknown ({e})"
+    else:
+        meta["gpu"] = "none (CPU, gloo: developer run, timings meaningless)"
+        meta["gpu_count"] = 0
+        meta["nccl"] = "none (gloo)"
+    return meta
+
+
+def run_workload(name: str, ctx: Ctx, args, meta: dict):
+    raw = {"schema": "coconet-bench-raw/1", "workload": name, "world": ctx.world,
+           "status": "running", "meta": meta, "configs": []}
+    path = raw_path(args.out, name, ctx.world)
+
+    def save():
+        if ctx.rank == 0:
+            write_json(path, raw)
+
+    def log(line):
+        if ctx.rank == 0:
+            print(f"bench: {line}", flush=True)
+
+    def fail(msg):
+        raw["status"], raw["error"] = "failed", msg
+        save()
+
+    save()
+    status, msg, cfgs = 0, "", []
+    try:
+        sys.path.insert(0, str(HERE))
+        module = importlib.import_module(f"workloads.{name}")
+        cfgs = list(module.configs(ctx.world, args.quick))
+        if args.configs:
+            keep = set(args.configs.split(","))
+            cfgs = [c for c in cfgs if c.get("name") in keep]
+    except Exception:
+        status, msg = 2, traceback.format_exc(limit=5)
+    status, msgs = ctx.agree(status, msg, collectives=False)
+    if status:
+        raw["status"], raw["error"] = "failed", "; ".join(msgs)
+        save()
+        log(f"{name}: FAILED before its configs: {raw['error']}")
+        return
+    if not cfgs:
+        raw["note"] = f"no configs at {ctx.world} GPUs"
+    for cfg in cfgs:
+        rec = {"name": str(cfg.get("name")), "params": {k: v for k, v in cfg.items() if k != "name"},
+               "reference": None, "rows": []}
+        raw["configs"].append(rec)
+        log(f"{name} P={ctx.world} {rec['name']}")
+        t0 = time.perf_counter()
+        try:
+            run_config(module, cfg, ctx, args, rec, save, log, fail)
+        except OutOfStep as e:
+            raw["status"] = "failed"
+            raw["error"] = (f"config {rec['name']}: a row raised on some ranks only, so the "
+                            f"process group may be out of step; the rest of this workload was "
+                            f"not run: {'; '.join(e.args[0])}")
+            save()
+            log(f"{name}: FAILED: {brief(raw['error'])}")
+            raise
+        rec["seconds"] = round(time.perf_counter() - t0, 1)
+        save()
+    raw["status"] = "complete"
+    raw["finished"] = utc_now()
+    save()
+
+
+def worker(args) -> int:
+    import torch
+    import torch.distributed as dist
+
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.device == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    timeout = datetime.timedelta(seconds=args.pg_timeout)
+    try:
+        dist.init_process_group(backend, timeout=timeout,
+                                device_id=device if device.type == "cuda" else None)
+    except TypeError:   # an older PyTorch without device_id
+        dist.init_process_group(backend, timeout=timeout)
+    # torch.compile rows recompile per size; keep every size's graph.
+    try:
+        import torch._dynamo as dynamo
+        for knob in ("cache_size_limit", "recompile_limit"):
+            if hasattr(dynamo.config, knob):
+                setattr(dynamo.config, knob, max(64, getattr(dynamo.config, knob)))
+    except Exception:
+        pass
+    build = {}
+    if args.build and args.build.exists():
+        build = json.loads(args.build.read_text())
+    ctx = Ctx(args, torch, dist, device, build)
+    meta = metadata(args, torch, device, ctx.world)
+    meta["build"] = str(args.build) if args.build else None
+    for name in workload_names(args.workloads):
+        try:
+            run_workload(name, ctx, args, meta)
+        except OutOfStep:
+            # Collectives may be pending that nothing will match: leave without waiting for
+            # them. run.sh starts a new worker for the workloads not run yet.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(3)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+# -- helpers for run.sh (no torchrun) ------------------------------------------------------------
+
+def pending(args) -> int:
+    """Prints the workloads (comma list) whose result for --world is not written yet."""
+    todo = [w for w in workload_names(args.workloads)
+            if not raw_path(args.out, w, args.world).exists()]
+    print(",".join(todo))
+    return 0
+
+
+def mark_failed(args) -> int:
+    """Marks the results for --world of the workloads still "running" as failed (the worker
+    died in them), or with --absent those not started at all (the worker died before)."""
+    for w in workload_names(args.workloads):
+        path = raw_path(args.out, w, args.world)
+        raw = json.loads(path.read_text()) if path.exists() else None
+        if args.absent:
+            if raw is not None:
+                continue
+            raw = {"schema": "coconet-bench-raw/1", "workload": w, "world": args.world,
+                   "configs": [], "meta": {"date": utc_now(), "command": args.command
+                                           or os.environ.get("COCONET_BENCH_COMMAND")}}
+        elif raw is None or raw.get("status") != "running":
+            continue
+        raw["status"] = "failed"
+        raw["error"] = args.reason + (f" (log: {args.log})" if args.log else "")
+        write_json(path, raw)
+        print(f"{w} P={args.world}: marked failed: {raw['error']}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "docs/benchmarks/gpu")),
+                    help="results folder (raw JSON goes to OUT/raw/)")
+    ap.add_argument("--build", type=Path, help="build.py's JSON (libraries of the programs)")
+    ap.add_argument("--workloads", help="comma list (default: every module in workloads/)")
+    ap.add_argument("--configs", help="only these config names (developer option)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, few iterations")
+    ap.add_argument("--warmup", type=int, help="warm-up iterations (default 10; quick 3)")
+    ap.add_argument("--iters", type=int, help="timed iterations (default 50; quick 10)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                    help="cpu: gloo on the host (developer runs of the peer rows)")
+    ap.add_argument("--skip-coconetc", action="store_true", help="leave out the coconetc* rows")
+    ap.add_argument("--row-timeout", type=float, default=900.0,
+                    help="seconds one row (build, check or warm-up and timing) may take before "
+                         "the worker gives up on it as hung (0: no limit)")
+    ap.add_argument("--pg-timeout", type=float, default=600.0,
+                    help="seconds a collective may wait before the process group gives up")
+    ap.add_argument("--command", help="the command line to record (run.sh passes its own)")
+    # run.sh helpers
+    ap.add_argument("--pending", action="store_true", help="print workloads without a result for --world")
+    ap.add_argument("--mark-failed", action="store_true", help="record a worker that died")
+    ap.add_argument("--absent", action="store_true", help="with --mark-failed: those not started")
+    ap.add_argument("--world", type=int, help="with --pending / --mark-failed")
+    ap.add_argument("--reason", default="the worker exited before finishing")
+    ap.add_argument("--log", help="with --mark-failed: the worker's log")
+    args = ap.parse_args()
+    if args.warmup is None:
+        args.warmup = 3 if args.quick else 10
+    if args.iters is None:
+        args.iters = 10 if args.quick else 50
+    if args.pending:
+        return pending(args)
+    if args.mark_failed:
+        return mark_failed(args)
+    return worker(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# GPU benchmarks of coconetc against its peers (tools/bench/gpu/README.md). Run on the GPU
+# machine from the repository root:
+#
+#   bash tools/bench/gpu/run.sh [--gpus 2,4] [--workloads adam,lamb,...] [--quick]
+#
+#   --gpus LIST       world sizes (default: 2 and 4 where there are that many GPUs; 1 on a
+#                     machine with one)
+#   --workloads LIST  workload modules (default: every tools/bench/gpu/workloads/*.py)
+#   --quick           small sizes and few iterations (a smoke run; its timings are not results)
+#
+# Environment: OUT (results folder, default docs/benchmarks/gpu), COCONETC (else
+# .gpu-bundle/bin/coconetc, else build/coconetc), NCCL_ROOT (default: PyTorch's NCCL),
+# WORK (sources, generated code and builds; default /tmp/coconet-bench), BENCH_TIMEOUT
+# (seconds one worker may run, default 14400), ROW_TIMEOUT (seconds one row may take, default
+# 900), BUILD_ARGS / BENCH_ARGS (extra options of build.py / bench.py).
+#
+# Steps: build.py compiles and builds every program the workloads declare; then per world size
+# torchrun starts bench.py, which writes OUT/raw/WORKLOAD-pP.json; report.py writes
+# OUT/results.md and OUT/plots/*.png. A workload that fails is recorded as failed and the
+# others go on: when a worker dies or hangs, the workloads it had not reached run in a new one.
+# Logs: OUT/logs/.
+set -uo pipefail
+cmdline="bash tools/bench/gpu/run.sh${*:+ $*}"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+cd "$root" || exit 2
+here=tools/bench/gpu
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+gpus_opt="" workloads="" quick=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gpus) gpus_opt="${2:?--gpus needs a list}"; shift 2 ;;
+    --gpus=*) gpus_opt="${1#*=}"; shift ;;
+    --workloads) workloads="${2:?--workloads needs a list}"; shift 2 ;;
+    --workloads=*) workloads="${1#*=}"; shift ;;
+    --quick) quick="--quick"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+# NVLink multicast stays off on these machines (docs: shared notes, toolchain).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export COCONET_BENCH_COMMAND="$cmdline"
+out="${OUT:-docs/benchmarks/gpu}"
+work="${WORK:-/tmp/coconet-bench}"
+mkdir -p "$out/logs" "$out/raw" "$work"
+out="$(cd "$out" && pwd)"
+export OUT="$out"
+
+# The compiler.
+cc=""
+if [ -n "${COCONETC:-}" ]; then
+  cc="$COCONETC"
+elif [ -x .gpu-bundle/bin/coconetc ]; then
+  cc="$root/.gpu-bundle/bin/coconetc"
+  export LD_LIBRARY_PATH="$root/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elif [ -x build/coconetc ]; then
+  cc="$root/build/coconetc"
+fi
+# shellcheck disable=SC2012  # the glob names one folder per Python version
+NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1)
+export NCCL_ROOT="${NCCL_ROOT:-$NC}"
+
+# World sizes. BENCH_ARGS: extra bench.py options (developers: "--device cpu --skip-coconetc"
+# runs the peer rows with gloo on a machine without a GPU, as if it had BENCH_CPU_RANKS GPUs).
+read -r -a bench_args <<< "${BENCH_ARGS:-}"
+read -r -a build_args <<< "${BUILD_ARGS:-}"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "$ngpu" -gt 0 ] 2>/dev/null || ngpu=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+[[ " ${BENCH_ARGS:-} " == *" --device cpu "* ]] && ngpu="${BENCH_CPU_RANKS:-2}"
+if [ -z "$gpus_opt" ]; then
+  if [ "$ngpu" -ge 4 ]; then gpus_opt="2,4"; elif [ "$ngpu" -ge 2 ]; then gpus_opt="2"; else gpus_opt="1"; fi
+fi
+if [ -z "$workloads" ]; then
+  for f in "$here"/workloads/*.py; do
+    n=$(basename "$f" .py)
+    [[ "$n" == _* ]] || workloads="${workloads:+$workloads,}$n"
+  done
+fi
+
+echo "coconetc GPU benchmarks: $cmdline"
+echo "  GPUs: $ngpu ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr -s ' ' | paste -sd';' -))"
+echo "  world sizes: $gpus_opt; workloads: $workloads${quick:+ (quick)}"
+echo "  coconetc: ${cc:-none found}; NCCL_ROOT: ${NCCL_ROOT:-unset}; results: $out; work: $work"
+
+status=0
+# 1. Compile and build the programs.
+rm -f "$out/build.json"
+if [ -n "$cc" ]; then
+  python3 "$here/build.py" --coconetc "$cc" --work "$work" --out "$out/build.json" \
+    --logs "$out/logs/build" --workloads "$workloads" --nccl-root "$NCCL_ROOT" "${build_args[@]}" \
+    2>&1 | tee "$out/logs/build.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "build.py failed (see $out/logs/build.log)"; status=1; }
+else
+  echo "no coconetc found: the coconetc rows will fail, the peers still run" | tee "$out/logs/build.log"
+  status=1
+fi
+
+# 2. One worker per world size (again for the workloads a dead worker did not reach).
+tmo="${BENCH_TIMEOUT:-14400}"
+for P in ${gpus_opt//,/ }; do
+  if [ "$P" -gt "$ngpu" ]; then
+    echo "P=$P: skipped, this machine has $ngpu GPUs" | tee -a "$out/logs/skipped.log"
+    continue
+  fi
+  for w in ${workloads//,/ }; do rm -f "$out/raw/$w-p$P.json"; done
+  attempt=0
+  while :; do
+    todo=$(python3 "$here/bench.py" --pending --out "$out" --world "$P" --workloads "$workloads")
+    [ -n "$todo" ] || break
+    attempt=$((attempt + 1))
+    log="$out/logs/bench-p$P-$attempt.log"
+    echo "P=$P: $todo (log: $log)"
+    timeout --kill-after=60 "$tmo" python3 -m torch.distributed.run --standalone \
+      --nproc-per-node "$P" "$here/bench.py" --build "$out/build.json" --out "$out" \
+      --workloads "$todo" --row-timeout "${ROW_TIMEOUT:-900}" $quick "${bench_args[@]}" > "$log" 2>&1
+    rc=$?
+    grep '^bench: ' "$log" | sed 's/^bench: /  /' | tail -n 400 || true
+    [ $rc = 0 ] && continue
+    status=1
+    reason="the worker exited with status $rc"
+    [ $rc = 124 ] && reason="the worker ran past BENCH_TIMEOUT ($tmo s) and was stopped"
+    python3 "$here/bench.py" --mark-failed --out "$out" --world "$P" --workloads "$todo" \
+      --reason "$reason" --log "$log"
+    after=$(python3 "$here/bench.py" --pending --out "$out" --world "$P" --workloads "$workloads")
+    if [ "$after" = "$todo" ]; then   # it died before starting any: do not loop
+      python3 "$here/bench.py" --mark-failed --absent --out "$out" --world "$P" \
+        --workloads "$todo" --reason "$reason before starting" --log "$log"
+    fi
+  done
+done
+
+# 3. The report.
+python3 "$here/report.py" --results "$out" 2>&1 | tee "$out/logs/report.log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+echo "results: $out/results.md (raw: $out/raw/, logs: $out/logs/)"
+exit $status

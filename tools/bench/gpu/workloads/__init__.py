@@ -1,0 +1,111 @@
+"""What every workload module shares: the Row record and small helpers.
+
+A workload module (workloads/NAME.py) declares
+
+    PROGRAMS = {KEY: dict(source=..., schedule=... or None, replace={...})}
+    def configs(world: int, quick: bool) -> list[dict]
+    def rows(cfg: dict, ctx, mode: str) -> list[tuple[str, Callable[[], Row]]]
+
+(see ../README.md). bench.py reads rows duck-typed, so a module may also use its own class
+with the same attributes. Config dicts need a "name"; these keys are also understood by
+report.py: "x" (a number for the plots' x axis, with "x_label"), and the workload's sizes
+("N", "bytes", "T" = B*S tokens, "H", "dtype"), which its targets look up.
+
+This file imports nothing heavy, so build.py can import the workload modules cheaply (they
+import torch themselves).
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+# The repository root (tools/bench/gpu/workloads/__init__.py -> four levels up).
+REPO = Path(__file__).resolve().parents[4]
+
+
+@dataclass
+class Row:
+    """One way of computing a workload's step (the generated program or a peer)."""
+    step: Callable[[], None]                        # enqueue one iteration on the current stream
+    outputs: Callable[[], dict]                     # name -> tensor after one step (this rank's view)
+    reset: Callable[[], None] | None = None         # back to the initial state (check mode)
+    check: bool = True                              # False: computes something else (a floor)
+    tol: dict[str, tuple[float, float]] | None = None   # output name -> (rtol, atol)
+    state_bytes: int | None = None                  # optimizer state held per GPU
+    note: str = ""
+    # Extensions to the README's Row (both optional):
+    finish: Callable[[], None] | None = None        # after a synchronize: report device-side
+                                                    # errors (coconetc rows: program.finish)
+    bytes: int | None = None                        # payload of the row's all-reduce, for bus
+                                                    # bandwidth = 2(P-1)/P * bytes / time
+
+
+def slice_bounds(n: int, rank: int, group_size: int) -> tuple[int, int]:
+    """The indices [lo, hi) of a dimension of length n that rank `rank` of a group of
+    `group_size` holds in a sliced layout (the generated code's rule)."""
+    return rank * n // group_size, (rank + 1) * n // group_size
+
+
+def f32(x: float) -> float:
+    """x rounded to the nearest float32, as a Python float: the value an `f32` program
+    parameter really has (0.999 is 0.99900001287... in f32, so 1 - beta2 differs by 1.3e-5
+    relative from the double computation a PyTorch peer would otherwise do)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+_PARAM = re.compile(r"(\w+)\s*:\s*(\w+)\s*(?:=\s*([-+0-9.eE]+|true|false))?")
+
+
+def program_parameters(source: str, program: str | None = None) -> dict[str, tuple[str, object]]:
+    """The parameters of a program in a .cnet file (path relative to the repository root):
+    name -> (kind, default or None). Peers take their scalars from here, so every row of a
+    workload computes with the values the program declares."""
+    text = re.sub(r"//[^\n]*", "", (REPO / source).read_text())
+    name = program or r"\w+"
+    m = re.search(r"\bprogram\s+(" + name + r")\s*\(([^)]*)\)", text)
+    if not m:
+        raise ValueError(f"{source}: no program {program or ''} found")
+    params = {}
+    for p in _PARAM.finditer(m.group(2)):
+        pname, kind, default = p.groups()
+        value: object = None
+        if default is not None:
+            if default in ("true", "false"):
+                value = default == "true"
+            elif kind in ("f16", "bf16", "f32", "f64"):
+                value = float(default)
+            else:
+                value = int(default)
+        params[pname] = (kind, value)
+    return params
+
+
+def scalar_values(source: str, **overrides) -> dict[str, float]:
+    """The scalar parameters of the program in `source` with their defaults, overridden by
+    `overrides`; f32 values are rounded to f32 (see f32()). Sizes are left out."""
+    out = {}
+    for name, (kind, default) in program_parameters(source).items():
+        if kind == "size":
+            continue
+        value = overrides.get(name, default)
+        if value is None:
+            raise ValueError(f"{source}: scalar '{name}' has no default; give it")
+        out[name] = f32(value) if kind == "f32" else value
+    return out
+
+
+def quantized_grad(ctx, n: int, seed: int):
+    """A per-rank f16 gradient whose values are multiples of 1/256 with |k| <= 2048 / P, so
+    the sum over ranks is exact in f16 in any order: every all-reduce (NCCL ring or tree,
+    reduce-scatter, a generated kernel) gives the same bits, and rows can be compared at f32
+    rounding level. The spread (standard deviation about 1/4) is that of a real gradient
+    after loss scaling; the values do not change any kernel's speed."""
+    import torch
+    k = 2048 // max(ctx.world, 1)
+    r = ctx.rand((n,), torch.float32, seed, False)
+    g = torch.clamp(torch.round(r * 64.0), -k, k).div_(256.0).to(torch.float16)
+    del r
+    return g

@@ -1,0 +1,261 @@
+"""What the Adam and LAMB workloads share (adam.py and lamb.py are thin: see them).
+
+The step measured is the data-parallel optimizer step of mixed-precision training
+(samples/adam/adam.cnet, samples/lamb/lamb.cnet): every rank holds its own f16 gradient g16;
+    g = f32(allreduce(+, g16)) / P
+then the update of the f32 master weights w and moments m, v (stdlib/optim.cnet), and
+w16 = f16(w'). Rows:
+  eager                 dist.all_reduce(g16); g = g16.float() / P; the update (Adam:
+                        torch.optim.AdamW(fused=True); LAMB: plain torch ops); w16.copy_(w)
+  torch.compile         the same all_reduce, then the whole update as one compiled function
+  zero                  ZeRO-style: reduce_scatter_tensor of g16, the update of this rank's
+                        shard (Adam: AdamW(fused=True) on the shard; LAMB: torch ops and one
+                        all_reduce of the shard's two sums of squares), all_gather_into_tensor
+                        of the f16 weights (in place)
+  coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced)
+  coconetc_unscheduled  the sample without a schedule (full state on every rank)
+  nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
+Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
+the declared defaults, f32-rounded), so after one step all rows hold the same values.
+Outputs compared: w16 (whole) and this rank's slice of w, m and v.
+
+The gradients are multiples of 1/256 whose sum is exact in f16 (workloads.quantized_grad):
+every all-reduce gives the same g, and the rows differ only by f32 rounding. Tolerances
+(rtol, atol): w (1e-6, 1e-7) for Adam, a few f32 ulps; forgetting the weight decay moves w by
+lr * wd * |w| = 1e-5 |w|, forgetting bias correction by ~1e-4, both far outside. m and v
+(1e-5, 1e-7 / 1e-9); w16 one f16 ulp (1e-3). LAMB's w and w16 allow 1e-6 absolute for the
+norms, which the rows sum in different orders (lamb.py).
+
+state_bytes counts the optimizer state held per GPU: the f32 master weights and the two
+moments (12 bytes per parameter held), not the f16 weights every row keeps whole.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from workloads import Row, quantized_grad, scalar_values, slice_bounds
+
+T = 3   # the step number used by every row (bias correction 1 - beta^t)
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    exps = [20, 22] if quick else [20, 22, 24, 26, 28]
+    return [{"name": f"N=2^{e}", "N": 1 << e, "x": 1 << e, "x_label": "parameters",
+             "dtype": "f16 gradients, f32 state"} for e in exps]
+
+
+def initial(ctx, n: int):
+    """Full w, m, v (the same on every rank) and this rank's gradient."""
+    w = ctx.rand((n,), torch.float32, 1, True)
+    m = ctx.rand((n,), torch.float32, 2, True, scale=0.05)
+    v = ctx.rand((n,), torch.float32, 3, True).square_().add_(0.1).mul_(0.01)
+    return w, m, v, quantized_grad(ctx, n, 4)
+
+
+def adam_update(w, m, v, w16, g16, P: int, t: int, lr: float, beta1: float, beta2: float,
+                eps: float, wd: float):
+    """optim.adam with the all-reduced f16 gradient, in place (torch.compile row)."""
+    g = g16.float() / P
+    m1 = beta1 * m + (1.0 - beta1) * g
+    v1 = beta2 * v + (1.0 - beta2) * g * g
+    mhat = m1 / (1.0 - beta1 ** t)
+    vhat = v1 / (1.0 - beta2 ** t)
+    w1 = w - lr * (mhat / (torch.sqrt(vhat) + eps) + wd * w)
+    w.copy_(w1)
+    m.copy_(m1)
+    v.copy_(v1)
+    w16.copy_(w1)
+
+
+def lamb_direction(w, g, m, v, t, beta1, beta2, eps, wd):
+    """optim.lamb_direction, updating m and v in place; returns u."""
+    m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+    v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+    u = (m / (1.0 - beta1 ** t)).div_((v / (1.0 - beta2 ** t)).sqrt_().add_(eps))
+    return u.add_(w, alpha=wd)
+
+
+def trust_ratio(wnorm, unorm):
+    """optim.trust_ratio on 0-d tensors (no host synchronisation)."""
+    return torch.where((wnorm > 0) & (unorm > 0), wnorm / unorm, torch.ones_like(wnorm))
+
+
+def lamb_update(w, m, v, w16, g16, P: int, t: int, lr: float, beta1: float, beta2: float,
+                eps: float, wd: float):
+    """optim.lamb with the all-reduced f16 gradient, in place (torch.compile row)."""
+    g = g16.float() / P
+    m1 = beta1 * m + (1.0 - beta1) * g
+    v1 = beta2 * v + (1.0 - beta2) * g * g
+    u = (m1 / (1.0 - beta1 ** t)) / (torch.sqrt(v1 / (1.0 - beta2 ** t)) + eps) + wd * w
+    ratio = trust_ratio(torch.linalg.vector_norm(w), torch.linalg.vector_norm(u))
+    w1 = w - lr * ratio * u
+    w.copy_(w1)
+    m.copy_(m1)
+    v.copy_(v1)
+    w16.copy_(w1)
+
+
+_COMPILED = {}
+
+
+def compiled(fn):
+    """One torch.compile wrapper per function for the whole process (its graphs are cached
+    per size, so the time mode reuses what the check mode compiled)."""
+    if fn not in _COMPILED:
+        _COMPILED[fn] = torch.compile(fn, dynamic=False)
+    return _COMPILED[fn]
+
+
+class OptimizerWorkload:
+    """The rows of one optimizer (`kind` "adam" or "lamb") for the module that makes it."""
+
+    def __init__(self, kind: str, source: str, schedule: str, tol: dict):
+        self.kind, self.source, self.tol = kind, source, tol
+        self.programs = {kind: dict(source=source, schedule=schedule),
+                         f"{kind}_unscheduled": dict(source=source, schedule=None)}
+        self.scalars = scalar_values(source, t=T)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _outputs(self, ctx, n, w, m, v, w16):
+        """w16 whole and this rank's slice of w, m, v (given whole)."""
+        lo, hi = slice_bounds(n, ctx.rank, ctx.world)
+        return lambda: {"w": w[lo:hi], "m": m[lo:hi], "v": v[lo:hi], "w16": w16}
+
+    def _scal(self):
+        s = self.scalars
+        return s["t"], s["lr"], s["beta1"], s["beta2"], s["eps"], s["wd"]
+
+    def _adamw(self, ctx, p, m, v):
+        """torch.optim.AdamW(fused=True) over p whose state is m, v at step t - 1 (so its
+        next step uses bias correction for t)."""
+        t, lr, b1, b2, eps, wd = self._scal()
+        opt = torch.optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd,
+                                fused=True)
+        opt.state[p] = {"step": torch.tensor(float(t - 1), dtype=torch.float32, device=ctx.device),
+                        "exp_avg": m, "exp_avg_sq": v}
+        return opt
+
+    # -- rows ---------------------------------------------------------------------------------
+    def eager(self, cfg, ctx) -> Row:
+        n, P = cfg["N"], ctx.world
+        w, m, v, g16 = initial(ctx, n)
+        w16 = w.half()
+        if self.kind == "adam":
+            p = torch.nn.Parameter(w)
+            opt = self._adamw(ctx, p, m, v)
+
+            def step():
+                dist.all_reduce(g16)
+                p.grad = g16.float().div_(P)
+                opt.step()
+                with torch.no_grad():
+                    w16.copy_(p)
+            note = "all_reduce + AdamW(fused=True) + f16 copy"
+        else:
+            t, lr, b1, b2, eps, wd = self._scal()
+
+            def step():
+                dist.all_reduce(g16)
+                g = g16.float().div_(P)
+                u = lamb_direction(w, g, m, v, t, b1, b2, eps, wd)
+                ratio = trust_ratio(torch.linalg.vector_norm(w), torch.linalg.vector_norm(u))
+                w.addcmul_(u, ratio, value=-lr)
+                w16.copy_(w)
+            note = "all_reduce + LAMB in torch ops + f16 copy"
+        return Row(step=step, outputs=self._outputs(ctx, n, w, m, v, w16), tol=self.tol,
+                   state_bytes=3 * 4 * n, bytes=2 * n, note=note)
+
+    def compiled_row(self, cfg, ctx) -> Row:
+        n, P = cfg["N"], ctx.world
+        w, m, v, g16 = initial(ctx, n)
+        w16 = w.half()
+        fn = compiled(adam_update if self.kind == "adam" else lamb_update)
+        args = (P,) + self._scal()
+
+        def step():
+            dist.all_reduce(g16)
+            fn(w, m, v, w16, g16, *args)
+        return Row(step=step, outputs=self._outputs(ctx, n, w, m, v, w16), tol=self.tol,
+                   state_bytes=3 * 4 * n, bytes=2 * n,
+                   note="all_reduce + the update compiled by torch.compile (one function)")
+
+    def zero(self, cfg, ctx) -> Row:
+        n, P = cfg["N"], ctx.world
+        if n % P:
+            raise ValueError(f"N = {n} is not a multiple of P = {P} (reduce_scatter_tensor)")
+        lo, hi = slice_bounds(n, ctx.rank, P)
+        w_full, m_full, v_full, g16 = initial(ctx, n)
+        w16 = w_full.half()
+        w, m, v = (x[lo:hi].clone() for x in (w_full, m_full, v_full))
+        del w_full, m_full, v_full
+        g_shard = torch.empty(hi - lo, dtype=torch.float16, device=ctx.device)
+        w16_shard = w16.narrow(0, lo, hi - lo)       # all-gathered in place
+        t, lr, b1, b2, eps, wd = self._scal()
+        if self.kind == "adam":
+            p = torch.nn.Parameter(w)
+            opt = self._adamw(ctx, p, m, v)
+
+            def update():
+                p.grad = g_shard.float().div_(P)
+                opt.step()
+                with torch.no_grad():
+                    w16_shard.copy_(p)
+            note = "reduce_scatter + AdamW(fused=True) on the shard + all_gather"
+        else:
+            def update():
+                g = g_shard.float().div_(P)
+                u = lamb_direction(w, g, m, v, t, b1, b2, eps, wd)
+                sq = torch.stack([w.square().sum(), u.square().sum()])
+                dist.all_reduce(sq)
+                norms = sq.sqrt_()
+                w.addcmul_(u, trust_ratio(norms[0], norms[1]), value=-lr)
+                w16_shard.copy_(w)
+            note = "reduce_scatter + LAMB on the shard (norms: one all_reduce) + all_gather"
+
+        def step():
+            dist.reduce_scatter_tensor(g_shard, g16)
+            update()
+            dist.all_gather_into_tensor(w16, w16_shard)
+
+        return Row(step=step, outputs=lambda: {"w": w, "m": m, "v": v, "w16": w16},
+                   tol=self.tol, state_bytes=3 * 4 * (hi - lo), bytes=2 * n, note=note)
+
+    def coconetc(self, cfg, ctx, key: str) -> Row:
+        n = cfg["N"]
+        prog = ctx.coconet(key)
+        sizes = {"N": n}
+        w, m, v, g16 = initial(ctx, n)
+        tensors = {"g16": g16, "w16": prog.local_part("w16", w.half())}
+        for name, full in (("w", w), ("m", m), ("v", v)):
+            tensors[name] = prog.local_part(name, full)
+        del w, m, v
+        step = prog.bind(sizes, self.scalars, tensors)
+        lo, hi = slice_bounds(n, ctx.rank, ctx.world)
+
+        def outputs():
+            out = {"w16": tensors["w16"]}
+            for name in ("w", "m", "v"):
+                x = tensors[name]
+                out[name] = x if prog.is_sliced(name) else x[lo:hi]
+            return out
+        state = sum(tensors[k].numel() * tensors[k].element_size() for k in ("w", "m", "v"))
+        return Row(step=step, outputs=outputs, finish=prog.finish, tol=self.tol,
+                   state_bytes=state, bytes=2 * n, note=f"program {key}")
+
+    def floor(self, cfg, ctx) -> Row:
+        n = cfg["N"]
+        g16 = quantized_grad(ctx, n, 4)
+        return Row(step=lambda: dist.all_reduce(g16), outputs=lambda: {}, check=False,
+                   bytes=2 * n, note="dist.all_reduce of the f16 gradients alone, in place")
+
+    def rows(self, cfg: dict, ctx, mode: str):
+        """Eager first: it is the reference of the check."""
+        return [
+            ("eager", lambda: self.eager(cfg, ctx)),
+            ("torch.compile", lambda: self.compiled_row(cfg, ctx)),
+            ("zero", lambda: self.zero(cfg, ctx)),
+            ("coconetc", lambda: self.coconetc(cfg, ctx, self.kind)),
+            ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
+            ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
+        ]

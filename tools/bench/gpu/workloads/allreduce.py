@@ -1,0 +1,77 @@
+"""The all-reduce alone: coconetc's against NCCL's (issue 5: "bus bandwidth >= NCCL's at every
+size 64 KiB..1 GiB; at most half NCCL's time at <= 256 KiB").
+
+Program: tools/bench/programs/allreduce.cnet, y = allreduce(+, x) over f16[N].
+Rows:
+  nccl_allreduce       dist.all_reduce(x), in place (how PyTorch code calls it; an
+                       out-of-place copy would add a pass over the data); the reference.
+  coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce,
+                       algorithm left to the backend), out of place x -> y.
+  coconetc_one_shot    the same with tune(algorithm = one_shot).
+  coconetc_two_shot    the same with tune(algorithm = two_shot).
+  coconetc_unscheduled the program with no schedule (the generated code's plain collective).
+Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB). Each row
+reports bus bandwidth 2(P-1)/P * bytes / time (NCCL's definition for all-reduce).
+
+The inputs are multiples of 1/256 small enough that the sum is exact in f16 in any order, so
+every row must give the reference's bits exactly (tolerance 0).
+"""
+from __future__ import annotations
+
+import torch.distributed as dist
+
+from workloads import Row, quantized_grad
+
+SOURCE = "tools/bench/programs/allreduce.cnet"
+PROGRAMS = {
+    "allreduce": dict(source=SOURCE, schedule="tools/bench/programs/allreduce.sched"),
+    "allreduce_one_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_one_shot.sched"),
+    "allreduce_two_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_two_shot.sched"),
+    "allreduce_unscheduled": dict(source=SOURCE, schedule=None),
+}
+COCONETC_ROWS = {"coconetc": "allreduce", "coconetc_one_shot": "allreduce_one_shot",
+                 "coconetc_two_shot": "allreduce_two_shot",
+                 "coconetc_unscheduled": "allreduce_unscheduled"}
+EXACT = {"y": (0.0, 0.0)}
+
+
+def _size_name(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    sizes = [64 << 10, 1 << 20, 16 << 20] if quick else [(64 << 10) * 4 ** i for i in range(8)]
+    return [{"name": _size_name(b), "bytes": b, "N": b // 2, "dtype": "f16",
+             "x": b, "x_label": "bytes per rank"} for b in sizes]
+
+
+def _nccl_row(cfg, ctx) -> Row:
+    x0 = quantized_grad(ctx, cfg["N"], seed=11)
+    x = x0.clone()
+
+    def reset():
+        x.copy_(x0)
+
+    return Row(step=lambda: dist.all_reduce(x), outputs=lambda: {"y": x}, reset=reset,
+               tol=EXACT, bytes=cfg["bytes"],
+               note="dist.all_reduce in place (PyTorch's usual call)")
+
+
+def _coconetc_row(cfg, ctx, key) -> Row:
+    prog = ctx.coconet(key)
+    sizes = {"N": cfg["N"]}
+    x = quantized_grad(ctx, cfg["N"], seed=11)
+    y = prog.empty("y", sizes)
+    step = prog.bind(sizes, {}, {"x": x, "y": y})
+    return Row(step=step, outputs=lambda: {"y": y}, finish=prog.finish, tol=EXACT,
+               bytes=cfg["bytes"], note=f"program {key}, out of place")
+
+
+def rows(cfg: dict, ctx, mode: str):
+    out = [("nccl_allreduce", lambda: _nccl_row(cfg, ctx))]
+    for name, key in COCONETC_ROWS.items():
+        out.append((name, lambda key=key: _coconetc_row(cfg, ctx, key)))
+    return out

@@ -1,0 +1,119 @@
+"""dlrm_embedding: model-parallel embedding lookup, pooling and all-to-all (DLRM's sparse path).
+
+The program (samples/dlrm_embedding): table : [R, D] f32 local (this rank's T tables, one after
+another), idx : [B, T, L] i64 local (this rank's lookups for every sample of the global batch);
+    pooled = sum(embedding(table, idx), dim = 2)     [B, T, D] local
+    out = all_to_all(pooled)                          [B, T, D] local
+Block j of dimension 0 (B/P samples) goes to rank j; block i of a rank's `out` is rank i's
+tables for this rank's samples. Every tensor is stored whole on its rank, with its own values.
+
+Rows:
+  unfused               F.embedding (materializes [B, T, L, D]), sum over L, all_to_all_single
+  embedding_bag         F.embedding_bag(mode="sum") (DLRM's EmbeddingBag: no [B, T, L, D]
+                        intermediate), all_to_all_single: the stronger PyTorch peer
+  coconetc              the sample with its schedule (pooling fused with the all-to-all,
+                        pipelined with the lookup)
+  coconetc_unscheduled  the sample without a schedule
+Shape (DLRM-like): B = 8192 global batch, T = 8 tables per rank, L = 32 lookups, R = 100000
+rows, D = 128, f32. The table ~ N(0, 1); indices uniform in [0, R), drawn per rank (no skew).
+"""
+from __future__ import annotations
+
+from workloads import Row
+
+NAME = "dlrm_embedding"
+SOURCE = "samples/dlrm_embedding/dlrm_embedding.cnet"
+
+PROGRAMS = {
+    "dlrm_embedding": dict(source=SOURCE, schedule="samples/dlrm_embedding/dlrm_embedding.sched"),
+    "dlrm_embedding_unscheduled": dict(source=SOURCE, schedule=None),
+}
+
+B_GLOBAL, TABLES, LOOKUPS, ROWS, DIM = 8192, 8, 32, 100000, 128
+IDX_SEED = 41
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    if B_GLOBAL % (2 * world):      # the schedule's overlap cuts B into 2 chunks per rank
+        return []
+    B, T, L, R, D = B_GLOBAL, TABLES, LOOKUPS, ROWS, DIM
+    return [{"name": f"B={B} T={T} L={L} R={R} D={D} f32",
+             "sizes": {"B": B, "T": T, "L": L, "R": R, "D": D},
+             "batch": B, "tables": T, "lookups": L, "rows": R, "D": D, "dtype": "f32",
+             "x": B, "x_label": "global batch",
+             "bytes": B * T * D * 4,                  # the all-to-all's payload per rank
+             "gather_bytes": B * T * L * D * 4}]      # table rows read per rank and step
+
+
+def check_storage(prog, sizes: dict, tensors: dict):
+    for name, t in tensors.items():
+        want = tuple(int(v) for v in prog.local_shape(name, sizes))
+        if want != tuple(t.shape):
+            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
+                             f"the workload allocated {list(t.shape)}")
+
+
+def rows(cfg: dict, ctx, mode: str):
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    sizes = dict(cfg["sizes"])
+    B, T, L, R, D = (sizes[k] for k in ("B", "T", "L", "R", "D"))
+    P = ctx.world
+    if B % P:
+        raise ValueError(f"B={B} is not divisible by {P} ranks")
+    group = ctx.group
+    # Pooled values are f32 sums of L N(0, 1) entries; another summation order may differ by up
+    # to L u sum|x_i| (u = 2^-24, sum|x_i| ~ 0.8 L): atol 2 L^2 u.
+    tol = {"out": (1e-5, 2.0 * L * L * 2.0 ** -24)}
+
+    def inputs() -> dict:
+        table = ctx.rand((R, D), torch.float32, 42, False)
+        gen = torch.Generator(device=ctx.device)      # this rank's own indices, every row alike
+        gen.manual_seed(IDX_SEED * 1000003 + 7919 * (ctx.rank + 1))
+        idx = torch.randint(0, R, (B, T, L), generator=gen, device=ctx.device, dtype=torch.int64)
+        return {"table": table, "idx": idx}
+
+    def unfused() -> Row:
+        t = inputs()
+        out = torch.empty((B, T, D), dtype=torch.float32, device=ctx.device)
+
+        def step():
+            pooled = F.embedding(t["idx"], t["table"]).sum(dim=2)      # [B, T, L, D] -> [B, T, D]
+            dist.all_to_all_single(out, pooled, group=group)
+
+        return Row(step=step, outputs=lambda: {"out": out}, tol=tol,
+                   note="F.embedding ([B,T,L,D] materialized), sum over L, all_to_all_single")
+
+    def embedding_bag() -> Row:
+        t = inputs()
+        out = torch.empty((B, T, D), dtype=torch.float32, device=ctx.device)
+        bags = t["idx"].view(B * T, L)
+
+        def step():
+            pooled = F.embedding_bag(bags, t["table"], mode="sum")     # [B*T, D]
+            dist.all_to_all_single(out.view(B * T, D), pooled, group=group)
+
+        return Row(step=step, outputs=lambda: {"out": out}, tol=tol,
+                   note="F.embedding_bag(mode='sum') (DLRM's EmbeddingBag), all_to_all_single")
+
+    def coconetc(key: str, note: str):
+        def make() -> Row:
+            prog = ctx.coconet(key)
+            t = inputs()
+            t["out"] = torch.empty((B, T, D), dtype=torch.float32, device=ctx.device)
+            check_storage(prog, sizes, t)
+            step = prog.bind(sizes, {}, t, 0)
+            return Row(step=step, outputs=lambda: {"out": t["out"]}, finish=prog.finish,
+                       tol=tol, note=f"program {key}: {note}")
+        return make
+
+    return [
+        ("unfused", unfused),
+        ("embedding_bag", embedding_bag),
+        ("coconetc", coconetc("dlrm_embedding", "pooling + all-to-all one kernel, pipelined "
+                                                "with the lookup")),
+        ("coconetc_unscheduled", coconetc("dlrm_embedding_unscheduled",
+                                          "no schedule: embedding, sum, all_to_all")),
+    ]

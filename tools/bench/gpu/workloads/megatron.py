@@ -1,0 +1,214 @@
+"""megatron_row: a row-parallel linear layer with its bias-dropout-residual epilogue.
+
+The program (samples/megatron_row): x : [B, S, H] sliced(2), w : [H, H] sliced(0), bias : [H] and
+residual : [B, S, H] replicated; out = dropout(allreduce(x @ w) + bias, p) + residual, replicated.
+So rank r stores x[:, :, r*H/P:(r+1)*H/P] ([B, S, H/P]) and w[r*H/P:(r+1)*H/P, :] ([H/P, H]);
+every row computes the same `out` ([B, S, H], whole on every rank) from those blocks.
+
+Rows:
+  eager                 y = x_r @ w_r; dist.all_reduce(y); out = F.dropout(y + bias, p) + residual
+  torch.compile         matmul + all_reduce as eager, the epilogue torch.compile'd
+  async_tp              PyTorch's async tensor parallelism: symmetric-memory
+                        torch.ops.symm_mem.fused_matmul_reduce_scatter (matmul pipelined with
+                        the reduce-scatter over the tokens), the epilogue on this rank's tokens,
+                        dist.all_gather_into_tensor. NVLink multicast stays off
+                        (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
+  coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
+                        all-gather fused, pipelined with the matmul in 4 chunks, two-shot)
+  coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue)
+  coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
+                        kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
+in f16 (the sample) and bf16 (the same source with f16 -> bf16).
+
+Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes, and the schedule's
+overlap cuts the B*S rows into 4 chunks per rank (requirement (B*S) % (4*world) == 0) and the
+reduce-scatter needs B % world == 0, so 8192 training tokens run as B=32, S=256 and T decode
+tokens as B=T, S=1. T=1 (and T=8 beyond 2 GPUs) cannot meet that: the scheduled program refuses it
+when it runs, with the requirement's message, and the row records that (the unscheduled program
+runs every shape). async_tp likewise needs T % world == 0.
+
+Inputs: x ~ N(0, 1), w ~ N(0, 1/H) (so x @ w ~ N(0, 1)), bias and residual ~ N(0, 1).
+Dropout: coconetc's counter-based masks differ from PyTorch's, so check mode uses p = 0 and
+time mode p = 0.1. Tolerance: rtol by dtype (f16 2e-3, bf16 1.6e-2), atol 16 units of
+rounding at the typical magnitude of the values summed into `out`.
+"""
+from __future__ import annotations
+
+import math
+
+from workloads import Row, scalar_values
+
+NAME = "megatron_row"
+SOURCE = "samples/megatron_row/megatron_row.cnet"
+SCHEDULE = "samples/megatron_row/megatron_row.sched"
+SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
+
+PROGRAMS = {
+    "megatron_row": dict(source=SOURCE, schedule=SCHEDULE),
+    "megatron_row_unscheduled": dict(source=SOURCE, schedule=None),
+    "megatron_row_bf16": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}),
+    "megatron_row_bf16_unscheduled": dict(source=SOURCE, schedule=None, replace={"f16": "bf16"}),
+    "megatron_row_ar": dict(source=SOURCE, schedule=SCHEDULE_AR),
+    "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
+}
+# Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
+KEYS = {"f16": ("megatron_row", "megatron_row_unscheduled", "megatron_row_ar"),
+        "bf16": ("megatron_row_bf16", "megatron_row_bf16_unscheduled", "megatron_row_bf16_ar")}
+
+TOKENS = 8192                 # B*S of the training shapes
+TRAIN_B = 32                  # B (a multiple of 4*world up to 8 GPUs); S = TOKENS / TRAIN_B
+TRAIN_H = (4096, 8192, 12288)
+DECODE_TOKENS = (1, 8, 64)
+DECODE_H = (4096, 8192)
+DTYPES = ("f16", "bf16")
+P_TIME = 0.1                  # dropout probability when timing (check mode: 0)
+SEED = 1234                   # the program's dropout seed (and the run seed)
+
+EPS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+RTOL = {"f16": 2e-3, "bf16": 1.6e-2}
+
+
+def _config(kind: str, B: int, S: int, H: int, dtype: str, world: int) -> dict:
+    T = B * S
+    return {"name": f"{kind} T={T} H={H} {dtype}", "kind": kind,
+            "sizes": {"B": B, "S": S, "H": H}, "B": B, "S": S, "T": T, "H": H, "dtype": dtype,
+            "x": T * H, "x_label": "tokens x hidden (elements of out)",
+            "bytes": T * H * 2,                        # the all-reduce's payload per rank
+            "flops": 2 * T * (H // world) * H}         # the local GEMM, per rank
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    train = [(4096, "f16")] if quick else [(h, d) for d in DTYPES for h in TRAIN_H]
+    decode = ([(64, 4096, "f16")] if quick else
+              [(t, h, d) for d in DTYPES for h in DECODE_H for t in DECODE_TOKENS])
+    out = [_config("train", TRAIN_B, TOKENS // TRAIN_B, H, d, world)
+           for H, d in train if H % world == 0]
+    out += [_config("decode", T, 1, H, d, world) for T, H, d in decode if H % world == 0]
+    return out
+
+
+def tolerance(dtype: str, magnitude: float) -> tuple[float, float]:
+    """(rtol, atol): rtol by dtype; atol 16 units of rounding at `magnitude`, the typical size
+    of the values summed into the output (sqrt(K)*|x||w| of the GEMM, bias, residual)."""
+    return RTOL[dtype], 16.0 * EPS[dtype] * magnitude
+
+
+def check_storage(prog, sizes: dict, tensors: dict):
+    """This rank's storage as the generated program sees it must be what the row allocated."""
+    for name, t in tensors.items():
+        want = tuple(int(v) for v in prog.local_shape(name, sizes))
+        if want != tuple(t.shape):
+            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
+                             f"the workload allocated {list(t.shape)}")
+
+
+def torch_version(torch) -> tuple[int, int]:
+    try:
+        major, minor = torch.__version__.split("+")[0].split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return 0, 0
+
+
+def rows(cfg: dict, ctx, mode: str):
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    sizes = dict(cfg["sizes"])
+    B, S, H = sizes["B"], sizes["S"], sizes["H"]
+    P, dtn = ctx.world, cfg["dtype"]
+    if H % P:
+        raise ValueError(f"H={H} is not divisible by {P} ranks")
+    Hl, M = H // P, B * S
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtn]
+    p = 0.0 if mode == "check" else P_TIME
+    w_std = 1.0 / math.sqrt(H)
+    tol = {"out": tolerance(dtn, math.sqrt(H * w_std ** 2 + 1.0 + 1.0))}
+    group = ctx.group
+
+    def inputs() -> dict:
+        """This rank's storage: its block of x's features and of w's rows; bias, residual whole."""
+        return {"x": ctx.rand((B, S, Hl), dt, 11, False),
+                "w": ctx.rand((Hl, H), dt, 12, False, scale=w_std),
+                "bias": ctx.rand((H,), dt, 13, True),
+                "residual": ctx.rand((B, S, H), dt, 14, True)}
+
+    def epilogue(y, bias, residual):
+        return F.dropout(y + bias, p=p, training=True) + residual
+
+    def peer(epi, note) -> Row:
+        t = inputs()
+        st = {}
+
+        def step():
+            y = torch.matmul(t["x"], t["w"])          # this rank's partial sums [B, S, H]
+            dist.all_reduce(y, group=group)
+            st["out"] = epi(y, t["bias"], t["residual"])
+
+        return Row(step=step, outputs=lambda: {"out": st["out"]}, tol=tol, note=note)
+
+    def eager() -> Row:
+        return peer(epilogue, "matmul, NCCL all_reduce, bias + dropout + residual (eager)")
+
+    def compiled() -> Row:
+        torch._dynamo.reset()
+        epi = torch.compile(epilogue, dynamic=False, fullgraph=True)
+        return peer(epi, "matmul + all_reduce eager, the epilogue torch.compile'd (inductor)")
+
+    def async_tp() -> Row:
+        import os
+        import warnings
+        # Multicast must stay off on these machines (a program that uses it can take the
+        # host's GPUs out of service); fused_matmul_reduce_scatter does not need it.
+        os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
+        import torch.distributed._symmetric_memory as symm_mem
+        if M % P:
+            raise RuntimeError(f"async_tp: fused_matmul_reduce_scatter scatters the {M} tokens "
+                               f"over {P} ranks, which needs B*S % world == 0")
+        g = group if group is not None else dist.group.WORLD
+        gname = g.group_name
+        if torch_version(torch) < (2, 11):
+            # Before 2.11 a group must be enabled for symmetric memory; 2.11 deprecated the call
+            # (groups are resolved by name).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                symm_mem.enable_symm_mem_for_group(gname)
+        r = dist.get_rank(g)
+        t = inputs()
+        A = t["x"].view(M, Hl)
+        res_shard = t["residual"].view(M, H)[r * (M // P):(r + 1) * (M // P)]
+        out = torch.empty((B, S, H), dtype=dt, device=ctx.device)
+        out2d = out.view(M, H)
+
+        def step():
+            shard = torch.ops.symm_mem.fused_matmul_reduce_scatter(A, t["w"], "sum", 0, gname)
+            o = epilogue(shard, t["bias"], res_shard)      # [M/P, H]: this rank's tokens
+            dist.all_gather_into_tensor(out2d, o, group=g)
+
+        return Row(step=step, outputs=lambda: {"out": out}, tol=tol,
+                   note="PyTorch async TP: symm_mem.fused_matmul_reduce_scatter, epilogue on "
+                        "this rank's tokens, all_gather_into_tensor (multicast off)")
+
+    def coconetc(key: str, note: str):
+        def make() -> Row:
+            prog = ctx.coconet(key)
+            t = inputs()
+            t["out"] = torch.empty((B, S, H), dtype=dt, device=ctx.device)
+            check_storage(prog, sizes, t)
+            step = prog.bind(sizes, scalar_values(SOURCE, p=p, seed=SEED), t, SEED)
+            return Row(step=step, outputs=lambda: {"out": t["out"]}, finish=prog.finish,
+                       tol=tol, note=f"program {key}: {note}")
+        return make
+
+    sched, unsched, ar = KEYS[dtn]
+    return [
+        ("eager", eager),
+        ("torch.compile", compiled),
+        ("async_tp", async_tp),
+        ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
+                                     "with the matmul (4 chunks), two-shot")),
+        ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
+        ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
+                                                     "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
+    ]

@@ -1,0 +1,107 @@
+"""moe_gemm: an expert-parallel mixture-of-experts FFN (all-to-all, GEMM, GeLU, GEMM, all-to-all).
+
+The program (samples/moe_gemm): tokens : [nranks, X, C, H] local (dimension 0: the rank that
+hosts the expert), w1 : [X, H, F] and w2 : [X, F, H] local (this rank's X experts);
+    dispatched = all_to_all(tokens)                   [source rank, local expert, slot, H]
+    y = matmul(gelu(matmul(dispatched, w1)), w2)      expert e's weights for dispatched[:, e]
+    combined = all_to_all(y)                          [host rank, its expert, slot, H]
+Every tensor is stored whole on its rank, with its own values. gelu is the exact (erf) GeLU,
+as coconet_rt::gelu.
+
+Rows:
+  unfused               all_to_all_single, a copy to expert-major [X, P*C, H], torch.bmm +
+                        gelu, torch.bmm, a copy back to rank-major, all_to_all_single
+  coconetc              the sample with its schedule (the second GEMM pipelined with the
+                        returning all-to-all, 2 chunks of the capacity)
+  coconetc_unscheduled  the sample without a schedule
+Shape: X = 2 experts per rank, capacity C = 1024, H = 4096, F = 8192, f16. Inputs: tokens
+~ N(0, 1), w1 ~ N(0, 1/H), w2 ~ N(0, 1/F) (so every value stays O(1)).
+"""
+from __future__ import annotations
+
+import math
+
+from workloads import Row
+
+NAME = "moe_gemm"
+SOURCE = "samples/moe_gemm/moe_gemm.cnet"
+
+PROGRAMS = {
+    "moe_gemm": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm.sched"),
+    "moe_gemm_unscheduled": dict(source=SOURCE, schedule=None),
+}
+
+X, C, H, FF = 2, 1024, 4096, 8192
+EPS, RTOL = 2.0 ** -10, 2e-3  # f16
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    return [{"name": f"X={X} C={C} H={H} F={FF} f16", "sizes": {"X": X, "C": C, "H": H, "F": FF},
+             "experts_per_rank": X, "capacity": C, "H": H, "F": FF, "dtype": "f16",
+             "x": C, "x_label": "expert capacity C",
+             "bytes": world * X * C * H * 2,                  # each all-to-all's payload per rank
+             "flops": 2 * 2 * world * X * C * H * FF}]        # the expert GEMMs, per rank
+
+
+def check_storage(prog, sizes: dict, tensors: dict):
+    for name, t in tensors.items():
+        want = tuple(int(v) for v in prog.local_shape(name, sizes))
+        if want != tuple(t.shape):
+            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
+                             f"the workload allocated {list(t.shape)}")
+
+
+def rows(cfg: dict, ctx, mode: str):
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    sizes = dict(cfg["sizes"])
+    Xn, Cn, Hn, Fn = (sizes[k] for k in ("X", "C", "H", "F"))
+    P = ctx.world
+    dt = torch.float16
+    group = ctx.group
+    # pre-activations ~ N(0, 1), y ~ N(0, E[gelu^2] < 1)
+    tol = {"combined": (RTOL, 16.0 * EPS)}
+
+    def inputs() -> dict:
+        return {"tokens": ctx.rand((P, Xn, Cn, Hn), dt, 51, False),
+                "w1": ctx.rand((Xn, Hn, Fn), dt, 52, False, scale=1.0 / math.sqrt(Hn)),
+                "w2": ctx.rand((Xn, Fn, Hn), dt, 53, False, scale=1.0 / math.sqrt(Fn))}
+
+    def unfused() -> Row:
+        t = inputs()
+        dispatched = torch.empty_like(t["tokens"])
+        combined = torch.empty_like(t["tokens"])
+
+        def step():
+            dist.all_to_all_single(dispatched, t["tokens"], group=group)
+            xe = dispatched.permute(1, 0, 2, 3).reshape(Xn, P * Cn, Hn)    # expert-major copy
+            h = F.gelu(torch.bmm(xe, t["w1"]), approximate="none")          # [X, P*C, F]
+            y = torch.bmm(h, t["w2"])                                        # [X, P*C, H]
+            yr = y.view(Xn, P, Cn, Hn).permute(1, 0, 2, 3).contiguous()     # rank-major copy
+            dist.all_to_all_single(combined, yr, group=group)
+
+        return Row(step=step, outputs=lambda: {"combined": combined}, tol=tol,
+                   note="all_to_all_single, bmm + gelu, bmm (expert-major copies), "
+                        "all_to_all_single")
+
+    def coconetc(key: str, note: str):
+        def make() -> Row:
+            prog = ctx.coconet(key)
+            t = inputs()
+            t["combined"] = torch.empty_like(t["tokens"])
+            check_storage(prog, sizes, t)
+            step = prog.bind(sizes, {}, t, 0)
+            return Row(step=step, outputs=lambda: {"combined": t["combined"]},
+                       finish=prog.finish, tol=tol, note=f"program {key}: {note}")
+        return make
+
+    return [
+        ("unfused", unfused),
+        ("coconetc", coconetc("moe_gemm", "second GEMM pipelined with the returning "
+                                          "all-to-all (2 chunks of C)")),
+        ("coconetc_unscheduled", coconetc("moe_gemm_unscheduled",
+                                          "no schedule: all_to_all, matmul, gelu, matmul, "
+                                          "all_to_all")),
+    ]
