@@ -59,7 +59,7 @@ TOKENS = 8192                 # B*S of the training shapes
 TRAIN_B = 32                  # B (a multiple of 4*world up to 8 GPUs); S = TOKENS / TRAIN_B
 TRAIN_H = (4096, 8192, 12288)
 DECODE_TOKENS = (1, 8, 64)
-DECODE_H = (4096, 8192)
+DECODE_H = (4096,)
 DTYPES = ("f16", "bf16")
 P_TIME = 0.1                  # dropout probability when timing (check mode: 0)
 SEED = 1234                   # the program's dropout seed (and the run seed)
