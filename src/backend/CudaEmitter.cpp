@@ -119,6 +119,7 @@ public:
 
   void run(std::vector<std::string>& files) {
     checkSupported();
+    planBags();
     planRuns();
     planOverlaps();
     planDirect();
@@ -489,6 +490,8 @@ private:
       } else if (s.kind == StageKind::State) {
         b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state
           << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
+      } else if (auto bag = bagOf_.find(id); bag != bagOf_.end()) {
+        b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[bag->second].name << "', never stored\n";
       } else if (unstored_.count(id)) {
         b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
       } else if (auto d = direct_.find(id); d != direct_.end()) {
@@ -505,6 +508,10 @@ private:
       if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
         emitChunked(ch->second);
+        continue;
+      }
+      if (auto bag = bagOf_.find(static_cast<int>(i)); bag != bagOf_.end() && !chunked_.count(static_cast<int>(i))) {
+        b << "\n  " << stageComment(s) << ": gathered inside the reduction '" << p_.stages[bag->second].name << "'\n";
         continue;
       }
       if (overlapped_.count(static_cast<int>(i))) {
@@ -1026,6 +1033,8 @@ private:
   // scatters and gathers like the whole.
   struct Chunked {
     int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
+    int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
+    int bag = -1;                                  // an embedding's reduction (producer: the embedding)
     std::vector<int> run;  // element-wise members between them
     int chunks = 2;
   };
@@ -1048,16 +1057,40 @@ private:
       ch.producer = prod;
       ch.chunks = o.chunks;
       const Stage& ps = p_.stages[prod];
-      if (ps.kind != StageKind::Matmul || p_.stages[ps.operands[1]].type.rank() != 2) why = "only matmuls by a matrix are chunked yet";
-      else if (o.dim != 0) why = "only dimension 0 is chunked yet";
-      else if (members.front() != prod + 1) why = "the consumer does not follow the matmul directly";
+      if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
+        // embedding -> its reduction -> all_to_all of the reduction along dimension 0 per rank
+        const Stage& r = p_.stages[bag->second];
+        if (o.dim == 0 && r.dim != 0 && members.size() == 2 && members[0] == bag->second && members[1] == bag->second + 1 &&
+            p_.stages[members[1]].kind == StageKind::AllToAll && p_.stages[members[1]].operands[0] == bag->second) {
+          ch.bag = bag->second;
+          ch.a2a = members[1];
+          chunked_[prod] = ch;
+          for (int m : members) overlapped_.insert(m);
+        } else {
+          overlapNotes_[prod] = "only an embedding bag followed by an all_to_all, chunked along dimension 0, is chunked yet\n";
+        }
+        continue;
+      }
+      const bool matrix = ps.kind == StageKind::Matmul && p_.stages[ps.operands[1]].type.rank() == 2;
+      if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv) why = "only matmuls and gemvs are chunked yet";
+      else if (members.front() != prod + 1) why = "the consumer does not follow the " + std::string(stageKindName(ps.kind)) + " directly";
       for (size_t k = 1; why.empty() && k < members.size(); ++k)
         if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
       if (why.empty()) {
         const Stage& first = p_.stages[members.front()];
-        if (first.kind == StageKind::ReduceScatter && first.operands[0] == prod) ch.rs = members.front();
-        else if (first.kind == StageKind::AllReduce && first.operands[0] == prod) ch.ar = members.front();
-        else why = "only a reduce_scatter or allreduce consumer is chunked yet";
+        if (first.operands.empty() || first.operands[0] != prod) why = "the consumer's first stage does not read the product";
+        else if (first.kind == StageKind::AllToAll && ps.kind == StageKind::Matmul && members.size() == 1) {
+          if (auto w = chunkedAllToAllWhyNot(ps, o.dim); !w.empty()) why = w;
+          else ch.a2a = members.front(), ch.dim = o.dim;
+        } else if (o.dim != 0) why = "only dimension 0 is chunked for a reduce_scatter or allreduce consumer";
+        else if (first.kind == StageKind::ReduceScatter && matrix) ch.rs = members.front();
+        else if (first.kind == StageKind::AllReduce && (matrix || ps.kind == StageKind::Gemv)) ch.ar = members.front();
+        else why = "only a reduce_scatter (after a matmul by a matrix), an allreduce or an all_to_all consumer is chunked";
+      }
+      if (why.empty() && ch.a2a >= 0) {
+        chunked_[prod] = ch;
+        for (int m : members) overlapped_.insert(m);
+        continue;
       }
       for (size_t k = 1; why.empty() && k < members.size(); ++k) {
         const Stage& m = p_.stages[members[k]];
@@ -1082,6 +1115,202 @@ private:
     }
   }
 
+  // ---- Embedding bags: a reduction over the lookups of an embedding (DLRM's pooling) gathers
+  // the rows inside the reduction, so the [..., L, D] tensor of looked-up rows never exists.
+  std::map<int, int> bagOf_;      // embedding -> the reduction that gathers it
+  std::map<int, int> bagReduce_;  // reduction -> its embedding
+
+  void planBags() {
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& r = p_.stages[i];
+      if (r.kind != StageKind::Reduce || r.dim < 0) continue;
+      int e = r.operands[0];
+      const Stage& es = p_.stages[e];
+      if (es.kind != StageKind::Embedding || r.dim >= es.type.rank() - 1) continue;  // an index dimension, not D
+      if (isUsed(p_, e, {static_cast<int>(i)})) continue;                            // rows used elsewhere too
+      bagOf_[e] = static_cast<int>(i);
+      bagReduce_[static_cast<int>(i)] = e;
+    }
+  }
+
+  // The gather-reduce kernel of reduction `id` (its Op struct already written) and its launch
+  // over all outputs. Output o = (outer index, index position, column) reduces the lookups of
+  // dimension `dim` of the indices.
+  void emitBagKernel(int id, const std::string& op) {
+    const Stage& s = p_.stages[id];
+    const Stage& e = p_.stages[bagReduce_.at(id)];
+    const Stage& tab = p_.stages[e.operands[0]];
+    const Stage& idx = p_.stages[e.operands[1]];
+    std::string TT = storageType(tab.type.dtype), IT = storageType(idx.type.dtype), YT = storageType(s.type.dtype);
+    kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(embedding(" << tab.name << ", " << idx.name << "), dim = " << s.dim
+             << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
+             << "__global__ void k_" << id << "_" << ident(s.name) << "_bag(const " << TT << "* __restrict__ table, const " << IT
+             << "* __restrict__ idx, " << YT << "* __restrict__ out, long long len, long long innerIdx, long long D, long long rows, "
+             << "long long firstRow, long long globalRows, int* error, double count, long long first, long long segLen, long long segStride, "
+             << "long long total) {\n"
+             << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {\n"
+             << "    const long long o = first + (t / segLen) * segStride + t % segLen;  // the output element\n"
+             << "    const long long oo = o / (innerIdx * D), ii = (o / D) % innerIdx, col = o % D;\n"
+             << "    " << op << "::Acc acc = " << op << "::init();\n"
+             << "    for (long long l = 0; l < len; ++l) {\n"
+             << "      const long long v = static_cast<long long>(idx[(oo * len + l) * innerIdx + ii]);\n"
+             << "      if (v < 0 || v >= globalRows) atomicExch(error, 1);\n"
+             << "      const long long r = v - firstRow;\n"
+             << "      const " << TT << " x = (v >= 0 && v < globalRows && r >= 0 && r < rows) ? table[r * D + col] : coconet_rt::Store<" << TT
+             << ">::from(0.0);\n"
+             << "      acc = " << op << "::combine(acc, " << op << "::element(static_cast<" << op << "::Acc>(coconet_rt::to_f(x))));\n    }\n"
+             << "    out[o] = coconet_rt::Store<" << YT << ">::from(" << op << "::finish(acc, count));\n  }\n}\n\n";
+  }
+
+  // Host code shared by the whole and the chunked launch: the sizes of the bag.
+  void emitBagSizes(int id) {
+    const Stage& s = p_.stages[id];
+    const Stage& e = p_.stages[bagReduce_.at(id)];
+    const Stage& tab = p_.stages[e.operands[0]];
+    int ix = e.operands[1];
+    int ri = p_.stages[ix].type.rank();
+    bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
+    body_ << "    const long long rows = " << shapeVar(e.operands[0]) << "[0], D = " << shapeVar(e.operands[0]) << "[1];\n"
+          << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
+          << "    const long long len = " << shapeVar(ix) << "[" << s.dim << "];\n    long long innerIdx = 1;\n";
+    for (int k = s.dim + 1; k < ri; ++k) body_ << "    innerIdx *= " << shapeVar(ix) << "[" << k << "];\n";
+    std::string count = "1.0 * static_cast<double>(" + cxx(e.type.shape[s.dim]) + ")";
+    body_ << "    const double count = " << count << ";\n";
+  }
+
+  std::string bagArgs(int id, const std::string& rest) const {
+    const Stage& e = p_.stages[bagReduce_.at(id)];
+    const Stage& tab = p_.stages[e.operands[0]];
+    return "(" + var(e.operands[0]) + ", " + var(e.operands[1]) + ", " + var(id) + ", len, innerIdx, D, rows, firstRow, " +
+           cxx(tab.type.shape[0]) + ", errorFlag_, count, " + rest + ")";
+  }
+
+  void emitBag(int id, const std::string& op) {
+    emitBagKernel(id, op);
+    emitBagSizes(id);
+    body_ << "    k_" << id << "_" << ident(p_.stages[id].name) << "_bag<<<coconet_rt::gridFor(" << countVar(id) << "), 256, 0, stream_>>>"
+          << bagArgs(id, "0, " + countVar(id) + ", 0, " + countVar(id)) << ";\n    CHECK(cudaGetLastError(), \"" << p_.stages[id].name
+          << "\");\n";
+  }
+
+  // An embedding bag pipelined with the all_to_all of its result: chunk c is sub-block c of the
+  // block of dimension 0 that goes to each rank; its pieces are sent while chunk c+1 is gathered.
+  void emitChunkedBag(const Chunked& ch) {
+    auto& b = body_;
+    const Stage& rs = p_.stages[ch.bag];
+    const Stage& x = p_.stages[ch.a2a];
+    const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
+    std::string op = "Op_" + std::to_string(ch.bag) + "_" + ident(rs.name);
+    std::string name = "\"" + rs.name + "\"";
+    emitReduceOp(ch.bag);
+    emitBagKernel(ch.bag, op);
+    b << "\n  // overlap: " << p_.stages[ch.producer].name << " (embedding, gathered inside " << rs.name << ") in " << ch.chunks
+      << " chunks of dimension 0 per rank, pipelined with " << x.name << " (all_to_all):\n"
+      << "  // chunk c+1 is gathered (stream_) while chunk c's pieces are exchanged (comm2_)\n"
+      << "  if (" << countVar(ch.bag) << " > 0) {\n";
+    emitBagSizes(ch.bag);
+    b << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ", B0 = " << shapeVar(ch.bag) << "[0];\n"
+      << "    const long long per = " << countVar(ch.bag) << " / B0, Bc = B0 / (G * C);  // elements per row of dimension 0; rows per piece\n"
+      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+      << "      k_" << ch.bag << "_" << ident(rs.name) << "_bag<<<coconet_rt::gridFor(G * Bc * per), 256, 0, stream_>>>"
+      << bagArgs(ch.bag, "c * Bc * per, Bc * per, (B0 / G) * per, G * Bc * per") << ";\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
+      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
+      << "      for (long long j = 0; j < G; ++j) {\n"
+      << "        const long long at = (j * (B0 / G) + c * Bc) * per;\n"
+      << "        CHECK(ncclSend(" << var(ch.bag) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+      << ", comm2_), \"" << x.name << "\");\n"
+      << "        CHECK(ncclRecv(" << var(ch.a2a) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+      << ", comm2_), \"" << x.name << "\");\n      }\n"
+      << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
+      << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+  }
+
+  // Can a matmul be chunked along dimension d for an all_to_all of its product? The rows of the
+  // product (every dimension but the last) split at d into outer indices (dimensions before d)
+  // and rows per outer index; chunk c takes rows [c R/C, (c+1) R/C) of every outer index. A
+  // batched weight must be indexed by the outer index alone (its batch dimensions are the ones
+  // just before d, which must then be the last row dimension).
+  std::string chunkedAllToAllWhyNot(const Stage& ps, int d) const {
+    const TensorType& at = p_.stages[ps.operands[0]].type;
+    const TensorType& wt = p_.stages[ps.operands[1]].type;
+    int ra = at.rank(), wb = wt.rank() - 2;
+    if (ra < 2 || d < 1 || d > ra - 2) return "an all_to_all exchanges dimension 0; chunk a row dimension after it";
+    if (ps.type.rank() != ra) return "the product's rank differs from the left operand's";
+    if (wb > 0) {
+      if (d != ra - 2) return "a batched weight needs the chunked dimension to be the rows of each GEMM";
+      for (int k = 0; k < wb; ++k)
+        if (ra - 2 - wb + k < 0 || wt.shape[k] != at.shape[ra - 2 - wb + k]) return "the weight's batch dimensions broadcast";
+    }
+    return "";
+  }
+
+  // A matmul pipelined with the all_to_all of its product along dimension d: GEMMs of chunk c+1
+  // (stream_) while chunk c is packed, exchanged and placed (comm2_).
+  void emitChunkedAllToAll(const Chunked& ch) {
+    auto& b = body_;
+    const Stage& ps = p_.stages[ch.producer];
+    const Stage& x = p_.stages[ch.a2a];
+    int a = ps.operands[0], w = ps.operands[1];
+    const TensorType& at = p_.stages[a].type;
+    int ra = at.rank(), wb = p_.stages[w].type.rank() - 2;
+    std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype), XT = storageType(x.type.dtype);
+    std::string name = "\"" + ps.name + "\"";
+    bool f64 = ps.type.dtype == DType::F64;
+    const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
+    std::string A = shapeVar(a);
+    b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension " << ch.dim << ", pipelined with "
+      << x.name << " (all_to_all):\n  // the GEMMs of chunk c+1 (stream_) run while chunk c is packed, exchanged and placed (comm2_)\n"
+      << "  if (" << countVar(ch.producer) << " > 0) {\n"
+      << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ";\n"
+      << "    const long long K = " << A << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << wb + 1 << "];\n"
+      << "    long long O = 1, R = 1;  // outer indices (dimensions before " << ch.dim << ") and GEMM rows per outer index\n"
+      << "    for (int k = 0; k < " << ch.dim << "; ++k) O *= " << A << "[k];\n"
+      << "    for (int k = " << ch.dim << "; k < " << ra - 1 << "; ++k) R *= " << A << "[k];\n"
+      << "    const long long Rc = R / C;  // rows per outer index and chunk\n"
+      << "    const long long Wn = " << countVar(w) << " / (K * N);  // weights (batched by the outer index)\n"
+      << "    const long long calls = Wn == 1 ? 1 : O / Wn, batch = Wn == 1 ? O : Wn;  // GEMM calls and batch per call\n"
+      << "    const size_t bytes = static_cast<size_t>(O * Rc * N) * sizeof(" << T << ");\n"
+      << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n"
+      << "      gath_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n    }\n"
+      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+      << "      // rows [c Rc, (c+1) Rc) of every outer index, written in place in the product\n"
+      << "      for (long long q = 0; q < calls; ++q)\n"
+      << "        CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Rc), static_cast<int>(K), &alpha, "
+      << var(w) << ", " << ty << ", static_cast<int>(N), Wn == 1 ? 0 : K * N, " << var(a) << " + (q * batch * R + c * Rc) * K, " << ty
+      << ", static_cast<int>(K), R * K, &beta, " << var(ch.producer) << " + (q * batch * R + c * Rc) * N, " << ty
+      << ", static_cast<int>(N), R * N, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+      << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
+      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
+      << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
+      << "      " << XT << "* rcv = static_cast<" << XT << "*>(gath_[k].ptr);\n"
+      << "      const size_t row = static_cast<size_t>(Rc * N) * sizeof(" << T << "), pitch = static_cast<size_t>(R * N) * sizeof(" << T << ");\n"
+      << "      CHECK(cudaMemcpy2DAsync(snd, row, " << var(ch.producer) << " + c * Rc * N, pitch, row, static_cast<size_t>(O), "
+      << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
+      << "      const long long block = O * Rc * N / G;\n"
+      << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
+      << "      for (long long j = 0; j < G; ++j) {\n"
+      << "        CHECK(ncclSend(snd + j * block, block, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+      << ", comm2_), \"" << x.name << "\");\n"
+      << "        CHECK(ncclRecv(rcv + j * block, block, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+      << ", comm2_), \"" << x.name << "\");\n      }\n"
+      << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
+      << "      CHECK(cudaMemcpy2DAsync(" << var(ch.a2a) << " + c * Rc * N, pitch, rcv, row, row, static_cast<size_t>(O), "
+      << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
+      << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+  }
+
   // A matmul pipelined with the allreduce of its product (and element-wise members after it):
   // chunk c is rows [c M / C, (c+1) M / C) of the product, reduced in place of the whole.
   void emitChunkedAllReduce(const Chunked& ch) {
@@ -1092,13 +1321,14 @@ private:
     std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
     std::string name = "\"" + ps.name + "\"";
     bool f64 = ps.type.dtype == DType::F64;
-    b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of rows, pipelined with " << ar.name;
+    bool gemv = ps.kind == StageKind::Gemv;
+    b << "\n  // overlap: " << ps.name << " (" << stageKindName(ps.kind) << ") in " << ch.chunks << " chunks of rows, pipelined with " << ar.name;
     for (int r : ch.run) b << ", " << p_.stages[r].name;
     b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced and finished (comm2_)\n"
       << "  if (" << countVar(ch.producer) << " > 0) {\n"
       << "    const long long C = " << ch.chunks << ";\n"
-      << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
-      << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+      << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = "
+      << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
       << "    const long long rg = M / C;  // rows per chunk\n"
       << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
       << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
@@ -1124,6 +1354,8 @@ private:
 
   void emitChunked(const Chunked& ch) {
     if (ch.ar >= 0) return emitChunkedAllReduce(ch);
+    if (ch.bag >= 0) return emitChunkedBag(ch);
+    if (ch.a2a >= 0) return emitChunkedAllToAll(ch);
     auto& b = body_;
     const Stage& ps = p_.stages[ch.producer];
     const Stage& rs = p_.stages[ch.rs];
@@ -1233,10 +1465,10 @@ private:
   }
 
   // One block per output element: the reduced elements, strided, then a tree in shared memory.
-  void emitReduce(int id) {
+  // The reduction's accumulator and combining rule, as the struct the runtime's templates take.
+  std::string emitReduceOp(int id) {
     const Stage& s = p_.stages[id];
     const Stage& x = p_.stages[s.operands[0]];
-    std::string T = storageType(s.type.dtype), XT = storageType(x.type.dtype);
     std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
     std::string op = "Op_" + std::to_string(id) + "_" + ident(s.name);
     std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
@@ -1252,6 +1484,17 @@ private:
              << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
              << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
              << "  __device__ static double finish(Acc r, double count) {\n    (void)count;\n    " << fin << "\n  }\n};\n\n";
+    return op;
+  }
+
+  void emitReduce(int id) {
+    const Stage& s = p_.stages[id];
+    const Stage& x = p_.stages[s.operands[0]];
+    std::string op = emitReduceOp(id);
+    if (bagReduce_.count(id)) {
+      emitBag(id, op);
+      return;
+    }
     int xr = x.type.rank();
     auto& b = body_;
     b << "    long long outer = 1, len = 1, inner = 1;\n";
