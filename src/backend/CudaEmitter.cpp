@@ -120,6 +120,7 @@ public:
   void run(std::vector<std::string>& files) {
     checkSupported();
     planBags();
+    planAllReducePairs();
     planRuns();
     planOverlaps();
     planDirect();
@@ -508,6 +509,18 @@ private:
       if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
         emitChunked(ch->second);
+        continue;
+      }
+      if (std::any_of(arPair_.begin(), arPair_.end(), [&](const auto& pr) { return pr.second == static_cast<int>(i); })) {
+        b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n";
+        continue;
+      }
+      if (auto pr = arPair_.find(static_cast<int>(i)); pr != arPair_.end()) {
+        const Stage& r = p_.stages[pr->second];
+        const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
+        b << "\n  " << stageComment(s) << ": with '" << r.name << "', one allreduce\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n"
+          << "    CHECK(ncclAllReduce(" << var(r.operands[0]) << ", " << var(static_cast<int>(i)) << ", " << countVar(static_cast<int>(i))
+          << ", " << ncclType(s.type.dtype) << ", " << ncclOp(r.op) << ", " << commOf(gr) << ", stream_), \"" << s.fusedInto << "\");\n  }\n";
         continue;
       }
       if (auto bag = bagOf_.find(static_cast<int>(i)); bag != bagOf_.end() && !chunked_.count(static_cast<int>(i))) {
@@ -1112,6 +1125,25 @@ private:
       }
       chunked_[prod] = ch;
       for (int m : members) overlapped_.insert(m);
+    }
+  }
+
+  // ---- A fused reduce_scatter + all_gather with nothing between them is an allreduce: one
+  // NCCL call (its algorithm NCCL's) instead of two.
+  std::map<int, int> arPair_;  // all_gather -> its reduce_scatter
+
+  void planAllReducePairs() {
+    for (auto& f : p_.fused) {
+      if (f.members.size() != 2) continue;
+      int rs = p_.find(f.members[0]), ag = p_.find(f.members[1]);
+      if (rs < 0 || ag < 0) continue;
+      if (rs > ag) std::swap(rs, ag);
+      const Stage& r = p_.stages[rs];
+      const Stage& a = p_.stages[ag];
+      if (r.kind != StageKind::ReduceScatter || a.kind != StageKind::AllGather || a.operands[0] != rs) continue;
+      if (r.type.group != a.type.group || r.type.layout.dim != 0 || isUsed(p_, rs, {ag})) continue;
+      arPair_[ag] = rs;
+      unstored_.insert(rs);
     }
   }
 
