@@ -109,3 +109,12 @@ def quantized_grad(ctx, n: int, seed: int):
     g = torch.clamp(torch.round(r * 64.0), -k, k).div_(256.0).to(torch.float16)
     del r
     return g
+
+
+def check_storage(prog, sizes: dict, tensors: dict):
+    """This rank's storage as the generated program sees it must be what the row allocated."""
+    for name, t in tensors.items():
+        want = tuple(int(v) for v in prog.local_shape(name, sizes))
+        if want != tuple(t.shape):
+            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
+                             f"the workload allocated {list(t.shape)}")

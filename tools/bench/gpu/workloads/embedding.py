@@ -19,7 +19,7 @@ rows, D = 128, f32. The table ~ N(0, 1); indices uniform in [0, R), drawn per ra
 """
 from __future__ import annotations
 
-from workloads import Row
+from workloads import Row, check_storage
 
 NAME = "dlrm_embedding"
 SOURCE = "samples/dlrm_embedding/dlrm_embedding.cnet"
@@ -43,14 +43,6 @@ def configs(world: int, quick: bool) -> list[dict]:
              "x": B, "x_label": "global batch",
              "bytes": B * T * D * 4,                  # the all-to-all's payload per rank
              "gather_bytes": B * T * L * D * 4}]      # table rows read per rank and step
-
-
-def check_storage(prog, sizes: dict, tensors: dict):
-    for name, t in tensors.items():
-        want = tuple(int(v) for v in prog.local_shape(name, sizes))
-        if want != tuple(t.shape):
-            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
-                             f"the workload allocated {list(t.shape)}")
 
 
 def rows(cfg: dict, ctx, mode: str):

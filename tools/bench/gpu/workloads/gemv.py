@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row
+from workloads import Row, check_storage
 
 NAME = "decode_gemv"
 SOURCE = "samples/decode_gemv/decode_gemv.cnet"
@@ -45,14 +45,6 @@ def configs(world: int, quick: bool) -> list[dict]:
              "weight_bytes": 2 * (4 * H // world) * H * 2,  # weights read per rank and step
              "flops": 2 * 2 * (4 * H // world) * H}
             for H in ((4096,) if quick else HS) if (4 * H) % world == 0]
-
-
-def check_storage(prog, sizes: dict, tensors: dict):
-    for name, t in tensors.items():
-        want = tuple(int(v) for v in prog.local_shape(name, sizes))
-        if want != tuple(t.shape):
-            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
-                             f"the workload allocated {list(t.shape)}")
 
 
 def rows(cfg: dict, ctx, mode: str):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, scalar_values
+from workloads import Row, check_storage, scalar_values
 
 NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
@@ -91,15 +91,6 @@ def tolerance(dtype: str, magnitude: float) -> tuple[float, float]:
     """(rtol, atol): rtol by dtype; atol 16 units of rounding at `magnitude`, the typical size
     of the values summed into the output (sqrt(K)*|x||w| of the GEMM, bias, residual)."""
     return RTOL[dtype], 16.0 * EPS[dtype] * magnitude
-
-
-def check_storage(prog, sizes: dict, tensors: dict):
-    """This rank's storage as the generated program sees it must be what the row allocated."""
-    for name, t in tensors.items():
-        want = tuple(int(v) for v in prog.local_shape(name, sizes))
-        if want != tuple(t.shape):
-            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
-                             f"the workload allocated {list(t.shape)}")
 
 
 def torch_version(torch) -> tuple[int, int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row
+from workloads import Row, check_storage
 
 NAME = "moe_gemm"
 SOURCE = "samples/moe_gemm/moe_gemm.cnet"
@@ -41,14 +41,6 @@ def configs(world: int, quick: bool) -> list[dict]:
              "x": C, "x_label": "expert capacity C",
              "bytes": world * X * C * H * 2,                  # each all-to-all's payload per rank
              "flops": 2 * 2 * world * X * C * H * FF}]        # the expert GEMMs, per rank
-
-
-def check_storage(prog, sizes: dict, tensors: dict):
-    for name, t in tensors.items():
-        want = tuple(int(v) for v in prog.local_shape(name, sizes))
-        if want != tuple(t.shape):
-            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
-                             f"the workload allocated {list(t.shape)}")
 
 
 def rows(cfg: dict, ctx, mode: str):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, scalar_values
+from workloads import Row, check_storage, scalar_values
 
 NAME = "pipeline"
 SOURCE = "samples/pipeline/pipeline.cnet"
@@ -58,14 +58,6 @@ def configs(world: int, quick: bool) -> list[dict]:
              "bytes": TOKENS * H * 2,                 # all-reduced and sent, per rank
              "flops": 2 * TOKENS * (H // s) * H}
             for H in ((4096,) if quick else HS) if H % s == 0]
-
-
-def check_storage(prog, sizes: dict, tensors: dict):
-    for name, t in tensors.items():
-        want = tuple(int(v) for v in prog.local_shape(name, sizes))
-        if want != tuple(t.shape):
-            raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
-                             f"the workload allocated {list(t.shape)}")
 
 
 # One process group per stage, made once per process: every rank makes all of them in the same
