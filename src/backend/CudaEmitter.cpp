@@ -1128,6 +1128,19 @@ private:
     }
   }
 
+  // Stream order of an overlap: comm2_ starts after what stream_ did before; chunk k's producer
+  // work on stream_ hands over to comm2_; stream_ goes on after all of comm2_'s work.
+  static std::string forkComm(const std::string& name) {
+    return "    CHECK(cudaEventRecord(ovStart_, stream_), " + name + ");\n    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " + name + ");\n";
+  }
+  static std::string handOff(const std::string& name) {
+    return "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " + name + ");\n      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " +
+           name + ");\n";
+  }
+  static std::string joinComm(const std::string& name) {
+    return "    CHECK(cudaEventRecord(ovDone_, comm2_), " + name + ");\n    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " + name + ");\n";
+  }
+
   // ---- A fused reduce_scatter + all_gather with nothing between them is an allreduce: one
   // NCCL call (its algorithm NCCL's) instead of two.
   std::map<int, int> arPair_;  // all_gather -> its reduce_scatter
@@ -1243,14 +1256,12 @@ private:
     emitBagSizes(ch.bag);
     b << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ", B0 = " << shapeVar(ch.bag) << "[0];\n"
       << "    const long long per = " << countVar(ch.bag) << " / B0, Bc = B0 / (G * C);  // elements per row of dimension 0; rows per piece\n"
-      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << forkComm(name)
       << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << "      k_" << ch.bag << "_" << ident(rs.name) << "_bag<<<coconet_rt::gridFor(G * Bc * per), 256, 0, stream_>>>"
       << bagArgs(ch.bag, "c * Bc * per, Bc * per, (B0 / G) * per, G * Bc * per") << ";\n"
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
-      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
-      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << handOff(name)
       << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
       << "      for (long long j = 0; j < G; ++j) {\n"
       << "        const long long at = (j * (B0 / G) + c * Bc) * per;\n"
@@ -1259,8 +1270,7 @@ private:
       << "        CHECK(ncclRecv(" << var(ch.a2a) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
       << ", comm2_), \"" << x.name << "\");\n      }\n"
       << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
-      << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+      << "    }\n" << joinComm(name) << "  }\n";
   }
 
   // Can a matmul be chunked along dimension d for an all_to_all of its product? The rows of the
@@ -1310,8 +1320,7 @@ private:
       << "    const size_t bytes = static_cast<size_t>(O * Rc * N) * sizeof(" << T << ");\n"
       << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n"
       << "      gath_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n    }\n"
-      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << forkComm(name)
       << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
       << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << "      // rows [c Rc, (c+1) Rc) of every outer index, written in place in the product\n"
@@ -1321,8 +1330,7 @@ private:
       << ", static_cast<int>(K), R * K, &beta, " << var(ch.producer) << " + (q * batch * R + c * Rc) * N, " << ty
       << ", static_cast<int>(N), R * N, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
       << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
-      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
-      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << handOff(name)
       << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
       << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
       << "      " << XT << "* rcv = static_cast<" << XT << "*>(gath_[k].ptr);\n"
@@ -1339,8 +1347,7 @@ private:
       << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
       << "      CHECK(cudaMemcpy2DAsync(" << var(ch.a2a) << " + c * Rc * N, pitch, rcv, row, row, static_cast<size_t>(O), "
       << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
-      << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+      << "    }\n" << joinComm(name) << "  }\n";
   }
 
   // A matmul pipelined with the allreduce of its product (and element-wise members after it):
@@ -1350,7 +1357,7 @@ private:
     const Stage& ps = p_.stages[ch.producer];
     const Stage& ar = p_.stages[ch.ar];
     int a = ps.operands[0], w = ps.operands[1];
-    std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
+    std::string ty = cudaDataType(ps.type.dtype);
     std::string name = "\"" + ps.name + "\"";
     bool f64 = ps.type.dtype == DType::F64;
     bool gemv = ps.kind == StageKind::Gemv;
@@ -1362,16 +1369,14 @@ private:
       << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = "
       << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
       << "    const long long rg = M / C;  // rows per chunk\n"
-      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << forkComm(name)
       << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
       << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << "      CHECK(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), static_cast<int>(K), &alpha, "
       << var(w) << ", " << ty << ", static_cast<int>(N), " << var(a) << " + c * rg * K, " << ty << ", static_cast<int>(K), &beta, "
       << var(ch.producer) << " + c * rg * N, " << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
       << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
-      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
-      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << handOff(name)
       << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
       << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world())
       << ", comm2_), \"" << ar.name << "\");\n";
@@ -1380,8 +1385,7 @@ private:
       emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
       b << "      }\n";
     }
-    b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+    b << "    }\n" << joinComm(name) << "  }\n";
   }
 
   void emitChunked(const Chunked& ch) {
@@ -1407,8 +1411,7 @@ private:
       << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
       << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
       << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
-      << "    CHECK(cudaEventRecord(ovStart_, stream_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " << name << ");\n"
+      << forkComm(name)
       << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
       << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << "      " << T << "* st = static_cast<" << T << "*>(stage_[k].ptr);\n"
@@ -1418,8 +1421,7 @@ private:
       << "static_cast<int>(K), &alpha, " << var(w) << ", " << ty << ", static_cast<int>(N), 0, " << var(a) << " + c * rg * K, " << ty
       << ", static_cast<int>(K), (M / P) * K, &beta, st, " << ty << ", static_cast<int>(N), rg * N, static_cast<int>(P), "
       << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
-      << "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " << name << ");\n"
-      << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " << name << ");\n"
+      << handOff(name)
       << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
       << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
       << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
@@ -1439,8 +1441,7 @@ private:
         << "), gath_[k].ptr, static_cast<size_t>(rg * N) * sizeof(" << AT << "), static_cast<size_t>(rg * N) * sizeof(" << AT
         << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
     }
-    b << "    }\n    CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-      << "    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n  }\n";
+    b << "    }\n" << joinComm(name) << "  }\n";
   }
 
   // ---- Results written where the caller wants them ----
