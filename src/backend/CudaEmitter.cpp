@@ -837,6 +837,61 @@ private:
     return Access::Modulo;  // output dims < R - r vary slowest; a slice of dim 0 keeps whole rows
   }
 
+  // The kernel parameters (and host arguments) for the program parameters and group
+  // coordinates that a run's expressions use.
+  void runParams(const std::vector<int>& run, std::vector<std::string>& params, std::vector<std::string>& hostArgs) const {
+    std::set<std::string> prms;
+    for (int id : run) {
+      const Stage& s = p_.stages[id];
+      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+        const ENode& n = s.expr.nodes[i];
+        if (n.op == EOp::Param && prms.insert(n.name).second) {
+          params.push_back("double prm_" + ident(n.name));
+          bool isSize = false;
+          for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
+          hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
+        }
+        if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
+          params.push_back("long long gv" + std::to_string(id) + "_" + std::to_string(i));
+          hostArgs.push_back(g(n.group, n.op == EOp::Rank ? "pos" : n.op == EOp::GroupIndex ? "inst" : "size"));
+        }
+      }
+    }
+  }
+
+  // The statements computing every member of a run for one element: operand(k) reads external
+  // operand k (an index into extIndex's order), store(id) writes member id; members see each
+  // other's values rounded to their dtypes (r<id>), and the stores come after all members.
+  std::string runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
+                         const std::string& ind, const std::function<std::string(int)>& operand,
+                         const std::function<std::string(int)>& store) {
+    std::set<int> inRun(run.begin(), run.end());
+    std::ostringstream m;
+    for (int id : run) {
+      const Stage& s = p_.stages[id];
+      std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
+      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
+        const ENode& n = s.expr.nodes[i];
+        std::vector<std::string> args;
+        for (int a : n.args) args.push_back(pre + std::to_string(a));
+        std::string opnd;
+        if (n.op == EOp::Operand) {
+          int o = s.operands[n.index];
+          opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex.at(o));
+        }
+        m << ind << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
+      }
+      std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
+      std::string T = storageType(s.type.dtype);
+      std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
+                                                        : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
+      m << ind << "const " << T << " s" << id << " = " << stored << ";\n"
+        << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n" << ind << "(void)r" << id << ";\n";
+    }
+    for (int id : written) m << ind << store(id) << "\n";
+    return m.str();
+  }
+
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "") {
     int ref = run.front();
@@ -889,23 +944,7 @@ private:
       hostArgs.push_back(fast ? (acc[k] == Access::Modulo ? countVar(ext[k]) : "m" + std::to_string(k) + ".base")
                               : "m" + std::to_string(k));
     }
-    std::set<std::string> prms;
-    for (int id : run) {
-      const Stage& s = p_.stages[id];
-      for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
-        const ENode& n = s.expr.nodes[i];
-        if (n.op == EOp::Param && prms.insert(n.name).second) {
-          params.push_back("double prm_" + ident(n.name));
-          bool isSize = false;
-          for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
-          hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
-        }
-        if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
-          params.push_back("long long gv" + std::to_string(id) + "_" + std::to_string(i));
-          hostArgs.push_back(g(n.group, n.op == EOp::Rank ? "pos" : n.op == EOp::GroupIndex ? "inst" : "size"));
-        }
-      }
-    }
+    runParams(run, params, hostArgs);
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
     if (fast) {
@@ -921,30 +960,7 @@ private:
     // The members of one element: operand(k) reads external operand k, store(id) writes member id.
     auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand,
                        const std::function<std::string(int)>& store) {
-      std::ostringstream m;
-      for (int id : run) {
-        const Stage& s = p_.stages[id];
-        std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
-        for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
-          const ENode& n = s.expr.nodes[i];
-          std::vector<std::string> args;
-          for (int a : n.args) args.push_back(pre + std::to_string(a));
-          std::string opnd;
-          if (n.op == EOp::Operand) {
-            int o = s.operands[n.index];
-            opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex[o]);
-          }
-          m << ind << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
-        }
-        std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
-        std::string T = storageType(s.type.dtype);
-        std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
-                                                          : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
-        m << ind << "const " << T << " s" << id << " = " << stored << ";\n"
-          << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n" << ind << "(void)r" << id << ";\n";
-      }
-      for (int id : written) m << ind << store(id) << "\n";
-      return m.str();
+      return runMembers(run, extIndex, written, ind, operand, store);
     };
     if (!fast) {
       kernels_ << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
