@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles every sample (with its schedule) and every GPU test program to CUDA and builds the
 # output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
-# and NCCL. Exits 77 (skipped) where nvcc is absent.
-# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet...]
+# and NCCL. The samples whose fused groups can run over NCCL's device API are built a second time
+# with --device-collectives (NAME@dev). Exits 77 (skipped) where nvcc is absent.
+# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@dev]...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/cuda-samples}"
@@ -10,13 +11,18 @@ shift || true
 nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
 programs=("$@")
-[ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet)
+[ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
+                                       "$root"/samples/adam/adam.cnet@dev "$root"/samples/sgd/sgd.cnet@dev)
 fails=0
-for prog in "${programs[@]}"; do
+for item in "${programs[@]}"; do
+  prog=${item%@dev}
+  flags=()
+  [ "$prog" = "$item" ] || flags=(--device-collectives)
   n=$(basename "$prog" .cnet)
-  dir="$out/$n"
+  dir="$out/$(basename "$item" .cnet)"
+  [ "$prog" = "$item" ] || dir="$out/$n@dev"
   rm -rf "$dir"
-  "$root/build/coconetc" compile "$prog" -o "$dir" >/dev/null
+  "$root/build/coconetc" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null
   start=$(date +%s)
   if cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
      cmake --build "$dir/build" -j "${JOBS:-2}" >"$dir/build.log" 2>&1; then

@@ -19,6 +19,11 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" verify "$prog" --ranks 1,2,4 --seed 7 --dump "$b/dumps/$n" > "$b/dumps/$n.verify.txt"
 done
 
+# The fused collective groups over NCCL's device API (--device-collectives): gen/PROG@dev, run
+# with PROG's vectors.
+for n in adam sgd; do
+  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --device-collectives -o "$b/gen/$n@dev" >/dev/null
+done
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"

@@ -124,6 +124,7 @@ public:
     planRuns();
     planOverlaps();
     planDirect();
+    planDeviceGroups();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     std::string header = headerText(), source = sourceText(), driver = driverText();
@@ -236,6 +237,9 @@ private:
       if (p_.stages[i].kind == StageKind::Reduce)
         h << "  coconet_rt::Buffer red" << i << "_;  // partial results of " << p_.stages[i].name << "\n";
     h << "  coconet_rt::Buffer gatherTmp_;\n";
+    if (!devGroups_.empty())
+      h << "  // Fused collective groups over NCCL's device API: device communicator and windows.\n"
+        << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n";
     if (!chunked_.empty())
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
         << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
@@ -255,11 +259,17 @@ private:
       for (std::string line; std::getline(in, line);) s << "//   " << line << "\n";
     }
     s << "#include \"" << cls_ << ".h\"\n\n#include <chrono>\n#include <cstring>\n#include <string>\n#include <thread>\n\n";
+    if (!devGroups_.empty()) s << "#include <nccl_device.h>\n\n";
     emitBody();
     s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n" << kernels_.str()
       << "}  // namespace\n\nnamespace coconet_gen {\n\n";
     const char* P = "\"";
     s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
+    if (!devGroups_.empty())
+      s << "// The device communicator (created at the first run: it is a collective call) and one pair of\n"
+        << "// symmetric windows per fused group: the reduce-scatter's input, and the all-gather's slice.\n"
+        << "struct " << cls_ << "::Dev_ {\n  ncclDevComm comm{};\n  bool created = false, usable = false;\n"
+        << "  coconet_rt::Window in[" << devGroups_.size() << "], out[" << devGroups_.size() << "];\n};\n\n";
     s << cls_ << "::" << cls_ << "(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {\n"
       << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"
       << "  CHECK(cublasCreate(&blas_), \"setup\");\n  CHECK(cublasSetStream(blas_, stream_), \"setup\");\n"
@@ -269,8 +279,13 @@ private:
           "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
           "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
           "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
+      << (devGroups_.empty() ? "" : "  dev_ = new Dev_;\n")
       << "}\n\n";
-    s << cls_ << "::~" << cls_ << "() {\n  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
+    s << cls_ << "::~" << cls_ << "() {\n"
+      << (devGroups_.empty() ? "" :
+          "  if (dev_) {\n    for (auto& w : dev_->in) w.release(comm_);\n    for (auto& w : dev_->out) w.release(comm_);\n"
+          "    if (dev_->created) ncclDevCommDestroy(comm_, &dev_->comm);\n    delete dev_;\n  }\n")
+      << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
       << (chunked_.empty() ? "" :
           "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
           "  if (comm2_) cudaStreamDestroy(comm2_);\n")
@@ -490,7 +505,8 @@ private:
           << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
       } else if (s.kind == StageKind::State) {
         b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state
-          << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
+          << "' is not given\");\n  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state)
+          << ");\n";
       } else if (auto bag = bagOf_.find(id); bag != bagOf_.end()) {
         b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[bag->second].name << "', never stored\n";
       } else if (unstored_.count(id)) {
@@ -507,6 +523,14 @@ private:
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
       if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
+      if (auto dg = devGroups_.find(static_cast<int>(i)); dg != devGroups_.end()) {
+        emitDeviceGroup(dg->second);
+        continue;
+      }
+      if (devMembers_.count(static_cast<int>(i))) {
+        b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
+        continue;
+      }
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
         emitChunked(ch->second);
         continue;
@@ -1142,6 +1166,263 @@ private:
       chunked_[prod] = ch;
       for (int m : members) overlapped_.insert(m);
     }
+  }
+
+  // ---- Fused collective groups over NCCL's device API (--device-collectives) ----
+  // A fused group reduce_scatter -> element-wise members -> all_gather becomes one kernel of
+  // kDevBlocks blocks: (1) each rank sums its slice from every peer's window (peer loads over
+  // NVLink, rank order, f32, as the interpreter does), computes the members on it, writes what
+  // leaves the group and the all-gather's slice into its own window; (2) an LSA barrier per
+  // block index; (3) each rank pulls every peer's slice into the all-gather's output. Block b
+  // touches the same elements in (1) and (3) on every rank, so barriers per block index suffice;
+  // a barrier at entry keeps a rank from overwriting its windows while a peer still reads them.
+  // The reduce-scatter's input is copied into a window first. Where the ranks are not all
+  // load/store reachable (several nodes), the NCCL calls run instead.
+  struct DevGroup {
+    int index = 0, rs = -1, ag = -1;
+    std::vector<int> run, ext, written;
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;
+    std::string name;
+  };
+  static constexpr int kDevBlocks = 128, kDevThreads = 512;
+  std::map<int, DevGroup> devGroups_;  // by the reduce_scatter
+  std::set<int> devMembers_;           // members other than the reduce_scatter
+
+  void planDeviceGroups() {
+    if (!o_.deviceCollectives) return;
+    for (auto& f : p_.fused) {
+      std::vector<int> m;
+      for (auto& n : f.members) m.push_back(p_.find(n));
+      std::sort(m.begin(), m.end());
+      if (m.size() < 3 || m.front() < 0) continue;
+      bool ok = true;
+      for (size_t k = 1; k < m.size(); ++k) ok = ok && m[k] == m[k - 1] + 1;
+      const Stage& rs = p_.stages[m.front()];
+      const Stage& ag = p_.stages[m.back()];
+      auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
+      ok = ok && rs.kind == StageKind::ReduceScatter && rs.op == ReduceOp::Sum && ag.kind == StageKind::AllGather &&
+           (rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) &&
+           worldLevel(rs.type) && worldLevel(ag.type) && rs.type.layout.kind == Layout::Sliced && rs.type.layout.dim == 0 &&
+           p_.stages[ag.operands[0]].type.layout.dim == 0;
+      DevGroup dg;
+      dg.rs = m.front();
+      dg.ag = m.back();
+      dg.name = f.name;
+      for (size_t k = 1; ok && k + 1 < m.size(); ++k) {
+        const Stage& c = p_.stages[m[k]];
+        ok = c.kind == StageKind::Compute && c.type.shape == rs.type.shape && c.type.layout == rs.type.layout &&
+             c.type.group == rs.type.group;
+        dg.run.push_back(m[k]);
+      }
+      if (!ok || std::find(dg.run.begin(), dg.run.end(), ag.operands[0]) == dg.run.end()) continue;
+      std::set<int> members(m.begin(), m.end());
+      if (isUsed(p_, dg.rs, members)) continue;  // the reduced slice is needed outside: keep NCCL
+      bool taken = false;
+      for (int id : m) taken = taken || overlapped_.count(id) || chunked_.count(id) || arPair_.count(id);
+      if (taken) continue;
+      std::set<int> inRun(dg.run.begin(), dg.run.end());
+      for (int id : dg.run)
+        for (int o : p_.stages[id].operands)
+          if (!inRun.count(o) && !dg.extIndex.count(o)) {
+            dg.extIndex[o] = static_cast<int>(dg.ext.size());
+            dg.ext.push_back(o);
+          }
+      for (int o : dg.ext) {
+        dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, rs));
+        ok = ok && dg.acc.back() != Access::Mapped;
+      }
+      if (!ok) continue;
+      std::set<int> inside = inRun;  // the all-gather reads its slice from the window instead
+      inside.insert(dg.ag);
+      for (int id : dg.run)
+        if (neededOutside(id, inside)) dg.written.push_back(id);
+      dg.index = static_cast<int>(devGroups_.size());
+      devGroups_[dg.rs] = dg;
+      for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
+    }
+  }
+
+  void emitDeviceGroup(const DevGroup& dg) {
+    auto& b = body_;
+    const Stage& rs = p_.stages[dg.rs];
+    const Stage& ag = p_.stages[dg.ag];
+    int x = rs.operands[0], src = ag.operands[0];
+    std::string XT = storageType(p_.stages[x].type.dtype), RT = storageType(rs.type.dtype);
+    std::string ST = storageType(p_.stages[src].type.dtype);
+    std::string kname = "k_" + std::to_string(dg.rs) + "_" + ident(dg.name) + "_device";
+    std::string name = "\"" + dg.name + "\"";
+    int minBytes = std::min({dtypeBytes(p_.stages[x].type.dtype), dtypeBytes(rs.type.dtype), dtypeBytes(p_.stages[src].type.dtype)});
+    for (size_t k = 0; k < dg.ext.size(); ++k)
+      if (dg.acc[k] != Access::Scalar && dg.ext[k] != dg.rs) minBytes = std::min(minBytes, dtypeBytes(p_.stages[dg.ext[k]].type.dtype));
+    for (int id : dg.written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
+    const int V = std::min(8, 16 / minBytes);
+    auto isAliasedOut = [&](int id) {
+      for (auto& st : p_.states)
+        if (st.exit == id && aliased_.count(st.entry)) return true;
+      return false;
+    };
+    // Kernel parameters.
+    std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t winIn", "ncclWindow_t winOut"}, hostArgs{
+        "dev_->comm", "dev_->in[" + std::to_string(dg.index) + "].win", "dev_->out[" + std::to_string(dg.index) + "].win"};
+    for (int id : dg.written) {
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
+                       std::to_string(id));
+      hostArgs.push_back(var(id));
+    }
+    std::vector<int> others;  // external operands other than the reduced slice, in ext order
+    for (size_t k = 0; k < dg.ext.size(); ++k) {
+      if (dg.ext[k] == dg.rs) continue;
+      others.push_back(static_cast<int>(k));
+      params.push_back("const " + std::string(storageType(p_.stages[dg.ext[k]].type.dtype)) +
+                       (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+      hostArgs.push_back(var(dg.ext[k]));
+      params.push_back("long long b" + std::to_string(k));
+      hostArgs.push_back(dg.acc[k] == Access::Modulo ? countVar(dg.ext[k]) : "m" + std::to_string(k) + ".base");
+    }
+    params.push_back(ST + "* __restrict__ gathered");
+    hostArgs.push_back(var(dg.ag));
+    params.push_back("OutputMap om");
+    hostArgs.push_back("om");
+    params.push_back("long long nSlice");
+    hostArgs.push_back(countVar(dg.rs));
+    runParams(dg.run, params, hostArgs);
+    params.push_back("unsigned long long seed");
+    hostArgs.push_back("seed");
+    params.push_back("int vec");
+    hostArgs.push_back("vec");
+    auto index = [&](size_t k, const std::string& i) {
+      std::string kk = std::to_string(k);
+      return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? i + " % b" + kk : "b" + kk;
+    };
+    int rsk = dg.extIndex.at(dg.rs);
+    // The kernel.
+    auto& K = kernels_;
+    K << "// fused group '" << dg.name << "': " << rs.name << " (reduce_scatter)";
+    for (int id : dg.run) K << ", " << p_.stages[id].name;
+    K << ", " << ag.name << " (all_gather) as one kernel over NCCL's device API:\n"
+      << "// sum this rank's slice from every peer's window, compute the members, publish the all-gather's\n"
+      << "// slice in this rank's window; barrier (per block index); pull every peer's slice.\n";
+    for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
+    K << "__global__ void __launch_bounds__(" << kDevThreads << ") " << kname << "(";
+    for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+    K << ") {\n  (void)seed;\n"
+      << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // peers filled their windows; none still reads ours\n"
+      << "  const int P = dc.lsaSize, me = dc.lsaRank;\n"
+      << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(winOut, 0));\n"
+      << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
+      << "  constexpr int V = " << V << ";\n"
+      << "  const long long nv = vec ? nSlice / V : 0;\n"
+      << "  for (long long jv = tid; jv < nv; jv += nth) {\n    const long long i0 = jv * V;\n"
+      << "    float sum[V];\n    for (int e = 0; e < V; ++e) sum[e] = 0.0f;\n"
+      << "    for (int p = 0; p < P; ++p) {  // rank order, as the reference sums\n"
+      << "      coconet_rt::Vec<" << XT << ", V> x;\n"
+      << "      coconet_rt::load_vec_rw(x, static_cast<const " << XT << "*>(ncclGetLsaPointer(winIn, static_cast<size_t>(me * nSlice + i0) * sizeof("
+      << XT << "), p)));\n"
+      << "#pragma unroll\n      for (int e = 0; e < V; ++e) sum[e] = __fadd_rn(sum[e], coconet_rt::to_f(x.v[e]));\n    }\n";
+    for (int k : others) {
+      std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
+      if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+      else
+        K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (aliased_.count(dg.ext[k]) ? "_rw" : "")
+          << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
+    }
+    for (int id : dg.written) K << "    coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
+    bool srcWritten = std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
+    if (!srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
+    K << "#pragma unroll\n    for (int e = 0; e < V; ++e) {\n      const long long i = i0 + e;\n"
+      << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n      (void)key;\n"
+      << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
+    std::vector<int> writtenVec = dg.written;
+    if (!srcWritten) writtenVec.push_back(src);
+    K << runMembers(dg.run, dg.extIndex, writtenVec, "      ",
+                    [&](int k) {
+                      std::string kk = std::to_string(k);
+                      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+                      return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+                    },
+                    [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
+      << "    }\n";
+    for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
+    K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n  }\n";
+    // Scalar elements (the tail, or everything when not aligned).
+    K << "  for (long long i = nv * V + tid; i < nSlice; i += nth) {\n"
+      << "    float sum = 0.0f;\n    for (int p = 0; p < P; ++p)\n"
+      << "      sum = __fadd_rn(sum, coconet_rt::to_f(static_cast<const " << XT << "*>(ncclGetLsaPointer(winIn, static_cast<size_t>(me * nSlice + i) * sizeof("
+      << XT << "), p))[0]));\n"
+      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
+      << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum));\n";
+    std::vector<int> writtenScalar = dg.written;
+    K << runMembers(dg.run, dg.extIndex, writtenScalar, "    ",
+                    [&](int k) {
+                      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+                      return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
+                    },
+                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
+      << "    mine[i] = s" << src << ";\n  }\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every peer published this block's elements\n"
+      << "  for (long long jv = tid; jv < nv; jv += nth) {\n    const long long i0 = jv * V;\n"
+      << "    for (int p = 0; p < P; ++p) {\n      coconet_rt::Vec<" << ST << ", V> y;\n"
+      << "      coconet_rt::load_vec_rw(y, static_cast<const " << ST << "*>(ncclGetLsaPointer(winOut, static_cast<size_t>(i0) * sizeof(" << ST
+      << "), p)));\n      coconet_rt::store_vec(gathered + p * nSlice + i0, y);\n    }\n  }\n"
+      << "  for (long long i = nv * V + tid; i < nSlice; i += nth)\n    for (int p = 0; p < P; ++p)\n"
+      << "      gathered[p * nSlice + i] = static_cast<const " << ST << "*>(ncclGetLsaPointer(winOut, static_cast<size_t>(i) * sizeof(" << ST
+      << "), p))[0];\n}\n\n";
+    // Host code: the device path, or the NCCL calls.
+    std::string gi = std::to_string(dg.index);
+    b << "\n  // fused group '" << dg.name << "': one kernel over NCCL's device API where every rank is load/store reachable\n"
+      << "  if (" << countVar(dg.rs) << " > 0) {\n"
+      << "    if (!dev_->created) {\n      ncclDevCommRequirements reqs;\n      std::memset(&reqs, 0, sizeof reqs);\n"
+      << "      reqs.lsaBarrierCount = " << kDevBlocks << ";\n"
+      << "      CHECK(ncclDevCommCreate(comm_, &reqs, &dev_->comm), " << name << ");\n      dev_->created = true;\n"
+      << "      dev_->usable = dev_->comm.lsaSize == P_ && dev_->comm.lsaRank == rank_;\n    }\n"
+      << "    if (dev_->usable) {\n"
+      << "      dev_->in[" << gi << "].ensure(comm_, static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT << "), \"" << p_.name << "\", "
+      << name << ");\n"
+      << "      dev_->out[" << gi << "].ensure(comm_, static_cast<size_t>(" << countVar(src) << ") * sizeof(" << ST << "), \"" << p_.name
+      << "\", " << name << ");\n"
+      << "      CHECK(cudaMemcpyAsync(dev_->in[" << gi << "].ptr, " << var(x) << ", static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT
+      << "), cudaMemcpyDeviceToDevice, stream_), " << name << ");\n";
+    // Maps of the other operands, over the reduced slice's type.
+    std::vector<int> otherStages;
+    for (int k : others) otherStages.push_back(dg.ext[k]);
+    std::ostringstream saved;
+    saved << body_.str();
+    body_.str("");
+    body_.clear();
+    emitMaps(dg.rs, dg.ext);
+    std::string maps = body_.str();
+    body_.str("");
+    body_.clear();
+    body_ << saved.str();
+    // (the reduced slice's own map is unused: the kernel computes it)
+    const std::string unusedMap = "OperandMap m" + std::to_string(rsk) + "{};";
+    if (auto at = maps.find(unusedMap); at != std::string::npos) maps.insert(at, "[[maybe_unused]] ");
+    std::istringstream ms(maps);
+    for (std::string line; std::getline(ms, line);) b << "  " << line << "\n";
+    b << "      const bool vec = " << countVar(dg.rs) << " % " << V << " == 0";
+    for (int id : dg.written) b << " &&\n          coconet_rt::aligned16(" << var(id) << ", 0)";
+    b << " &&\n          coconet_rt::aligned16(" << var(dg.ag) << ", 0)";
+    for (int k : others) {
+      if (dg.acc[k] == Access::Linear) b << " &&\n          coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base)";
+      if (dg.acc[k] == Access::Modulo)
+        b << " &&\n          " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
+    }
+    b << ";\n      " << kname << "<<<" << kDevBlocks << ", " << kDevThreads << ", 0, stream_>>>(";
+    for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
+    b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+    // The fallback: the members as the NCCL path emits them.
+    std::vector<int> all{dg.rs};
+    for (int id : dg.run) all.push_back(id);
+    all.push_back(dg.ag);
+    for (int id : all) {
+      if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
+      b << "      {\n";
+      emitStage(id);
+      b << "      }\n";
+    }
+    b << "    }\n  }\n";
   }
 
   // Stream order of an overlap: comm2_ starts after what stream_ did before; chunk k's producer

@@ -35,6 +35,10 @@ struct CompileOptions {
   std::string sourcePath;    // the .cnet file, for the header comment
   std::string schedulePath;  // empty: no schedule
   std::string scheduleText;  // the applied schedule, printed back
+  // Experimental: a fused reduce_scatter -> element-wise -> all_gather group as one kernel over
+  // NCCL's device API (peer loads and stores over NVLink, LSA barriers), with the NCCL-call
+  // path kept as the fallback when the ranks are not all load/store reachable.
+  bool deviceCollectives = false;
 };
 
 // Writes the folder; returns the list of files written. Throws std::runtime_error on I/O errors.

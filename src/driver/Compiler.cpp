@@ -99,6 +99,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         backend::CompileOptions co;
         co.outDir = inv.outDir;
         co.arch = inv.arch;
+        co.deviceCollectives = inv.deviceCollectives;
         co.sourcePath = inv.input;
         co.schedulePath = schedPath;
         co.scheduleText = schedule::printScript(trace);

@@ -27,6 +27,7 @@ struct Invocation {
   // compile
   std::string outDir;
   std::string arch = "sm_90a";
+  bool deviceCollectives = false;  // compile: fused collective groups over NCCL's device API
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

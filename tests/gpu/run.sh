@@ -34,11 +34,12 @@ wait
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
-  exe="$dir/build/${n}_main"
+  p=${n%@*}   # NAME@VARIANT: NAME compiled another way, checked with NAME's vectors
+  exe="$dir/build/${p}_main"
   [ -x "$exe" ] || { echo "$n: not built" >> "$res"; fail=$((fail+1)); continue; }
   for P in 1 2 4; do
     [ "$P" -le "$gpus" ] || continue
-    d="$b/dumps/$n/ranks$P"
+    d="$b/dumps/$p/ranks$P"
     [ -f "$d/manifest.txt" ] || { echo "$n P=$P: no vectors (verify skipped this rank count)" >> "$res"; continue; }
     if timeout 120 "$exe" --spawn "$P" --check "$d" --timeout 60 > "$out/run-$n-$P.log" 2>&1; then
       echo "$n P=$P: ok ($(grep -c ': ok' "$out/run-$n-$P.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$out/run-$n-$P.log" | sort -g -k3 | tail -n 1))" >> "$res"
@@ -70,8 +71,9 @@ if python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
     keep "$n" || continue
-    d="$b/dumps/$n/ranks2"
-    [ -f "$dir/build/libcoconet_$n.so" ] && [ -f "$d/manifest.txt" ] || continue
+    p=${n%@*}
+    d="$b/dumps/$p/ranks2"
+    [ -f "$dir/build/libcoconet_$p.so" ] && [ -f "$d/manifest.txt" ] || continue
     if timeout 300 python3 tests/gpu/capi_check.py "$dir/build" "$d" > "$out/capi-$n.log" 2>&1; then
       echo "capi $n P=2: ok ($(grep -c ': ok' "$out/capi-$n.log") tensor checks)" >> "$res"; pass=$((pass+1))
     else
@@ -86,7 +88,8 @@ for tool in memcheck racecheck; do
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
     keep "$n" || continue
-    exe="$dir/build/${n}_main"; d="$b/dumps/$n/ranks1"
+    p=${n%@*}
+    exe="$dir/build/${p}_main"; d="$b/dumps/$p/ranks1"
     [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
     # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
     timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$exe" --spawn 1 --check "$d" > "$out/sanitizer-$tool-$n.log" 2>&1
@@ -101,6 +104,15 @@ if keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ]; then
     echo "fake-hosts $n P=2: ok" >> "$res"
   else
     echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-$n.log" | sed 's/^/    /' >> "$res"
+  fi
+fi
+# The device-API fused group where the ranks are separate hosts: it must take the NCCL fallback.
+n=adam@dev
+if keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/adam_main" ]; then
+  if timeout 180 "$b/gen/$n/build/adam_main" --spawn 2 --fake-hosts --check "$b/dumps/adam/ranks2" --timeout 120 > "$out/fakehosts-adam-dev.log" 2>&1; then
+    echo "fake-hosts $n P=2: ok" >> "$res"
+  else
+    echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-adam-dev.log" | sed 's/^/    /' >> "$res"
   fi
 fi
 tar czf "${OUT:-.}/gpu-logs.tgz" -C "$out" . 2>/dev/null
