@@ -15,12 +15,15 @@
 //
 // Lowering: collectives, all_to_all and sends are NCCL calls on the program's stream; matmuls
 // and gemvs are cuBLAS GEMMs with f32 accumulation; every compute stage is a generated
-// grid-stride kernel with exact index maps for broadcasting and slices; reductions and
-// row-wise normalizations are one block per output; a fused group's element-wise members are
-// one kernel. Every CUDA, NCCL and cuBLAS call is checked and a failure names the stage.
-// An overlap of a matmul with a reduce_scatter -> element-wise -> all_gather chain is chunked
-// over two streams; other overlaps run unchunked. Single-kernel collectives (NCCL's device
-// API) are the next step.
+// grid-stride kernel with exact index maps for broadcasting and slices (16-byte vector accesses
+// where every map is linear); reductions pick a thread-, block- or split-per-output kernel at
+// run time; a reduction over an embedding's lookups gathers inside the reduction; a fused
+// group's element-wise members are one kernel. Outputs and updated states are written where the
+// caller keeps them. Overlaps run chunked on a second stream (matmul -> reduce_scatter chains,
+// matmul/gemv -> allreduce chains, matmul -> all_to_all, embedding bag -> all_to_all). With
+// deviceCollectives a fused reduce_scatter -> element-wise -> all_gather group is one kernel over
+// NCCL's device API. Every CUDA, NCCL and cuBLAS call is checked and a failure names the stage.
+// NAME.cu also exports a C interface (libcoconet_NAME.so) for callers without C++.
 #pragma once
 
 #include <string>
