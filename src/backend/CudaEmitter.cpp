@@ -2071,6 +2071,7 @@ private:
     m["schedule"] = o_.schedulePath;
     m["schedule_applied"] = o_.scheduleText;
     m["arch"] = o_.arch;
+    m["flags"] = {{"arch", o_.arch}, {"device_collectives", o_.deviceCollectives}};
     m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
     m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
     m["c_interface"] = nlohmann::json::parse(interfaceJson());

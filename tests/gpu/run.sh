@@ -24,6 +24,16 @@ pass=0; fail=0
 # GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs.
 only="${GPU_TESTS_ONLY:-}"
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+# check_run LABEL EXE P DUMPDIR: one driver run on P GPUs against verify vectors, counted and reported.
+check_run() {
+  local log="$out/run-$1-$3.log"
+  if timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
+    echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" >> "$res"
+    pass=$((pass+1))
+  else
+    echo "$1 P=$3: FAILED (exit $?)" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+  fi
+}
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
@@ -41,12 +51,7 @@ for dir in "$b"/gen/*/; do
     [ "$P" -le "$gpus" ] || continue
     d="$b/dumps/$p/ranks$P"
     [ -f "$d/manifest.txt" ] || { echo "$n P=$P: no vectors (verify skipped this rank count)" >> "$res"; continue; }
-    if timeout 120 "$exe" --spawn "$P" --check "$d" --timeout 60 > "$out/run-$n-$P.log" 2>&1; then
-      echo "$n P=$P: ok ($(grep -c ': ok' "$out/run-$n-$P.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$out/run-$n-$P.log" | sort -g -k3 | tail -n 1))" >> "$res"
-      pass=$((pass+1))
-    else
-      echo "$n P=$P: FAILED (exit $?)" >> "$res"; tail -n 5 "$out/run-$n-$P.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
-    fi
+    check_run "$n" "$exe" "$P" "$d"
   done
 done
 # Variants (tools/gpu-bundle.sh): other sizes of a program, run with its build.
@@ -58,12 +63,7 @@ for d0 in "$b"/dumps/*@*/; do
   [ -x "$exe" ] || continue
   for P in 1 2 4; do
     [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
-    if timeout 120 "$exe" --spawn "$P" --check "$d0/ranks$P" --timeout 60 > "$out/run-$v-$P.log" 2>&1; then
-      echo "$v P=$P: ok ($(grep -c ': ok' "$out/run-$v-$P.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$out/run-$v-$P.log" | sort -g -k3 | tail -n 1))" >> "$res"
-      pass=$((pass+1))
-    else
-      echo "$v P=$P: FAILED (exit $?)" >> "$res"; tail -n 5 "$out/run-$v-$P.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
-    fi
+    check_run "$v" "$exe" "$P" "$d0/ranks$P"
   done
 done
 # The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.

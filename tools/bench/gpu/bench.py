@@ -318,17 +318,24 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             rec["rows"].append(rows[name])
         return rows[name]
 
+    def row_factories(mode):
+        """The workload's rows for `mode`, or None (recorded) when any rank failed to make them."""
+        status, msgs = 0, []
+        try:
+            factories = list(module.rows(cfg, ctx, mode))
+        except Exception:
+            status, msgs = 2, [traceback.format_exc(limit=4)]
+            factories = []
+        status, msgs = ctx.agree(status, msgs[0] if msgs else "", collectives=False)
+        if status:
+            rec["error"] = f"rows({mode}) failed: {msgs}"
+            save()
+            return None
+        return factories
+
     # ---- check mode
-    status, msgs = 0, []
-    try:
-        factories = list(module.rows(cfg, ctx, "check"))
-    except Exception:
-        status, msgs = 2, [traceback.format_exc(limit=4)]
-        factories = []
-    status, msgs = ctx.agree(status, msgs[0] if msgs else "", collectives=False)
-    if status:
-        rec["error"] = f"rows(check) failed: {msgs}"
-        save()
+    factories = row_factories("check")
+    if factories is None:
         return
     reference = None
     for name, factory in factories:
@@ -375,16 +382,8 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         save()
 
     # ---- time mode
-    status, msgs = 0, []
-    try:
-        factories = list(module.rows(cfg, ctx, "time"))
-    except Exception:
-        status, msgs = 2, [traceback.format_exc(limit=4)]
-        factories = []
-    status, msgs = ctx.agree(status, msgs[0] if msgs else "", collectives=False)
-    if status:
-        rec["error"] = f"rows(time) failed: {msgs}"
-        save()
+    factories = row_factories("time")
+    if factories is None:
         return
     for name, factory in factories:
         rr = rowrec(name)

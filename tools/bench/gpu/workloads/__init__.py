@@ -118,3 +118,14 @@ def check_storage(prog, sizes: dict, tensors: dict):
         if want != tuple(t.shape):
             raise ValueError(f"tensor '{name}': the program stores {list(want)} on this rank, "
                              f"the workload allocated {list(t.shape)}")
+
+
+def program_row(ctx, key: str, sizes: dict, scalars: dict, tensors: dict, out: str, tol, note: str,
+                seed: int = 0) -> Row:
+    """The row of a generated program: `tensors` is this rank's storage of every tensor (its
+    output `out` allocated), checked against the program's shapes, bound once."""
+    prog = ctx.coconet(key)
+    check_storage(prog, sizes, tensors)
+    step = prog.bind(sizes, scalars, tensors, seed)
+    return Row(step=step, outputs=lambda: {out: tensors[out]}, finish=prog.finish, tol=tol,
+               note=f"program {key}: {note}")

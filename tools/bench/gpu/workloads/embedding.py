@@ -19,7 +19,7 @@ rows, D = 128, f32. The table ~ N(0, 1); indices uniform in [0, R), drawn per ra
 """
 from __future__ import annotations
 
-from workloads import Row, check_storage
+from workloads import Row, program_row
 
 NAME = "dlrm_embedding"
 SOURCE = "samples/dlrm_embedding/dlrm_embedding.cnet"
@@ -92,13 +92,9 @@ def rows(cfg: dict, ctx, mode: str):
 
     def coconetc(key: str, note: str):
         def make() -> Row:
-            prog = ctx.coconet(key)
             t = inputs()
             t["out"] = torch.empty((B, T, D), dtype=torch.float32, device=ctx.device)
-            check_storage(prog, sizes, t)
-            step = prog.bind(sizes, {}, t, 0)
-            return Row(step=step, outputs=lambda: {"out": t["out"]}, finish=prog.finish,
-                       tol=tol, note=f"program {key}: {note}")
+            return program_row(ctx, key, sizes, {}, t, "out", tol, note)
         return make
 
     return [

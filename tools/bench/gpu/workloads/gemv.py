@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, check_storage
+from workloads import Row, program_row
 
 NAME = "decode_gemv"
 SOURCE = "samples/decode_gemv/decode_gemv.cnet"
@@ -101,13 +101,9 @@ def rows(cfg: dict, ctx, mode: str):
 
     def coconetc(key: str, note: str):
         def make() -> Row:
-            prog = ctx.coconet(key)
             t = inputs()
             t["out"] = torch.empty((H,), dtype=dt, device=ctx.device)
-            check_storage(prog, sizes, t)
-            step = prog.bind(sizes, {}, t, 0)
-            return Row(step=step, outputs=lambda: {"out": t["out"]}, finish=prog.finish,
-                       tol=tol, note=f"program {key}: {note}")
+            return program_row(ctx, key, sizes, {}, t, "out", tol, note)
         return make
 
     return [

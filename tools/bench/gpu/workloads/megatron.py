@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, check_storage, scalar_values
+from workloads import Row, program_row, scalar_values
 
 NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
@@ -183,13 +183,10 @@ def rows(cfg: dict, ctx, mode: str):
 
     def coconetc(key: str, note: str):
         def make() -> Row:
-            prog = ctx.coconet(key)
             t = inputs()
             t["out"] = torch.empty((B, S, H), dtype=dt, device=ctx.device)
-            check_storage(prog, sizes, t)
-            step = prog.bind(sizes, scalar_values(SOURCE, p=p, seed=SEED), t, SEED)
-            return Row(step=step, outputs=lambda: {"out": t["out"]}, finish=prog.finish,
-                       tol=tol, note=f"program {key}: {note}")
+            scalars = scalar_values(SOURCE, p=p, seed=SEED)
+            return program_row(ctx, key, sizes, scalars, t, "out", tol, note, SEED)
         return make
 
     sched, unsched, ar = KEYS[dtn]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, check_storage
+from workloads import Row, program_row
 
 NAME = "moe_gemm"
 SOURCE = "samples/moe_gemm/moe_gemm.cnet"
@@ -80,13 +80,9 @@ def rows(cfg: dict, ctx, mode: str):
 
     def coconetc(key: str, note: str):
         def make() -> Row:
-            prog = ctx.coconet(key)
             t = inputs()
             t["combined"] = torch.empty_like(t["tokens"])
-            check_storage(prog, sizes, t)
-            step = prog.bind(sizes, {}, t, 0)
-            return Row(step=step, outputs=lambda: {"combined": t["combined"]},
-                       finish=prog.finish, tol=tol, note=f"program {key}: {note}")
+            return program_row(ctx, key, sizes, {}, t, "combined", tol, note)
         return make
 
     return [

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, check_storage, scalar_values
+from workloads import Row, program_row, scalar_values
 
 NAME = "pipeline"
 SOURCE = "samples/pipeline/pipeline.cnet"
@@ -134,13 +134,10 @@ def rows(cfg: dict, ctx, mode: str):
 
     def coconetc(key: str, note: str):
         def make() -> Row:
-            prog = ctx.coconet(key)
             t = inputs()
             t["received"] = torch.empty((B, S, H), dtype=dt, device=ctx.device)
-            check_storage(prog, sizes, t)
-            step = prog.bind(sizes, scalar_values(SOURCE, p=p, seed=SEED), t, SEED)
-            return Row(step=step, outputs=lambda: {"received": t["received"]},
-                       finish=prog.finish, tol=tol, note=f"program {key}: {note}")
+            scalars = scalar_values(SOURCE, p=p, seed=SEED)
+            return program_row(ctx, key, sizes, scalars, t, "received", tol, note, SEED)
         return make
 
     return [
