@@ -26,9 +26,10 @@ using interp::Tensor;
 namespace {
 
 constexpr int kSizeTries = 4000;
-constexpr int64_t kMaxElements = 1 << 16;  // per tensor, to keep P = 8 runs fast
+constexpr int64_t kMaxElements = 1 << 16;  // per tensor for chosen sizes, to keep P = 8 runs fast
+constexpr int64_t kMaxBoundElements = 1 << 24;  // per tensor when every size is given (-D)
 
-bool requirementsHold(const Program& p, const Config& c) {
+bool requirementsHold(const Program& p, const Config& c, int64_t maxElements) {
   auto env = interp::sizeEnv(c);
   for (auto& r : p.requirements) {
     auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
@@ -52,7 +53,7 @@ bool requirementsHold(const Program& p, const Config& c) {
           if (d <= 0) return false;
           n *= d;
         }
-        if (n > kMaxElements) return false;
+        if (n > maxElements) return false;
       }
     }
   } catch (const interp::RunError&) {
@@ -92,7 +93,10 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
       if (v < lo) v = lo % c.ranks == 0 || rng() % 2 ? lo + (rng() % 2 ? 0 : (c.ranks - lo % c.ranks) % c.ranks) : lo;
       c.sizes[n] = v;
     }
-    if (requirementsHold(a, c) && requirementsHold(b, c)) return true;
+    // Sizes the user gave all of are taken up to a larger bound (one try is enough).
+    const int64_t most = free.empty() ? kMaxBoundElements : kMaxElements;
+    if (requirementsHold(a, c, most) && requirementsHold(b, c, most)) return true;
+    if (free.empty()) return false;
   }
   return false;
 }
