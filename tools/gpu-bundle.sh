@@ -19,14 +19,19 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" verify "$prog" --ranks 1,2,4 --seed 7 --dump "$b/dumps/$n" > "$b/dumps/$n.verify.txt"
 done
 
-# The fused collective groups over NCCL's device API (--device-collectives): gen/PROG@dev, run
-# with PROG's vectors.
-for n in adam sgd; do
-  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --device-collectives -o "$b/gen/$n@dev" >/dev/null
+# Collectives over NCCL's device API (--device-collectives): gen/PROG@dev, run with PROG's
+# vectors (and its variants'), for every program where the flag changes the code.
+for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
+  n=$(basename "$prog" .cnet)
+  "$root/build/coconetc" compile "$prog" --device-collectives -o "$b/gen/$n@dev" >/dev/null
+  grep -q 'devReady("' "$b/gen/$n@dev/$n.cu" || rm -rf "$b/gen/$n@dev"
 done
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"
 "$root/build/coconetc" verify "$root/samples/adam/adam.cnet" -D N=1028 --ranks 1,2,4 --seed 7 --dump "$b/dumps/adam@odd" > "$b/dumps/adam@odd.verify.txt"
 "$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@odd" > "$b/dumps/megatron_row@odd.verify.txt"
+# allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
+# f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
+"$root/build/coconetc" verify "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150 --ranks 1,2,4 --seed 7 --dump "$b/dumps/allreduces@big" > "$b/dumps/allreduces@big.verify.txt"
 du -sh "$b"

@@ -24,6 +24,9 @@ const char* kRuntimeHeader =
 const char* kDriverTemplate =
 #include "coconet_driver_text.inc"
     ;
+const char* kDeviceHeader =
+#include "coconet_device_text.inc"
+    ;
 
 // ---- Types ---------------------------------------------------------------------------------
 const char* storageType(DType t) {
@@ -125,14 +128,16 @@ public:
     planOverlaps();
     planDirect();
     planDeviceGroups();
+    planDeviceAllReduces();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
+    if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
     std::string header = headerText(), source = sourceText(), driver = driverText();
     write(cls_ + ".h", header, files);
     write(cls_ + ".cu", source, files);
     write(cls_ + "_main.cu", driver, files);
     write("CMakeLists.txt", cmakeText(), files);
-    write("manifest.json", manifestText(header + source + driver + kRuntimeHeader), files);
+    write("manifest.json", manifestText(header + source + driver + kRuntimeHeader + (usesDevice() ? kDeviceHeader : "")), files);
   }
 
 private:
@@ -237,9 +242,9 @@ private:
       if (p_.stages[i].kind == StageKind::Reduce)
         h << "  coconet_rt::Buffer red" << i << "_;  // partial results of " << p_.stages[i].name << "\n";
     h << "  coconet_rt::Buffer gatherTmp_;\n";
-    if (!devGroups_.empty())
-      h << "  // Fused collective groups over NCCL's device API: device communicator and windows.\n"
-        << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n";
+    if (usesDevice())
+      h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
+        << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage);\n";
     if (!chunked_.empty())
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
         << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
@@ -259,17 +264,24 @@ private:
       for (std::string line; std::getline(in, line);) s << "//   " << line << "\n";
     }
     s << "#include \"" << cls_ << ".h\"\n\n#include <chrono>\n#include <cstring>\n#include <string>\n#include <thread>\n\n";
-    if (!devGroups_.empty()) s << "#include <nccl_device.h>\n\n";
+    if (usesDevice()) s << "#include \"coconet_device.cuh\"\n\n";
     emitBody();
     s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n" << kernels_.str()
       << "}  // namespace\n\nnamespace coconet_gen {\n\n";
     const char* P = "\"";
     s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
-    if (!devGroups_.empty())
-      s << "// The device communicator (created at the first run: it is a collective call) and one pair of\n"
-        << "// symmetric windows per fused group: the reduce-scatter's input, and the all-gather's slice.\n"
-        << "struct " << cls_ << "::Dev_ {\n  ncclDevComm comm{};\n  bool created = false, usable = false;\n"
-        << "  coconet_rt::Window in[" << devGroups_.size() << "], out[" << devGroups_.size() << "];\n};\n\n";
+    if (usesDevice()) {
+      const size_t k = devGroups_.size() + devAR_.size();
+      s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
+        << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
+        << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
+        << "// and alternates between its two halves (parity).\n"
+        << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
+        << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "];\n  int parity[" << k << "] = {};\n};\n\n"
+        << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"
+        << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run.\n"
+        << "bool " << cls_ << "::devReady(const char* stage) { return dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage); }\n\n";
+    }
     s << cls_ << "::" << cls_ << "(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {\n"
       << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"
       << "  CHECK(cublasCreate(&blas_), \"setup\");\n  CHECK(cublasSetStream(blas_, stream_), \"setup\");\n"
@@ -279,12 +291,12 @@ private:
           "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
           "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
           "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
-      << (devGroups_.empty() ? "" : "  dev_ = new Dev_;\n")
+      << (usesDevice() ? "  dev_ = new Dev_;\n" : "")
       << "}\n\n";
     s << cls_ << "::~" << cls_ << "() {\n"
-      << (devGroups_.empty() ? "" :
-          "  if (dev_) {\n    for (auto& w : dev_->in) w.release(comm_);\n    for (auto& w : dev_->out) w.release(comm_);\n"
-          "    if (dev_->created) ncclDevCommDestroy(comm_, &dev_->comm);\n    delete dev_;\n  }\n")
+      << (!usesDevice() ? "" :
+          "  if (dev_) {\n    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
+          "    dev_->dc.destroy(comm_);\n    delete dev_;\n  }\n")
       << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
       << (chunked_.empty() ? "" :
           "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
@@ -533,6 +545,10 @@ private:
       }
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
         emitChunked(ch->second);
+        continue;
+      }
+      if (auto da = devAR_.find(static_cast<int>(i)); da != devAR_.end()) {
+        emitDeviceAllReduce(da->second);
         continue;
       }
       if (std::any_of(arPair_.begin(), arPair_.end(), [&](const auto& pr) { return pr.second == static_cast<int>(i); })) {
@@ -1169,14 +1185,15 @@ private:
   }
 
   // ---- Fused collective groups over NCCL's device API (--device-collectives) ----
-  // A fused group reduce_scatter -> element-wise members -> all_gather becomes one kernel of
-  // kDevBlocks blocks: (1) each rank sums its slice from every peer's window (peer loads over
-  // NVLink, rank order, f32, as the interpreter does), computes the members on it, writes what
-  // leaves the group and the all-gather's slice into its own window; (2) an LSA barrier per
-  // block index; (3) each rank pulls every peer's slice into the all-gather's output. Block b
-  // touches the same elements in (1) and (3) on every rank, so barriers per block index suffice;
-  // a barrier at entry keeps a rank from overwriting its windows while a peer still reads them.
-  // The reduce-scatter's input is copied into a window first. Where the ranks are not all
+  // A fused group reduce_scatter -> element-wise members -> all_gather becomes one kernel
+  // (coconet_device.cuh has its phases): (1) each rank pushes slice p of its input into slot
+  // `rank` of rank p's staging window; (2) an LSA barrier per block index; (3) each rank sums the
+  // slots of its slice (rank order, f32, as the interpreter does), computes the members, writes
+  // what leaves the group, and puts the all-gather's slice into its own output and its slice
+  // window; (4) a barrier; (5) it pulls every other rank's slice. Block b touches the same
+  // elements in every phase on every rank, so barriers per block index order exactly the
+  // conflicting accesses, and a rank can start the next call's pushes only after every rank
+  // passed this call's second barrier (done reading its slots). Where the ranks are not all
   // load/store reachable (several nodes), the NCCL calls run instead.
   struct DevGroup {
     int index = 0, rs = -1, ag = -1;
@@ -1185,13 +1202,13 @@ private:
     std::vector<Access> acc;
     std::string name;
   };
-  static constexpr int kDevBlocks = 128, kDevThreads = 512;
   std::map<int, DevGroup> devGroups_;  // by the reduce_scatter
   std::set<int> devMembers_;           // members other than the reduce_scatter
 
   void planDeviceGroups() {
     if (!o_.deviceCollectives) return;
     for (auto& f : p_.fused) {
+      if (auto k = f.knobs.find("algorithm"); k != f.knobs.end() && (k->second == "nccl" || k->second == "ring")) continue;
       std::vector<int> m;
       for (auto& n : f.members) m.push_back(p_.find(n));
       std::sort(m.begin(), m.end());
@@ -1263,8 +1280,10 @@ private:
       return false;
     };
     // Kernel parameters.
-    std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t winIn", "ncclWindow_t winOut"}, hostArgs{
-        "dev_->comm", "dev_->in[" + std::to_string(dg.index) + "].win", "dev_->out[" + std::to_string(dg.index) + "].win"};
+    const std::string gi = std::to_string(dg.index);
+    std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t stageWin", "ncclWindow_t sliceWin",
+                                    "const " + XT + "* __restrict__ rsIn"},
+        hostArgs{"dev_->dc.comm", "dev_->stage[" + gi + "].win", "dev_->slice[" + gi + "].win", var(x)};
     for (int id : dg.written) {
       params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
                        std::to_string(id));
@@ -1301,26 +1320,24 @@ private:
     K << "// fused group '" << dg.name << "': " << rs.name << " (reduce_scatter)";
     for (int id : dg.run) K << ", " << p_.stages[id].name;
     K << ", " << ag.name << " (all_gather) as one kernel over NCCL's device API:\n"
-      << "// sum this rank's slice from every peer's window, compute the members, publish the all-gather's\n"
-      << "// slice in this rank's window; barrier (per block index); pull every peer's slice.\n";
+      << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
+      << "// publish the all-gather's slice; barrier; pull the other ranks' slices.\n";
     for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
-    K << "__global__ void __launch_bounds__(" << kDevThreads << ") " << kname << "(";
+    K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
     K << ") {\n  (void)seed;\n"
       << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
-      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // peers filled their windows; none still reads ours\n"
       << "  const int P = dc.lsaSize, me = dc.lsaRank;\n"
-      << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(winOut, 0));\n"
-      << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
       << "  constexpr int V = " << V << ";\n"
+      << "  coconet_rt::pushSlices<" << XT << ", V>(stageWin, 0, P, me, rsIn, nSlice, vec);\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's part of this slice has arrived\n"
+      << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n"
+      << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, 0));\n"
+      << "  " << ST << "* own = gathered + static_cast<long long>(me) * nSlice;\n"
+      << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
       << "  const long long nv = vec ? nSlice / V : 0;\n"
       << "  for (long long jv = tid; jv < nv; jv += nth) {\n    const long long i0 = jv * V;\n"
-      << "    float sum[V];\n    for (int e = 0; e < V; ++e) sum[e] = 0.0f;\n"
-      << "    for (int p = 0; p < P; ++p) {  // rank order, as the reference sums\n"
-      << "      coconet_rt::Vec<" << XT << ", V> x;\n"
-      << "      coconet_rt::load_vec_rw(x, static_cast<const " << XT << "*>(ncclGetLsaPointer(winIn, static_cast<size_t>(me * nSlice + i0) * sizeof("
-      << XT << "), p)));\n"
-      << "#pragma unroll\n      for (int e = 0; e < V; ++e) sum[e] = __fadd_rn(sum[e], coconet_rt::to_f(x.v[e]));\n    }\n";
+      << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
     for (int k : others) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
       if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
@@ -1345,14 +1362,11 @@ private:
                     [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
       << "    }\n";
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
-    K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n  }\n";
+    K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n  }\n";
     // Scalar elements (the tail, or everything when not aligned).
     K << "  for (long long i = nv * V + tid; i < nSlice; i += nth) {\n"
-      << "    float sum = 0.0f;\n    for (int p = 0; p < P; ++p)\n"
-      << "      sum = __fadd_rn(sum, coconet_rt::to_f(static_cast<const " << XT << "*>(ncclGetLsaPointer(winIn, static_cast<size_t>(me * nSlice + i) * sizeof("
-      << XT << "), p))[0]));\n"
       << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
-      << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum));\n";
+      << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
     std::vector<int> writtenScalar = dg.written;
     K << runMembers(dg.run, dg.extIndex, writtenScalar, "    ",
                     [&](int k) {
@@ -1360,30 +1374,18 @@ private:
                       return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
                     },
                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
-      << "    mine[i] = s" << src << ";\n  }\n"
-      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every peer published this block's elements\n"
-      << "  for (long long jv = tid; jv < nv; jv += nth) {\n    const long long i0 = jv * V;\n"
-      << "    for (int p = 0; p < P; ++p) {\n      coconet_rt::Vec<" << ST << ", V> y;\n"
-      << "      coconet_rt::load_vec_rw(y, static_cast<const " << ST << "*>(ncclGetLsaPointer(winOut, static_cast<size_t>(i0) * sizeof(" << ST
-      << "), p)));\n      coconet_rt::store_vec(gathered + p * nSlice + i0, y);\n    }\n  }\n"
-      << "  for (long long i = nv * V + tid; i < nSlice; i += nth)\n    for (int p = 0; p < P; ++p)\n"
-      << "      gathered[p * nSlice + i] = static_cast<const " << ST << "*>(ncclGetLsaPointer(winOut, static_cast<size_t>(i) * sizeof(" << ST
-      << "), p))[0];\n}\n\n";
+      << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n  }\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published this block's elements\n"
+      << "  coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered, nSlice, vec);\n}\n\n";
     // Host code: the device path, or the NCCL calls.
-    std::string gi = std::to_string(dg.index);
     b << "\n  // fused group '" << dg.name << "': one kernel over NCCL's device API where every rank is load/store reachable\n"
       << "  if (" << countVar(dg.rs) << " > 0) {\n"
-      << "    if (!dev_->created) {\n      ncclDevCommRequirements reqs;\n      std::memset(&reqs, 0, sizeof reqs);\n"
-      << "      reqs.lsaBarrierCount = " << kDevBlocks << ";\n"
-      << "      CHECK(ncclDevCommCreate(comm_, &reqs, &dev_->comm), " << name << ");\n      dev_->created = true;\n"
-      << "      dev_->usable = dev_->comm.lsaSize == P_ && dev_->comm.lsaRank == rank_;\n    }\n"
-      << "    if (dev_->usable) {\n"
-      << "      dev_->in[" << gi << "].ensure(comm_, static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT << "), \"" << p_.name << "\", "
-      << name << ");\n"
-      << "      dev_->out[" << gi << "].ensure(comm_, static_cast<size_t>(" << countVar(src) << ") * sizeof(" << ST << "), \"" << p_.name
-      << "\", " << name << ");\n"
-      << "      CHECK(cudaMemcpyAsync(dev_->in[" << gi << "].ptr, " << var(x) << ", static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT
-      << "), cudaMemcpyDeviceToDevice, stream_), " << name << ");\n";
+      << "    if (devReady(" << name << ")) {\n"
+      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT
+      << "), \"" << p_.name << "\", " << name << ");\n"
+      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(src) << ") * sizeof(" << ST << "), \""
+      << p_.name << "\", " << name << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, \"" << p_.name << "\", " << name << ");\n";
     // Maps of the other operands, over the reduced slice's type.
     std::vector<int> otherStages;
     for (int k : others) otherStages.push_back(dg.ext[k]);
@@ -1403,13 +1405,14 @@ private:
     for (std::string line; std::getline(ms, line);) b << "  " << line << "\n";
     b << "      const bool vec = " << countVar(dg.rs) << " % " << V << " == 0";
     for (int id : dg.written) b << " &&\n          coconet_rt::aligned16(" << var(id) << ", 0)";
-    b << " &&\n          coconet_rt::aligned16(" << var(dg.ag) << ", 0)";
+    b << " &&\n          coconet_rt::aligned16(" << var(dg.ag) << ", 0) && coconet_rt::aligned16(" << var(x) << ", 0)";
     for (int k : others) {
       if (dg.acc[k] == Access::Linear) b << " &&\n          coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base)";
       if (dg.acc[k] == Access::Modulo)
         b << " &&\n          " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
     }
-    b << ";\n      " << kname << "<<<" << kDevBlocks << ", " << kDevThreads << ", 0, stream_>>>(";
+    b << ";\n      " << kname << "<<<coconet_rt::devBlocks(vec ? " << countVar(dg.rs) << " / " << V << " : " << countVar(dg.rs)
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     // The fallback: the members as the NCCL path emits them.
@@ -1423,6 +1426,103 @@ private:
       b << "      }\n";
     }
     b << "    }\n  }\n";
+  }
+
+  // ---- Allreduces over NCCL's device API (--device-collectives) ----
+  // An allreduce (sum over the world, a float type) that no overlap has chunked, or a fused
+  // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's
+  // one-shot kernel up to kOneShotMaxBytes per rank (the latency-bound sizes), two-shot up to
+  // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
+  // length), and as NCCL's allreduce above; tune(algorithm = ...) overrides.
+  struct DevAllReduce {
+    int index = 0, in = -1, out = -1;
+    std::string name;  // the stage (or fused group) that failures name
+    std::string algo;  // the `algorithm` knob: "" (by size), one_shot or two_shot
+  };
+  std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
+
+  bool usesDevice() const { return !devGroups_.empty() || !devAR_.empty(); }
+
+  // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
+  std::string algorithmOf(const Stage& s) const {
+    if (auto k = s.knobs.find("algorithm"); k != s.knobs.end()) return k->second;
+    for (auto& f : p_.fused)
+      if (f.name == s.fusedInto)
+        if (auto k = f.knobs.find("algorithm"); k != f.knobs.end()) return k->second;
+    return "";
+  }
+
+  void planDeviceAllReduces() {
+    if (!o_.deviceCollectives) return;
+    auto fits = [&](const Stage& s) {
+      return (!s.type.group || s.type.group->depth == 0) && s.op == ReduceOp::Sum &&
+             (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32);
+    };
+    int next = static_cast<int>(devGroups_.size());
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& s = p_.stages[i];
+      int id = static_cast<int>(i);
+      if (overlapped_.count(id) || chunked_.count(id)) continue;
+      DevAllReduce d;
+      if (s.kind == StageKind::AllReduce && fits(s)) {
+        d.in = s.operands[0];
+        d.name = s.name;
+      } else if (auto pr = arPair_.find(id); pr != arPair_.end() && fits(p_.stages[pr->second]) &&
+                                              !overlapped_.count(pr->second) && !chunked_.count(pr->second)) {
+        d.in = p_.stages[pr->second].operands[0];
+        d.name = s.fusedInto.empty() ? s.name : s.fusedInto;
+      } else {
+        continue;
+      }
+      d.algo = algorithmOf(s);
+      if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
+      d.out = id;
+      d.index = next++;
+      devAR_[id] = d;
+    }
+  }
+
+  // One-shot where the knob asks for it, or (no knob, or two-shot not possible) up to
+  // kOneShotMaxBytes; two-shot where the rank count divides the length, up to kTwoShotMaxBytes
+  // unless the knob asks for it; NCCL otherwise.
+  void emitDeviceAllReduce(const DevAllReduce& d) {
+    auto& b = body_;
+    const Stage& s = p_.stages[d.out];
+    std::string T = storageType(s.type.dtype), gi = std::to_string(d.index), n = countVar(d.out);
+    std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"";
+    const int V = 16 / dtypeBytes(s.type.dtype);
+    std::string in = var(d.in), out = var(d.out);
+    std::string oneShot = d.algo == "one_shot"   ? "true"
+                          : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::kOneShotMaxBytes)"
+                                                 : "bytes <= coconet_rt::kOneShotMaxBytes";
+    b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
+      << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
+      << "  if (" << n << " > 0) {\n"
+      << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n"
+      << "    if (devReady(" << name << ") && " << oneShot << ") {\n"
+      << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+      << "      if (w.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(bytes, coconet_rt::kOneShotMaxBytes), " << prog << ", "
+      << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      const bool vec = " << n << " % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
+      << ", 0);\n"
+      << "      coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? " << n << " / " << V << " : " << n
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
+      << ", " << n << ", vec);\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "      dev_->parity[" << gi << "] ^= 1;\n"
+      << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
+      << ") {\n"
+      << "      const long long m = " << n << " / P_;\n"
+      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, bytes, " << prog << ", " << name << ");\n"
+      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
+      << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? m / " << V
+      << " : m), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+      << ", " << out << ", m, vec);\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
+      << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
   }
 
   // Stream order of an overlap: comm2_ starts after what stream_ did before; chunk k's producer
@@ -2040,7 +2140,11 @@ private:
       << "file(GLOB TORCH_NCCL /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl)\n"
       << "set(NCCL_HINTS $ENV{NCCL_ROOT} ${NCCL_ROOT} ${CUDAToolkit_LIBRARY_ROOT} /usr/local/cuda /usr ${TORCH_NCCL})\n"
       << "find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_HINTS} PATH_SUFFIXES include REQUIRED)\n"
-      << "find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${NCCL_HINTS} PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu REQUIRED)\n"
+      << "# The library beside the header first (a system libnccl.so of another version must not win:\n"
+      << "# the device API's structures differ between versions), then the hints in order.\n"
+      << "get_filename_component(NCCL_HEADER_ROOT ${NCCL_INCLUDE_DIR} DIRECTORY)\n"
+      << "find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR HINTS ${NCCL_HEADER_ROOT} ${NCCL_HINTS}\n"
+      << "             PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu REQUIRED)\n"
       << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MAJOR_LINE REGEX \"^#define NCCL_MAJOR\")\n"
       << "file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h NCCL_MINOR_LINE REGEX \"^#define NCCL_MINOR\")\n"
       << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
@@ -2073,6 +2177,7 @@ private:
     m["arch"] = o_.arch;
     m["flags"] = {{"arch", o_.arch}, {"device_collectives", o_.deviceCollectives}};
     m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
+    if (usesDevice()) m["files"].push_back("coconet_device.cuh");
     m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
     m["c_interface"] = nlohmann::json::parse(interfaceJson());
     uint64_t h = 1469598103934665603ull;

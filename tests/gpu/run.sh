@@ -26,7 +26,7 @@ only="${GPU_TESTS_ONLY:-}"
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 # check_run LABEL EXE P DUMPDIR: one driver run on P GPUs against verify vectors, counted and reported.
 check_run() {
-  local log="$out/run-$1-$3.log"
+  local log="$out/run-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_')-$3.log"
   if timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
     echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" >> "$res"
     pass=$((pass+1))
@@ -54,16 +54,18 @@ for dir in "$b"/gen/*/; do
     check_run "$n" "$exe" "$P" "$d"
   done
 done
-# Variants (tools/gpu-bundle.sh): other sizes of a program, run with its build.
+# Variants (tools/gpu-bundle.sh): other sizes of a program, run with its build (and its @dev build).
 for d0 in "$b"/dumps/*@*/; do
   [ -d "$d0" ] || continue
   v=$(basename "$d0"); n=${v%@*}
-  keep "$n" || continue
-  exe="$b/gen/$n/build/${n}_main"
-  [ -x "$exe" ] || continue
-  for P in 1 2 4; do
-    [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
-    check_run "$v" "$exe" "$P" "$d0/ranks$P"
+  for build in "$n" "$n@dev"; do
+    keep "$build" || continue
+    exe="$b/gen/$build/build/${n}_main"
+    [ -x "$exe" ] || continue
+    for P in 1 2 4; do
+      [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
+      check_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
+    done
   done
 done
 # The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.

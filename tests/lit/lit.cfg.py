@@ -21,5 +21,6 @@ if not coconetc:
 config.environment["PATH"] = os.pathsep.join([tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%coconetc", coconetc))
 config.substitutions.append(("%samples", os.path.join(source_root, "samples")))
+config.substitutions.append(("%bench", os.path.join(source_root, "tools", "bench")))
 config.substitutions.append(("%stdlib", os.path.join(source_root, "stdlib")))
 config.substitutions.append(("%python", "python3"))

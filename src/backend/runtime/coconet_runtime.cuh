@@ -296,28 +296,6 @@ inline int gridFor(long long n, int threads = 256) {
   return static_cast<int>(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
-// A symmetric buffer for device-API kernels: ncclMemAlloc'd memory registered as a window of
-// the communicator (collective: every rank grows it at the same time, to the same size).
-struct Window {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  ncclWindow_t win{};
-  void ensure(ncclComm_t comm, size_t want, const char* program, const char* stage) {
-    if (want <= bytes) return;
-    release(comm);
-    check(ncclMemAlloc(&ptr, want), program, stage, "ncclMemAlloc");
-    check(ncclCommWindowRegister(comm, ptr, want, &win, NCCL_WIN_COLL_SYMMETRIC), program, stage, "ncclCommWindowRegister");
-    bytes = want;
-  }
-  void release(ncclComm_t comm) {
-    if (!ptr) return;
-    ncclCommWindowDeregister(comm, win);
-    ncclMemFree(ptr);
-    ptr = nullptr;
-    bytes = 0;
-  }
-};
-
 // Workspace: device buffers for values the program computes, grown as needed.
 struct Buffer {
   void* ptr = nullptr;

@@ -1,0 +1,257 @@
+// coconet_device.cuh: collectives as kernels over NCCL's device API, for programs compiled with
+// `coconetc compile --device-collectives`. Written into the output folder beside
+// coconet_runtime.cuh when a program uses it.
+//
+// Every rank of the (single-node) communicator owns symmetric windows (ncclMemAlloc'd and
+// registered with ncclCommWindowRegister); ncclGetLsaPointer turns (window, offset, peer) into
+// an address this GPU loads from or stores to over NVLink. Kernels synchronize the ranks with
+// LSA barriers, one per block index: block b of every rank handles the same elements, so a
+// barrier of block b orders exactly the accesses that conflict.
+//
+// Reductions sum the ranks' values in rank order in f32 and round once, as the reference
+// interpreter does.
+#pragma once
+
+#include <nccl_device.h>
+
+#include <cstring>
+
+#include "coconet_runtime.cuh"
+
+namespace coconet_rt {
+
+constexpr int kDevThreads = 512;    // threads per block of every device-collective kernel
+constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
+// An allreduce of at most this many bytes per rank runs one-shot: every rank pushes its whole
+// buffer to every rank and sums locally (one barrier); larger ones run two-shot: a
+// reduce-scatter by pushes, then an all-gather by pulls (two barriers, half the traffic).
+constexpr size_t kOneShotMaxBytes = 512 * 1024;
+// Above this many bytes per rank an allreduce left to the backend calls NCCL: its ring moves
+// large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB, 7% faster at 64 MiB,
+// 13% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
+constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
+
+// Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
+inline int devBlocks(long long units) {
+  long long b = (units + kDevThreads - 1) / kDevThreads;
+  return static_cast<int>(b < 1 ? 1 : b > kDevMaxBlocks ? kDevMaxBlocks : b);
+}
+
+// A symmetric window: ncclMemAlloc'd memory registered on every rank of the communicator
+// (registration is collective: every rank grows its windows at the same call, as sizes agree).
+struct Window {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  ncclWindow_t win{};
+  // Grows the window to `want` bytes; true when it registered a new one.
+  bool ensure(ncclComm_t comm, cudaStream_t stream, size_t want, const char* program, const char* stage) {
+    if (want <= bytes) return false;
+    if (ptr) {
+      // Peers may still read or write this window in kernels of earlier calls: wait for this
+      // rank's, then for everyone's (an allreduce no rank enters before its own work is done).
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      check(ncclAllReduce(ptr, ptr, 1, ncclInt8, ncclMax, comm, stream), program, stage, "ncclAllReduce (window barrier)");
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      release(comm);
+    }
+    check(ncclMemAlloc(&ptr, want), program, stage, "ncclMemAlloc");
+    check(ncclCommWindowRegister(comm, ptr, want, &win, NCCL_WIN_COLL_SYMMETRIC), program, stage, "ncclCommWindowRegister");
+    bytes = want;
+    return true;
+  }
+  void release(ncclComm_t comm) {
+    if (!ptr) return;
+    ncclCommWindowDeregister(comm, win);
+    ncclMemFree(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+};
+
+// The device communicator: used where every rank of the communicator is load/store reachable
+// (one NVLink domain, more than one rank, the NCCL library the code was compiled against), and
+// created again after windows were registered, as NCCL's examples register windows before they
+// create it. The calls are collective: every rank makes them at the same point of the same run.
+struct DevComm {
+  ncclDevComm comm{};
+  bool decided = false, created = false, usable = false;
+  // At the first use: is the device path usable? (false: the caller runs NCCL calls.) Every rank
+  // must answer the same, so the ranks agree through an allreduce (min) of their answers.
+  bool ready(ncclComm_t c, cudaStream_t stream, int rank, int nRanks, const char* program, const char* stage) {
+    if (decided) return usable;
+    decided = true;
+    int ok = 0, version = 0;
+    // The device API's structures must be those of the NCCL this code was compiled against.
+    if (nRanks >= 2 && ncclGetVersion(&version) == ncclSuccess && version == NCCL_VERSION_CODE) {
+      const ncclDevCommRequirements reqs = requirements();
+      if (ncclDevCommCreate(c, &reqs, &comm) == ncclSuccess) {
+        created = true;
+        ok = comm.lsaSize == nRanks && comm.lsaRank == rank;
+      }
+    }
+    if (nRanks >= 2) {
+      int* flag = nullptr;
+      check(cudaMalloc(&flag, sizeof(int)), program, stage, "cudaMalloc");
+      check(cudaMemcpyAsync(flag, &ok, sizeof(int), cudaMemcpyHostToDevice, stream), program, stage, "cudaMemcpyAsync");
+      check(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMin, c, stream), program, stage, "ncclAllReduce (device path agreement)");
+      check(cudaMemcpyAsync(&ok, flag, sizeof(int), cudaMemcpyDeviceToHost, stream), program, stage, "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      cudaFree(flag);
+    }
+    usable = ok == 1;
+    return usable;
+  }
+  // After windows grew: a fresh device communicator that knows them.
+  void refresh(ncclComm_t c, cudaStream_t stream, const char* program, const char* stage) {
+    check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+    check(ncclDevCommDestroy(c, &comm), program, stage, "ncclDevCommDestroy");
+    created = false;
+    create(c, program, stage);
+  }
+  void destroy(ncclComm_t c) {
+    if (created) ncclDevCommDestroy(c, &comm);
+    created = false;
+  }
+
+ private:
+  static ncclDevCommRequirements requirements() {  // one LSA barrier per block
+    ncclDevCommRequirements reqs;
+    std::memset(&reqs, 0, sizeof reqs);
+    reqs.lsaBarrierCount = kDevMaxBlocks;
+    return reqs;
+  }
+  void create(ncclComm_t c, const char* program, const char* stage) {
+    const ncclDevCommRequirements reqs = requirements();
+    check(ncclDevCommCreate(c, &reqs, &comm), program, stage, "ncclDevCommCreate");
+    created = true;
+  }
+};
+
+template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t byteOffset, int peer) {
+  return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
+}
+
+// Phase "push" of a reduce-scatter: slice p (m elements) of this rank's `in` goes to slot `me`
+// of rank p's staging area (P slots of m elements at byte `stageOff` of window w).
+template <class T, int V>
+__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m, bool vec) {
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long nv = vec ? m / V : 0;
+  for (long long jv = tid; jv < nv; jv += nth) {
+    const long long i0 = jv * V;
+    for (int p = 0; p < P; ++p) {
+      Vec<T, V> x;
+      load_vec(x, in + p * m + i0);
+      store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
+    }
+  }
+  for (long long i = nv * V + tid; i < m; i += nth)
+    for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+}
+
+// The sum over the P slots of this rank's staging area of elements i0 .. i0+V-1, in rank order.
+template <class T, int V>
+__device__ __forceinline__ void sumSlots(const T* stage, long long m, int P, long long i0, float (&s)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) s[e] = 0.0f;
+  for (int q = 0; q < P; ++q) {
+    Vec<T, V> x;
+    load_vec_rw(x, stage + q * m + i0);
+#pragma unroll
+    for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
+  }
+}
+template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long long m, int P, long long i) {
+  float s = 0.0f;
+  for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(stage[q * m + i]));
+  return s;
+}
+
+// Phase "pull" of an all-gather: out[p*m + i] = rank p's slice (m elements at byte `sliceOff`
+// of window w), for every rank p but `skip` (this rank, which wrote its part already).
+template <class T, int V>
+__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, bool vec) {
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long nv = vec ? m / V : 0;
+  for (long long jv = tid; jv < nv; jv += nth) {
+    const long long i0 = jv * V;
+    for (int p = 0; p < P; ++p) {
+      if (p == skip) continue;
+      Vec<T, V> y;
+      load_vec_rw(y, peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p));
+      store_vec(out + p * m + i0, y);
+    }
+  }
+  for (long long i = nv * V + tid; i < m; i += nth)
+    for (int p = 0; p < P; ++p)
+      if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
+}
+
+// Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
+// `out` and the slice window, barrier, pull the other ranks' slices. The staging area is at
+// byte 0 of `stage`, the slice at byte 0 of `slice`.
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_two_shot(ncclDevComm dc, ncclWindow_t stage, ncclWindow_t slice, const T* __restrict__ in, T* __restrict__ out, long long m,
+                           int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  const int P = dc.lsaSize, me = dc.lsaRank;
+  pushSlices<T, V>(stage, 0, P, me, in, m, vec);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
+  const T* st = static_cast<const T*>(ncclGetLocalPointer(stage, 0));
+  T* mine = static_cast<T*>(ncclGetLocalPointer(slice, 0));
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long nv = vec ? m / V : 0;
+  for (long long jv = tid; jv < nv; jv += nth) {
+    const long long i0 = jv * V;
+    float s[V];
+    sumSlots<T, V>(st, m, P, i0, s);
+    Vec<T, V> y;
+#pragma unroll
+    for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+    store_vec(mine + i0, y);
+    store_vec(out + me * m + i0, y);
+  }
+  for (long long i = nv * V + tid; i < m; i += nth) {
+    const T y = Store<T>::from(sumSlot(st, m, P, i));
+    mine[i] = y;
+    out[me * m + i] = y;
+  }
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published its slice
+  pullSlices<T, V>(slice, 0, P, me, out, m, vec);
+}
+
+// One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots
+// start at byte `base` of w; callers alternate between two such areas, so that a fast rank's next call cannot
+// overwrite a slot that a slow rank still reads (it would first have to pass the next call's
+// barrier, which the slow rank reaches only after this call's kernel ended).
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_one_shot(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  const int P = dc.lsaSize, me = dc.lsaRank;
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long nv = vec ? n / V : 0;
+  for (long long jv = tid; jv < nv; jv += nth) {
+    Vec<T, V> x;
+    load_vec(x, in + jv * V);
+    for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, base + (me * n + jv * V) * sizeof(T), p), x);
+  }
+  for (long long i = nv * V + tid; i < n; i += nth) {
+    const T x = in[i];
+    for (int p = 0; p < P; ++p) *peerPtr<T>(w, base + (me * n + i) * sizeof(T), p) = x;
+  }
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's buffer has arrived
+  const T* stage = static_cast<const T*>(ncclGetLocalPointer(w, base));
+  for (long long jv = tid; jv < nv; jv += nth) {
+    float s[V];
+    sumSlots<T, V>(stage, n, P, jv * V, s);
+    Vec<T, V> y;
+#pragma unroll
+    for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+    store_vec(out + jv * V, y);
+  }
+  for (long long i = nv * V + tid; i < n; i += nth) out[i] = Store<T>::from(sumSlot(stage, n, P, i));
+}
+
+}  // namespace coconet_rt
