@@ -13,6 +13,8 @@ w16 = f16(w'). Rows:
                         all_reduce of the shard's two sums of squares), all_gather_into_tensor
                         of the f16 weights (in place)
   coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced)
+  coconetc_device       coconetc compiled with --device-collectives (the fused group as one
+                        kernel over NCCL's device API)
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
@@ -113,6 +115,8 @@ class OptimizerWorkload:
     def __init__(self, kind: str, source: str, schedule: str, tol: dict):
         self.kind, self.source, self.tol = kind, source, tol
         self.programs = {kind: dict(source=source, schedule=schedule),
+                         f"{kind}_device": dict(source=source, schedule=schedule,
+                                                flags=["--device-collectives"]),
                          f"{kind}_unscheduled": dict(source=source, schedule=None)}
         self.scalars = scalar_values(source, t=T)
 
@@ -256,6 +260,7 @@ class OptimizerWorkload:
             ("torch.compile", lambda: self.compiled_row(cfg, ctx)),
             ("zero", lambda: self.zero(cfg, ctx)),
             ("coconetc", lambda: self.coconetc(cfg, ctx, self.kind)),
+            ("coconetc_device", lambda: self.coconetc(cfg, ctx, f"{self.kind}_device")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
         ]
