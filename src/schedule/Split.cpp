@@ -16,6 +16,13 @@ bool split(StepContext& c) {
   if (ar.kind != StageKind::AllReduce) return c.fail(&a, a.value, "it is " + describe(ar) + ", not an allreduce");
   if (ar.type.rank() == 0) return c.fail(&a, a.value, "it reduces a scalar, which cannot be scattered");
   if (!ar.fusedInto.empty()) return c.fail(&a, a.value, "it is fused into " + quote(ar.fusedInto) + "; split before fusing");
+  if (!ar.knobs.empty()) {
+    // Knobs of an allreduce (its algorithm, its blocks) mean nothing for the two halves: say so
+    // rather than drop them.
+    std::string knobs;
+    for (auto& [k, v] : ar.knobs) knobs += (knobs.empty() ? "" : ", ") + k + " = " + v;
+    return c.fail(&a, a.value, "it carries tune knobs (" + knobs + "); split before tune, then tune the halves or their fused group");
+  }
   for (auto& o : c.p.overlaps)
     if (o.consumer == ar.name) return c.fail(&a, a.value, "it is overlapped with " + quote(o.producer) + "; split before overlapping");
   std::string rsName = c.step.targets.size() > 0 ? c.step.targets[0].value : c.p.freshName(ar.name + ".rs");
@@ -29,7 +36,6 @@ bool split(StepContext& c) {
   rs.name = rsName;
   rs.dim = 0;
   rs.type.layout = Layout::sliced(0);
-  rs.knobs.clear();
   rs.fusedInto.clear();
   Stage ag;
   ag.kind = StageKind::AllGather;
