@@ -526,9 +526,11 @@ private:
       } else if (auto d = direct_.find(id); d != direct_.end()) {
         b << "  // " << s.name << ": written straight into " << d->second.second << "\n"
           << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d->second.first) << ");\n";
+      } else if (devFallbackOnly_.count(id)) {
+        b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
+          << "' runs as NCCL calls\n";
       } else {
-        b << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name
-          << "\", \"" << s.name << "\");\n  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
+        b << "  " << bufferEnsure(id) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
       }
     }
     // Stages in order.
@@ -617,6 +619,11 @@ private:
 
   std::string launch(const std::string& n) const {
     return "static_cast<int>(std::min<long long>((" + n + " + 255) / 256, 65535)), 256, 0, stream_";
+  }
+
+  std::string bufferEnsure(int id) const {
+    return "buf" + std::to_string(id) + "_.ensure(static_cast<size_t>(" + countVar(id) + ") * sizeof(" +
+           storageType(p_.stages[id].type.dtype) + "), \"" + p_.name + "\", \"" + p_.stages[id].name + "\");\n";
   }
 
   void emitStage(int id) {
@@ -1204,6 +1211,7 @@ private:
   };
   std::map<int, DevGroup> devGroups_;  // by the reduce_scatter
   std::set<int> devMembers_;           // members other than the reduce_scatter
+  std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
 
   void planDeviceGroups() {
     if (!o_.deviceCollectives) return;
@@ -1255,6 +1263,11 @@ private:
       for (int id : dg.run)
         if (neededOutside(id, inside)) dg.written.push_back(id);
       dg.index = static_cast<int>(devGroups_.size());
+      // Values of the group that only the NCCL fallback stores get their workspace there.
+      for (int id : m)
+        if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) && !bagOf_.count(id) &&
+            std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
+          devFallbackOnly_.insert(id);
       devGroups_[dg.rs] = dg;
       for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
     }
@@ -1415,10 +1428,15 @@ private:
       << "), coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
-    // The fallback: the members as the NCCL path emits them.
+    // The fallback: the members as the NCCL path emits them, with workspace for the values the
+    // device kernel never stores.
     std::vector<int> all{dg.rs};
     for (int id : dg.run) all.push_back(id);
     all.push_back(dg.ag);
+    for (int id : all)
+      if (devFallbackOnly_.count(id))
+        b << "      " << bufferEnsure(id) << "      " << var(id) << " = static_cast<" << storageType(p_.stages[id].type.dtype) << "*>(buf"
+          << id << "_.ptr);\n";
     for (int id : all) {
       if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
       b << "      {\n";
@@ -1964,26 +1982,30 @@ private:
     bool affine = s.operands.size() == 3;
     std::string GT = affine ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
     std::string BT = affine ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
+    bool f64 = s.type.dtype == DType::F64;
+    for (int o : s.operands) f64 = f64 || p_.stages[o].type.dtype == DType::F64;
+    const std::string A = f64 ? "double" : "float";  // accumulation, as the interpreter
+    const std::string stats = std::string(s.kind == StageKind::Softmax ? "coconet_rt::MaxSumT<" : "coconet_rt::WelfordT<") + A + ">";
+    auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
     kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row; the row's\n"
-             << "// statistics in one pass (" << (s.kind == StageKind::Softmax ? "running maximum and sum" : "Welford")
+             << "// statistics in one pass (" << (s.kind == StageKind::Softmax ? "running maximum and sum" : "Welford") << ", in " << A
              << "), then one pass that writes\n"
              << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
-             << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, float eps) {\n"
-             << "  __shared__ coconet_rt::" << (s.kind == StageKind::Softmax ? "MaxSum" : "Welford") << " sh[32];\n"
+             << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, " << A << " eps) {\n"
+             << "  __shared__ " << stats << " sh[32];\n"
              << "  (void)gamma; (void)beta; (void)eps;\n"
              << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
-             << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n";
+             << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
+             << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << in("xr[i]") << ");\n"
+             << "    st = coconet_rt::blockCombine(st, sh);\n";
     if (s.kind == StageKind::Softmax) {
-      kernels_ << "    coconet_rt::MaxSum st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(coconet_rt::to_f(xr[i]));\n"
-               << "    st = coconet_rt::blockCombine(st, sh);\n"
-               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
-               << ">::from(expf(coconet_rt::to_f(xr[i]) - st.m) / st.s);\n";
+      kernels_ << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
+               << ">::from(coconet_rt::acc_exp(" << in("xr[i]") << " - st.m) / st.s);\n";
     } else {
-      kernels_ << "    coconet_rt::Welford st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(coconet_rt::to_f(xr[i]));\n"
-               << "    st = coconet_rt::blockCombine(st, sh);\n"
-               << "    const float mean = st.mean, inv = 1.0f / sqrtf(st.m2 / static_cast<float>(n) + eps);\n"
-               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      float v = (coconet_rt::to_f(xr[i]) - mean) * inv;\n"
-               << (affine ? "      v = v * coconet_rt::to_f(gamma[i]) + coconet_rt::to_f(beta[i]);\n" : "")
+      kernels_ << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A
+               << ">(n) + eps);\n"
+               << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
+               << (affine ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
                << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
     }
     kernels_ << "  }\n}\n\n";
@@ -1992,7 +2014,7 @@ private:
     body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
           << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
           << ", " << var(id) << ", " << (affine ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
-          << (affine ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<float>(" << eps
+          << (affine ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<" << A << ">(" << eps
           << "));\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
   }
 

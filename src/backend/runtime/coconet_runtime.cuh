@@ -112,51 +112,56 @@ struct OutputMap {
 // Softmax's running maximum and sum of exp(x - max), and Welford's count, mean and sum of
 // squared deviations: each element is read once for the statistics, and partial results of
 // threads combine exactly like those of elements.
-struct MaxSum {
-  float m = -INFINITY, s = 0.0f;
-  __device__ void add(float x) {
+// A is the accumulation type: float, or double for f64 rows (as the interpreter computes).
+__device__ inline float acc_exp(float x) { return expf(x); }
+__device__ inline double acc_exp(double x) { return exp(x); }
+__device__ inline float acc_sqrt(float x) { return sqrtf(x); }
+__device__ inline double acc_sqrt(double x) { return sqrt(x); }
+template <class A> struct MaxSumT {
+  A m = -INFINITY, s = 0;
+  __device__ void add(A x) {
     if (x == -INFINITY) return;
     if (x > m) {
-      s = s * expf(m - x) + 1.0f;
+      s = s * acc_exp(m - x) + A(1);
       m = x;
     } else {
-      s += expf(x - m);
+      s += acc_exp(x - m);
     }
   }
-  __device__ static MaxSum combine(MaxSum a, MaxSum b) {
-    MaxSum r;
-    r.m = fmaxf(a.m, b.m);
+  __device__ static MaxSumT combine(MaxSumT a, MaxSumT b) {
+    MaxSumT r;
+    r.m = a.m > b.m ? a.m : b.m;
     if (r.m == -INFINITY) return r;
-    r.s = (a.s == 0.0f ? 0.0f : a.s * expf(a.m - r.m)) + (b.s == 0.0f ? 0.0f : b.s * expf(b.m - r.m));
+    r.s = (a.s == A(0) ? A(0) : a.s * acc_exp(a.m - r.m)) + (b.s == A(0) ? A(0) : b.s * acc_exp(b.m - r.m));
     return r;
   }
-  __device__ MaxSum shfl(int lane) const {
-    MaxSum r;
+  __device__ MaxSumT shfl(int lane) const {
+    MaxSumT r;
     r.m = __shfl_xor_sync(0xffffffffu, m, lane);
     r.s = __shfl_xor_sync(0xffffffffu, s, lane);
     return r;
   }
 };
-struct Welford {
-  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
-  __device__ void add(float x) {
-    n += 1.0f;
-    const float d = x - mean;
+template <class A> struct WelfordT {
+  A n = 0, mean = 0, m2 = 0;
+  __device__ void add(A x) {
+    n += A(1);
+    const A d = x - mean;
     mean += d / n;
     m2 += d * (x - mean);
   }
-  __device__ static Welford combine(Welford a, Welford b) {
-    if (b.n == 0.0f) return a;
-    if (a.n == 0.0f) return b;
-    Welford r;
+  __device__ static WelfordT combine(WelfordT a, WelfordT b) {
+    if (b.n == A(0)) return a;
+    if (a.n == A(0)) return b;
+    WelfordT r;
     r.n = a.n + b.n;
-    const float d = b.mean - a.mean;
+    const A d = b.mean - a.mean;
     r.mean = a.mean + d * (b.n / r.n);
     r.m2 = a.m2 + b.m2 + d * d * (a.n * (b.n / r.n));
     return r;
   }
-  __device__ Welford shfl(int lane) const {
-    Welford r;
+  __device__ WelfordT shfl(int lane) const {
+    WelfordT r;
     r.n = __shfl_xor_sync(0xffffffffu, n, lane);
     r.mean = __shfl_xor_sync(0xffffffffu, mean, lane);
     r.m2 = __shfl_xor_sync(0xffffffffu, m2, lane);
