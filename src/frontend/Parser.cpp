@@ -7,6 +7,7 @@
 #include "CnetParser.h"
 #include "antlr4-runtime.h"
 #include "frontend/ASTBuilder.h"
+#include "frontend/SyntaxError.h"
 
 namespace coconet::frontend {
 namespace {
@@ -43,8 +44,8 @@ public:
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
                    size_t col, const std::string& msg, std::exception_ptr) override {
-    SourceLoc loc{file_, static_cast<uint32_t>(line), static_cast<uint32_t>(col + 1)};
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
+    SyntaxErrorPlace place = placeSyntaxError(file_, parser, offending, line, col);
     std::string text;
     if (parser) {
       antlr4::misc::IntervalSet expected;
@@ -58,22 +59,17 @@ public:
         names.push_back(tokenDisplay(parser->getVocabulary(), t));
       }
       if (!names.empty() && names.size() <= 5) {
-        text = "expected ";
-        for (size_t i = 0; i < names.size(); ++i)
-          text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-        text += ", found " + describeToken(offending);
-      } else {
-        text = "unexpected " + describeToken(offending);
+        SyntaxErrorReport r = expectedReport(names, place, describeToken(offending));
+        if (msg.rfind("missing", 0) == 0 && names.size() == 1 && r.loc == place.at)
+          r.text = "expected " + names[0] + " before " + describeToken(offending);
+        diags_.error(r.loc, r.text, r.length);
+        return;
       }
-      if (msg.rfind("missing", 0) == 0 && names.size() == 1)
-        text = "expected " + names[0] + " before " + describeToken(offending);
+      text = "unexpected " + describeToken(offending);
     } else {
       text = msg;
     }
-    uint32_t len = offending && offending->getType() != antlr4::Token::EOF
-                       ? static_cast<uint32_t>(offending->getStopIndex() - offending->getStartIndex() + 1)
-                       : 1;
-    diags_.error(loc, text, len);
+    diags_.error(place.at, text, place.length);
   }
 
 private:

@@ -8,6 +8,7 @@
 #include "SchedLexer.h"
 #include "SchedParser.h"
 #include "antlr4-runtime.h"
+#include "frontend/SyntaxError.h"
 #include "ir/Rewrite.h"
 #include "schedule/Primitives.h"
 #include "support/Strings.h"
@@ -24,8 +25,9 @@ public:
   void syntaxError(antlr4::Recognizer* rec, antlr4::Token* tok, size_t line, size_t col, const std::string&,
                    std::exception_ptr) override {
     std::string found = !tok || tok->getType() == antlr4::Token::EOF ? "end of file" : quote(tok->getText());
-    std::string expected;
-    if (auto* p = dynamic_cast<antlr4::Parser*>(rec)) {
+    auto* p = dynamic_cast<antlr4::Parser*>(rec);
+    frontend::SyntaxErrorPlace place = frontend::placeSyntaxError(file_, p, tok, line, col);
+    if (p) {
       auto set = p->getExpectedTokens().toList();
       std::vector<std::string> names;
       for (auto t : set) {
@@ -37,14 +39,12 @@ public:
         else if (sym == "INT") names.push_back("a number");
       }
       if (!names.empty() && names.size() <= 4) {
-        expected = "expected ";
-        for (size_t i = 0; i < names.size(); ++i)
-          expected += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-        expected += ", found " + found;
+        frontend::SyntaxErrorReport r = frontend::expectedReport(names, place, found);
+        diags_.error(r.loc, r.text, r.length);
+        return;
       }
     }
-    diags_.error({file_, static_cast<uint32_t>(line), static_cast<uint32_t>(col + 1)},
-                 expected.empty() ? "unexpected " + found + " in schedule" : expected);
+    diags_.error(place.at, "unexpected " + found + " in schedule", place.length);
   }
 
 private:
