@@ -26,6 +26,10 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" compile "$prog" --device-collectives -o "$b/gen/$n@dev" >/dev/null
   grep -q 'devReady("' "$b/gen/$n@dev/$n.cu" || rm -rf "$b/gen/$n@dev"
 done
+# Adam's device-API kernel in 5 pipelined rounds (tune(f, chunks = 5)): gen/adam@dev5.
+cat "$root/samples/adam/adam.sched" > "$b/adam-chunks.sched"
+echo 'tune(f, chunks = 5);' >> "$b/adam-chunks.sched"
+"$root/build/coconetc" compile "$root/samples/adam/adam.cnet" --schedule "$b/adam-chunks.sched" --device-collectives -o "$b/gen/adam@dev5" >/dev/null
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"

@@ -1204,6 +1204,7 @@ private:
   // load/store reachable (several nodes), the NCCL calls run instead.
   struct DevGroup {
     int index = 0, rs = -1, ag = -1;
+    int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
@@ -1234,6 +1235,7 @@ private:
       dg.rs = m.front();
       dg.ag = m.back();
       dg.name = f.name;
+      if (auto k = f.knobs.find("chunks"); k != f.knobs.end()) dg.rounds = std::max(1, std::atoi(k->second.c_str()));
       for (size_t k = 1; ok && k + 1 < m.size(); ++k) {
         const Stage& c = p_.stages[m[k]];
         ok = c.kind == StageKind::Compute && c.type.shape == rs.type.shape && c.type.layout == rs.type.layout &&
@@ -1323,6 +1325,8 @@ private:
     hostArgs.push_back("seed");
     params.push_back("int vec");
     hostArgs.push_back("vec");
+    params.push_back("int rounds");
+    hostArgs.push_back(std::to_string(dg.rounds));
     auto index = [&](size_t k, const std::string& i) {
       std::string kk = std::to_string(k);
       return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? i + " % b" + kk : "b" + kk;
@@ -1334,7 +1338,8 @@ private:
     for (int id : dg.run) K << ", " << p_.stages[id].name;
     K << ", " << ag.name << " (all_gather) as one kernel over NCCL's device API:\n"
       << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
-      << "// publish the all-gather's slice; barrier; pull the other ranks' slices.\n";
+      << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
+      << "// rounds over chunks of the slice: coconet_device.cuh, chunkLo).\n";
     for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
     K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
@@ -1342,14 +1347,14 @@ private:
       << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
       << "  const int P = dc.lsaSize, me = dc.lsaRank;\n"
       << "  constexpr int V = " << V << ";\n"
-      << "  coconet_rt::pushSlices<" << XT << ", V>(stageWin, 0, P, me, rsIn, nSlice, vec);\n"
-      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's part of this slice has arrived\n"
       << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n"
       << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, 0));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * nSlice;\n"
       << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
-      << "  const long long nv = vec ? nSlice / V : 0;\n"
-      << "  for (long long jv = tid; jv < nv; jv += nth) {\n    const long long i0 = jv * V;\n"
+      << "  // Elements [lo, hi) of this rank's slice: sum the slots, compute the members, publish.\n"
+      << "  auto compute = [&](long long lo, long long hi) {\n"
+      << "  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;\n"
+      << "  for (long long jv = v0 + tid; jv < v1; jv += nth) {\n    const long long i0 = jv * V;\n"
       << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
     for (int k : others) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
@@ -1377,7 +1382,7 @@ private:
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n  }\n";
     // Scalar elements (the tail, or everything when not aligned).
-    K << "  for (long long i = nv * V + tid; i < nSlice; i += nth) {\n"
+    K << "  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth) {\n"
       << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
       << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
     std::vector<int> writtenScalar = dg.written;
@@ -1387,9 +1392,15 @@ private:
                       return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
                     },
                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
-      << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n  }\n"
-      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published this block's elements\n"
-      << "  coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered, nSlice, vec);\n}\n\n";
+      << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n  }\n  };\n"
+      << "  const int unit = vec ? V : 1;\n"
+      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, unit); };\n"
+      << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
+      << "    if (r < rounds) coconet_rt::pushSlices<" << XT << ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
+      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
+      << "    if (r >= 2) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered, nSlice, edge(r - 2), edge(r - 1), vec);\n"
+      << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
+      << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
     // Host code: the device path, or the NCCL calls.
     b << "\n  // fused group '" << dg.name << "': one kernel over NCCL's device API where every rank is load/store reachable\n"
       << "  if (" << countVar(dg.rs) << " > 0) {\n"

@@ -54,11 +54,12 @@ for dir in "$b"/gen/*/; do
     check_run "$n" "$exe" "$P" "$d"
   done
 done
-# Variants (tools/gpu-bundle.sh): other sizes of a program, run with its build (and its @dev build).
+# Variants (tools/gpu-bundle.sh): other sizes of a program, run with each of its builds.
 for d0 in "$b"/dumps/*@*/; do
   [ -d "$d0" ] || continue
   v=$(basename "$d0"); n=${v%@*}
-  for build in "$n" "$n@dev"; do
+  for bdir in "$b/gen/$n" "$b"/gen/"$n"@*; do
+    build=$(basename "$bdir")
     keep "$build" || continue
     exe="$b/gen/$build/build/${n}_main"
     [ -x "$exe" ] || continue

@@ -131,13 +131,15 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
   return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
 }
 
-// Phase "push" of a reduce-scatter: slice p (m elements) of this rank's `in` goes to slot `me`
-// of rank p's staging area (P slots of m elements at byte `stageOff` of window w).
+// Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
+// V when vec): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
+// area (P slots of m elements at byte `stageOff` of window w).
 template <class T, int V>
-__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m, bool vec) {
+__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+                                           long long lo, long long hi, bool vec) {
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long nv = vec ? m / V : 0;
-  for (long long jv = tid; jv < nv; jv += nth) {
+  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;
+  for (long long jv = v0 + tid; jv < v1; jv += nth) {
     const long long i0 = jv * V;
     for (int p = 0; p < P; ++p) {
       Vec<T, V> x;
@@ -145,7 +147,7 @@ __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int 
       store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
     }
   }
-  for (long long i = nv * V + tid; i < m; i += nth)
+  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth)
     for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
 }
 
@@ -167,13 +169,15 @@ template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long
   return s;
 }
 
-// Phase "pull" of an all-gather: out[p*m + i] = rank p's slice (m elements at byte `sliceOff`
-// of window w), for every rank p but `skip` (this rank, which wrote its part already).
+// Phase "pull" of an all-gather, for the elements [lo, hi) of every slice (lo a multiple of V
+// when vec): out[p*m + i] = rank p's slice (m elements at byte `sliceOff` of window w), for
+// every rank p but `skip` (this rank, which wrote its part already).
 template <class T, int V>
-__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, bool vec) {
+__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, long long lo,
+                                           long long hi, bool vec) {
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long nv = vec ? m / V : 0;
-  for (long long jv = tid; jv < nv; jv += nth) {
+  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;
+  for (long long jv = v0 + tid; jv < v1; jv += nth) {
     const long long i0 = jv * V;
     for (int p = 0; p < P; ++p) {
       if (p == skip) continue;
@@ -182,9 +186,20 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
       store_vec(out + p * m + i0, y);
     }
   }
-  for (long long i = nv * V + tid; i < m; i += nth)
+  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth)
     for (int p = 0; p < P; ++p)
       if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
+}
+
+// A fused group's kernel runs in `rounds` rounds over chunks of its slice (a knob: tune(f,
+// chunks = K)): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
+// barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
+// transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
+// chunkLo(c+1)), a multiple of V long but for the last.
+__device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
+  const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
+  const long long lo = c * per * unit;
+  return lo < m ? lo : m;
 }
 
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
@@ -196,7 +211,7 @@ __global__ void __launch_bounds__(kDevThreads)
                            int vec) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
-  pushSlices<T, V>(stage, 0, P, me, in, m, vec);
+  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
   const T* st = static_cast<const T*>(ncclGetLocalPointer(stage, 0));
   T* mine = static_cast<T*>(ncclGetLocalPointer(slice, 0));
@@ -218,7 +233,7 @@ __global__ void __launch_bounds__(kDevThreads)
     out[me * m + i] = y;
   }
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published its slice
-  pullSlices<T, V>(slice, 0, P, me, out, m, vec);
+  pullSlices<T, V>(slice, 0, P, me, out, m, 0, m, vec);
 }
 
 // One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compiles and builds the programs that the workload modules declare.
 
-For every PROGRAMS entry (KEY -> dict(source, schedule, replace, flags)) of the chosen
-workloads (`flags`, optional: extra `coconetc compile` arguments, e.g. ["--device-collectives"]):
-  1. writes the source (with the `replace` substitutions applied) and its schedule to
-     WORK/src/KEY.cnet and WORK/src/KEY.sched,
+For every PROGRAMS entry (KEY -> dict(source, schedule, replace, flags, schedule_append)) of
+the chosen workloads (`flags`, optional: extra `coconetc compile` arguments, e.g.
+["--device-collectives"]; `schedule_append`, optional: text added to the end of the schedule):
+  1. writes the source (with the `replace` substitutions applied) and its schedule (with
+     `schedule_append`) to WORK/src/KEY.cnet and WORK/src/KEY.sched,
   2. runs `coconetc compile WORK/src/KEY.cnet --schedule S|none -I stdlib -I SRCDIR
      -o WORK/gen/KEY FLAGS...` and times it (milliseconds, the compiler process alone),
   3. builds WORK/gen/KEY with CMake (nvcc) into WORK/gen/KEY/build, several programs at once,
@@ -99,7 +100,8 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
     """Step 1 and 2 for one program; returns its record."""
     src_path = REPO / spec["source"]
     rec = {"workload": spec["workload"], "source": spec["source"],
-           "schedule": spec.get("schedule"), "replace": spec.get("replace") or {},
+           "schedule": spec.get("schedule"), "schedule_append": spec.get("schedule_append"),
+           "replace": spec.get("replace") or {},
            "flags": [str(f) for f in spec.get("flags") or []], "log": str(logs / f"{key}.log")}
     log = logs / f"{key}.log"
     log.write_text("")
@@ -114,7 +116,7 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
         src.write_text(text)
         if spec.get("schedule"):
             sched = src_dir / f"{key}.sched"
-            shutil.copyfile(REPO / spec["schedule"], sched)
+            sched.write_text((REPO / spec["schedule"]).read_text() + (spec.get("schedule_append") or ""))
             sched_arg = str(sched)
         else:
             sched_arg = "none"

@@ -15,6 +15,8 @@ w16 = f16(w'). Rows:
   coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced)
   coconetc_device       coconetc compiled with --device-collectives (the fused group as one
                         kernel over NCCL's device API)
+  coconetc_device_chunksK  (Adam) the same with tune(f, chunks = K): the kernel in K pipelined
+                        rounds (transfers of one chunk overlap the update of another)
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
@@ -109,6 +111,9 @@ def compiled(fn):
     return _COMPILED[fn]
 
 
+ROUNDS = [4, 16]  # pipelined rounds of the device-API kernel measured for Adam
+
+
 class OptimizerWorkload:
     """The rows of one optimizer (`kind` "adam" or "lamb") for the module that makes it."""
 
@@ -118,6 +123,13 @@ class OptimizerWorkload:
                          f"{kind}_device": dict(source=source, schedule=schedule,
                                                 flags=["--device-collectives"]),
                          f"{kind}_unscheduled": dict(source=source, schedule=None)}
+        # The device-API kernel in K pipelined rounds (tune(f, chunks = K)); Adam's group is the
+        # one that runs as a device kernel.
+        self.rounds = ROUNDS if kind == "adam" else []
+        for k in self.rounds:
+            self.programs[f"{kind}_device_chunks{k}"] = dict(
+                source=source, schedule=schedule, flags=["--device-collectives"],
+                schedule_append=f"tune(f, chunks = {k});\n")
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -261,6 +273,8 @@ class OptimizerWorkload:
             ("zero", lambda: self.zero(cfg, ctx)),
             ("coconetc", lambda: self.coconetc(cfg, ctx, self.kind)),
             ("coconetc_device", lambda: self.coconetc(cfg, ctx, f"{self.kind}_device")),
+            *[(f"coconetc_device_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_device_chunks{k}"))
+              for k in self.rounds],
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
         ]
