@@ -129,6 +129,7 @@ public:
     planDirect();
     planDeviceGroups();
     planDeviceAllReduces();
+    planDeviceChunked();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
@@ -271,7 +272,7 @@ private:
     const char* P = "\"";
     s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
     if (usesDevice()) {
-      const size_t k = devGroups_.size() + devAR_.size();
+      const size_t k = devGroups_.size() + devAR_.size() + devChunked_.size();
       s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
         << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
         << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
@@ -1205,6 +1206,7 @@ private:
   struct DevGroup {
     int index = 0, rs = -1, ag = -1;
     int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
+    int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
@@ -1214,56 +1216,72 @@ private:
   std::set<int> devMembers_;           // members other than the reduce_scatter
   std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
 
+  // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group:
+  // false when it does not qualify (not over the world, not a float sum, a member that is not
+  // element-wise on the reduced slice, an operand read through a map other than linear,
+  // periodic or scalar, or the reduced slice needed elsewhere).
+  bool analyzeDevGroup(const std::vector<int>& m, DevGroup& dg) const {
+    if (m.size() < 3) return false;
+    const Stage& rs = p_.stages[m.front()];
+    const Stage& ag = p_.stages[m.back()];
+    auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
+    bool ok = rs.kind == StageKind::ReduceScatter && rs.op == ReduceOp::Sum && ag.kind == StageKind::AllGather &&
+              (rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) && worldLevel(rs.type) &&
+              worldLevel(ag.type) && rs.type.layout.kind == Layout::Sliced && rs.type.layout.dim == 0 &&
+              p_.stages[ag.operands[0]].type.layout.dim == 0;
+    dg.rs = m.front();
+    dg.ag = m.back();
+    for (size_t k = 1; ok && k + 1 < m.size(); ++k) {
+      const Stage& c = p_.stages[m[k]];
+      ok = c.kind == StageKind::Compute && c.type.shape == rs.type.shape && c.type.layout == rs.type.layout && c.type.group == rs.type.group;
+      dg.run.push_back(m[k]);
+    }
+    if (!ok || std::find(dg.run.begin(), dg.run.end(), ag.operands[0]) == dg.run.end()) return false;
+    std::set<int> members(m.begin(), m.end());
+    if (isUsed(p_, dg.rs, members)) return false;  // the reduced slice is needed outside: keep NCCL
+    std::set<int> inRun(dg.run.begin(), dg.run.end());
+    for (int id : dg.run)
+      for (int o : p_.stages[id].operands)
+        if (!inRun.count(o) && !dg.extIndex.count(o)) {
+          dg.extIndex[o] = static_cast<int>(dg.ext.size());
+          dg.ext.push_back(o);
+        }
+    for (int o : dg.ext) {
+      dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, rs));
+      if (dg.acc.back() == Access::Mapped) return false;
+    }
+    std::set<int> inside = inRun;  // the all-gather reads its slice from the window instead
+    inside.insert(dg.ag);
+    for (int id : dg.run)
+      if (neededOutside(id, inside)) dg.written.push_back(id);
+    return true;
+  }
+
+  static bool ncclAsked(const std::map<std::string, std::string>& knobs) {
+    auto k = knobs.find("algorithm");
+    return k != knobs.end() && (k->second == "nccl" || k->second == "ring");
+  }
+  static int knobInt(const std::map<std::string, std::string>& knobs, const char* name, int otherwise) {
+    auto k = knobs.find(name);
+    return k == knobs.end() ? otherwise : std::max(1, std::atoi(k->second.c_str()));
+  }
+
   void planDeviceGroups() {
     if (!o_.deviceCollectives) return;
     for (auto& f : p_.fused) {
-      if (auto k = f.knobs.find("algorithm"); k != f.knobs.end() && (k->second == "nccl" || k->second == "ring")) continue;
+      if (ncclAsked(f.knobs)) continue;
       std::vector<int> m;
       for (auto& n : f.members) m.push_back(p_.find(n));
       std::sort(m.begin(), m.end());
       if (m.size() < 3 || m.front() < 0) continue;
-      bool ok = true;
-      for (size_t k = 1; k < m.size(); ++k) ok = ok && m[k] == m[k - 1] + 1;
-      const Stage& rs = p_.stages[m.front()];
-      const Stage& ag = p_.stages[m.back()];
-      auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
-      ok = ok && rs.kind == StageKind::ReduceScatter && rs.op == ReduceOp::Sum && ag.kind == StageKind::AllGather &&
-           (rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) &&
-           worldLevel(rs.type) && worldLevel(ag.type) && rs.type.layout.kind == Layout::Sliced && rs.type.layout.dim == 0 &&
-           p_.stages[ag.operands[0]].type.layout.dim == 0;
-      DevGroup dg;
-      dg.rs = m.front();
-      dg.ag = m.back();
-      dg.name = f.name;
-      if (auto k = f.knobs.find("chunks"); k != f.knobs.end()) dg.rounds = std::max(1, std::atoi(k->second.c_str()));
-      for (size_t k = 1; ok && k + 1 < m.size(); ++k) {
-        const Stage& c = p_.stages[m[k]];
-        ok = c.kind == StageKind::Compute && c.type.shape == rs.type.shape && c.type.layout == rs.type.layout &&
-             c.type.group == rs.type.group;
-        dg.run.push_back(m[k]);
-      }
-      if (!ok || std::find(dg.run.begin(), dg.run.end(), ag.operands[0]) == dg.run.end()) continue;
-      std::set<int> members(m.begin(), m.end());
-      if (isUsed(p_, dg.rs, members)) continue;  // the reduced slice is needed outside: keep NCCL
+      bool contiguous = true;
+      for (size_t k = 1; k < m.size(); ++k) contiguous = contiguous && m[k] == m[k - 1] + 1;
       bool taken = false;
       for (int id : m) taken = taken || overlapped_.count(id) || chunked_.count(id) || arPair_.count(id);
-      if (taken) continue;
-      std::set<int> inRun(dg.run.begin(), dg.run.end());
-      for (int id : dg.run)
-        for (int o : p_.stages[id].operands)
-          if (!inRun.count(o) && !dg.extIndex.count(o)) {
-            dg.extIndex[o] = static_cast<int>(dg.ext.size());
-            dg.ext.push_back(o);
-          }
-      for (int o : dg.ext) {
-        dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, rs));
-        ok = ok && dg.acc.back() != Access::Mapped;
-      }
-      if (!ok) continue;
-      std::set<int> inside = inRun;  // the all-gather reads its slice from the window instead
-      inside.insert(dg.ag);
-      for (int id : dg.run)
-        if (neededOutside(id, inside)) dg.written.push_back(id);
+      DevGroup dg;
+      if (!contiguous || taken || !analyzeDevGroup(m, dg)) continue;
+      dg.name = f.name;
+      dg.rounds = knobInt(f.knobs, "chunks", 1);
       dg.index = static_cast<int>(devGroups_.size());
       // Values of the group that only the NCCL fallback stores get their workspace there.
       for (int id : m)
@@ -1275,36 +1293,78 @@ private:
     }
   }
 
-  void emitDeviceGroup(const DevGroup& dg) {
-    auto& b = body_;
+  // An overlap matmul -> reduce_scatter -> element-wise -> all_gather whose chain qualifies
+  // runs each chunk's collectives and epilogue as the device group's kernel on the second
+  // stream, on few blocks (tune(f, blocks = B), default kDevOverlapBlocks) so that the next
+  // chunk's GEMM keeps most of the GPU.
+  static constexpr int kDevOverlapBlocks = 32;
+  static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
+  std::map<int, DevGroup> devChunked_;  // by producer
+
+  void planDeviceChunked() {
+    if (!o_.deviceCollectives) return;
+    int next = static_cast<int>(devGroups_.size() + devAR_.size());
+    for (auto& [prod, ch] : chunked_) {
+      if (ch.rs < 0 || ch.ag < 0 || ch.ar >= 0 || ch.a2a >= 0 || ch.bag >= 0) continue;
+      const Stage& rs = p_.stages[ch.rs];
+      static const std::map<std::string, std::string> none;
+      const std::map<std::string, std::string>* knobs = &none;
+      for (auto& f : p_.fused)
+        if (f.name == rs.fusedInto) knobs = &f.knobs;
+      if (ncclAsked(*knobs)) continue;
+      std::vector<int> m{ch.rs};
+      m.insert(m.end(), ch.run.begin(), ch.run.end());
+      m.push_back(ch.ag);
+      DevGroup dg;
+      if (!analyzeDevGroup(m, dg)) continue;
+      dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
+      dg.rounds = 1;  // the overlap's chunks pipeline already
+      dg.blocks = std::min(knobInt(*knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
+      dg.index = next++;
+      devChunked_[prod] = dg;
+    }
+  }
+
+  // How one launch of a device group's kernel is fed: host expressions for the reduce-scatter's
+  // input (P slices of nSlice elements), the slice length, the offset of this launch's elements
+  // in the rank's slice (a chunk of an overlap), the distance between ranks' parts of the
+  // gathered output, and the element offset used for the alignment check.
+  struct DevLaunch {
+    std::string rsIn, nSlice, off = "0", gstride;
+  };
+
+  int devVecWidth(const DevGroup& dg) const {
     const Stage& rs = p_.stages[dg.rs];
-    const Stage& ag = p_.stages[dg.ag];
-    int x = rs.operands[0], src = ag.operands[0];
-    std::string XT = storageType(p_.stages[x].type.dtype), RT = storageType(rs.type.dtype);
-    std::string ST = storageType(p_.stages[src].type.dtype);
-    std::string kname = "k_" + std::to_string(dg.rs) + "_" + ident(dg.name) + "_device";
-    std::string name = "\"" + dg.name + "\"";
+    int x = rs.operands[0], src = p_.stages[dg.ag].operands[0];
     int minBytes = std::min({dtypeBytes(p_.stages[x].type.dtype), dtypeBytes(rs.type.dtype), dtypeBytes(p_.stages[src].type.dtype)});
     for (size_t k = 0; k < dg.ext.size(); ++k)
       if (dg.acc[k] != Access::Scalar && dg.ext[k] != dg.rs) minBytes = std::min(minBytes, dtypeBytes(p_.stages[dg.ext[k]].type.dtype));
     for (int id : dg.written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
-    const int V = std::min(8, 16 / minBytes);
+    return std::min(8, 16 / minBytes);
+  }
+
+  // The kernel's parameters and, for launch L, the host's arguments; `others` gets the external
+  // operands other than the reduced slice (indices into dg.ext).
+  void devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
+                    std::vector<int>& others) const {
+    const Stage& rs = p_.stages[dg.rs];
+    int x = rs.operands[0], src = p_.stages[dg.ag].operands[0];
+    std::string XT = storageType(p_.stages[x].type.dtype), ST = storageType(p_.stages[src].type.dtype);
     auto isAliasedOut = [&](int id) {
       for (auto& st : p_.states)
         if (st.exit == id && aliased_.count(st.entry)) return true;
       return false;
     };
-    // Kernel parameters.
     const std::string gi = std::to_string(dg.index);
-    std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t stageWin", "ncclWindow_t sliceWin",
-                                    "const " + XT + "* __restrict__ rsIn"},
-        hostArgs{"dev_->dc.comm", "dev_->stage[" + gi + "].win", "dev_->slice[" + gi + "].win", var(x)};
+    params = {"ncclDevComm dc", "ncclWindow_t stageWin", "ncclWindow_t sliceWin", "const " + XT + "* __restrict__ rsIn"};
+    hostArgs = {"dev_->dc.comm", "dev_->stage[" + gi + "].win", "dev_->slice[" + gi + "].win", L.rsIn};
+    const std::string plusOff = L.off == "0" ? "" : " + " + L.off;
     for (int id : dg.written) {
       params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
                        std::to_string(id));
-      hostArgs.push_back(var(id));
+      hostArgs.push_back(var(id) + plusOff);
     }
-    std::vector<int> others;  // external operands other than the reduced slice, in ext order
+    others.clear();
     for (size_t k = 0; k < dg.ext.size(); ++k) {
       if (dg.ext[k] == dg.rs) continue;
       others.push_back(static_cast<int>(k));
@@ -1312,14 +1372,20 @@ private:
                        (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
       hostArgs.push_back(var(dg.ext[k]));
       params.push_back("long long b" + std::to_string(k));
-      hostArgs.push_back(dg.acc[k] == Access::Modulo ? countVar(dg.ext[k]) : "m" + std::to_string(k) + ".base");
+      hostArgs.push_back(dg.acc[k] == Access::Modulo ? countVar(dg.ext[k])
+                         : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
+                                                       : "m" + std::to_string(k) + ".base");
     }
     params.push_back(ST + "* __restrict__ gathered");
     hostArgs.push_back(var(dg.ag));
     params.push_back("OutputMap om");
     hostArgs.push_back("om");
     params.push_back("long long nSlice");
-    hostArgs.push_back(countVar(dg.rs));
+    hostArgs.push_back(L.nSlice);
+    params.push_back("long long off");
+    hostArgs.push_back(L.off);
+    params.push_back("long long gstride");
+    hostArgs.push_back(L.gstride);
     runParams(dg.run, params, hostArgs);
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
@@ -1327,9 +1393,23 @@ private:
     hostArgs.push_back("vec");
     params.push_back("int rounds");
     hostArgs.push_back(std::to_string(dg.rounds));
+  }
+
+  // Emits the kernel of a device group (once); returns its name.
+  std::string emitDevKernel(const DevGroup& dg) {
+    const Stage& rs = p_.stages[dg.rs];
+    const Stage& ag = p_.stages[dg.ag];
+    int x = rs.operands[0], src = ag.operands[0];
+    std::string XT = storageType(p_.stages[x].type.dtype), RT = storageType(rs.type.dtype);
+    std::string ST = storageType(p_.stages[src].type.dtype);
+    std::string kname = "k_" + std::to_string(dg.rs) + "_" + ident(dg.name) + "_device";
+    const int V = devVecWidth(dg);
+    std::vector<std::string> params, hostArgs;
+    std::vector<int> others;
+    devSignature(dg, DevLaunch{"", "", "0", ""}, params, hostArgs, others);
     auto index = [&](size_t k, const std::string& i) {
       std::string kk = std::to_string(k);
-      return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? i + " % b" + kk : "b" + kk;
+      return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? "(off + " + i + ") % b" + kk : "b" + kk;
     };
     int rsk = dg.extIndex.at(dg.rs);
     // The kernel.
@@ -1349,7 +1429,7 @@ private:
       << "  constexpr int V = " << V << ";\n"
       << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n"
       << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, 0));\n"
-      << "  " << ST << "* own = gathered + static_cast<long long>(me) * nSlice;\n"
+      << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n"
       << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
       << "  // Elements [lo, hi) of this rank's slice: sum the slots, compute the members, publish.\n"
       << "  auto compute = [&](long long lo, long long hi) {\n"
@@ -1367,7 +1447,7 @@ private:
     bool srcWritten = std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
     if (!srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
     K << "#pragma unroll\n    for (int e = 0; e < V; ++e) {\n      const long long i = i0 + e;\n"
-      << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n      (void)key;\n"
+      << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n      (void)key;\n"
       << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
     std::vector<int> writtenVec = dg.written;
     if (!srcWritten) writtenVec.push_back(src);
@@ -1383,7 +1463,7 @@ private:
     K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n  }\n";
     // Scalar elements (the tail, or everything when not aligned).
     K << "  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth) {\n"
-      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
+      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n"
       << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
     std::vector<int> writtenScalar = dg.written;
     K << runMembers(dg.run, dg.extIndex, writtenScalar, "    ",
@@ -1398,9 +1478,63 @@ private:
       << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
       << "    if (r < rounds) coconet_rt::pushSlices<" << XT << ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
       << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
-      << "    if (r >= 2) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered, nSlice, edge(r - 2), edge(r - 1), vec);\n"
+      << "    if (r >= 2) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered + off, gstride, edge(r - 2), edge(r - 1), vec);\n"
       << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
       << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+    return kname;
+  }
+
+  // The host's maps of a device group's other operands (over the reduced slice's type).
+  void emitDevMaps(const DevGroup& dg, const std::string& ind) {
+    auto& b = body_;
+    {
+      std::ostringstream saved;
+      saved << body_.str();
+      body_.str("");
+      body_.clear();
+      emitMaps(dg.rs, dg.ext);
+      std::string text = body_.str();
+      body_.str("");
+      body_.clear();
+      body_ << saved.str();
+      // (the reduced slice's own map is unused: the kernel computes it)
+      const std::string unusedMap = "OperandMap m" + std::to_string(dg.extIndex.at(dg.rs)) + "{};";
+      if (auto at = text.find(unusedMap); at != std::string::npos) text.insert(at, "[[maybe_unused]] ");
+      std::istringstream ms(text);
+      for (std::string line; std::getline(ms, line);) b << ind.substr(4) << line << "\n";
+    }
+  }
+
+  // The alignment test `vec` of launch L of a device group's kernel.
+  void emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vector<int>& others, const std::string& ind) {
+    auto& b = body_;
+    const int V = devVecWidth(dg);
+    const std::string o = L.off, plus = L.off == "0" ? "" : " + " + L.off;
+    b << ind << "const bool vec = " << L.nSlice << " % " << V << " == 0";
+    if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
+    for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
+    b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ag) << ", 0) && coconet_rt::aligned16(" << L.rsIn << ", 0)";
+    for (int k : others) {
+      if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
+      if (dg.acc[k] == Access::Modulo)
+        b << " &&\n" << ind << "    " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
+    }
+    b << ";\n";
+  }
+
+  void emitDeviceGroup(const DevGroup& dg) {
+    auto& b = body_;
+    const Stage& rs = p_.stages[dg.rs];
+    const Stage& ag = p_.stages[dg.ag];
+    int x = rs.operands[0], src = ag.operands[0];
+    std::string XT = storageType(p_.stages[x].type.dtype), ST = storageType(p_.stages[src].type.dtype);
+    std::string name = "\"" + dg.name + "\"";
+    const std::string gi = std::to_string(dg.index);
+    const std::string kname = emitDevKernel(dg);
+    const DevLaunch L{var(x), countVar(dg.rs), "0", countVar(dg.rs)};
+    std::vector<std::string> params, hostArgs;
+    std::vector<int> others;
+    devSignature(dg, L, params, hostArgs, others);
     // Host code: the device path, or the NCCL calls.
     b << "\n  // fused group '" << dg.name << "': one kernel over NCCL's device API where every rank is load/store reachable\n"
       << "  if (" << countVar(dg.rs) << " > 0) {\n"
@@ -1410,32 +1544,10 @@ private:
       << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(src) << ") * sizeof(" << ST << "), \""
       << p_.name << "\", " << name << ") || grew)\n"
       << "        dev_->dc.refresh(comm_, stream_, \"" << p_.name << "\", " << name << ");\n";
-    // Maps of the other operands, over the reduced slice's type.
-    std::vector<int> otherStages;
-    for (int k : others) otherStages.push_back(dg.ext[k]);
-    std::ostringstream saved;
-    saved << body_.str();
-    body_.str("");
-    body_.clear();
-    emitMaps(dg.rs, dg.ext);
-    std::string maps = body_.str();
-    body_.str("");
-    body_.clear();
-    body_ << saved.str();
-    // (the reduced slice's own map is unused: the kernel computes it)
-    const std::string unusedMap = "OperandMap m" + std::to_string(rsk) + "{};";
-    if (auto at = maps.find(unusedMap); at != std::string::npos) maps.insert(at, "[[maybe_unused]] ");
-    std::istringstream ms(maps);
-    for (std::string line; std::getline(ms, line);) b << "  " << line << "\n";
-    b << "      const bool vec = " << countVar(dg.rs) << " % " << V << " == 0";
-    for (int id : dg.written) b << " &&\n          coconet_rt::aligned16(" << var(id) << ", 0)";
-    b << " &&\n          coconet_rt::aligned16(" << var(dg.ag) << ", 0) && coconet_rt::aligned16(" << var(x) << ", 0)";
-    for (int k : others) {
-      if (dg.acc[k] == Access::Linear) b << " &&\n          coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base)";
-      if (dg.acc[k] == Access::Modulo)
-        b << " &&\n          " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
-    }
-    b << ";\n      " << kname << "<<<coconet_rt::devBlocks(vec ? " << countVar(dg.rs) << " / " << V << " : " << countVar(dg.rs)
+    emitDevMaps(dg, "      ");
+    emitDevVec(dg, L, others, "      ");
+    const int V = devVecWidth(dg);
+    b << "      " << kname << "<<<coconet_rt::devBlocks(vec ? " << countVar(dg.rs) << " / " << V << " : " << countVar(dg.rs)
       << "), coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
@@ -1470,7 +1582,7 @@ private:
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
 
-  bool usesDevice() const { return !devGroups_.empty() || !devAR_.empty(); }
+  bool usesDevice() const { return !devGroups_.empty() || !devAR_.empty() || !devChunked_.empty(); }
 
   // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
   std::string algorithmOf(const Stage& s) const {
@@ -1828,26 +1940,53 @@ private:
     b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension 0, pipelined with " << rs.name;
     for (int r : ch.run) b << ", " << p_.stages[r].name;
     if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
-    b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)\n"
+    const bool device = devChunked_.count(ch.producer) > 0;
+    b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)"
+      << (device ? ",\n  // by the fused group's device-API kernel where every rank is load/store reachable" : "") << "\n"
       << "  if (" << countVar(ch.producer) << " > 0) {\n"
       << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ";\n"
       << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
       << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
       << "    const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n"
       << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
-      << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
+      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
+    // Chunk c's GEMM on stream_ into stage_[k]: rows [c rg, (c+1) rg) of every rank's block, P GEMMs in one call.
+    const std::string gemm =
+        "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
+        "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
+        "      // rows [c rg, (c+1) rg) of every rank's block: P GEMMs in one call\n"
+        "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), "
+        "static_cast<int>(K), &alpha, " + var(w) + ", " + ty + ", static_cast<int>(N), 0, " + var(a) + " + c * rg * K, " + ty +
+        ", static_cast<int>(K), (M / P) * K, &beta, st, " + ty + ", static_cast<int>(N), rg * N, static_cast<int>(P), " +
+        (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + name + ");\n" + handOff(name);
+    if (device) {
+      const DevGroup& dg = devChunked_.at(ch.producer);
+      const std::string kname = emitDevKernel(dg);
+      const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
+      int src = p_.stages[ch.ag].operands[0];
+      const DevLaunch L{"st", "rg * N", "c * rg * N", "(M / P) * N"};
+      std::vector<std::string> params, hostArgs;
+      std::vector<int> others;
+      devSignature(dg, L, params, hostArgs, others);
+      b << "    if (devReady(" << gname << ")) {\n"
+        << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
+        << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, slot, " << prog << ", " << gname << ");\n"
+        << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(rg * N) * sizeof(" << storageType(p_.stages[src].type.dtype)
+        << "), " << prog << ", " << gname << ") || grew)\n"
+        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
+      emitDevMaps(dg, "      ");  // once; the alignment test per chunk below
+      b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm;
+      emitDevVec(dg, L, others, "      ");
+      b << "      " << kname << "<<<" << dg.blocks << ", coconet_rt::kDevThreads, 0, comm2_>>>(";
+      for (size_t q = 0; q < hostArgs.size(); ++q) b << (q ? ", " : "") << hostArgs[q];
+      b << ");\n      CHECK(cudaGetLastError(), " << gname << ");\n"
+        << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n      }\n" << joinComm(name)
+        << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+    }
+    b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
       << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
       << forkComm(name)
-      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
-      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
-      << "      " << T << "* st = static_cast<" << T << "*>(stage_[k].ptr);\n"
-      << "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " << name << ");\n"
-      << "      // rows [c rg, (c+1) rg) of every rank's block: P GEMMs in one call\n"
-      << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), "
-      << "static_cast<int>(K), &alpha, " << var(w) << ", " << ty << ", static_cast<int>(N), 0, " << var(a) << " + c * rg * K, " << ty
-      << ", static_cast<int>(K), (M / P) * K, &beta, st, " << ty << ", static_cast<int>(N), rg * N, static_cast<int>(P), "
-      << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
-      << handOff(name)
+      << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
       << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
       << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
       << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
@@ -1867,7 +2006,7 @@ private:
         << "), gath_[k].ptr, static_cast<size_t>(rg * N) * sizeof(" << AT << "), static_cast<size_t>(rg * N) * sizeof(" << AT
         << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
     }
-    b << "    }\n" << joinComm(name) << "  }\n";
+    b << "    }\n" << joinComm(name) << (device ? "    }\n" : "") << "  }\n";
   }
 
   // ---- Results written where the caller wants them ----

@@ -493,15 +493,15 @@ def targets(res: Results, build: dict | None) -> list[tuple[str, str, str]]:
     combos = [(P, H, dt) for P in (2, 4) for H in (4096, 8192, 12288) for dt in ("bf16", "f16")]
     for title, den, ok, show in (
             ("megatron_row, 2 and 4 GPUs, B*S = 8192, H = 4096/8192/12288, bf16 and f16: "
-             "coconetc >= 1.3x faster than eager", EAGER, lambda v: 1 / v >= 1.3, speedup),
-            ("megatron_row, same shapes: coconetc faster than async TP", "async_tp",
+             "best coconetc row >= 1.3x faster than eager", EAGER, lambda v: 1 / v >= 1.3, speedup),
+            ("megatron_row, same shapes: best coconetc row faster than async TP", "async_tp",
              lambda v: v < 1.0, speedup)):
         pts = []
         for P, H, dt in combos:
             cs = res.configs(w, P, lambda p, H=H, dt=dt: tokens(p) == 8192 and p.get("H") == H
                              and str(p.get("dtype", "")).lower() == dt)
             label = f"P={P} H={H} {dt}"
-            pts += [point(c, "coconetc", den, label) for c in cs] or [res.absent(w, P, label)]
+            pts += [best_point(c, den, label) for c in cs] or [res.absent(w, P, label)]
         out.append((title, *verdict(pts, ok, show)))
     pts, small = [], False
     for P in (2, 4):
@@ -509,13 +509,13 @@ def targets(res: Results, build: dict | None) -> list[tuple[str, str, str]]:
         for c in cs:
             t = tokens(c.get("params", {}))
             small = small or (t is not None and t <= 64)
-            pts.append(point(c, "coconetc", EAGER, f"P={P} {c['name']}"))
+            pts.append(best_point(c, EAGER, f"P={P} {c['name']}"))
         if not cs:
             pts.append(res.absent(w, P, f"P={P}"))
     status, text = verdict(pts, lambda v: v <= TOO_SLOW_TOL, speedup)
     if status == "MET" and not small:
         status, text = "NOT MEASURED", text + "; no decode shape (B*S <= 64) in the results"
-    out.append(("megatron_row, 2 and 4 GPUs: coconetc never slower than eager at any shape "
+    out.append(("megatron_row, 2 and 4 GPUs: best coconetc row never slower than eager at any shape "
                 "(decode B*S = 1..64 included)", status, text))
 
     # The all-reduce alone, at every world size measured (2 or more GPUs).

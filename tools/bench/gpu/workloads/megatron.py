@@ -15,6 +15,9 @@ Rows:
                         (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
                         all-gather fused, pipelined with the matmul in 4 chunks, two-shot)
+  coconetc_device       coconetc compiled with --device-collectives: each chunk's reduce-scatter,
+                        epilogue and all-gather are one device-API kernel on 32 blocks
+  coconetc_device_b16 / _b64  the same with tune(f, blocks = 16 / 64)
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue)
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
@@ -43,12 +46,21 @@ SOURCE = "samples/megatron_row/megatron_row.cnet"
 SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 
+DEVICE = ["--device-collectives"]
+DEVICE_BLOCKS = (16, 64)  # blocks of the device kernel tried besides the default 32
+
 PROGRAMS = {
     "megatron_row": dict(source=SOURCE, schedule=SCHEDULE),
     "megatron_row_unscheduled": dict(source=SOURCE, schedule=None),
     "megatron_row_bf16": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}),
     "megatron_row_bf16_unscheduled": dict(source=SOURCE, schedule=None, replace={"f16": "bf16"}),
     "megatron_row_ar": dict(source=SOURCE, schedule=SCHEDULE_AR),
+    "megatron_row_device": dict(source=SOURCE, schedule=SCHEDULE, flags=DEVICE),
+    "megatron_row_bf16_device": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}, flags=DEVICE),
+    **{f"megatron_row{d}_device_b{b}": dict(source=SOURCE, schedule=SCHEDULE, flags=DEVICE,
+                                            schedule_append=f"tune(f, blocks = {b});\n",
+                                            **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16") for b in DEVICE_BLOCKS},
     "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -196,6 +208,10 @@ def rows(cfg: dict, ctx, mode: str):
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
                                      "with the matmul (4 chunks), two-shot")),
+        ("coconetc_device", coconetc(f"{sched}_device", "as coconetc, each chunk's reduce-scatter + epilogue + "
+                                                          "all-gather one device-API kernel (32 blocks)")),
+        *[(f"coconetc_device_b{b}", coconetc(f"{sched}_device_b{b}", f"as coconetc_device on {b} blocks"))
+          for b in DEVICE_BLOCKS],
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
