@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Compiles every sample (with its schedule) and every GPU test program to CUDA and builds the
 # output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
-# and NCCL. Two programs are built a second time with --device-collectives (NAME@dev): adam (a
-# fused group as one device-API kernel) and allreduces (the one-shot and two-shot allreduce
-# kernels in f16, f32 and bf16). Exits 77 (skipped) where nvcc is absent.
+# and NCCL. Three programs are built a second time with --device-collectives (NAME@dev): adam (a
+# fused group as one device-API kernel), allreduces (the one-shot and two-shot allreduce
+# kernels in f16, f32 and bf16) and megatron_row (the device kernel per chunk of an overlap). Exits 77 (skipped) where nvcc is absent.
 # Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@dev]...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,7 +13,8 @@ nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
 programs=("$@")
 [ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
-                                       "$root"/samples/adam/adam.cnet@dev "$root"/tests/gpu/programs/allreduces.cnet@dev)
+                                       "$root"/samples/adam/adam.cnet@dev "$root"/tests/gpu/programs/allreduces.cnet@dev
+                                       "$root"/samples/megatron_row/megatron_row.cnet@dev)
 fails=0
 for item in "${programs[@]}"; do
   prog=${item%@dev}
