@@ -527,6 +527,8 @@ private:
       } else if (auto d = direct_.find(id); d != direct_.end()) {
         b << "  // " << s.name << ": written straight into " << d->second.second << "\n"
           << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d->second.first) << ");\n";
+      } else if (auto chp = chunked_.find(id); chp != chunked_.end() && chp->second.rs >= 0 && !isUsed(p_, id, {chp->second.rs})) {
+        b << "  // " << s.name << ": computed chunk by chunk into the overlap's staging buffers, never stored whole\n";
       } else if (devFallbackOnly_.count(id)) {
         b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
           << "' runs as NCCL calls\n";
@@ -759,7 +761,7 @@ private:
       const Stage& os = p_.stages[operands[k]];
       int orank = os.type.rank();
       int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
-      b << "    OperandMap m" << k << "{};\n";
+      b << "    [[maybe_unused]] OperandMap m" << k << "{};  // the coordinate path's map (fast paths use bases)\n";
       if (orank == 0) continue;
       b << "    { long long st = 1;\n";
       for (int j = orank - 1; j >= 0; --j) {
@@ -1497,9 +1499,6 @@ private:
       body_.str("");
       body_.clear();
       body_ << saved.str();
-      // (the reduced slice's own map is unused: the kernel computes it)
-      const std::string unusedMap = "OperandMap m" + std::to_string(dg.extIndex.at(dg.rs)) + "{};";
-      if (auto at = text.find(unusedMap); at != std::string::npos) text.insert(at, "[[maybe_unused]] ");
       std::istringstream ms(text);
       for (std::string line; std::getline(ms, line);) b << ind.substr(4) << line << "\n";
     }
