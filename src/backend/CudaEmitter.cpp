@@ -1323,6 +1323,12 @@ private:
       dg.rounds = 1;  // the overlap's chunks pipeline already
       dg.blocks = std::min(knobInt(*knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
       dg.index = next++;
+      // The chunks' reduced slices and members that stay inside the kernel are stored only where
+      // the NCCL calls run.
+      for (int id : m)
+        if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) &&
+            std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
+          devFallbackOnly_.insert(id);
       devChunked_[prod] = dg;
     }
   }
@@ -1981,6 +1987,14 @@ private:
       b << ");\n      CHECK(cudaGetLastError(), " << gname << ");\n"
         << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n      }\n" << joinComm(name)
         << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+    }
+    if (device) {
+      std::vector<int> members{ch.rs};
+      members.insert(members.end(), ch.run.begin(), ch.run.end());
+      for (int id : members)
+        if (devFallbackOnly_.count(id))
+          b << "    " << bufferEnsure(id) << "    " << var(id) << " = static_cast<" << storageType(p_.stages[id].type.dtype) << "*>(buf" << id
+            << "_.ptr);\n";
     }
     b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
       << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
