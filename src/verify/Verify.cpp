@@ -29,7 +29,8 @@ constexpr int kSizeTries = 4000;
 constexpr int64_t kMaxElements = 1 << 16;  // per tensor for chosen sizes, to keep P = 8 runs fast
 constexpr int64_t kMaxBoundElements = 1 << 24;  // per tensor when every size is given (-D)
 
-bool requirementsHold(const Program& p, const Config& c, int64_t maxElements) {
+// Whether the sizes in c meet p's requirements and bounds; `why` (when given) says what fails.
+bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, std::string* why = nullptr) {
   auto env = interp::sizeEnv(c);
   for (auto& r : p.requirements) {
     auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
@@ -40,7 +41,10 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements) {
               : r.op == ast::BinaryOp::Le ? *l <= *rr
               : r.op == ast::BinaryOp::Gt ? *l > *rr
                                           : *l >= *rr;
-    if (!ok) return false;
+    if (!ok) {
+      if (why) *why = "requirement " + r.str() + " does not hold";
+      return false;
+    }
   }
   // Every group must split evenly, and every tensor must stay small.
   try {
@@ -53,10 +57,16 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements) {
           if (d <= 0) return false;
           n *= d;
         }
-        if (n > maxElements) return false;
+        if (n > maxElements) {
+          if (why)
+            *why = "'" + s.name + "' would hold " + std::to_string(n) + " elements on rank " + std::to_string(r) +
+                   " (verify's bound is " + std::to_string(maxElements) + ")";
+          return false;
+        }
       }
     }
-  } catch (const interp::RunError&) {
+  } catch (const interp::RunError& e) {
+    if (why) *why = e.what();
     return false;
   }
   return true;
@@ -65,7 +75,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements) {
 // Picks values for the unbound sizes: half the time a multiple of the rank count, so that
 // divisibility requirements can be met, otherwise any small value, so that uneven sizes are
 // covered where the program admits them.
-bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng) {
+bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng, std::string* why) {
   std::vector<std::string> free;
   for (auto& prm : a.params) {
     if (!prm.isSize) continue;
@@ -95,8 +105,8 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
     }
     // Sizes the user gave all of are taken up to a larger bound (one try is enough).
     const int64_t most = free.empty() ? kMaxBoundElements : kMaxElements;
+    if (free.empty()) return requirementsHold(a, c, most, why) && requirementsHold(b, c, most, why);
     if (requirementsHold(a, c, most) && requirementsHold(b, c, most)) return true;
-    if (free.empty()) return false;
   }
   return false;
 }
@@ -367,11 +377,15 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     Config c;
     c.ranks = P;
     c.seed = rng();
-    if (!chooseSizes(base, sched, c, rng)) {
+    std::string why;
+    if (!chooseSizes(base, sched, c, rng, &why)) {
       std::string reqs;
       for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
-      out << "  ranks " << P << ": skipped: no sizes meet the requirements"
-          << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P << " ranks\n";
+      if (!why.empty())  // every size was given: say what rules them out
+        out << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
+      else
+        out << "  ranks " << P << ": skipped: no sizes meet the requirements" << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P
+            << " ranks\n";
       skipped.push_back(P);
       continue;
     }
