@@ -1259,6 +1259,31 @@ private:
     return true;
   }
 
+  // Values of a device group (members m) that stay inside its kernel: only the NCCL fallback
+  // stores them, so their workspace is made there (fallbackStorage).
+  void markFallbackOnly(const std::vector<int>& m, const DevGroup& dg) {
+    for (int id : m)
+      if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) && !bagOf_.count(id) &&
+          std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
+        devFallbackOnly_.insert(id);
+  }
+  std::string fallbackStorage(const std::vector<int>& ids, const std::string& ind) const {
+    std::string text;
+    for (int id : ids)
+      if (devFallbackOnly_.count(id))
+        text += ind + bufferEnsure(id) + ind + var(id) + " = static_cast<" + storageType(p_.stages[id].type.dtype) + "*>(buf" +
+                std::to_string(id) + "_.ptr);\n";
+    return text;
+  }
+
+  // The knobs of the fused group a stage belongs to (none when it belongs to none).
+  const std::map<std::string, std::string>& groupKnobs(const Stage& s) const {
+    static const std::map<std::string, std::string> none;
+    for (auto& f : p_.fused)
+      if (f.name == s.fusedInto) return f.knobs;
+    return none;
+  }
+
   static bool ncclAsked(const std::map<std::string, std::string>& knobs) {
     auto k = knobs.find("algorithm");
     return k != knobs.end() && (k->second == "nccl" || k->second == "ring");
@@ -1285,11 +1310,7 @@ private:
       dg.name = f.name;
       dg.rounds = knobInt(f.knobs, "chunks", 1);
       dg.index = static_cast<int>(devGroups_.size());
-      // Values of the group that only the NCCL fallback stores get their workspace there.
-      for (int id : m)
-        if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) && !bagOf_.count(id) &&
-            std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
-          devFallbackOnly_.insert(id);
+      markFallbackOnly(m, dg);
       devGroups_[dg.rs] = dg;
       for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
     }
@@ -1309,11 +1330,8 @@ private:
     for (auto& [prod, ch] : chunked_) {
       if (ch.rs < 0 || ch.ag < 0 || ch.ar >= 0 || ch.a2a >= 0 || ch.bag >= 0) continue;
       const Stage& rs = p_.stages[ch.rs];
-      static const std::map<std::string, std::string> none;
-      const std::map<std::string, std::string>* knobs = &none;
-      for (auto& f : p_.fused)
-        if (f.name == rs.fusedInto) knobs = &f.knobs;
-      if (ncclAsked(*knobs)) continue;
+      const auto& knobs = groupKnobs(rs);
+      if (ncclAsked(knobs)) continue;
       std::vector<int> m{ch.rs};
       m.insert(m.end(), ch.run.begin(), ch.run.end());
       m.push_back(ch.ag);
@@ -1321,14 +1339,9 @@ private:
       if (!analyzeDevGroup(m, dg)) continue;
       dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
       dg.rounds = 1;  // the overlap's chunks pipeline already
-      dg.blocks = std::min(knobInt(*knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
+      dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
       dg.index = next++;
-      // The chunks' reduced slices and members that stay inside the kernel are stored only where
-      // the NCCL calls run.
-      for (int id : m)
-        if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) &&
-            std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
-          devFallbackOnly_.insert(id);
+      markFallbackOnly(m, dg);
       devChunked_[prod] = dg;
     }
   }
@@ -1561,10 +1574,7 @@ private:
     std::vector<int> all{dg.rs};
     for (int id : dg.run) all.push_back(id);
     all.push_back(dg.ag);
-    for (int id : all)
-      if (devFallbackOnly_.count(id))
-        b << "      " << bufferEnsure(id) << "      " << var(id) << " = static_cast<" << storageType(p_.stages[id].type.dtype) << "*>(buf"
-          << id << "_.ptr);\n";
+    b << fallbackStorage(all, "      ");
     for (int id : all) {
       if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
       b << "      {\n";
@@ -1592,10 +1602,9 @@ private:
   // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
   std::string algorithmOf(const Stage& s) const {
     if (auto k = s.knobs.find("algorithm"); k != s.knobs.end()) return k->second;
-    for (auto& f : p_.fused)
-      if (f.name == s.fusedInto)
-        if (auto k = f.knobs.find("algorithm"); k != f.knobs.end()) return k->second;
-    return "";
+    auto& knobs = groupKnobs(s);
+    auto k = knobs.find("algorithm");
+    return k == knobs.end() ? "" : k->second;
   }
 
   void planDeviceAllReduces() {
@@ -1991,10 +2000,7 @@ private:
     if (device) {
       std::vector<int> members{ch.rs};
       members.insert(members.end(), ch.run.begin(), ch.run.end());
-      for (int id : members)
-        if (devFallbackOnly_.count(id))
-          b << "    " << bufferEnsure(id) << "    " << var(id) << " = static_cast<" << storageType(p_.stages[id].type.dtype) << "*>(buf" << id
-            << "_.ptr);\n";
+      b << fallbackStorage(members, "    ");
     }
     b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
       << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"

@@ -8,7 +8,7 @@
 //   NAME_main.cu    a driver: one process per GPU (it forks them, or takes RANK/WORLD_SIZE or
 //                   mpirun's variables with a file bootstrap of the NCCL id); --check DIR
 //                   compares with `coconetc verify --dump DIR`; --bench prints JSON timings
-//   coconet_runtime.cuh   shared support code
+//   coconet_runtime.cuh   shared support code (coconet_device.cuh too with deviceCollectives)
 //   CMakeLists.txt  finds CUDA, cuBLAS and NCCL >= 2.28 (NCCL_ROOT, /usr/local/cuda, /usr, the
 //                   PyTorch environment's nvidia/nccl)
 //   manifest.json   tensors, schedule, files, flags, compiler version, a hash of the sources
@@ -21,8 +21,10 @@
 // group's element-wise members are one kernel. Outputs and updated states are written where the
 // caller keeps them. Overlaps run chunked on a second stream (matmul -> reduce_scatter chains,
 // matmul/gemv -> allreduce chains, matmul -> all_to_all, embedding bag -> all_to_all). With
-// deviceCollectives a fused reduce_scatter -> element-wise -> all_gather group is one kernel over
-// NCCL's device API. Every CUDA, NCCL and cuBLAS call is checked and a failure names the stage.
+// deviceCollectives, fused reduce_scatter -> element-wise -> all_gather groups (also per chunk
+// of an overlap), allreduces and fused [reduce_scatter, all_gather] pairs are kernels over
+// NCCL's device API (coconet_device.cuh). Every CUDA, NCCL and cuBLAS call is checked and a
+// failure names the stage.
 // NAME.cu also exports a C interface (libcoconet_NAME.so) for callers without C++.
 #pragma once
 
@@ -38,9 +40,10 @@ struct CompileOptions {
   std::string sourcePath;    // the .cnet file, for the header comment
   std::string schedulePath;  // empty: no schedule
   std::string scheduleText;  // the applied schedule, printed back
-  // Experimental: a fused reduce_scatter -> element-wise -> all_gather group as one kernel over
-  // NCCL's device API (peer loads and stores over NVLink, LSA barriers), with the NCCL-call
-  // path kept as the fallback when the ranks are not all load/store reachable.
+  // Collectives over the world as kernels over NCCL's device API (stores and loads over NVLink,
+  // LSA barriers): fused reduce_scatter -> element-wise -> all_gather groups (also per chunk of
+  // an overlap), allreduces and fused [reduce_scatter, all_gather] pairs. The NCCL calls stay
+  // as the fallback where the ranks are not all load/store reachable.
   bool deviceCollectives = false;
 };
 

@@ -66,8 +66,9 @@ int main(int argc, char** argv) {
   compile->add_option("--arch", inv.arch, "GPU architecture")->capture_default_str()->check(
       CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
   compile->add_flag("--device-collectives", inv.deviceCollectives,
-                    "experimental: a fused reduce_scatter -> element-wise -> all_gather group as one kernel over "
-                    "NCCL's device API (NCCL calls remain the fallback)");
+                    "collectives over the world as kernels over NCCL's device API: fused reduce_scatter -> "
+                    "element-wise -> all_gather groups (also overlapped), allreduces, fused reduce_scatter + "
+                    "all_gather pairs (NCCL calls remain the fallback)");
 
   try {
     app.parse(argc, argv);

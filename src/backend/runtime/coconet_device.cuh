@@ -27,8 +27,8 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // reduce-scatter by pushes, then an all-gather by pulls (two barriers, half the traffic).
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // Above this many bytes per rank an allreduce left to the backend calls NCCL: its ring moves
-// large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB, 7% faster at 64 MiB,
-// 13% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
+// large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB; the kernel takes 8%
+// longer at 64 MiB and 17% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
 constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
 
 // Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
