@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Compiles every sample (with its schedule) and every GPU test program to CUDA and builds the
 # output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
-# and NCCL. Three programs are built a second time with --device-collectives (NAME@dev): adam (a
-# fused group as one device-API kernel), allreduces (the one-shot and two-shot allreduce
-# kernels in f16, f32 and bf16) and megatron_row (the device kernel per chunk of an overlap). Exits 77 (skipped) where nvcc is absent.
-# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@dev]...]
+# and NCCL. Collectives compile to NCCL device-API kernels by default; two programs are built a
+# second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group)
+# and megatron_row (an overlap's chunked collectives). Exits 77 (skipped) where nvcc is absent.
+# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl]...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/cuda-samples}"
@@ -13,16 +13,15 @@ nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
 programs=("$@")
 [ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
-                                       "$root"/samples/adam/adam.cnet@dev "$root"/tests/gpu/programs/allreduces.cnet@dev
-                                       "$root"/samples/megatron_row/megatron_row.cnet@dev)
+                                       "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl)
 fails=0
 for item in "${programs[@]}"; do
-  prog=${item%@dev}
+  prog=${item%@nccl}
   flags=()
-  [ "$prog" = "$item" ] || flags=(--device-collectives)
+  [ "$prog" = "$item" ] || flags=(--no-device-collectives)
   n=$(basename "$prog" .cnet)
   dir="$out/$(basename "$item" .cnet)"
-  [ "$prog" = "$item" ] || dir="$out/$n@dev"
+  [ "$prog" = "$item" ] || dir="$out/$n@nccl"
   rm -rf "$dir"
   "$root/build/coconetc" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null
   start=$(date +%s)

@@ -19,17 +19,19 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" verify "$prog" --ranks 1,2,4 --seed 7 --dump "$b/dumps/$n" > "$b/dumps/$n.verify.txt"
 done
 
-# Collectives over NCCL's device API (--device-collectives): gen/PROG@dev, run with PROG's
-# vectors (and its variants'), for every program where the flag changes the code.
+# The NCCL-only path (--no-device-collectives): gen/PROG@nccl, run with PROG's vectors (and its
+# variants'), for every program whose default code has device-API collectives.
 for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   n=$(basename "$prog" .cnet)
-  "$root/build/coconetc" compile "$prog" --device-collectives -o "$b/gen/$n@dev" >/dev/null
-  grep -q 'devReady("' "$b/gen/$n@dev/$n.cu" || rm -rf "$b/gen/$n@dev"
+  grep -q 'devReady("' "$b/gen/$n/$n.cu" || continue
+  "$root/build/coconetc" compile "$prog" --no-device-collectives -o "$b/gen/$n@nccl" >/dev/null
 done
-# Adam's device-API kernel in 5 pipelined rounds (tune(f, chunks = 5)): gen/adam@dev5.
+# Adam's device-API kernel in 5 pipelined rounds (tune(f, chunks = 5)): gen/adam@chunks5.
 cat "$root/samples/adam/adam.sched" > "$b/adam-chunks.sched"
 echo 'tune(f, chunks = 5);' >> "$b/adam-chunks.sched"
-"$root/build/coconetc" compile "$root/samples/adam/adam.cnet" --schedule "$b/adam-chunks.sched" --device-collectives -o "$b/gen/adam@dev5" >/dev/null
+"$root/build/coconetc" compile "$root/samples/adam/adam.cnet" --schedule "$b/adam-chunks.sched" -o "$b/gen/adam@chunks5" >/dev/null
+# decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap.
+"$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"

@@ -1308,7 +1308,7 @@ private:
       DevGroup dg;
       if (!contiguous || taken || !analyzeDevGroup(m, dg)) continue;
       dg.name = f.name;
-      dg.rounds = knobInt(f.knobs, "chunks", 1);
+      dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
       dg.index = static_cast<int>(devGroups_.size());
       markFallbackOnly(m, dg);
       devGroups_[dg.rs] = dg;
@@ -1318,9 +1318,10 @@ private:
 
   // An overlap matmul -> reduce_scatter -> element-wise -> all_gather whose chain qualifies
   // runs each chunk's collectives and epilogue as the device group's kernel on the second
-  // stream, on few blocks (tune(f, blocks = B), default kDevOverlapBlocks) so that the next
-  // chunk's GEMM keeps most of the GPU.
-  static constexpr int kDevOverlapBlocks = 32;
+  // stream, on kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). On 4x H200 the
+  // Megatron layer ran fastest on the most blocks measured (16 < 32 < 64 < 128: the transfers
+  // finish sooner and the next chunk's GEMM loses less than they gain).
+  static constexpr int kDevOverlapBlocks = 128;
   static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
 
@@ -1413,7 +1414,8 @@ private:
     params.push_back("int vec");
     hostArgs.push_back("vec");
     params.push_back("int rounds");
-    hostArgs.push_back(std::to_string(dg.rounds));
+    hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds)
+                                     : "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))");
   }
 
   // Emits the kernel of a device group (once); returns its name.

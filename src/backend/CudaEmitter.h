@@ -43,8 +43,9 @@ struct CompileOptions {
   // Collectives over the world as kernels over NCCL's device API (stores and loads over NVLink,
   // LSA barriers): fused reduce_scatter -> element-wise -> all_gather groups (also per chunk of
   // an overlap), allreduces and fused [reduce_scatter, all_gather] pairs. The NCCL calls stay
-  // as the fallback where the ranks are not all load/store reachable.
-  bool deviceCollectives = false;
+  // as the fallback where the ranks are not all load/store reachable. On by default
+  // (`coconetc compile --no-device-collectives` turns it off).
+  bool deviceCollectives = true;
 };
 
 // Writes the folder; returns the list of files written. Throws std::runtime_error on I/O errors.

@@ -27,7 +27,7 @@ struct Invocation {
   // compile
   std::string outDir;
   std::string arch = "sm_90a";
-  bool deviceCollectives = false;  // compile: fused collective groups over NCCL's device API
+  bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

@@ -65,10 +65,11 @@ int main(int argc, char** argv) {
   compile->add_option("-o,--output", inv.outDir, "output folder")->required();
   compile->add_option("--arch", inv.arch, "GPU architecture")->capture_default_str()->check(
       CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
-  compile->add_flag("--device-collectives", inv.deviceCollectives,
+  compile->add_flag("--device-collectives,!--no-device-collectives", inv.deviceCollectives,
                     "collectives over the world as kernels over NCCL's device API: fused reduce_scatter -> "
                     "element-wise -> all_gather groups (also overlapped), allreduces, fused reduce_scatter + "
-                    "all_gather pairs (NCCL calls remain the fallback)");
+                    "all_gather pairs, with NCCL calls as the run-time fallback (default: on; "
+                    "--no-device-collectives emits NCCL calls only)");
 
   try {
     app.parse(argc, argv);

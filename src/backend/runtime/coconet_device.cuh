@@ -14,6 +14,7 @@
 
 #include <nccl_device.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "coconet_runtime.cuh"
@@ -196,6 +197,18 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
 // chunkLo(c+1)), a multiple of V long but for the last.
+// Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
+// one below 16 MiB (the barriers would cost more than the overlap gains), then
+// 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
+// On 4x H200 (Adam, f16 gradients; docs/benchmarks/gpu/2026-11-21-4xH200-session4) the fastest
+// of 1, 4 and 16 rounds was 1 up to 2^22 elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
+inline int devAutoRounds(long long bytes) {
+  if (bytes < (16LL << 20)) return 1;
+  int l = 0;
+  for (long long q = bytes / (8LL << 20); q > 1; q >>= 1) ++l;
+  return std::min(16, 1 << (1 + l / 2));
+}
+
 __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
   const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
   const long long lo = c * per * unit;

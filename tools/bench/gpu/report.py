@@ -539,8 +539,8 @@ def targets(res: Results, build: dict | None) -> list[tuple[str, str, str]]:
                 *verdict(pts_small, lambda v: v <= 0.5, times)))
 
     # Pipeline boundary, 4 GPUs.
-    pts = [point(c, "coconetc", EAGER, c["name"]) for c in res.configs("pipeline", 4)]
-    out.append(("pipeline, 4 GPUs in two groups: coconetc >= 1.3x faster than eager",
+    pts = [best_point(c, EAGER, c["name"]) for c in res.configs("pipeline", 4)]
+    out.append(("pipeline, 4 GPUs in two groups: best coconetc row >= 1.3x faster than eager",
                 *verdict(pts or [res.absent("pipeline", 4, "P=4")], lambda v: 1 / v >= 1.3, speedup)))
 
     # The SC'24 operators: >= 20% less time than the unfused path.
@@ -551,11 +551,11 @@ def targets(res: Results, build: dict | None) -> list[tuple[str, str, str]]:
             cs = res.configs(w, P)
             for c in cs:
                 base = "unfused" if "unfused" in rows_of(c) else EAGER
-                pts.append(point(c, "coconetc", base, f"P={P} {c['name']}"
+                pts.append(best_point(c, base, f"P={P} {c['name']}"
                                  + ("" if base == "unfused" else " (vs eager)")))
             if not cs:
                 pts.append(res.absent(w, P, f"P={P}"))
-        out.append((f"{w}: {what}, coconetc >= 20% less time than the unfused path",
+        out.append((f"{w}: {what}, best coconetc row >= 20% less time than the unfused path",
                     *verdict(pts, lambda v: v <= 0.8, lambda v: f"{(1 - v) * 100:.0f}% less")))
 
     # The compiler.

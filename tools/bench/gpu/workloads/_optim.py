@@ -12,11 +12,14 @@ w16 = f16(w'). Rows:
                         shard (Adam: AdamW(fused=True) on the shard; LAMB: torch ops and one
                         all_reduce of the shard's two sums of squares), all_gather_into_tensor
                         of the f16 weights (in place)
-  coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced)
-  coconetc_device       coconetc compiled with --device-collectives (the fused group as one
-                        kernel over NCCL's device API)
-  coconetc_device_chunksK  (Adam) the same with tune(f, chunks = K): the kernel in K pipelined
-                        rounds (transfers of one chunk overlap the update of another)
+  coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced), compiled
+                        as by default: the fused group one kernel over NCCL's device API
+                        (Adam; its pipelined rounds chosen by size), LAMB's norm allreduces
+                        one-shot kernels
+  coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
+  coconetc_chunksK      (Adam) coconetc with tune(f, chunks = K): the kernel in K pipelined
+                        rounds whatever the size (transfers of one chunk overlap the update of
+                        another)
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
@@ -120,16 +123,15 @@ class OptimizerWorkload:
     def __init__(self, kind: str, source: str, schedule: str, tol: dict):
         self.kind, self.source, self.tol = kind, source, tol
         self.programs = {kind: dict(source=source, schedule=schedule),
-                         f"{kind}_device": dict(source=source, schedule=schedule,
-                                                flags=["--device-collectives"]),
+                         f"{kind}_nccl": dict(source=source, schedule=schedule,
+                                              flags=["--no-device-collectives"]),
                          f"{kind}_unscheduled": dict(source=source, schedule=None)}
         # The device-API kernel in K pipelined rounds (tune(f, chunks = K)); Adam's group is the
         # one that runs as a device kernel.
         self.rounds = ROUNDS if kind == "adam" else []
         for k in self.rounds:
-            self.programs[f"{kind}_device_chunks{k}"] = dict(
-                source=source, schedule=schedule, flags=["--device-collectives"],
-                schedule_append=f"tune(f, chunks = {k});\n")
+            self.programs[f"{kind}_chunks{k}"] = dict(
+                source=source, schedule=schedule, schedule_append=f"tune(f, chunks = {k});\n")
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -272,8 +274,8 @@ class OptimizerWorkload:
             ("torch.compile", lambda: self.compiled_row(cfg, ctx)),
             ("zero", lambda: self.zero(cfg, ctx)),
             ("coconetc", lambda: self.coconetc(cfg, ctx, self.kind)),
-            ("coconetc_device", lambda: self.coconetc(cfg, ctx, f"{self.kind}_device")),
-            *[(f"coconetc_device_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_device_chunks{k}"))
+            ("coconetc_nccl", lambda: self.coconetc(cfg, ctx, f"{self.kind}_nccl")),
+            *[(f"coconetc_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_chunks{k}"))
               for k in self.rounds],
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),

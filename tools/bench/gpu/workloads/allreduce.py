@@ -5,12 +5,13 @@ Program: tools/bench/programs/allreduce.cnet, y = allreduce(+, x) over f16[N].
 Rows:
   nccl_allreduce       dist.all_reduce(x), in place (how PyTorch code calls it; an
                        out-of-place copy would add a pass over the data); the reference.
-  coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce,
-                       algorithm left to the backend: one ncclAllReduce), out of place x -> y.
-  coconetc_device      coconetc compiled with --device-collectives: a kernel over NCCL's
-                       device API, one-shot up to 512 KiB per rank, two-shot above.
-  coconetc_device_one_shot / coconetc_device_two_shot
-                       the same with tune(algorithm = one_shot / two_shot) at every size.
+  coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce),
+                       out of place x -> y, compiled as by default: a kernel over NCCL's device
+                       API, one-shot up to 512 KiB per rank, two-shot up to 16 MiB, NCCL's
+                       allreduce above.
+  coconetc_nccl        the same compiled with --no-device-collectives (one ncclAllReduce).
+  coconetc_one_shot / coconetc_two_shot
+                       coconetc with tune(algorithm = one_shot / two_shot) at every size.
   coconetc_unscheduled the program with no schedule (the generated code's plain collective).
 Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB). Each row
 reports bus bandwidth 2(P-1)/P * bytes / time (NCCL's definition for all-reduce).
@@ -25,20 +26,16 @@ import torch.distributed as dist
 from workloads import Row, quantized_grad
 
 SOURCE = "tools/bench/programs/allreduce.cnet"
-DEVICE = ["--device-collectives"]
 PROGRAMS = {
     "allreduce": dict(source=SOURCE, schedule="tools/bench/programs/allreduce.sched"),
-    "allreduce_device": dict(source=SOURCE, schedule="tools/bench/programs/allreduce.sched",
-                             flags=DEVICE),
-    "allreduce_device_one_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_one_shot.sched",
-                                      flags=DEVICE),
-    "allreduce_device_two_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_two_shot.sched",
-                                      flags=DEVICE),
+    "allreduce_nccl": dict(source=SOURCE, schedule="tools/bench/programs/allreduce.sched",
+                           flags=["--no-device-collectives"]),
+    "allreduce_one_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_one_shot.sched"),
+    "allreduce_two_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_two_shot.sched"),
     "allreduce_unscheduled": dict(source=SOURCE, schedule=None),
 }
-COCONETC_ROWS = {"coconetc": "allreduce", "coconetc_device": "allreduce_device",
-                 "coconetc_device_one_shot": "allreduce_device_one_shot",
-                 "coconetc_device_two_shot": "allreduce_device_two_shot",
+COCONETC_ROWS = {"coconetc": "allreduce", "coconetc_nccl": "allreduce_nccl",
+                 "coconetc_one_shot": "allreduce_one_shot", "coconetc_two_shot": "allreduce_two_shot",
                  "coconetc_unscheduled": "allreduce_unscheduled"}
 EXACT = {"y": (0.0, 0.0)}
 

@@ -13,9 +13,12 @@ Rows:
   unfused               torch.mv, bias + gelu, torch.mv, dist.all_reduce, bias + residual
   torch.compile         the local GEMV + gelu + GEMV and the epilogue torch.compile'd, the
                         all_reduce eager between them
-  coconetc              the sample with its schedule (all-reduce + epilogue one kernel,
-                        one-shot, pipelined with the GEMV)
-  coconetc_unscheduled  the sample without a schedule
+  coconetc              the sample with its schedule (all-reduce + epilogue fused; the
+                        all-reduce a one-shot device-API kernel, then the epilogue kernel)
+  coconetc_overlap      samples/decode_gemv/decode_gemv_overlap.sched: as coconetc, pipelined
+                        with the GEMV in 2 chunks (NCCL's all-reduce per chunk)
+  coconetc_unscheduled  the sample without a schedule (its all-reduce a one-shot device-API
+                        kernel too: the default lowering)
 Shapes: H 4096 and 8192, F = 4H, f16. Inputs: x, b2, residual ~ N(0, 1), w1 ~ N(0, 1/H),
 b1 ~ N(0, 1/4), w2 ~ N(0, 1/F).
 """
@@ -30,6 +33,7 @@ SOURCE = "samples/decode_gemv/decode_gemv.cnet"
 
 PROGRAMS = {
     "decode_gemv": dict(source=SOURCE, schedule="samples/decode_gemv/decode_gemv.sched"),
+    "decode_gemv_overlap": dict(source=SOURCE, schedule="samples/decode_gemv/decode_gemv_overlap.sched"),
     "decode_gemv_unscheduled": dict(source=SOURCE, schedule=None),
 }
 
@@ -109,8 +113,10 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("unfused", unfused),
         ("torch.compile", compiled),
-        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue one kernel (one-shot), "
-                                             "pipelined with the GEMV")),
+        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused, the all-reduce a one-shot "
+                                             "device-API kernel, then the epilogue")),
+        ("coconetc_overlap", coconetc("decode_gemv_overlap", "all-reduce + epilogue fused, pipelined with the "
+                                                             "GEMV (2 chunks): decode_gemv_overlap.sched")),
         ("coconetc_unscheduled", coconetc("decode_gemv_unscheduled",
                                           "no schedule: gemv, gelu, gemv, allreduce, epilogue")),
     ]

@@ -14,11 +14,13 @@ Rows:
                         dist.all_gather_into_tensor. NVLink multicast stays off
                         (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
-                        all-gather fused, pipelined with the matmul in 4 chunks, two-shot)
-  coconetc_device       coconetc compiled with --device-collectives: each chunk's reduce-scatter,
-                        epilogue and all-gather are one device-API kernel on 32 blocks
-  coconetc_device_b16 / _b64  the same with tune(f, blocks = 16 / 64)
-  coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue)
+                        all-gather fused, pipelined with the matmul in 4 chunks), compiled as
+                        by default: each chunk's reduce-scatter, epilogue and all-gather one
+                        kernel over NCCL's device API on 128 blocks
+  coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
+  coconetc_b64          coconetc with tune(f, blocks = 64)
+  coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
+                        allreduce a device-API kernel up to 16 MiB per rank, NCCL's above)
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
@@ -46,8 +48,8 @@ SOURCE = "samples/megatron_row/megatron_row.cnet"
 SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 
-DEVICE = ["--device-collectives"]
-DEVICE_BLOCKS = (16, 64)  # blocks of the device kernel tried besides the default 32
+NCCL_ONLY = ["--no-device-collectives"]
+BLOCKS = (64,)  # blocks of the device kernel tried besides the default 128
 
 PROGRAMS = {
     "megatron_row": dict(source=SOURCE, schedule=SCHEDULE),
@@ -55,12 +57,12 @@ PROGRAMS = {
     "megatron_row_bf16": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}),
     "megatron_row_bf16_unscheduled": dict(source=SOURCE, schedule=None, replace={"f16": "bf16"}),
     "megatron_row_ar": dict(source=SOURCE, schedule=SCHEDULE_AR),
-    "megatron_row_device": dict(source=SOURCE, schedule=SCHEDULE, flags=DEVICE),
-    "megatron_row_bf16_device": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}, flags=DEVICE),
-    **{f"megatron_row{d}_device_b{b}": dict(source=SOURCE, schedule=SCHEDULE, flags=DEVICE,
-                                            schedule_append=f"tune(f, blocks = {b});\n",
-                                            **({"replace": {"f16": "bf16"}} if d else {}))
-       for d in ("", "_bf16") for b in DEVICE_BLOCKS},
+    "megatron_row_nccl": dict(source=SOURCE, schedule=SCHEDULE, flags=NCCL_ONLY),
+    "megatron_row_bf16_nccl": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}, flags=NCCL_ONLY),
+    **{f"megatron_row{d}_b{b}": dict(source=SOURCE, schedule=SCHEDULE,
+                                     schedule_append=f"tune(f, blocks = {b});\n",
+                                     **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16") for b in BLOCKS},
     "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -207,11 +209,10 @@ def rows(cfg: dict, ctx, mode: str):
         ("torch.compile", compiled),
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
-                                     "with the matmul (4 chunks), two-shot")),
-        ("coconetc_device", coconetc(f"{sched}_device", "as coconetc, each chunk's reduce-scatter + epilogue + "
-                                                          "all-gather one device-API kernel (32 blocks)")),
-        *[(f"coconetc_device_b{b}", coconetc(f"{sched}_device_b{b}", f"as coconetc_device on {b} blocks"))
-          for b in DEVICE_BLOCKS],
+                                     "with the matmul (4 chunks), each chunk's one device-API kernel (128 blocks)")),
+        ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
+                                                    "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
+        *[(f"coconetc_b{b}", coconetc(f"{sched}_b{b}", f"as coconetc on {b} blocks")) for b in BLOCKS],
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
