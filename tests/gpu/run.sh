@@ -101,24 +101,13 @@ for tool in memcheck racecheck; do
   done
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
-n=megatron_row
-if keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ]; then
+# Their default builds hold device-API collectives, which must take the NCCL fallback there.
+for n in megatron_row adam; do
+  keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"
   else
     echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-$n.log" | sed 's/^/    /' >> "$res"
-  fi
-fi
-# Device-API builds (the default) where the ranks are separate hosts: they must take the NCCL
-# fallback.
-for n in adam; do
-  p=${n%@*}
-  if keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${p}_main" ]; then
-    if timeout 180 "$b/gen/$n/build/${p}_main" --spawn 2 --fake-hosts --check "$b/dumps/$p/ranks2" --timeout 120 > "$out/fakehosts-$n-dev.log" 2>&1; then
-      echo "fake-hosts $n P=2: ok" >> "$res"
-    else
-      echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-$n-dev.log" | sed 's/^/    /' >> "$res"
-    fi
   fi
 done
 tar czf "${OUT:-.}/gpu-logs.tgz" -C "$out" . 2>/dev/null

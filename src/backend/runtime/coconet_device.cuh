@@ -192,11 +192,17 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
       if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
 }
 
-// A fused group's kernel runs in `rounds` rounds over chunks of its slice (a knob: tune(f,
-// chunks = K)): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
+// A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, chunks = K),
+// else devAutoRounds): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
 // chunkLo(c+1)), a multiple of V long but for the last.
+__device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
+  const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
+  const long long lo = c * per * unit;
+  return lo < m ? lo : m;
+}
+
 // Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
 // one below 16 MiB (the barriers would cost more than the overlap gains), then
 // 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
@@ -207,12 +213,6 @@ inline int devAutoRounds(long long bytes) {
   int l = 0;
   for (long long q = bytes / (8LL << 20); q > 1; q >>= 1) ++l;
   return std::min(16, 1 << (1 + l / 2));
-}
-
-__device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
-  const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
-  const long long lo = c * per * unit;
-  return lo < m ? lo : m;
 }
 
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into

@@ -3,7 +3,7 @@
 
 For every PROGRAMS entry (KEY -> dict(source, schedule, replace, flags, schedule_append)) of
 the chosen workloads (`flags`, optional: extra `coconetc compile` arguments, e.g.
-["--device-collectives"]; `schedule_append`, optional: text added to the end of the schedule):
+["--no-device-collectives"]; `schedule_append`, optional: text added to the end of the schedule):
   1. writes the source (with the `replace` substitutions applied) and its schedule (with
      `schedule_append`) to WORK/src/KEY.cnet and WORK/src/KEY.sched,
   2. runs `coconetc compile WORK/src/KEY.cnet --schedule S|none -I stdlib -I SRCDIR
