@@ -30,12 +30,23 @@ done
 cat "$root/samples/adam/adam.sched" > "$b/adam-chunks.sched"
 echo 'tune(f, chunks = 5);' >> "$b/adam-chunks.sched"
 "$root/build/coconetc" compile "$root/samples/adam/adam.cnet" --schedule "$b/adam-chunks.sched" -o "$b/gen/adam@chunks5" >/dev/null
+# LAMB's head and tail groups in 3 pipelined rounds each: gen/lamb@chunks3.
+cat "$root/samples/lamb/lamb.sched" > "$b/lamb-chunks.sched"
+printf 'tune(moments, chunks = 3);\ntune(apply, chunks = 3);\n' >> "$b/lamb-chunks.sched"
+"$root/build/coconetc" compile "$root/samples/lamb/lamb.cnet" --schedule "$b/lamb-chunks.sched" -o "$b/gen/lamb@chunks3" >/dev/null
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap.
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"
 "$root/build/coconetc" verify "$root/samples/adam/adam.cnet" -D N=1028 --ranks 1,2,4 --seed 7 --dump "$b/dumps/adam@odd" > "$b/dumps/adam@odd.verify.txt"
+"$root/build/coconetc" verify "$root/samples/lamb/lamb.cnet" -D N=1028 --ranks 1,2,4 --seed 7 --dump "$b/dumps/lamb@odd" > "$b/dumps/lamb@odd.verify.txt"
+# norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
+"$root/build/coconetc" verify "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96 --ranks 1,2,4 --seed 7 --dump "$b/dumps/norm_clip@vec" > "$b/dumps/norm_clip@vec.verify.txt"
+# reduce_chains where its reductions take the other kernels: rows and columns one block each
+# (@big), columns split over blocks and rows one thread each (@tall).
+"$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@big" > "$b/dumps/reduce_chains@big.verify.txt"
+"$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=20000 -D C=8 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@tall" > "$b/dumps/reduce_chains@tall.verify.txt"
 "$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@odd" > "$b/dumps/megatron_row@odd.verify.txt"
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.

@@ -130,6 +130,7 @@ public:
     planDeviceGroups();
     planDeviceAllReduces();
     planDeviceChunked();
+    planInlinedReductions();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
@@ -529,6 +530,8 @@ private:
           << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d->second.first) << ");\n";
       } else if (auto chp = chunked_.find(id); chp != chunked_.end() && chp->second.rs >= 0 && !isUsed(p_, id, {chp->second.rs})) {
         b << "  // " << s.name << ": computed chunk by chunk into the overlap's staging buffers, never stored whole\n";
+      } else if (auto in = inlinedInto_.find(id); in != inlinedInto_.end()) {
+        b << "  // " << s.name << ": computed inside the reduction '" << p_.stages[in->second].name << "' at each element, never stored\n";
       } else if (devFallbackOnly_.count(id)) {
         b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
           << "' runs as NCCL calls\n";
@@ -546,6 +549,10 @@ private:
       }
       if (devMembers_.count(static_cast<int>(i))) {
         b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
+        continue;
+      }
+      if (auto in = inlinedInto_.find(static_cast<int>(i)); in != inlinedInto_.end()) {
+        b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[in->second].name << "'\n";
         continue;
       }
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
@@ -1205,42 +1212,67 @@ private:
   // conflicting accesses, and a rank can start the next call's pushes only after every rank
   // passed this call's second barrier (done reading its slots). Where the ranks are not all
   // load/store reachable (several nodes), the NCCL calls run instead.
+  //
+  // A group that only starts with the reduce_scatter (its members' results leave the group,
+  // e.g. for a norm before the all-gather) runs phases (1)-(3) and a last barrier, after which
+  // every rank is done reading its slots. A group that only ends with the all-gather runs (3)
+  // without the sum, then (4)-(5); its slice window has two halves used in turn, so a fast
+  // rank's next call cannot overwrite a slice that a slow rank still pulls (it would first have
+  // to pass a barrier of that next call, which the slow rank reaches only after this kernel).
   struct DevGroup {
-    int index = 0, rs = -1, ag = -1;
+    int index = 0, rs = -1, ag = -1;  // the reduce_scatter and the all_gather (-1: none)
+    int ref = -1;                     // the stage whose shape the members share (their OutputMap)
     int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
     int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
     std::string name;
+    bool head() const { return rs >= 0; }
+    bool tail() const { return ag >= 0; }
+    bool full() const { return head() && tail(); }
+    int first() const { return head() ? rs : run.front(); }
+    const char* shape() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
   };
-  std::map<int, DevGroup> devGroups_;  // by the reduce_scatter
-  std::set<int> devMembers_;           // members other than the reduce_scatter
+  std::map<int, DevGroup> devGroups_;  // by the first member
+  std::set<int> devMembers_;           // members other than the first
   std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
 
-  // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group:
-  // false when it does not qualify (not over the world, not a float sum, a member that is not
-  // element-wise on the reduced slice, an operand read through a map other than linear,
-  // periodic or scalar, or the reduced slice needed elsewhere).
-  bool analyzeDevGroup(const std::vector<int>& m, DevGroup& dg) const {
-    if (m.size() < 3) return false;
-    const Stage& rs = p_.stages[m.front()];
-    const Stage& ag = p_.stages[m.back()];
+  // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group (with
+  // `partial`, also [reduce_scatter, members...] or [members..., all_gather]): false when it
+  // does not qualify (not over the world, not a float sum, a member that is not element-wise
+  // on the slice, an operand read through a map other than linear, periodic or scalar, or the
+  // reduced slice needed elsewhere).
+  bool analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool partial = false) const {
+    if (m.size() < 2) return false;
     auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
-    bool ok = rs.kind == StageKind::ReduceScatter && rs.op == ReduceOp::Sum && ag.kind == StageKind::AllGather &&
-              (rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) && worldLevel(rs.type) &&
-              worldLevel(ag.type) && rs.type.layout.kind == Layout::Sliced && rs.type.layout.dim == 0 &&
-              p_.stages[ag.operands[0]].type.layout.dim == 0;
-    dg.rs = m.front();
-    dg.ag = m.back();
-    for (size_t k = 1; ok && k + 1 < m.size(); ++k) {
+    auto slice0 = [&](const TensorType& t) { return t.group && t.layout.kind == Layout::Sliced && t.layout.dim == 0 && worldLevel(t); };
+    const bool head = p_.stages[m.front()].kind == StageKind::ReduceScatter;
+    const bool tail = p_.stages[m.back()].kind == StageKind::AllGather;
+    if (!(head && tail) && !(partial && (head || tail))) return false;
+    dg.rs = head ? m.front() : -1;
+    dg.ag = tail ? m.back() : -1;
+    if (head) {
+      const Stage& rs = p_.stages[dg.rs];
+      if (rs.op != ReduceOp::Sum || !(rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) ||
+          !slice0(rs.type))
+        return false;
+    }
+    if (tail) {
+      const Stage& ag = p_.stages[dg.ag];
+      if (!worldLevel(ag.type) || !slice0(p_.stages[ag.operands[0]].type)) return false;
+    }
+    dg.ref = head ? dg.rs : p_.stages[dg.ag].operands[0];
+    const TensorType& rt = p_.stages[dg.ref].type;
+    for (size_t k = head ? 1 : 0; k < m.size() - (tail ? 1 : 0); ++k) {
       const Stage& c = p_.stages[m[k]];
-      ok = c.kind == StageKind::Compute && c.type.shape == rs.type.shape && c.type.layout == rs.type.layout && c.type.group == rs.type.group;
+      if (c.kind != StageKind::Compute || c.type.shape != rt.shape || c.type.layout != rt.layout || c.type.group != rt.group) return false;
       dg.run.push_back(m[k]);
     }
-    if (!ok || std::find(dg.run.begin(), dg.run.end(), ag.operands[0]) == dg.run.end()) return false;
+    if (dg.run.empty()) return false;
+    if (tail && std::find(dg.run.begin(), dg.run.end(), p_.stages[dg.ag].operands[0]) == dg.run.end()) return false;
     std::set<int> members(m.begin(), m.end());
-    if (isUsed(p_, dg.rs, members)) return false;  // the reduced slice is needed outside: keep NCCL
+    if (head && isUsed(p_, dg.rs, members)) return false;  // the reduced slice is needed outside: keep NCCL
     std::set<int> inRun(dg.run.begin(), dg.run.end());
     for (int id : dg.run)
       for (int o : p_.stages[id].operands)
@@ -1249,11 +1281,11 @@ private:
           dg.ext.push_back(o);
         }
     for (int o : dg.ext) {
-      dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, rs));
+      dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, p_.stages[dg.ref]));
       if (dg.acc.back() == Access::Mapped) return false;
     }
     std::set<int> inside = inRun;  // the all-gather reads its slice from the window instead
-    inside.insert(dg.ag);
+    if (tail) inside.insert(dg.ag);
     for (int id : dg.run)
       if (neededOutside(id, inside)) dg.written.push_back(id);
     return true;
@@ -1300,18 +1332,18 @@ private:
       std::vector<int> m;
       for (auto& n : f.members) m.push_back(p_.find(n));
       std::sort(m.begin(), m.end());
-      if (m.size() < 3 || m.front() < 0) continue;
+      if (m.size() < 2 || m.front() < 0) continue;
       bool contiguous = true;
       for (size_t k = 1; k < m.size(); ++k) contiguous = contiguous && m[k] == m[k - 1] + 1;
       bool taken = false;
       for (int id : m) taken = taken || overlapped_.count(id) || chunked_.count(id) || arPair_.count(id);
       DevGroup dg;
-      if (!contiguous || taken || !analyzeDevGroup(m, dg)) continue;
+      if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
       dg.name = f.name;
       dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
       dg.index = static_cast<int>(devGroups_.size());
       markFallbackOnly(m, dg);
-      devGroups_[dg.rs] = dg;
+      devGroups_[dg.first()] = dg;
       for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
     }
   }
@@ -1350,15 +1382,18 @@ private:
   // How one launch of a device group's kernel is fed: host expressions for the reduce-scatter's
   // input (P slices of nSlice elements), the slice length, the offset of this launch's elements
   // in the rank's slice (a chunk of an overlap), the distance between ranks' parts of the
-  // gathered output, and the element offset used for the alignment check.
+  // gathered output, and the byte offset of the half of the slice window in use.
   struct DevLaunch {
-    std::string rsIn, nSlice, off = "0", gstride;
+    std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
   };
 
   int devVecWidth(const DevGroup& dg) const {
-    const Stage& rs = p_.stages[dg.rs];
-    int x = rs.operands[0], src = p_.stages[dg.ag].operands[0];
-    int minBytes = std::min({dtypeBytes(p_.stages[x].type.dtype), dtypeBytes(rs.type.dtype), dtypeBytes(p_.stages[src].type.dtype)});
+    int minBytes = 16;
+    if (dg.head()) {
+      const Stage& rs = p_.stages[dg.rs];
+      minBytes = std::min({minBytes, dtypeBytes(p_.stages[rs.operands[0]].type.dtype), dtypeBytes(rs.type.dtype)});
+    }
+    if (dg.tail()) minBytes = std::min(minBytes, dtypeBytes(p_.stages[p_.stages[dg.ag].operands[0]].type.dtype));
     for (size_t k = 0; k < dg.ext.size(); ++k)
       if (dg.acc[k] != Access::Scalar && dg.ext[k] != dg.rs) minBytes = std::min(minBytes, dtypeBytes(p_.stages[dg.ext[k]].type.dtype));
     for (int id : dg.written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
@@ -1369,17 +1404,29 @@ private:
   // operands other than the reduced slice (indices into dg.ext).
   void devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
                     std::vector<int>& others) const {
-    const Stage& rs = p_.stages[dg.rs];
-    int x = rs.operands[0], src = p_.stages[dg.ag].operands[0];
-    std::string XT = storageType(p_.stages[x].type.dtype), ST = storageType(p_.stages[src].type.dtype);
     auto isAliasedOut = [&](int id) {
       for (auto& st : p_.states)
         if (st.exit == id && aliased_.count(st.entry)) return true;
       return false;
     };
     const std::string gi = std::to_string(dg.index);
-    params = {"ncclDevComm dc", "ncclWindow_t stageWin", "ncclWindow_t sliceWin", "const " + XT + "* __restrict__ rsIn"};
-    hostArgs = {"dev_->dc.comm", "dev_->stage[" + gi + "].win", "dev_->slice[" + gi + "].win", L.rsIn};
+    params = {"ncclDevComm dc"};
+    hostArgs = {"dev_->dc.comm"};
+    std::string rounds;  // rounds by size: of the reduce-scatter's input, else of the gathered tensor
+    if (dg.head()) {
+      int x = p_.stages[dg.rs].operands[0];
+      std::string XT = storageType(p_.stages[x].type.dtype);
+      params.insert(params.end(), {"ncclWindow_t stageWin", "const " + XT + "* __restrict__ rsIn"});
+      hostArgs.insert(hostArgs.end(), {"dev_->stage[" + gi + "].win", L.rsIn});
+      rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))";
+    }
+    if (dg.tail()) {
+      params.insert(params.end(), {"ncclWindow_t sliceWin", "size_t sliceOff"});
+      hostArgs.insert(hostArgs.end(), {"dev_->slice[" + gi + "].win", L.sliceOff});
+      if (!dg.head())
+        rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(dg.ag) + ") * sizeof(" +
+                 storageType(p_.stages[dg.ag].type.dtype) + "))";
+    }
     const std::string plusOff = L.off == "0" ? "" : " + " + L.off;
     for (int id : dg.written) {
       params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
@@ -1398,34 +1445,37 @@ private:
                          : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
                                                        : "m" + std::to_string(k) + ".base");
     }
-    params.push_back(ST + "* __restrict__ gathered");
-    hostArgs.push_back(var(dg.ag));
+    if (dg.tail()) {
+      params.push_back(std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered");
+      hostArgs.push_back(var(dg.ag));
+    }
     params.push_back("OutputMap om");
     hostArgs.push_back("om");
     params.push_back("long long nSlice");
     hostArgs.push_back(L.nSlice);
     params.push_back("long long off");
     hostArgs.push_back(L.off);
-    params.push_back("long long gstride");
-    hostArgs.push_back(L.gstride);
+    if (dg.tail()) {
+      params.push_back("long long gstride");
+      hostArgs.push_back(L.gstride);
+    }
     runParams(dg.run, params, hostArgs);
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
     params.push_back("int vec");
     hostArgs.push_back("vec");
     params.push_back("int rounds");
-    hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds)
-                                     : "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))");
+    hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds) : rounds);
   }
 
   // Emits the kernel of a device group (once); returns its name.
   std::string emitDevKernel(const DevGroup& dg) {
-    const Stage& rs = p_.stages[dg.rs];
-    const Stage& ag = p_.stages[dg.ag];
-    int x = rs.operands[0], src = ag.operands[0];
-    std::string XT = storageType(p_.stages[x].type.dtype), RT = storageType(rs.type.dtype);
-    std::string ST = storageType(p_.stages[src].type.dtype);
-    std::string kname = "k_" + std::to_string(dg.rs) + "_" + ident(dg.name) + "_device";
+    const bool head = dg.head(), tail = dg.tail();
+    const int src = tail ? p_.stages[dg.ag].operands[0] : -1;
+    const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
+    const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
+    const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
+    std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + "_device";
     const int V = devVecWidth(dg);
     std::vector<std::string> params, hostArgs;
     std::vector<int> others;
@@ -1434,31 +1484,43 @@ private:
       std::string kk = std::to_string(k);
       return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? "(off + " + i + ") % b" + kk : "b" + kk;
     };
-    int rsk = dg.extIndex.at(dg.rs);
+    const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
     // The kernel.
     auto& K = kernels_;
-    K << "// fused group '" << dg.name << "': " << rs.name << " (reduce_scatter)";
-    for (int id : dg.run) K << ", " << p_.stages[id].name;
-    K << ", " << ag.name << " (all_gather) as one kernel over NCCL's device API:\n"
-      << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
-      << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
-      << "// rounds over chunks of the slice: coconet_device.cuh, chunkLo).\n";
+    K << "// fused group '" << dg.name << "': ";
+    if (head) K << p_.stages[dg.rs].name << " (reduce_scatter), ";
+    for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
+    if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
+    K << " as one kernel over NCCL's device API:\n";
+    if (dg.full())
+      K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
+        << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
+        << "// rounds over chunks of the slice: coconet_device.cuh, chunkLo).\n";
+    else if (head)
+      K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots and compute the members\n"
+        << "// (in `rounds` pipelined rounds over chunks of the slice: coconet_device.cuh, chunkLo); a last barrier\n"
+        << "// (every rank has read its slots before any rank's next call pushes).\n";
+    else
+      K << "// compute the members and publish the all-gather's slice (in the half `sliceOff` of the slice window);\n"
+        << "// barrier; pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice).\n";
     for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
     K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
     K << ") {\n  (void)seed;\n"
       << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
-      << "  const int P = dc.lsaSize, me = dc.lsaRank;\n"
-      << "  constexpr int V = " << V << ";\n"
-      << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n"
-      << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, 0));\n"
-      << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n"
-      << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
-      << "  // Elements [lo, hi) of this rank's slice: sum the slots, compute the members, publish.\n"
+      << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
+      << "  constexpr int V = " << V << ";\n";
+    if (head) K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+    if (tail)
+      K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
+        << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
+    K << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
+      << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
+      << (tail ? ", publish" : "") << ".\n"
       << "  auto compute = [&](long long lo, long long hi) {\n"
       << "  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;\n"
-      << "  for (long long jv = v0 + tid; jv < v1; jv += nth) {\n    const long long i0 = jv * V;\n"
-      << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
+      << "  for (long long jv = v0 + tid; jv < v1; jv += nth) {\n    const long long i0 = jv * V;\n";
+    if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
     for (int k : others) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
       if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
@@ -1467,13 +1529,13 @@ private:
           << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
     }
     for (int id : dg.written) K << "    coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
-    bool srcWritten = std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
-    if (!srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
+    const bool srcWritten = tail && std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
+    if (tail && !srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
     K << "#pragma unroll\n    for (int e = 0; e < V; ++e) {\n      const long long i = i0 + e;\n"
-      << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n      (void)key;\n"
-      << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
+      << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n      (void)key;\n";
+    if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
     std::vector<int> writtenVec = dg.written;
-    if (!srcWritten) writtenVec.push_back(src);
+    if (tail && !srcWritten) writtenVec.push_back(src);
     K << runMembers(dg.run, dg.extIndex, writtenVec, "      ",
                     [&](int k) {
                       std::string kk = std::to_string(k);
@@ -1483,31 +1545,50 @@ private:
                     [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
       << "    }\n";
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
-    K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n  }\n";
+    if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
+    K << "  }\n";
     // Scalar elements (the tail, or everything when not aligned).
     K << "  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth) {\n"
-      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n"
-      << "    const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
-    std::vector<int> writtenScalar = dg.written;
-    K << runMembers(dg.run, dg.extIndex, writtenScalar, "    ",
+      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n";
+    if (head)
+      K << "    const " << RT << " srs = coconet_rt::Store<" << RT
+        << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
+    K << runMembers(dg.run, dg.extIndex, dg.written, "    ",
                     [&](int k) {
                       if (k == rsk) return std::string("coconet_rt::to_f(srs)");
                       return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
                     },
-                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
-      << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n  }\n  };\n"
+                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+    if (tail) K << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
+    K << "  }\n  };\n"
       << "  const int unit = vec ? V : 1;\n"
-      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, unit); };\n"
-      << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-      << "    if (r < rounds) coconet_rt::pushSlices<" << XT << ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
-      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
-      << "    if (r >= 2) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, 0, P, me, gathered + off, gstride, edge(r - 2), edge(r - 1), vec);\n"
-      << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
-      << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, unit); };\n";
+    const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
+    const std::string pull = "coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, " +
+                             (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
+    if (dg.full())
+      K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
+        << "    if (r < rounds) " << push << ";\n"
+        << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
+        << "    if (r >= 2) " << pull << ";\n"
+        << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
+        << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+    else if (head)
+      K << "  for (int r = 0; r <= rounds; ++r) {\n"
+        << "    if (r < rounds) " << push << ";\n"
+        << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
+        << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
+        << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+    else
+      K << "  for (int r = 0; r <= rounds; ++r) {\n"
+        << "    if (r < rounds) compute(edge(r), edge(r + 1));\n"
+        << "    if (r >= 1) " << pull << ";\n"
+        << "    // every rank published chunk r of this block's elements\n"
+        << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
     return kname;
   }
 
-  // The host's maps of a device group's other operands (over the reduced slice's type).
+  // The host's maps of a device group's other operands (over the slice's type).
   void emitDevMaps(const DevGroup& dg, const std::string& ind) {
     auto& b = body_;
     {
@@ -1515,7 +1596,7 @@ private:
       saved << body_.str();
       body_.str("");
       body_.clear();
-      emitMaps(dg.rs, dg.ext);
+      emitMaps(dg.ref, dg.ext);
       std::string text = body_.str();
       body_.str("");
       body_.clear();
@@ -1533,7 +1614,9 @@ private:
     b << ind << "const bool vec = " << L.nSlice << " % " << V << " == 0";
     if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
     for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
-    b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ag) << ", 0) && coconet_rt::aligned16(" << L.rsIn << ", 0)";
+    b << " &&\n" << ind << "    ";
+    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.head() ? " && " : "");
+    if (dg.head()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
     for (int k : others) {
       if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
       if (dg.acc[k] == Access::Modulo)
@@ -1544,38 +1627,52 @@ private:
 
   void emitDeviceGroup(const DevGroup& dg) {
     auto& b = body_;
-    const Stage& rs = p_.stages[dg.rs];
-    const Stage& ag = p_.stages[dg.ag];
-    int x = rs.operands[0], src = ag.operands[0];
-    std::string XT = storageType(p_.stages[x].type.dtype), ST = storageType(p_.stages[src].type.dtype);
-    std::string name = "\"" + dg.name + "\"";
+    const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
     const std::string gi = std::to_string(dg.index);
     const std::string kname = emitDevKernel(dg);
-    const DevLaunch L{var(x), countVar(dg.rs), "0", countVar(dg.rs)};
+    const std::string n = countVar(dg.ref);
+    DevLaunch L{dg.head() ? var(p_.stages[dg.rs].operands[0]) : "", n, "0", n};
+    if (dg.tail() && !dg.head()) L.sliceOff = "dev_->parity[" + gi + "] * (dev_->slice[" + gi + "].bytes / 2)";
     std::vector<std::string> params, hostArgs;
     std::vector<int> others;
     devSignature(dg, L, params, hostArgs, others);
     // Host code: the device path, or the NCCL calls.
-    b << "\n  // fused group '" << dg.name << "': one kernel over NCCL's device API where every rank is load/store reachable\n"
-      << "  if (" << countVar(dg.rs) << " > 0) {\n"
-      << "    if (devReady(" << name << ")) {\n"
-      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof(" << XT
-      << "), \"" << p_.name << "\", " << name << ");\n"
-      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(src) << ") * sizeof(" << ST << "), \""
-      << p_.name << "\", " << name << ") || grew)\n"
-      << "        dev_->dc.refresh(comm_, stream_, \"" << p_.name << "\", " << name << ");\n";
+    b << "\n  // fused group '" << dg.name << "'" << dg.shape() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+      << "  if (" << n << " > 0) {\n"
+      << "    if (devReady(" << name << ")) {\n";
+    std::string grew = "false";
+    if (dg.head()) {
+      int x = p_.stages[dg.rs].operands[0];
+      b << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof("
+        << storageType(p_.stages[x].type.dtype) << "), " << prog << ", " << name << ");\n";
+      grew = "grew";
+    }
+    if (dg.tail()) {
+      const int src = p_.stages[dg.ag].operands[0];
+      const std::string bytes = "static_cast<size_t>(" + countVar(src) + ") * sizeof(" + storageType(p_.stages[src].type.dtype) + ")";
+      // a tail's window has two halves (256-byte aligned), used in turn
+      b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, "
+        << (dg.head() ? bytes : "2 * ((" + bytes + " + 255) / 256 * 256)") << ", " << prog << ", " << name << ")"
+        << (dg.head() ? " || grew" : "") << ")\n"
+        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
+    } else {
+      b << "      if (grew) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
+    }
     emitDevMaps(dg, "      ");
     emitDevVec(dg, L, others, "      ");
     const int V = devVecWidth(dg);
-    b << "      " << kname << "<<<coconet_rt::devBlocks(vec ? " << countVar(dg.rs) << " / " << V << " : " << countVar(dg.rs)
+    b << "      " << kname << "<<<coconet_rt::devBlocks(vec ? " << n << " / " << V << " : " << n
       << "), coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
-    b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+    b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
+    if (dg.tail() && !dg.head()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
+    b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     // The fallback: the members as the NCCL path emits them, with workspace for the values the
     // device kernel never stores.
-    std::vector<int> all{dg.rs};
+    std::vector<int> all;
+    if (dg.head()) all.push_back(dg.rs);
     for (int id : dg.run) all.push_back(id);
-    all.push_back(dg.ag);
+    if (dg.tail()) all.push_back(dg.ag);
     b << fallbackStorage(all, "      ");
     for (int id : all) {
       if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
@@ -2127,7 +2224,10 @@ private:
     std::string count = "1.0";
     for (int k = 0; k < xr; ++k)
       if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
-    std::string args = "(" + var(s.operands[0]) + ", " + var(id) + ", outer, len, inner, count);\n";
+    // The reduced elements: read from x's storage, or computed (inlineSrc_).
+    std::string src = std::string("coconet_rt::Ptr<") + storageType(x.type.dtype) + ">{" + var(s.operands[0]) + "}";
+    if (auto is = inlineSrc_.find(id); is != inlineSrc_.end()) src = emitReduceSource(id, is->second);
+    std::string args = "(" + src + ", " + var(id) + ", outer, len, inner, count);\n";
     b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n"
       << "    if (len <= 64 || (inner > 1 && outs >= 8192)) {\n"
       << "      coconet_rt::reduce_thread<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>" << args
@@ -2139,11 +2239,115 @@ private:
       << "      red" << id << "_.ensure(static_cast<size_t>(outs * parts) * sizeof(" << op << "::Acc), \"" << p_.name << "\", \"" << s.name << "\");\n"
       << "      auto* part = static_cast<" << op << "::Acc*>(red" << id << "_.ptr);\n"
       << "      coconet_rt::reduce_split<" << op << "><<<static_cast<int>(std::min<long long>(outs * parts, 65535)), 256, 0, stream_>>>("
-      << var(s.operands[0]) << ", part, outer, len, inner, parts);\n"
+      << src << ", part, outer, len, inner, parts);\n"
       << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
       << "      coconet_rt::reduce_final<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>(part, " << var(id)
       << ", outs, parts, count);\n    }\n"
       << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  // ---- Reductions that compute their elements ----
+  // An element-wise stage that only a reduction reads (and, recursively, element-wise stages of
+  // its shape that only the chain reads) is computed inside the reduction at each element it
+  // reduces and never stored: a norm's squares, and the slicing copy that a reorder makes for a
+  // reduction of a replicated value, cost no pass over memory and no launch of their own. Each
+  // operand from outside the chain is read at the element's own index, modulo its length (a
+  // trailing-dimension operand such as a bias) or as one scalar; the values are rounded to the
+  // members' types exactly as storing them would round them.
+  struct InlineSrc {
+    std::vector<int> chain;  // program order; the last is the reduction's operand
+    std::vector<int> ext;
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;
+  };
+  std::map<int, InlineSrc> inlineSrc_;  // reduction -> its computed elements
+  std::map<int, int> inlinedInto_;      // stage -> the reduction that computes it
+
+  bool inlinable(int id, int consumer) const {
+    const Stage& c = p_.stages[id];
+    if (c.kind != StageKind::Compute || !c.fusedInto.empty() || runOf_.count(id) || direct_.count(id) || unstored_.count(id) ||
+        chunked_.count(id) || overlapped_.count(id) || devMembers_.count(id) || bagOf_.count(id) || devFallbackOnly_.count(id) ||
+        inlinedInto_.count(id))
+      return false;
+    if (c.type.group && c.type.layout.kind == Layout::Sliced && c.type.layout.dim != 0) return false;
+    return !isUsed(p_, id, {consumer});
+  }
+
+  void planInlinedReductions() {
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const Stage& r = p_.stages[i];
+      const int rid = static_cast<int>(i);
+      if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid)) continue;
+      const int x = r.operands[0];
+      if (!inlinable(x, rid)) continue;
+      const TensorType& xt = p_.stages[x].type;
+      std::set<int> chain{x};
+      std::vector<int> work{x};
+      while (!work.empty()) {
+        int c = work.back();
+        work.pop_back();
+        for (int o : p_.stages[c].operands) {
+          const TensorType& ot = p_.stages[o].type;
+          if (!chain.count(o) && ot.shape == xt.shape && ot.layout == xt.layout && ot.group == xt.group && inlinable(o, c)) {
+            chain.insert(o);
+            work.push_back(o);
+          }
+        }
+      }
+      InlineSrc is;
+      is.chain.assign(chain.begin(), chain.end());
+      bool ok = true;
+      for (int id : is.chain)
+        for (int o : p_.stages[id].operands)
+          if (!chain.count(o) && !is.extIndex.count(o)) {
+            is.extIndex[o] = static_cast<int>(is.ext.size());
+            is.ext.push_back(o);
+            is.acc.push_back(accessOf(o, p_.stages[x]));
+            ok = ok && is.acc.back() != Access::Mapped;
+          }
+      if (!ok) continue;
+      for (int id : is.chain) inlinedInto_[id] = rid;
+      inlineSrc_[rid] = std::move(is);
+    }
+  }
+
+  // The source of reduction `id` that computes its elements: a struct in the kernels (its
+  // operator() is element i of the reduced tensor) and the host's instance of it; returns its name.
+  std::string emitReduceSource(int id, const InlineSrc& is) {
+    const Stage& s = p_.stages[id];
+    const int x = s.operands[0];
+    const std::string sname = "Src_" + std::to_string(id) + "_" + ident(s.name);
+    std::vector<std::string> fields, args;
+    for (size_t k = 0; k < is.ext.size(); ++k) {
+      std::string kk = std::to_string(k);
+      fields.push_back("const " + std::string(storageType(p_.stages[is.ext[k]].type.dtype)) + "* a" + kk);
+      args.push_back(var(is.ext[k]));
+      fields.push_back("long long b" + kk);
+      args.push_back(is.acc[k] == Access::Modulo ? countVar(is.ext[k]) : "m" + kk + ".base");
+    }
+    fields.push_back("OutputMap om");
+    args.push_back("om");
+    runParams(is.chain, fields, args);
+    fields.push_back("unsigned long long seed");
+    args.push_back("seed");
+    auto index = [&](size_t k) {
+      std::string kk = std::to_string(k);
+      return is.acc[k] == Access::Linear ? "b" + kk + " + i" : is.acc[k] == Access::Modulo ? "i % b" + kk : "b" + kk;
+    };
+    for (int c : is.chain) kernels_ << "// " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]) << "\n";
+    kernels_ << "// (computed inside the reduction '" << s.name << "' at each element: never stored)\nstruct " << sname << " {\n";
+    for (auto& f : fields) kernels_ << "  " << f << ";\n";
+    kernels_ << "  __device__ __forceinline__ auto operator()(long long i) const {\n"
+             << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
+             << runMembers(is.chain, is.extIndex, {}, "    ",
+                           [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k) + "])"; },
+                           [](int) { return std::string(); })
+             << "    return r" << x << ";\n  }\n};\n\n";
+    emitMaps(x, is.ext);
+    body_ << "    const " << sname << " src{";
+    for (size_t k = 0; k < args.size(); ++k) body_ << (k ? ", " : "") << args[k];
+    body_ << "};\n";
+    return "src";
   }
 
   void emitRowwise(int id) {

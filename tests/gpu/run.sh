@@ -34,11 +34,15 @@ check_run() {
     echo "$1 P=$3: FAILED (exit $?)" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
   fi
 }
+# Builds: four programs at a time, four compiler jobs each.
+running=0
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
-  ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
-    cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || { echo "BUILD FAILED $n" >> "$res"; }
+  { ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
+      cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || echo "BUILD FAILED $n" >> "$res"; } &
+  running=$((running + 1))
+  [ "$running" -lt 4 ] || { wait -n; running=$((running - 1)); }
 done
 wait
 for dir in "$b"/gen/*/; do
@@ -100,9 +104,19 @@ for tool in memcheck racecheck; do
     echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-$tool-$n.log")")" >> "$res"
   done
 done
+# MEMCHECK_P2="a b": compute-sanitizer memcheck of these builds on 2 GPUs (device-API kernels
+# only take their device path with more than one rank).
+for n in ${MEMCHECK_P2:-}; do
+  p=${n%@*}
+  exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks2"
+  [ "$gpus" -ge 2 ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
+  timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$exe" --spawn 2 --check "$d" --timeout 240 > "$out/sanitizer-memcheck-p2-$n.log" 2>&1
+  rc=$?
+  echo "compute-sanitizer memcheck $n P=2: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-memcheck-p2-$n.log")")" >> "$res"
+done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives, which must take the NCCL fallback there.
-for n in megatron_row adam; do
+for n in megatron_row adam lamb norm_clip; do
   keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"

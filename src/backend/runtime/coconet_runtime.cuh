@@ -191,14 +191,20 @@ template <class T> __device__ T blockCombine(T v, T* sh) {
 //   reduce_block:  one block per output (many long rows);
 //   reduce_split:  few outputs with long reductions (a whole-tensor norm): `parts` blocks per
 //                  output write partial results, reduce_final combines them in order.
-template <class Op, class XT, class YT>
-__global__ void reduce_thread(const XT* __restrict__ x, YT* __restrict__ y, long long outer, long long len, long long inner,
-                              double count) {
+// The reduced elements come from a source: Ptr reads a stored tensor; a generated Src_<id>
+// computes each element from the element-wise stages that only the reduction reads (they are
+// never stored). x(i) is element i of the reduced tensor's local storage.
+template <class T> struct Ptr {
+  const T* __restrict__ p;
+  __device__ __forceinline__ auto operator()(long long i) const { return to_f(p[i]); }
+};
+template <class Op, class Src, class YT>
+__global__ void reduce_thread(Src x, YT* __restrict__ y, long long outer, long long len, long long inner, double count) {
   const long long outs = outer * inner;
   for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < outs; o += (long long)gridDim.x * blockDim.x) {
-    const XT* p = x + (o / inner) * len * inner + o % inner;
+    const long long base = (o / inner) * len * inner + o % inner;
     typename Op::Acc acc = Op::init();
-    for (long long j = 0; j < len; ++j) acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+    for (long long j = 0; j < len; ++j) acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(x(base + j * inner))));
     y[o] = Store<YT>::from(Op::finish(acc, count));
   }
 }
@@ -214,31 +220,29 @@ __device__ typename Op::Acc blockReduce(typename Op::Acc v, typename Op::Acc* sh
   __syncthreads();
   return r;
 }
-template <class Op, class XT, class YT>
-__global__ void reduce_block(const XT* __restrict__ x, YT* __restrict__ y, long long outer, long long len, long long inner,
-                             double count) {
+template <class Op, class Src, class YT>
+__global__ void reduce_block(Src x, YT* __restrict__ y, long long outer, long long len, long long inner, double count) {
   __shared__ typename Op::Acc sh[256];
   for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
-    const XT* p = x + (o / inner) * len * inner + o % inner;
+    const long long base = (o / inner) * len * inner + o % inner;
     typename Op::Acc acc = Op::init();
     for (long long j = threadIdx.x; j < len; j += blockDim.x)
-      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(x(base + j * inner))));
     acc = blockReduce<Op>(acc, sh);
     if (threadIdx.x == 0) y[o] = Store<YT>::from(Op::finish(acc, count));
   }
 }
-template <class Op, class XT>
-__global__ void reduce_split(const XT* __restrict__ x, typename Op::Acc* __restrict__ part, long long outer, long long len,
-                             long long inner, long long parts) {
+template <class Op, class Src>
+__global__ void reduce_split(Src x, typename Op::Acc* __restrict__ part, long long outer, long long len, long long inner, long long parts) {
   __shared__ typename Op::Acc sh[256];
   const long long per = (len + parts - 1) / parts;
   for (long long b = blockIdx.x; b < outer * inner * parts; b += gridDim.x) {
     const long long o = b / parts, q = b % parts;
-    const XT* p = x + (o / inner) * len * inner + o % inner;
+    const long long base = (o / inner) * len * inner + o % inner;
     const long long end = (q + 1) * per < len ? (q + 1) * per : len;
     typename Op::Acc acc = Op::init();
     for (long long j = q * per + threadIdx.x; j < end; j += blockDim.x)
-      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(to_f(p[j * inner]))));
+      acc = Op::combine(acc, Op::element(static_cast<typename Op::Acc>(x(base + j * inner))));
     acc = blockReduce<Op>(acc, sh);
     if (threadIdx.x == 0) part[b] = acc;
   }
