@@ -35,7 +35,11 @@ cat "$root/samples/lamb/lamb.sched" > "$b/lamb-chunks.sched"
 printf 'tune(moments, chunks = 3);\ntune(apply, chunks = 3);\n' >> "$b/lamb-chunks.sched"
 "$root/build/coconetc" compile "$root/samples/lamb/lamb.cnet" --schedule "$b/lamb-chunks.sched" -o "$b/gen/lamb@chunks3" >/dev/null
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap.
+# Its vectors are drawn for that schedule (it needs H divisible by its chunks; the sample's
+# fused schedule takes any size), so every build of decode_gemv runs with them.
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
+rm -rf "$b/dumps/decode_gemv"
+"$root/build/coconetc" verify "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" --ranks 1,2,4 --seed 7 --dump "$b/dumps/decode_gemv" > "$b/dumps/decode_gemv.verify.txt"
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"
