@@ -869,6 +869,13 @@ private:
   // the shape, slices of other dimensions) it maps every element through its coordinates.
   enum class Access { Linear, Modulo, Scalar, Mapped };
 
+  // Where element i reads external operand k on a fast path: at its base (parameter bk) plus
+  // i, at `iMod` modulo its length (bk holds the length), or its one element bk.
+  static std::string fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod) {
+    const std::string kk = std::to_string(k);
+    return a == Access::Linear ? "b" + kk + " + " + i : a == Access::Modulo ? iMod + " % b" + kk : "b" + kk;
+  }
+
   Access accessOf(int operand, const Stage& out) const {
     const TensorType& ot = p_.stages[operand].type;
     const TensorType& t = out.type;
@@ -1031,10 +1038,7 @@ private:
                           [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
       kernels_ << "  }\n}\n\n";
     } else {
-      auto scalarIndex = [&](size_t k, const std::string& i) {
-        std::string kk = std::to_string(k);
-        return acc[k] == Access::Linear ? "b" + kk + " + " + i : acc[k] == Access::Modulo ? i + " % b" + kk : "b" + kk;
-      };
+      auto scalarIndex = [&](size_t k, const std::string& i) { return fastIndex(acc[k], k, i, i); };
       kernels_ << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
                << "  long long start = 0;\n  if (vec) {\n    constexpr int V = " << V << ";\n    const long long nv = om.n / V;\n"
                << "    for (long long jv = tid; jv < nv; jv += nth) {\n      const long long i0 = om.first + jv * V;\n";
@@ -1232,7 +1236,8 @@ private:
     bool tail() const { return ag >= 0; }
     bool full() const { return head() && tail(); }
     int first() const { return head() ? rs : run.front(); }
-    const char* shape() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
+    bool halves() const { return tail() && !head(); }  // its slice window's two halves alternate (parity)
+    const char* label() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
   };
   std::map<int, DevGroup> devGroups_;  // by the first member
   std::set<int> devMembers_;           // members other than the first
@@ -1480,10 +1485,7 @@ private:
     std::vector<std::string> params, hostArgs;
     std::vector<int> others;
     devSignature(dg, DevLaunch{"", "", "0", ""}, params, hostArgs, others);
-    auto index = [&](size_t k, const std::string& i) {
-      std::string kk = std::to_string(k);
-      return dg.acc[k] == Access::Linear ? "b" + kk + " + " + i : dg.acc[k] == Access::Modulo ? "(off + " + i + ") % b" + kk : "b" + kk;
-    };
+    auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
     const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
     // The kernel.
     auto& K = kernels_;
@@ -1632,27 +1634,25 @@ private:
     const std::string kname = emitDevKernel(dg);
     const std::string n = countVar(dg.ref);
     DevLaunch L{dg.head() ? var(p_.stages[dg.rs].operands[0]) : "", n, "0", n};
-    if (dg.tail() && !dg.head()) L.sliceOff = "dev_->parity[" + gi + "] * (dev_->slice[" + gi + "].bytes / 2)";
+    if (dg.halves()) L.sliceOff = "dev_->parity[" + gi + "] * (dev_->slice[" + gi + "].bytes / 2)";
     std::vector<std::string> params, hostArgs;
     std::vector<int> others;
     devSignature(dg, L, params, hostArgs, others);
     // Host code: the device path, or the NCCL calls.
-    b << "\n  // fused group '" << dg.name << "'" << dg.shape() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+    b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
       << "  if (" << n << " > 0) {\n"
       << "    if (devReady(" << name << ")) {\n";
-    std::string grew = "false";
     if (dg.head()) {
       int x = p_.stages[dg.rs].operands[0];
       b << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof("
         << storageType(p_.stages[x].type.dtype) << "), " << prog << ", " << name << ");\n";
-      grew = "grew";
     }
     if (dg.tail()) {
       const int src = p_.stages[dg.ag].operands[0];
       const std::string bytes = "static_cast<size_t>(" + countVar(src) + ") * sizeof(" + storageType(p_.stages[src].type.dtype) + ")";
       // a tail's window has two halves (256-byte aligned), used in turn
       b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, "
-        << (dg.head() ? bytes : "2 * ((" + bytes + " + 255) / 256 * 256)") << ", " << prog << ", " << name << ")"
+        << (dg.halves() ? "2 * ((" + bytes + " + 255) / 256 * 256)" : bytes) << ", " << prog << ", " << name << ")"
         << (dg.head() ? " || grew" : "") << ")\n"
         << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
     } else {
@@ -1665,7 +1665,7 @@ private:
       << "), coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
-    if (dg.tail() && !dg.head()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
+    if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
     b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     // The fallback: the members as the NCCL path emits them, with workspace for the values the
     // device kernel never stores.
@@ -2330,17 +2330,13 @@ private:
     runParams(is.chain, fields, args);
     fields.push_back("unsigned long long seed");
     args.push_back("seed");
-    auto index = [&](size_t k) {
-      std::string kk = std::to_string(k);
-      return is.acc[k] == Access::Linear ? "b" + kk + " + i" : is.acc[k] == Access::Modulo ? "i % b" + kk : "b" + kk;
-    };
     for (int c : is.chain) kernels_ << "// " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]) << "\n";
     kernels_ << "// (computed inside the reduction '" << s.name << "' at each element: never stored)\nstruct " << sname << " {\n";
     for (auto& f : fields) kernels_ << "  " << f << ";\n";
     kernels_ << "  __device__ __forceinline__ auto operator()(long long i) const {\n"
              << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
              << runMembers(is.chain, is.extIndex, {}, "    ",
-                           [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k) + "])"; },
+                           [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + fastIndex(is.acc[k], k, "i", "i") + "])"; },
                            [](int) { return std::string(); })
              << "    return r" << x << ";\n  }\n};\n\n";
     emitMaps(x, is.ext);
