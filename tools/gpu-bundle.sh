@@ -47,6 +47,8 @@ rm -rf "$b/dumps/decode_gemv"
 "$root/build/coconetc" verify "$root/samples/lamb/lamb.cnet" -D N=1028 --ranks 1,2,4 --seed 7 --dump "$b/dumps/lamb@odd" > "$b/dumps/lamb@odd.verify.txt"
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96 --ranks 1,2,4 --seed 7 --dump "$b/dumps/norm_clip@vec" > "$b/dumps/norm_clip@vec.verify.txt"
+# scalar_chain with slices over several blocks of its head kernel (block partials combined in order).
+"$root/build/coconetc" verify "$root/tests/gpu/programs/scalar_chain.cnet" -D N=131072 --ranks 1,2,4 --seed 7 --dump "$b/dumps/scalar_chain@big" > "$b/dumps/scalar_chain@big.verify.txt"
 # reduce_chains where its reductions take the other kernels: rows and columns one block each
 # (@big), columns split over blocks and rows one thread each (@tall).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@big" > "$b/dumps/reduce_chains@big.verify.txt"

@@ -131,6 +131,8 @@ public:
     planDeviceAllReduces();
     planDeviceChunked();
     planInlinedReductions();
+    planFoldedReductions();
+    planScalarChains();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
@@ -273,7 +275,7 @@ private:
     const char* P = "\"";
     s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
     if (usesDevice()) {
-      const size_t k = devGroups_.size() + devAR_.size() + devChunked_.size();
+      const int k = devIndices_;
       s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
         << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
         << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
@@ -547,6 +549,14 @@ private:
         emitDeviceGroup(dg->second);
         continue;
       }
+      if (auto sc = scalarChains_.find(static_cast<int>(i)); sc != scalarChains_.end()) {
+        emitScalarChain(sc->second);
+        continue;
+      }
+      if (auto sc = scalarChainOf_.find(static_cast<int>(i)); sc != scalarChainOf_.end()) {
+        b << "\n  " << stageComment(s) << ": in the kernel of " << scalarChains_.at(sc->second).name << " above\n";
+        continue;
+      }
       if (devMembers_.count(static_cast<int>(i))) {
         b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
         continue;
@@ -770,7 +780,7 @@ private:
       int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
       b << "    [[maybe_unused]] OperandMap m" << k << "{};  // the coordinate path's map (fast paths use bases)\n";
       if (orank == 0) continue;
-      b << "    { long long st = 1;\n";
+      b << "    { [[maybe_unused]] long long st = 1;\n";
       for (int j = orank - 1; j >= 0; --j) {
         int outDim = j + R - orank;
         // Broadcast along this dimension exactly when the types say so (a constant 1 against
@@ -928,12 +938,12 @@ private:
   // other's values rounded to their dtypes (r<id>), and the stores come after all members.
   std::string runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
                          const std::string& ind, const std::function<std::string(int)>& operand,
-                         const std::function<std::string(int)>& store) {
+                         const std::function<std::string(int)>& store, bool uniqueNames = false) {
     std::set<int> inRun(run.begin(), run.end());
     std::ostringstream m;
     for (int id : run) {
       const Stage& s = p_.stages[id];
-      std::string pre = run.size() > 1 ? "v" + std::to_string(id) + "_" : "v";
+      std::string pre = run.size() > 1 || uniqueNames ? "v" + std::to_string(id) + "_" : "v";
       for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
         const ENode& n = s.expr.nodes[i];
         std::vector<std::string> args;
@@ -1231,6 +1241,8 @@ private:
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
+    std::vector<int> folds;  // reductions whose per-block partial sums the kernel writes (planFoldedReductions)
+    std::vector<int> calc;   // what the kernel computes per element: the members, then the folds' computed elements
     std::string name;
     bool head() const { return rs >= 0; }
     bool tail() const { return ag >= 0; }
@@ -1239,6 +1251,7 @@ private:
     bool halves() const { return tail() && !head(); }  // its slice window's two halves alternate (parity)
     const char* label() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
   };
+  int devIndices_ = 0;                 // collectives on the device path (their windows in Dev_: stage, slice, oneShot, parity)
   std::map<int, DevGroup> devGroups_;  // by the first member
   std::set<int> devMembers_;           // members other than the first
   std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
@@ -1293,6 +1306,7 @@ private:
     if (tail) inside.insert(dg.ag);
     for (int id : dg.run)
       if (neededOutside(id, inside)) dg.written.push_back(id);
+    dg.calc = dg.run;
     return true;
   }
 
@@ -1346,7 +1360,7 @@ private:
       if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
       dg.name = f.name;
       dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
-      dg.index = static_cast<int>(devGroups_.size());
+      dg.index = devIndices_++;
       markFallbackOnly(m, dg);
       devGroups_[dg.first()] = dg;
       for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
@@ -1364,7 +1378,6 @@ private:
 
   void planDeviceChunked() {
     if (!o_.deviceCollectives) return;
-    int next = static_cast<int>(devGroups_.size() + devAR_.size());
     for (auto& [prod, ch] : chunked_) {
       if (ch.rs < 0 || ch.ag < 0 || ch.ar >= 0 || ch.a2a >= 0 || ch.bag >= 0) continue;
       const Stage& rs = p_.stages[ch.rs];
@@ -1378,7 +1391,7 @@ private:
       dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
       dg.rounds = 1;  // the overlap's chunks pipeline already
       dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
-      dg.index = next++;
+      dg.index = devIndices_++;
       markFallbackOnly(m, dg);
       devChunked_[prod] = dg;
     }
@@ -1438,6 +1451,11 @@ private:
                        std::to_string(id));
       hostArgs.push_back(var(id) + plusOff);
     }
+    for (int f : dg.folds) {
+      const std::string op = "Op_" + std::to_string(f) + "_" + ident(p_.stages[f].name);
+      params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
+      hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)");
+    }
     others.clear();
     for (size_t k = 0; k < dg.ext.size(); ++k) {
       if (dg.ext[k] == dg.rs) continue;
@@ -1464,7 +1482,7 @@ private:
       params.push_back("long long gstride");
       hostArgs.push_back(L.gstride);
     }
-    runParams(dg.run, params, hostArgs);
+    runParams(dg.calc, params, hostArgs);
     params.push_back("unsigned long long seed");
     hostArgs.push_back("seed");
     params.push_back("int vec");
@@ -1487,6 +1505,20 @@ private:
     devSignature(dg, DevLaunch{"", "", "0", ""}, params, hostArgs, others);
     auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
     const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
+    std::vector<std::string> foldOps;
+    for (int f : dg.folds) foldOps.push_back(emitReduceOp(f));
+    const std::set<int> calcSet(dg.calc.begin(), dg.calc.end());
+    // Folds element i's value (`operand`: how an operand of the group reads it) into each folded reduction.
+    auto fold = [&](const std::string& ind, const std::function<std::string(int)>& operand) {
+      std::string t;
+      for (size_t q = 0; q < dg.folds.size(); ++q) {
+        const int x = p_.stages[dg.folds[q]].operands[0];
+        const std::string v = calcSet.count(x) ? "r" + std::to_string(x) : operand(dg.extIndex.at(x));
+        t += ind + "acc" + std::to_string(dg.folds[q]) + " = " + foldOps[q] + "::combine(acc" + std::to_string(dg.folds[q]) + ", " +
+             foldOps[q] + "::element(static_cast<" + foldOps[q] + "::Acc>(" + v + ")));\n";
+      }
+      return t;
+    };
     // The kernel.
     auto& K = kernels_;
     K << "// fused group '" << dg.name << "': ";
@@ -1506,6 +1538,13 @@ private:
       K << "// compute the members and publish the all-gather's slice (in the half `sliceOff` of the slice window);\n"
         << "// barrier; pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice).\n";
     for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
+    for (int f : dg.folds) {
+      K << "// and the partial results (one per block) of " << p_.stages[f].name << " = " << reduceKindName(p_.stages[f].reduce) << "("
+        << p_.stages[p_.stages[f].operands[0]].name << ")";
+      for (int c : dg.calc)
+        if (inlinedInto_.count(c) && inlinedInto_.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
+      K << "\n";
+    }
     K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
     for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
     K << ") {\n  (void)seed;\n"
@@ -1516,6 +1555,8 @@ private:
     if (tail)
       K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
         << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
+    for (size_t q = 0; q < dg.folds.size(); ++q)
+      K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
     K << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
       << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
       << (tail ? ", publish" : "") << ".\n"
@@ -1538,14 +1579,14 @@ private:
     if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
     std::vector<int> writtenVec = dg.written;
     if (tail && !srcWritten) writtenVec.push_back(src);
-    K << runMembers(dg.run, dg.extIndex, writtenVec, "      ",
-                    [&](int k) {
-                      std::string kk = std::to_string(k);
-                      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
-                      return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
-                    },
+    auto vecOperand = [&](int k) {
+      std::string kk = std::to_string(k);
+      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+      return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+    };
+    K << runMembers(dg.calc, dg.extIndex, writtenVec, "      ", vecOperand,
                     [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
-      << "    }\n";
+      << fold("      ", vecOperand) << "    }\n";
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
     K << "  }\n";
@@ -1555,12 +1596,13 @@ private:
     if (head)
       K << "    const " << RT << " srs = coconet_rt::Store<" << RT
         << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
-    K << runMembers(dg.run, dg.extIndex, dg.written, "    ",
-                    [&](int k) {
-                      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
-                      return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
-                    },
-                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+    auto scalarOperand = [&](int k) {
+      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+      return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
+    };
+    K << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
+                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
+      << fold("    ", scalarOperand);
     if (tail) K << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
     K << "  }\n  };\n"
       << "  const int unit = vec ? V : 1;\n"
@@ -1574,19 +1616,27 @@ private:
         << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
         << "    if (r >= 2) " << pull << ";\n"
         << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
-        << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+        << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
     else if (head)
       K << "  for (int r = 0; r <= rounds; ++r) {\n"
         << "    if (r < rounds) " << push << ";\n"
         << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
         << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
-        << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+        << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
     else
       K << "  for (int r = 0; r <= rounds; ++r) {\n"
         << "    if (r < rounds) compute(edge(r), edge(r + 1));\n"
         << "    if (r >= 1) " << pull << ";\n"
         << "    // every rank published chunk r of this block's elements\n"
-        << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n}\n\n";
+        << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+    for (size_t q = 0; q < dg.folds.size(); ++q) {
+      const std::string f = std::to_string(dg.folds[q]);
+      K << "  {\n    // this block's partial result of " << p_.stages[dg.folds[q]].name << "\n"
+        << "    __shared__ " << foldOps[q] << "::Acc sh[coconet_rt::kDevThreads];\n"
+        << "    acc" << f << " = coconet_rt::blockReduce<" << foldOps[q] << ">(acc" << f << ", sh);\n"
+        << "    if (threadIdx.x == 0) part" << f << "[blockIdx.x] = acc" << f << ";\n  }\n";
+    }
+    K << "}\n\n";
     return kname;
   }
 
@@ -1639,8 +1689,14 @@ private:
     std::vector<int> others;
     devSignature(dg, L, params, hostArgs, others);
     // Host code: the device path, or the NCCL calls.
-    b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
-      << "  if (" << n << " > 0) {\n"
+    b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n";
+    const std::string foldBlocks = "devFold" + gi + "Blocks";
+    if (!dg.folds.empty()) {
+      b << "  int " << foldBlocks << " = 0;  // its blocks, where they wrote partial results of";
+      for (int f : dg.folds) b << " " << p_.stages[f].name;
+      b << "\n";
+    }
+    b << "  if (" << n << " > 0) {\n"
       << "    if (devReady(" << name << ")) {\n";
     if (dg.head()) {
       int x = p_.stages[dg.rs].operands[0];
@@ -1661,8 +1717,15 @@ private:
     emitDevMaps(dg, "      ");
     emitDevVec(dg, L, others, "      ");
     const int V = devVecWidth(dg);
-    b << "      " << kname << "<<<coconet_rt::devBlocks(vec ? " << n << " / " << V << " : " << n
-      << "), coconet_rt::kDevThreads, 0, stream_>>>(";
+    std::string grid = "coconet_rt::devBlocks(vec ? " + n + " / " + std::to_string(V) + " : " + n + ")";
+    if (!dg.folds.empty()) {
+      b << "      " << foldBlocks << " = " << grid << ";\n";
+      for (int f : dg.folds)
+        b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(Op_" << f << "_" << ident(p_.stages[f].name)
+          << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
+      grid = foldBlocks;
+    }
+    b << "      " << kname << "<<<" << grid << ", coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
     if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
@@ -1696,7 +1759,7 @@ private:
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
 
-  bool usesDevice() const { return !devGroups_.empty() || !devAR_.empty() || !devChunked_.empty(); }
+  bool usesDevice() const { return devIndices_ > 0; }
 
   // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
   std::string algorithmOf(const Stage& s) const {
@@ -1712,7 +1775,6 @@ private:
       return (!s.type.group || s.type.group->depth == 0) && s.op == ReduceOp::Sum &&
              (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32);
     };
-    int next = static_cast<int>(devGroups_.size());
     for (size_t i = 0; i < p_.stages.size(); ++i) {
       const Stage& s = p_.stages[i];
       int id = static_cast<int>(i);
@@ -1731,7 +1793,7 @@ private:
       d.algo = algorithmOf(s);
       if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
       d.out = id;
-      d.index = next++;
+      d.index = devIndices_++;
       devAR_[id] = d;
     }
   }
@@ -2182,11 +2244,13 @@ private:
 
   // One block per output element: the reduced elements, strided, then a tree in shared memory.
   // The reduction's accumulator and combining rule, as the struct the runtime's templates take.
+  std::set<int> reduceOps_;  // reductions whose Op struct the kernels have
   std::string emitReduceOp(int id) {
     const Stage& s = p_.stages[id];
     const Stage& x = p_.stages[s.operands[0]];
     std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
     std::string op = "Op_" + std::to_string(id) + "_" + ident(s.name);
+    if (!reduceOps_.insert(id).second) return op;
     std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
     if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
     if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
@@ -2201,6 +2265,16 @@ private:
              << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
              << "  __device__ static double finish(Acc r, double count) {\n    (void)count;\n    " << fin << "\n  }\n};\n\n";
     return op;
+  }
+
+  // The mean divides by the global count of reduced elements (host expression).
+  std::string reduceCount(int id) const {
+    const Stage& s = p_.stages[id];
+    const Stage& x = p_.stages[s.operands[0]];
+    std::string count = "1.0";
+    for (int k = 0; k < x.type.rank(); ++k)
+      if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
+    return count;
   }
 
   void emitReduce(int id) {
@@ -2220,16 +2294,23 @@ private:
       for (int k = 0; k < xr; ++k)
         b << "    " << (k < s.dim ? "outer" : k == s.dim ? "len" : "inner") << " *= " << shapeVar(s.operands[0]) << "[" << k << "];\n";
     }
-    // The mean divides by the global count of reduced elements.
-    std::string count = "1.0";
-    for (int k = 0; k < xr; ++k)
-      if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
+    const std::string count = reduceCount(id);
     // The reduced elements: read from x's storage, or computed (inlineSrc_).
     std::string src = std::string("coconet_rt::Ptr<") + storageType(x.type.dtype) + ">{" + var(s.operands[0]) + "}";
     if (auto is = inlineSrc_.find(id); is != inlineSrc_.end()) src = emitReduceSource(id, is->second);
     std::string args = "(" + src + ", " + var(id) + ", outer, len, inner, count);\n";
-    b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n"
-      << "    if (len <= 64 || (inner > 1 && outs >= 8192)) {\n"
+    b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n";
+    if (auto f = foldedInto_.find(id); f != foldedInto_.end()) {
+      const std::string blocks = "devFold" + std::to_string(devGroups_.at(f->second).index) + "Blocks";
+      b << "    if (" << blocks << " > 0) {\n"
+        << "      // the blocks of fused group '" << devGroups_.at(f->second).name << "' wrote their partial results: combine them in order\n"
+        << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id
+        << "_.ptr), " << var(id) << ", 1, " << blocks << ", count);\n"
+        << "    } else ";
+    } else {
+      b << "    ";
+    }
+    b << "if (len <= 64 || (inner > 1 && outs >= 8192)) {\n"
       << "      coconet_rt::reduce_thread<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>" << args
       << "    } else if (outs >= 512) {\n"
       << "      coconet_rt::reduce_block<" << op << "><<<static_cast<int>(std::min<long long>(outs, 65535)), 256, 0, stream_>>>" << args
@@ -2244,6 +2325,246 @@ private:
       << "      coconet_rt::reduce_final<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>(part, " << var(id)
       << ", outs, parts, count);\n    }\n"
       << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+  }
+
+  // ---- Scalar chains on the device path ----
+  // Consecutive stages that each make one element (a folded reduction's combination of its
+  // blocks' partials, an allreduce over the world, element-wise arithmetic on scalars: LAMB's
+  // norms and trust ratio, a clipping factor) run as one single-thread kernel instead of a
+  // launch each. Its allreduces are exchanges through a symmetric window: the rank stores its
+  // values into its slot on every rank, one LSA barrier, then it combines the slots in rank
+  // order (as the one-shot allreduce does). Arithmetic runs as soon as its operands are known
+  // and allreduces wait until nothing else can run, so independent allreduces (the two norms)
+  // share one exchange. The window has two halves used in turn (parity) and one region per
+  // exchange: a rank's next call cannot overwrite slots a slower rank still reads, since it
+  // would first pass a barrier that the slower rank reaches only after reading them. Where the
+  // device path is not usable, the stages run one by one as they would otherwise.
+  struct ScalarChain {
+    int index = 0;
+    std::vector<int> stages;               // program order (the stages that make code)
+    std::vector<int> order;                // execution order in the kernel; -1 - e: exchange e
+    std::vector<std::vector<int>> exchanges;  // the allreduces of each exchange
+    std::vector<int> ext, written;         // values read from memory / stored for later stages
+    size_t width = 0;                      // the most allreduces in one exchange
+    std::string name;
+  };
+  std::map<int, ScalarChain> scalarChains_;  // by the first stage
+  std::map<int, int> scalarChainOf_;         // stage -> the first stage of its chain
+
+  static bool oneElement(const TensorType& t) {
+    for (auto& d : t.shape)
+      if (d.constantValue() != 1) return false;
+    return true;
+  }
+
+  bool scalarChainStage(int id) const {
+    const Stage& s = p_.stages[id];
+    if (!oneElement(s.type) || runOf_.count(id) || devMembers_.count(id) || devGroups_.count(id) || chunked_.count(id) ||
+        overlapped_.count(id) || bagOf_.count(id) || arPair_.count(id) || unstored_.count(id) || devFallbackOnly_.count(id))
+      return false;
+    if (s.kind == StageKind::Reduce) return foldedInto_.count(id) > 0;
+    if (s.kind == StageKind::AllReduce)
+      return (!s.type.group || s.type.group->depth == 0) && (s.op == ReduceOp::Sum || s.op == ReduceOp::Max || s.op == ReduceOp::Min) &&
+             (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32) && algorithmOf(s) != "nccl" &&
+             algorithmOf(s) != "ring";
+    if (s.kind != StageKind::Compute) return false;
+    for (auto& n : s.expr.nodes)
+      if (n.op == EOp::Dropout) return false;  // its key is the element's index in its own map
+    for (int o : s.operands)
+      if (!oneElement(p_.stages[o].type)) return false;
+    return true;
+  }
+
+  void planScalarChains() {
+    if (!o_.deviceCollectives) return;
+    auto flush = [&](std::vector<int>& c) {
+      bool hasAR = false;
+      for (int id : c) hasAR = hasAR || p_.stages[id].kind == StageKind::AllReduce;
+      if (c.size() >= 2 && hasAR) {
+        ScalarChain sc;
+        sc.stages = c;
+        std::set<int> in(c.begin(), c.end()), done;
+        // List scheduling: everything ready but the allreduces, then one exchange of the ready allreduces.
+        std::vector<int> left = c;
+        auto ready = [&](int id) {
+          for (int o : p_.stages[id].operands)
+            if (in.count(o) && !done.count(o)) return false;
+          return true;
+        };
+        while (!left.empty()) {
+          bool moved = true;
+          while (moved) {
+            moved = false;
+            for (size_t k = 0; k < left.size(); ++k)
+              if (p_.stages[left[k]].kind != StageKind::AllReduce && ready(left[k])) {
+                sc.order.push_back(left[k]);
+                done.insert(left[k]);
+                left.erase(left.begin() + static_cast<long>(k));
+                moved = true;
+                break;
+              }
+          }
+          std::vector<int> ex;
+          for (int id : left)
+            if (p_.stages[id].kind == StageKind::AllReduce && ready(id)) ex.push_back(id);
+          if (ex.empty()) break;  // cannot happen: the chain is in program order
+          sc.order.push_back(-1 - static_cast<int>(sc.exchanges.size()));
+          for (int id : ex) {
+            done.insert(id);
+            left.erase(std::find(left.begin(), left.end(), id));
+          }
+          sc.width = std::max(sc.width, ex.size());
+          sc.exchanges.push_back(ex);
+        }
+        for (int id : c) {
+          if (p_.stages[id].kind != StageKind::Reduce)  // a folded reduction reads its blocks' partials
+            for (int o : p_.stages[id].operands)
+              if (!in.count(o) && std::find(sc.ext.begin(), sc.ext.end(), o) == sc.ext.end()) sc.ext.push_back(o);
+          if (neededOutside(id, in)) sc.written.push_back(id);
+        }
+        std::string name;
+        for (int id : c) name += (name.empty() ? "" : ", ") + p_.stages[id].name;
+        sc.name = "scalars " + name;
+        sc.index = devIndices_++;
+        for (int id : c) {
+          scalarChainOf_[id] = c.front();
+          devAR_.erase(id);
+        }
+        scalarChains_[c.front()] = std::move(sc);
+      }
+      c.clear();
+    };
+    std::vector<int> cur;
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const int id = static_cast<int>(i);
+      const Stage& s = p_.stages[i];
+      if (s.kind == StageKind::Input || s.kind == StageKind::State || inlinedInto_.count(id)) continue;  // no code here
+      if (scalarChainStage(id)) cur.push_back(id);
+      else flush(cur);
+    }
+    flush(cur);
+  }
+
+  void emitScalarChain(const ScalarChain& sc) {
+    auto& b = body_;
+    const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
+    const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
+                      prog = "\"" + p_.name + "\"";
+    std::vector<int> computes;
+    for (int id : sc.stages)
+      if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
+    std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t win", "size_t half"}, args{"dev_->dc.comm", "w.win",
+                                                                                               "dev_->parity[" + gi + "] * (w.bytes / 2)"};
+    for (int id : sc.written) {
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
+      args.push_back(var(id));
+    }
+    for (int o : sc.ext) {
+      params.push_back("const " + std::string(storageType(p_.stages[o].type.dtype)) + "* __restrict__ a" + std::to_string(o));
+      args.push_back(var(o));
+    }
+    for (int id : sc.stages)
+      if (p_.stages[id].kind == StageKind::Reduce) {
+        const std::string f = std::to_string(id), op = "Op_" + f + "_" + ident(p_.stages[id].name);
+        params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
+        args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)",
+                                 "devFold" + std::to_string(devGroups_.at(foldedInto_.at(id)).index) + "Blocks", reduceCount(id)});
+      }
+    runParams(computes, params, args);
+    params.push_back("unsigned long long seed");
+    args.push_back("seed");
+    // The kernel.
+    auto& K = kernels_;
+    K << "// " << sc.name << ": one thread; the allreduces as " << sc.exchanges.size()
+      << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
+    for (int id : sc.stages) {
+      const Stage& s = p_.stages[id];
+      K << "// " << s.name << " = "
+        << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
+            : s.kind == StageKind::AllReduce ? std::string("allreduce(") + reduceOpName(s.op) + ", " + p_.stages[s.operands[0]].name + ")"
+                                             : exprTextFor(s))
+        << "\n";
+    }
+    K << "__global__ void " << kname << "(";
+    for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+    K << ") {\n  (void)seed;\n  const unsigned long long key = 0;\n  (void)key;\n"
+      << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};\n"
+      << "  const int P = dc.lsaSize, me = dc.lsaRank;\n";
+    std::set<int> known;
+    auto value = [&](int o) { return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(a" + std::to_string(o) + "[0])"; };
+    auto storeAs = [&](int id, const std::string& v) {
+      const std::string T = storageType(p_.stages[id].type.dtype), i = std::to_string(id);
+      return "  const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(" + v + "));\n  const auto r" + i +
+             " = coconet_rt::to_f(s" + i + ");\n  (void)r" + i + ";\n";
+    };
+    for (int step : sc.order) {
+      if (step >= 0 && p_.stages[step].kind == StageKind::Reduce) {
+        const std::string f = std::to_string(step), op = "Op_" + f + "_" + ident(p_.stages[step].name);
+        K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n"
+          << "  for (int q = 0; q < blocks" << f << "; ++q) acc" << f << " = " << op << "::combine(acc" << f << ", part" << f << "[q]);\n"
+          << storeAs(step, op + "::finish(acc" + f + ", count" + f + ")");
+        known.insert(step);
+      } else if (step >= 0) {
+        std::map<int, int> ids;
+        for (int o : p_.stages[step].operands) ids[o] = o;
+        K << runMembers({step}, ids, {}, "  ", value, [](int) { return std::string(); }, /*uniqueNames=*/true);
+        known.insert(step);
+      } else {
+        const int e = -1 - step;
+        const auto& ex = sc.exchanges[static_cast<size_t>(e)];
+        const std::string region = "(" + std::to_string(e) + " * P + me) * " + std::to_string(sc.width);
+        K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
+          << "  for (int p = 0; p < P; ++p) {\n";
+        for (size_t k = 0; k < ex.size(); ++k)
+          K << "    *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
+            << value(p_.stages[ex[k]].operands[0]) << ";\n";
+        K << "  }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+          << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * "
+          << sc.width << ";\n";
+        for (size_t k = 0; k < ex.size(); ++k) {
+          const Stage& a = p_.stages[ex[k]];
+          const std::string i = std::to_string(ex[k]), w = std::to_string(sc.width);
+          const bool sum = a.op == ReduceOp::Sum;  // as sumSlot: from 0, in rank order
+          const std::string comb = sum ? "__fadd_rn(x" + i + ", y)" : a.op == ReduceOp::Max ? "fmaxf(x" + i + ", y)" : "fminf(x" + i + ", y)";
+          K << "  float x" << i << " = " << (sum ? "0.0f" : "slots" + std::to_string(e) + "[" + std::to_string(k) + "]") << ";\n"
+            << "  for (int p = " << (sum ? 0 : 1) << "; p < P; ++p) {\n    const float y = slots" << e << "[p * " << w << " + " << k
+            << "];\n    x" << i << " = " << comb << ";\n  }\n"
+            << storeAs(ex[k], "x" + i);
+          known.insert(ex[k]);
+        }
+      }
+    }
+    for (int id : sc.written) K << "  out" << id << "[0] = s" << id << ";\n";
+    K << "}\n\n";
+    // Host code.
+    b << "\n  // " << sc.name << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+      << "  if (devReady(" << name << ")) {\n"
+      << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+      << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
+      << " * sizeof(float) + 255) / 256 * 256), " << prog << ", " << name << "))\n"
+      << "      dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "    " << kname << "<<<1, 1, 0, stream_>>>(";
+    for (size_t k = 0; k < args.size(); ++k) b << (k ? ", " : "") << args[k];
+    b << ");\n    CHECK(cudaGetLastError(), " << name << ");\n"
+      << "    dev_->parity[" << gi << "] ^= 1;\n"
+      << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
+    for (int id : sc.stages) {
+      const Stage& s = p_.stages[id];
+      b << "    // " << s.name << "\n    if (" << countVar(id) << " > 0) {\n";
+      std::ostringstream saved;
+      saved << body_.str();
+      body_.str("");
+      body_.clear();
+      emitStage(id);
+      std::string text = body_.str();
+      body_.str("");
+      body_.clear();
+      body_ << saved.str();
+      std::istringstream ms(text);
+      for (std::string line; std::getline(ms, line);) b << "  " << line << "\n";
+      b << "    }\n";
+    }
+    b << "  }\n";
   }
 
   // ---- Reductions that compute their elements ----
@@ -2308,6 +2629,79 @@ private:
       if (!ok) continue;
       for (int id : is.chain) inlinedInto_[id] = rid;
       inlineSrc_[rid] = std::move(is);
+    }
+  }
+
+  // ---- Reductions folded into a device group's kernel ----
+  // A reduction of every element of a tensor shaped like a device group's slice (a norm's sum of
+  // squares between LAMB's reduce-scatter and all-gather, a gradient norm for clipping) whose
+  // elements the group's kernel can compute (from its members, its operands, and values stored
+  // before it, through the maps its members use) is accumulated inside that kernel: each thread
+  // folds the elements it computes anyway, each block writes one partial result, and at the
+  // reduction's place a one-block kernel combines the blocks' partials in block order (the
+  // partition depends only on the sizes: deterministic). The reduction then reads no memory of
+  // its own and a member that only it read is never stored. Where the group runs as NCCL calls,
+  // the reduction runs as it would unfolded.
+  static constexpr int kMaxFolds = 4;  // per kernel (each takes kDevThreads accumulators of shared memory)
+  std::map<int, int> foldedInto_;      // reduction -> the first member of its device group
+
+  // Is value `id` in memory, whole, before stage `before` runs? (Inputs and states always are.)
+  bool storedBefore(int id, int before) const {
+    const StageKind k = p_.stages[id].kind;
+    if (k == StageKind::Input || k == StageKind::State) return true;
+    return id < before && !unstored_.count(id) && !inlinedInto_.count(id) && !bagOf_.count(id) && !devFallbackOnly_.count(id) &&
+           !devMembers_.count(id) && !devGroups_.count(id) && !chunked_.count(id) && !overlapped_.count(id);
+  }
+
+  void planFoldedReductions() {
+    for (auto& [first, dg] : devGroups_) {
+      const Stage& ref = p_.stages[dg.ref];
+      const int last = dg.tail() ? dg.ag : dg.run.back();
+      for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {
+        const Stage& r = p_.stages[i];
+        const int rid = static_cast<int>(i);
+        if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || foldedInto_.count(rid))
+          continue;
+        const int x = r.operands[0];
+        const TensorType& xt = p_.stages[x].type;
+        if (!(r.dim < 0 || xt.rank() == 1) || xt.shape != ref.type.shape || xt.layout != ref.type.layout || xt.group != ref.type.group)
+          continue;
+        // The reduced elements: computed (an inlined source) or a value the kernel has.
+        std::vector<int> chain, leaves{x};
+        if (auto is = inlineSrc_.find(rid); is != inlineSrc_.end()) {
+          chain = is->second.chain;
+          leaves = is->second.ext;
+        }
+        std::set<int> have(dg.run.begin(), dg.run.end());
+        std::vector<int> added;
+        bool ok = true;
+        for (int o : leaves) {
+          if (have.count(o) || dg.extIndex.count(o) || std::find(added.begin(), added.end(), o) != added.end()) continue;
+          ok = ok && storedBefore(o, dg.first()) && accessOf(o, ref) != Access::Mapped;
+          added.push_back(o);
+        }
+        if (!ok) continue;
+        for (int o : added) {
+          dg.extIndex[o] = static_cast<int>(dg.ext.size());
+          dg.ext.push_back(o);
+          dg.acc.push_back(accessOf(o, ref));
+        }
+        dg.calc.insert(dg.calc.end(), chain.begin(), chain.end());
+        dg.folds.push_back(rid);
+        foldedInto_[rid] = first;
+      }
+      if (dg.folds.empty()) continue;
+      // Members that only folded reductions read are no longer stored (the NCCL fallback stores them).
+      std::set<int> inside(dg.calc.begin(), dg.calc.end());
+      inside.insert(dg.folds.begin(), dg.folds.end());
+      if (dg.tail()) inside.insert(dg.ag);
+      dg.written.clear();
+      for (int id : dg.run)
+        if (neededOutside(id, inside)) dg.written.push_back(id);
+      std::vector<int> m;
+      if (dg.head()) m.push_back(dg.rs);
+      m.insert(m.end(), dg.run.begin(), dg.run.end());
+      markFallbackOnly(m, dg);
     }
   }
 
