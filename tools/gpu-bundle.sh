@@ -40,6 +40,13 @@ printf 'tune(moments, chunks = 3);\ntune(apply, chunks = 3);\n' >> "$b/lamb-chun
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
 rm -rf "$b/dumps/decode_gemv"
 "$root/build/coconetc" verify "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" --ranks 1,2,4 --seed 7 --dump "$b/dumps/decode_gemv" > "$b/dumps/decode_gemv.verify.txt"
+# The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap.
+# Its vectors are drawn for that schedule (its chunks must divide each rank's rows), so every
+# build of pipeline runs with them; @stages: 4 ranks in two stages of two.
+"$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null
+rm -rf "$b/dumps/pipeline"
+"$root/build/coconetc" verify "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" --ranks 1,2,4 --seed 7 --dump "$b/dumps/pipeline" > "$b/dumps/pipeline.verify.txt"
+"$root/build/coconetc" verify "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -D B=16 -D S=8 -D H=64 -D P=2 --ranks 4 --seed 7 --dump "$b/dumps/pipeline@stages" > "$b/dumps/pipeline@stages.verify.txt"
 # Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
 # tails, a bias whose length is not a multiple of 8): dumps/PROG@odd, run with gen/PROG's build.
 "$root/build/coconetc" verify "$root/samples/sgd/sgd.cnet" -D N=4100 --ranks 1,2,4 --seed 7 --dump "$b/dumps/sgd@odd" > "$b/dumps/sgd@odd.verify.txt"
@@ -49,6 +56,9 @@ rm -rf "$b/dumps/decode_gemv"
 "$root/build/coconetc" verify "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96 --ranks 1,2,4 --seed 7 --dump "$b/dumps/norm_clip@vec" > "$b/dumps/norm_clip@vec.verify.txt"
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/scalar_chain.cnet" -D N=131072 --ranks 1,2,4 --seed 7 --dump "$b/dumps/scalar_chain@big" > "$b/dumps/scalar_chain@big.verify.txt"
+# sends with whole vectors (@vec) and with a scalar tail (@odd).
+"$root/build/coconetc" verify "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4 --seed 7 --dump "$b/dumps/sends@vec" > "$b/dumps/sends@vec.verify.txt"
+"$root/build/coconetc" verify "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4 --seed 7 --dump "$b/dumps/sends@odd" > "$b/dumps/sends@odd.verify.txt"
 # reduce_chains where its reductions take the other kernels: rows and columns one block each
 # (@big), columns split over blocks and rows one thread each (@tall).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@big" > "$b/dumps/reduce_chains@big.verify.txt"

@@ -133,6 +133,7 @@ public:
     planInlinedReductions();
     planFoldedReductions();
     planScalarChains();
+    planDeviceSends();
     std::filesystem::create_directories(o_.outDir);
     write("coconet_runtime.cuh", kRuntimeHeader, files);
     if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
@@ -566,7 +567,16 @@ private:
         continue;
       }
       if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
-        emitChunked(ch->second);
+        if (i + 1 < p_.stages.size() && overlapped_.count(static_cast<int>(i + 1))) {
+          emitChunked(ch->second);
+        } else {
+          b << "\n  " << stageComment(s) << ": computed in the overlapped chunks below\n";
+          chunkedAt_[firstOverlapped(static_cast<int>(i))] = static_cast<int>(i);
+        }
+        continue;
+      }
+      if (auto at = chunkedAt_.find(static_cast<int>(i)); at != chunkedAt_.end()) {
+        emitChunked(chunked_.at(at->second));
         continue;
       }
       if (auto da = devAR_.find(static_cast<int>(i)); da != devAR_.end()) {
@@ -743,11 +753,34 @@ private:
             << "    const int to = static_cast<int>(((inst + " << (next ? "1" : "count - 1") << ") % count) * size + pos);\n"
             << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
         }
-        b << "    CHECK(ncclGroupStart(), " << name << ");\n"
-          << "    CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
+        std::string ind = "    ";
+        if (auto ds = devSend_.find(id); ds != devSend_.end()) {
+          // Over the device API: push into the receiver's window (two halves, used in turn), a
+          // barrier, copy out. `to` is a rank of the world there.
+          const std::string gi = std::to_string(ds->second), prog = "\"" + p_.name + "\"";
+          const int V = 16 / dtypeBytes(s.type.dtype);
+          b << "    if (devReady(" << name << ")) {\n"
+            << "      const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+            << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+            << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
+            << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+            << "      const bool vec = " << countVar(id) << " % " << V << " == 0 && coconet_rt::aligned16(" << in(0)
+            << ", 0) && coconet_rt::aligned16(" << var(id) << ", 0);\n"
+            << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? " << countVar(id) << " / " << V
+            << " : " << countVar(id) << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
+            << "] * (w.bytes / 2), " << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
+            << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to")) << ", vec);\n"
+            << "      CHECK(cudaGetLastError(), " << name << ");\n"
+            << "      dev_->parity[" << gi << "] ^= 1;\n"
+            << "    } else {\n";
+          ind = "      ";
+        }
+        b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
+          << ind << "CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
           << ", stream_), " << name << ");\n"
-          << "    CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
-          << ", stream_), " << name << ");\n    CHECK(ncclGroupEnd(), " << name << ");\n";
+          << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
+          << ", stream_), " << name << ");\n" << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
+        if (devSend_.count(id)) b << "    }\n";
         break;
       }
       default:
@@ -1142,6 +1175,14 @@ private:
   std::set<int> overlapped_;                 // consumer members emitted with their producer
   std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
 
+  std::map<int, int> chunkedAt_;  // the first stage of an overlap's consumer -> its producer, when stages lie between
+  // The first consumer stage of the overlap of producer `prod` (its block is emitted there).
+  int firstOverlapped(int prod) const {
+    int q = prod + 1;
+    while (q < static_cast<int>(p_.stages.size()) && !overlapped_.count(q)) ++q;
+    return q;
+  }
+
   void planOverlaps() {
     for (auto& o : p_.overlaps) {
       int prod = p_.find(o.producer);
@@ -1173,7 +1214,12 @@ private:
       }
       const bool matrix = ps.kind == StageKind::Matmul && p_.stages[ps.operands[1]].type.rank() == 2;
       if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv) why = "only matmuls and gemvs are chunked yet";
-      else if (members.front() != prod + 1) why = "the consumer does not follow the " + std::string(stageKindName(ps.kind)) + " directly";
+      else
+        // Stages between the product and its consumer run before the chunks (the block is
+        // emitted at the consumer's place), so none of them may read the product.
+        for (int q = prod + 1; why.empty() && q < members.front(); ++q)
+          for (int o : p_.stages[q].operands)
+            if (o == prod) why = "'" + p_.stages[q].name + "' reads the " + std::string(stageKindName(ps.kind)) + " before the consumer";
       for (size_t k = 1; why.empty() && k < members.size(); ++k)
         if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
       if (why.empty()) {
@@ -2373,6 +2419,17 @@ private:
     for (int o : s.operands)
       if (!oneElement(p_.stages[o].type)) return false;
     return true;
+  }
+
+  // Sends (to the next or previous rank or group: every rank sends and receives) over the
+  // device API: the runtime's dev_send_recv pushes into the receiver's window.
+  std::map<int, int> devSend_;  // stage -> its window's index
+  void planDeviceSends() {
+    if (!o_.deviceCollectives) return;
+    for (size_t i = 0; i < p_.stages.size(); ++i)
+      if (p_.stages[i].kind == StageKind::Send && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
+          algorithmOf(p_.stages[i]) != "nccl")
+        devSend_[static_cast<int>(i)] = devIndices_++;
   }
 
   void planScalarChains() {

@@ -33,6 +33,13 @@ bool overlap(StepContext& c) {
     for (int o : p.stages[m].operands) reads = reads || o == prod;
   if (!reads) return c.fail(pos[1], consumer, "it does not read " + quote(ps.name));
   auto users = p.users();
+  // Chunks along dimension 0 of a reduce_scatter's input are sub-blocks of every rank's block
+  // of rows, in order: a value sliced along dimension 0 by that reduce_scatter (and element-wise
+  // stages on it) composes from its chunks, so it may be used outside the consumer.
+  const Arg* dimKnob = c.knob("dim");
+  const bool rows = !dimKnob || dimKnob->value == "0";
+  const TensorType* scattered = nullptr;  // the reduce_scatter's result, once seen
+  bool exchanges = false;
   for (int m : members) {
     const Stage& s = p.stages[m];
     switch (s.kind) {
@@ -40,7 +47,11 @@ bool overlap(StepContext& c) {
       case StageKind::Reduce:
         if (s.dim < 0) return c.fail(pos[1], consumer, quote(s.name) + " reduces the whole tensor, which mixes chunks");
         break;
-      case StageKind::ReduceScatter: case StageKind::AllToAll: scatters = true; break;
+      case StageKind::ReduceScatter:
+        scatters = true;
+        if (!scattered) scattered = &s.type;
+        break;
+      case StageKind::AllToAll: scatters = exchanges = true; break;
       case StageKind::AllGather:
         if (!scatters) return c.fail(pos[1], consumer, quote(s.name) + " gathers a value not scattered in the group");
         break;
@@ -49,7 +60,9 @@ bool overlap(StepContext& c) {
     }
     bool escapes = std::find(p.outputs.begin(), p.outputs.end(), m) != p.outputs.end();
     for (int u : users[m]) escapes = escapes || std::find(members.begin(), members.end(), u) == members.end();
-    if (escapes && s.type.layout.kind == Layout::Sliced && s.type.group)
+    const bool composes = rows && !exchanges && scattered && s.kind != StageKind::AllGather && s.type.layout == scattered->layout &&
+                          s.type.group == scattered->group && s.type.layout.dim == 0;
+    if (escapes && s.type.layout.kind == Layout::Sliced && s.type.group && !composes)
       return c.fail(pos[1], consumer, quote(s.name) + " is used outside while sliced; its chunks would not compose");
   }
   if (!ps.fusedInto.empty()) return c.fail(pos[0], ps.name, "it is fused into " + quote(ps.fusedInto));

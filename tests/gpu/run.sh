@@ -116,7 +116,7 @@ for n in ${MEMCHECK_P2:-}; do
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives, which must take the NCCL fallback there.
-for n in megatron_row adam lamb norm_clip scalar_chain; do
+for n in megatron_row adam lamb norm_clip scalar_chain pipeline sends; do
   keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"

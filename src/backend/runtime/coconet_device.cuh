@@ -249,6 +249,32 @@ __global__ void __launch_bounds__(kDevThreads)
   pullSlices<T, V>(slice, 0, P, me, out, m, 0, m, vec);
 }
 
+// Point-to-point exchange of n elements where every rank sends to one rank (`to`) and receives
+// from one (the ranks' targets are a permutation: a send to the next or previous rank or group):
+// push into `to`'s window at byte `base`, a barrier, then copy what arrived into `out`. Callers
+// alternate between two such areas, as for the one-shot allreduce.
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_send_recv(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int to, int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long nv = vec ? n / V : 0;
+  for (long long jv = tid; jv < nv; jv += nth) {
+    Vec<T, V> x;
+    load_vec(x, in + jv * V);
+    store_vec(peerPtr<T>(w, base + jv * V * sizeof(T), to), x);
+  }
+  for (long long i = nv * V + tid; i < n; i += nth) *peerPtr<T>(w, base + i * sizeof(T), to) = in[i];
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // what this block's elements of every rank's window receive has arrived
+  const T* got = static_cast<const T*>(ncclGetLocalPointer(w, base));
+  for (long long jv = tid; jv < nv; jv += nth) {
+    Vec<T, V> x;
+    load_vec_rw(x, got + jv * V);
+    store_vec(out + jv * V, x);
+  }
+  for (long long i = nv * V + tid; i < n; i += nth) out[i] = got[i];
+}
+
 // One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots
 // start at byte `base` of w; callers alternate between two such areas, so that a fast rank's next call cannot
 // overwrite a slot that a slow rank still reads (it would first have to pass the next call's

@@ -13,13 +13,13 @@ w16 = f16(w'). Rows:
                         all_reduce of the shard's two sums of squares), all_gather_into_tensor
                         of the f16 weights (in place)
   coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced), compiled
-                        as by default: the fused group one kernel over NCCL's device API
-                        (Adam; its pipelined rounds chosen by size), LAMB's norm allreduces
-                        one-shot kernels
+                        as by default: each fused group one kernel over NCCL's device API (its
+                        pipelined rounds chosen by size); LAMB's norms folded into `moments`
+                        and its scalars (one exchange for both norms) one kernel
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
-  coconetc_chunksK      (Adam) coconetc with tune(f, chunks = K): the kernel in K pipelined
-                        rounds whatever the size (transfers of one chunk overlap the update of
-                        another)
+  coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
+                        moments and apply): the kernels in K pipelined rounds whatever the
+                        size (transfers of one chunk overlap the update of another)
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
@@ -114,7 +114,7 @@ def compiled(fn):
     return _COMPILED[fn]
 
 
-ROUNDS = [4, 16]  # pipelined rounds of the device-API kernel measured for Adam
+ROUNDS = [4, 16]  # pipelined rounds of the device-API kernels measured (Adam, LAMB)
 
 
 class OptimizerWorkload:
@@ -126,12 +126,14 @@ class OptimizerWorkload:
                          f"{kind}_nccl": dict(source=source, schedule=schedule,
                                               flags=["--no-device-collectives"]),
                          f"{kind}_unscheduled": dict(source=source, schedule=None)}
-        # The device-API kernel in K pipelined rounds (tune(f, chunks = K)); Adam's group is the
-        # one that runs as a device kernel.
-        self.rounds = ROUNDS if kind == "adam" else []
+        # The device-API kernels in K pipelined rounds: Adam's group `f`, LAMB's `moments` and
+        # `apply` (tune(G, chunks = K)).
+        self.rounds = ROUNDS
+        groups = ["f"] if kind == "adam" else ["moments", "apply"]
         for k in self.rounds:
             self.programs[f"{kind}_chunks{k}"] = dict(
-                source=source, schedule=schedule, schedule_append=f"tune(f, chunks = {k});\n")
+                source=source, schedule=schedule,
+                schedule_append="".join(f"tune({g}, chunks = {k});\n" for g in groups))
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ Rows:
   torch.compile         the same, the epilogue torch.compile'd
   coconetc              the sample with its schedule (reduce-scatter in the stage, epilogue on
                         slices, send of this rank's slice only, all-gather in the next stage)
+  coconetc_overlap      pipeline_overlap.sched: as coconetc, and the matmul pipelined with the
+                        reduce-scatter and the epilogue in 4 chunks of each rank's rows
+  coconetc_overlap2     the same in 2 chunks
   coconetc_unscheduled  the sample without a schedule (allreduce, epilogue, send of the whole)
 Shapes: 8192 tokens as B=32, S=256 (the schedule scatters dimension 0 over the stage), H 4096
 and 8192, f16. Needs an even number of GPUs (2 stages; at 2 GPUs a stage is one GPU).
@@ -36,6 +39,9 @@ SOURCE = "samples/pipeline/pipeline.cnet"
 PROGRAMS = {
     "pipeline": dict(source=SOURCE, schedule="samples/pipeline/pipeline.sched"),
     "pipeline_unscheduled": dict(source=SOURCE, schedule=None),
+    "pipeline_overlap": dict(source=SOURCE, schedule="samples/pipeline/pipeline_overlap.sched"),
+    "pipeline_overlap2": dict(source=SOURCE, schedule="samples/pipeline/pipeline.sched",
+                              schedule_append="overlap(partial, f, chunks = 2);\n"),
 }
 
 STAGES = 2                    # the program's size P: the number of pipeline stages
@@ -145,6 +151,9 @@ def rows(cfg: dict, ctx, mode: str):
         ("torch.compile", compiled),
         ("coconetc", coconetc("pipeline", "reduce-scatter, epilogue and send on slices, "
                                           "all-gather in the next stage")),
+        ("coconetc_overlap", coconetc("pipeline_overlap", "as coconetc, the matmul pipelined with the "
+                                                          "reduce-scatter and epilogue (4 chunks)")),
+        ("coconetc_overlap2", coconetc("pipeline_overlap2", "as coconetc_overlap in 2 chunks")),
         ("coconetc_unscheduled", coconetc("pipeline_unscheduled",
                                           "no schedule: allreduce, epilogue, send of the whole")),
     ]
