@@ -56,6 +56,8 @@ rm -rf "$b/dumps/pipeline"
 "$root/build/coconetc" verify "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96 --ranks 1,2,4 --seed 7 --dump "$b/dumps/norm_clip@vec" > "$b/dumps/norm_clip@vec.verify.txt"
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/scalar_chain.cnet" -D N=131072 --ranks 1,2,4 --seed 7 --dump "$b/dumps/scalar_chain@big" > "$b/dumps/scalar_chain@big.verify.txt"
+# fold_local over several blocks of its head kernel.
+"$root/build/coconetc" verify "$root/tests/gpu/programs/fold_local.cnet" -D N=131072 --ranks 1,2,4 --seed 7 --dump "$b/dumps/fold_local@big" > "$b/dumps/fold_local@big.verify.txt"
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 "$root/build/coconetc" verify "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4 --seed 7 --dump "$b/dumps/sends@vec" > "$b/dumps/sends@vec.verify.txt"
 "$root/build/coconetc" verify "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4 --seed 7 --dump "$b/dumps/sends@odd" > "$b/dumps/sends@odd.verify.txt"
