@@ -766,8 +766,8 @@ private:
             << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
             << "      const bool vec = " << countVar(id) << " % " << V << " == 0 && coconet_rt::aligned16(" << in(0)
             << ", 0) && coconet_rt::aligned16(" << var(id) << ", 0);\n"
-            << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? " << countVar(id) << " / " << V
-            << " : " << countVar(id) << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
+            << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << countVar(id) << " / " << V
+            << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
             << "] * (w.bytes / 2), " << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
             << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to")) << ", vec);\n"
             << "      CHECK(cudaGetLastError(), " << name << ");\n"
@@ -1606,8 +1606,30 @@ private:
     K << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
       << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
       << (tail ? ", publish" : "") << ".\n"
-      << "  auto compute = [&](long long lo, long long hi) {\n"
-      << "  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;\n"
+      << "  auto compute = [&](long long lo, long long hi) {\n";
+    // One element i (the elements after the last whole unit, or every element when not aligned).
+    std::ostringstream E;
+    E << "  auto elem = [&](long long i) {\n"
+      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n";
+    if (head)
+      E << "    const " << RT << " srs = coconet_rt::Store<" << RT
+        << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
+    auto scalarOperand = [&](int k) {
+      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+      return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
+    };
+    E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
+                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
+      << fold("    ", scalarOperand);
+    if (tail) E << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
+    E << "  };\n";
+    K << E.str()
+      << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
+      << "  // partition either way: coconet_rt::forUnits), then the elements after the last unit.\n"
+      << "  const long long v0 = lo / V, v1 = hi / V;\n"
+      << "  if (!vec) {\n"
+      << "    for (long long jv = v0 + tid; jv < v1; jv += nth)\n      for (int e = 0; e < V; ++e) elem(jv * V + e);\n"
+      << "  } else {\n"
       << "  for (long long jv = v0 + tid; jv < v1; jv += nth) {\n    const long long i0 = jv * V;\n";
     if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
     for (int k : others) {
@@ -1635,24 +1657,10 @@ private:
       << fold("      ", vecOperand) << "    }\n";
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
-    K << "  }\n";
-    // Scalar elements (the tail, or everything when not aligned).
-    K << "  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth) {\n"
-      << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n";
-    if (head)
-      K << "    const " << RT << " srs = coconet_rt::Store<" << RT
-        << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
-    auto scalarOperand = [&](int k) {
-      if (k == rsk) return std::string("coconet_rt::to_f(srs)");
-      return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
-    };
-    K << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
-                    [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
-      << fold("    ", scalarOperand);
-    if (tail) K << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
-    K << "  }\n  };\n"
-      << "  const int unit = vec ? V : 1;\n"
-      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, unit); };\n";
+    K << "  }\n  }\n"
+      << "  for (long long i = v1 * V + tid; i < hi; i += nth) elem(i);\n"
+      << "  };\n"
+      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
     const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
     const std::string pull = "coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, " +
                              (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
@@ -1763,7 +1771,7 @@ private:
     emitDevMaps(dg, "      ");
     emitDevVec(dg, L, others, "      ");
     const int V = devVecWidth(dg);
-    std::string grid = "coconet_rt::devBlocks(vec ? " + n + " / " + std::to_string(V) + " : " + n + ")";
+    std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
     if (!dg.folds.empty()) {
       b << "      " << foldBlocks << " = " << grid << ";\n";
       for (int f : dg.folds)
@@ -1867,7 +1875,7 @@ private:
       << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
       << "      const bool vec = " << n << " % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
       << ", 0);\n"
-      << "      coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? " << n << " / " << V << " : " << n
+      << "      coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << n << " / " << V
       << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
       << ", " << n << ", vec);\n"
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
@@ -1879,8 +1887,8 @@ private:
       << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
       << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
-      << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(vec ? m / " << V
-      << " : m), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+      << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(m / " << V
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
       << ", " << out << ", m, vec);\n"
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
       << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)

@@ -132,24 +132,44 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
   return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
 }
 
+// Elements [lo, hi) of a kernel's work (lo a multiple of V) in units of V: thread t of the grid
+// takes units t, t + nth, ..., then the elements after the last whole unit one by one. `unit`
+// handles a unit with vector accesses, `elem` one element; without `vec` the units' elements
+// go through `elem` in turn. The partition is the same either way, so ranks that differ in the
+// alignment of their buffers still give block b the same elements (per-block barriers order
+// exactly the conflicting accesses).
+template <int V, class Unit, class Elem>
+__device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  const long long v0 = lo / V, v1 = hi / V;
+  for (long long jv = v0 + tid; jv < v1; jv += nth) {
+    if (vec) {
+      unit(jv * V);
+    } else {
+      for (int e = 0; e < V; ++e) elem(jv * V + e);
+    }
+  }
+  for (long long i = v1 * V + tid; i < hi; i += nth) elem(i);
+}
+
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
-// V when vec): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
+// V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
 // area (P slots of m elements at byte `stageOff` of window w).
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
                                            long long lo, long long hi, bool vec) {
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;
-  for (long long jv = v0 + tid; jv < v1; jv += nth) {
-    const long long i0 = jv * V;
-    for (int p = 0; p < P; ++p) {
-      Vec<T, V> x;
-      load_vec(x, in + p * m + i0);
-      store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
-    }
-  }
-  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth)
-    for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+  forUnits<V>(
+      lo, hi, vec,
+      [&](long long i0) {
+        for (int p = 0; p < P; ++p) {
+          Vec<T, V> x;
+          load_vec(x, in + p * m + i0);
+          store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
+        }
+      },
+      [&](long long i) {
+        for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+      });
 }
 
 // The sum over the P slots of this rank's staging area of elements i0 .. i0+V-1, in rank order.
@@ -170,26 +190,26 @@ template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long
   return s;
 }
 
-// Phase "pull" of an all-gather, for the elements [lo, hi) of every slice (lo a multiple of V
-// when vec): out[p*m + i] = rank p's slice (m elements at byte `sliceOff` of window w), for
+// Phase "pull" of an all-gather, for the elements [lo, hi) of every slice (lo a multiple of V):
+// out[p*m + i] = rank p's slice (m elements at byte `sliceOff` of window w), for
 // every rank p but `skip` (this rank, which wrote its part already).
 template <class T, int V>
 __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, long long lo,
                                            long long hi, bool vec) {
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long v0 = vec ? lo / V : 0, v1 = vec ? hi / V : 0;
-  for (long long jv = v0 + tid; jv < v1; jv += nth) {
-    const long long i0 = jv * V;
-    for (int p = 0; p < P; ++p) {
-      if (p == skip) continue;
-      Vec<T, V> y;
-      load_vec_rw(y, peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p));
-      store_vec(out + p * m + i0, y);
-    }
-  }
-  for (long long i = (vec ? v1 * V : lo) + tid; i < hi; i += nth)
-    for (int p = 0; p < P; ++p)
-      if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
+  forUnits<V>(
+      lo, hi, vec,
+      [&](long long i0) {
+        for (int p = 0; p < P; ++p) {
+          if (p == skip) continue;
+          Vec<T, V> y;
+          load_vec_rw(y, peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p));
+          store_vec(out + p * m + i0, y);
+        }
+      },
+      [&](long long i) {
+        for (int p = 0; p < P; ++p)
+          if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
+      });
 }
 
 // A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, chunks = K),
@@ -228,23 +248,22 @@ __global__ void __launch_bounds__(kDevThreads)
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
   const T* st = static_cast<const T*>(ncclGetLocalPointer(stage, 0));
   T* mine = static_cast<T*>(ncclGetLocalPointer(slice, 0));
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long nv = vec ? m / V : 0;
-  for (long long jv = tid; jv < nv; jv += nth) {
-    const long long i0 = jv * V;
-    float s[V];
-    sumSlots<T, V>(st, m, P, i0, s);
-    Vec<T, V> y;
+  forUnits<V>(
+      0, m, vec,
+      [&](long long i0) {
+        float s[V];
+        sumSlots<T, V>(st, m, P, i0, s);
+        Vec<T, V> y;
 #pragma unroll
-    for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
-    store_vec(mine + i0, y);
-    store_vec(out + me * m + i0, y);
-  }
-  for (long long i = nv * V + tid; i < m; i += nth) {
-    const T y = Store<T>::from(sumSlot(st, m, P, i));
-    mine[i] = y;
-    out[me * m + i] = y;
-  }
+        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+        store_vec(mine + i0, y);
+        store_vec(out + me * m + i0, y);
+      },
+      [&](long long i) {
+        const T y = Store<T>::from(sumSlot(st, m, P, i));
+        mine[i] = y;
+        out[me * m + i] = y;
+      });
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published its slice
   pullSlices<T, V>(slice, 0, P, me, out, m, 0, m, vec);
 }
@@ -257,22 +276,24 @@ template <class T, int V>
 __global__ void __launch_bounds__(kDevThreads)
     dev_send_recv(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int to, int vec) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long nv = vec ? n / V : 0;
-  for (long long jv = tid; jv < nv; jv += nth) {
-    Vec<T, V> x;
-    load_vec(x, in + jv * V);
-    store_vec(peerPtr<T>(w, base + jv * V * sizeof(T), to), x);
-  }
-  for (long long i = nv * V + tid; i < n; i += nth) *peerPtr<T>(w, base + i * sizeof(T), to) = in[i];
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec(x, in + i0);
+        store_vec(peerPtr<T>(w, base + i0 * sizeof(T), to), x);
+      },
+      [&](long long i) { *peerPtr<T>(w, base + i * sizeof(T), to) = in[i]; });
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // what this block's elements of every rank's window receive has arrived
   const T* got = static_cast<const T*>(ncclGetLocalPointer(w, base));
-  for (long long jv = tid; jv < nv; jv += nth) {
-    Vec<T, V> x;
-    load_vec_rw(x, got + jv * V);
-    store_vec(out + jv * V, x);
-  }
-  for (long long i = nv * V + tid; i < n; i += nth) out[i] = got[i];
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec_rw(x, got + i0);
+        store_vec(out + i0, x);
+      },
+      [&](long long i) { out[i] = got[i]; });
 }
 
 // One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots
@@ -284,28 +305,30 @@ __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_one_shot(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int vec) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long nv = vec ? n / V : 0;
-  for (long long jv = tid; jv < nv; jv += nth) {
-    Vec<T, V> x;
-    load_vec(x, in + jv * V);
-    for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, base + (me * n + jv * V) * sizeof(T), p), x);
-  }
-  for (long long i = nv * V + tid; i < n; i += nth) {
-    const T x = in[i];
-    for (int p = 0; p < P; ++p) *peerPtr<T>(w, base + (me * n + i) * sizeof(T), p) = x;
-  }
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec(x, in + i0);
+        for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, base + (me * n + i0) * sizeof(T), p), x);
+      },
+      [&](long long i) {
+        const T x = in[i];
+        for (int p = 0; p < P; ++p) *peerPtr<T>(w, base + (me * n + i) * sizeof(T), p) = x;
+      });
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's buffer has arrived
   const T* stage = static_cast<const T*>(ncclGetLocalPointer(w, base));
-  for (long long jv = tid; jv < nv; jv += nth) {
-    float s[V];
-    sumSlots<T, V>(stage, n, P, jv * V, s);
-    Vec<T, V> y;
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        float s[V];
+        sumSlots<T, V>(stage, n, P, i0, s);
+        Vec<T, V> y;
 #pragma unroll
-    for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
-    store_vec(out + jv * V, y);
-  }
-  for (long long i = nv * V + tid; i < n; i += nth) out[i] = Store<T>::from(sumSlot(stage, n, P, i));
+        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+        store_vec(out + i0, y);
+      },
+      [&](long long i) { out[i] = Store<T>::from(sumSlot(stage, n, P, i)); });
 }
 
 }  // namespace coconet_rt
