@@ -184,6 +184,15 @@ __device__ __forceinline__ void sumSlots(const T* stage, long long m, int P, lon
     for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
   }
 }
+// The same sums rounded to T, as one vector (what an allreduce's kernels store).
+template <class T, int V> __device__ __forceinline__ Vec<T, V> sumSlotsRounded(const T* stage, long long m, int P, long long i0) {
+  float s[V];
+  sumSlots<T, V>(stage, m, P, i0, s);
+  Vec<T, V> y;
+#pragma unroll
+  for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+  return y;
+}
 template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long long m, int P, long long i) {
   float s = 0.0f;
   for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(stage[q * m + i]));
@@ -251,11 +260,7 @@ __global__ void __launch_bounds__(kDevThreads)
   forUnits<V>(
       0, m, vec,
       [&](long long i0) {
-        float s[V];
-        sumSlots<T, V>(st, m, P, i0, s);
-        Vec<T, V> y;
-#pragma unroll
-        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+        const Vec<T, V> y = sumSlotsRounded<T, V>(st, m, P, i0);
         store_vec(mine + i0, y);
         store_vec(out + me * m + i0, y);
       },
@@ -320,14 +325,7 @@ __global__ void __launch_bounds__(kDevThreads)
   const T* stage = static_cast<const T*>(ncclGetLocalPointer(w, base));
   forUnits<V>(
       0, n, vec,
-      [&](long long i0) {
-        float s[V];
-        sumSlots<T, V>(stage, n, P, i0, s);
-        Vec<T, V> y;
-#pragma unroll
-        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
-        store_vec(out + i0, y);
-      },
+      [&](long long i0) { store_vec(out + i0, sumSlotsRounded<T, V>(stage, n, P, i0)); },
       [&](long long i) { out[i] = Store<T>::from(sumSlot(stage, n, P, i)); });
 }
 
