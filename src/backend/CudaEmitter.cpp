@@ -1498,7 +1498,7 @@ private:
       hostArgs.push_back(var(id) + plusOff);
     }
     for (int f : dg.folds) {
-      const std::string op = "Op_" + std::to_string(f) + "_" + ident(p_.stages[f].name);
+      const std::string op = reduceOpStruct(f);
       params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
       hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)");
     }
@@ -1603,8 +1603,7 @@ private:
         << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
     for (size_t q = 0; q < dg.folds.size(); ++q)
       K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
-    K << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
-      << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
+    K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
       << (tail ? ", publish" : "") << ".\n"
       << "  auto compute = [&](long long lo, long long hi) {\n";
     // One element i (the elements after the last whole unit, or every element when not aligned).
@@ -1625,12 +1624,8 @@ private:
     E << "  };\n";
     K << E.str()
       << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
-      << "  // partition either way: coconet_rt::forUnits), then the elements after the last unit.\n"
-      << "  const long long v0 = lo / V, v1 = hi / V;\n"
-      << "  if (!vec) {\n"
-      << "    for (long long jv = v0 + tid; jv < v1; jv += nth)\n      for (int e = 0; e < V; ++e) elem(jv * V + e);\n"
-      << "  } else {\n"
-      << "  for (long long jv = v0 + tid; jv < v1; jv += nth) {\n    const long long i0 = jv * V;\n";
+      << "  // partition either way), then the elements after the last unit.\n"
+      << "  coconet_rt::forUnits<V>(lo, hi, vec, [&](long long i0) {\n";
     if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
     for (int k : others) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
@@ -1657,8 +1652,7 @@ private:
       << fold("      ", vecOperand) << "    }\n";
     for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
-    K << "  }\n  }\n"
-      << "  for (long long i = v1 * V + tid; i < hi; i += nth) elem(i);\n"
+    K << "  }, elem);\n"
       << "  };\n"
       << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
     const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
@@ -1694,22 +1688,25 @@ private:
     return kname;
   }
 
+  // What `emit` writes into the host code, each line prefixed with `ind` (code nested deeper
+  // than the emitter that wrote it expects).
+  void emitIndented(const std::string& ind, const std::function<void()>& emit) {
+    std::ostringstream saved;
+    saved << body_.str();
+    body_.str("");
+    body_.clear();
+    emit();
+    std::string text = body_.str();
+    body_.str("");
+    body_.clear();
+    body_ << saved.str();
+    std::istringstream ms(text);
+    for (std::string line; std::getline(ms, line);) body_ << ind << line << "\n";
+  }
+
   // The host's maps of a device group's other operands (over the slice's type).
   void emitDevMaps(const DevGroup& dg, const std::string& ind) {
-    auto& b = body_;
-    {
-      std::ostringstream saved;
-      saved << body_.str();
-      body_.str("");
-      body_.clear();
-      emitMaps(dg.ref, dg.ext);
-      std::string text = body_.str();
-      body_.str("");
-      body_.clear();
-      body_ << saved.str();
-      std::istringstream ms(text);
-      for (std::string line; std::getline(ms, line);) b << ind.substr(4) << line << "\n";
-    }
+    emitIndented(ind.substr(4), [&] { emitMaps(dg.ref, dg.ext); });
   }
 
   // The alignment test `vec` of launch L of a device group's kernel.
@@ -1744,7 +1741,7 @@ private:
     devSignature(dg, L, params, hostArgs, others);
     // Host code: the device path, or the NCCL calls.
     b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n";
-    const std::string foldBlocks = "devFold" + gi + "Blocks";
+    const std::string foldBlocks = foldBlocksVar(dg.first());
     if (!dg.folds.empty()) {
       b << "  int " << foldBlocks << " = 0;  // its blocks, where they wrote partial results of";
       for (int f : dg.folds) b << " " << p_.stages[f].name;
@@ -1775,7 +1772,7 @@ private:
     if (!dg.folds.empty()) {
       b << "      " << foldBlocks << " = " << grid << ";\n";
       for (int f : dg.folds)
-        b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(Op_" << f << "_" << ident(p_.stages[f].name)
+        b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
           << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
       grid = foldBlocks;
     }
@@ -2012,7 +2009,7 @@ private:
     const Stage& rs = p_.stages[ch.bag];
     const Stage& x = p_.stages[ch.a2a];
     const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
-    std::string op = "Op_" + std::to_string(ch.bag) + "_" + ident(rs.name);
+    const std::string op = reduceOpStruct(ch.bag);
     std::string name = "\"" + rs.name + "\"";
     emitReduceOp(ch.bag);
     emitBagKernel(ch.bag, op);
@@ -2299,11 +2296,13 @@ private:
   // One block per output element: the reduced elements, strided, then a tree in shared memory.
   // The reduction's accumulator and combining rule, as the struct the runtime's templates take.
   std::set<int> reduceOps_;  // reductions whose Op struct the kernels have
+  // The name of reduction `id`'s Op struct (emitReduceOp writes it).
+  std::string reduceOpStruct(int id) const { return "Op_" + std::to_string(id) + "_" + ident(p_.stages[id].name); }
   std::string emitReduceOp(int id) {
     const Stage& s = p_.stages[id];
     const Stage& x = p_.stages[s.operands[0]];
     std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
-    std::string op = "Op_" + std::to_string(id) + "_" + ident(s.name);
+    const std::string op = reduceOpStruct(id);
     if (!reduceOps_.insert(id).second) return op;
     std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
     if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
@@ -2355,7 +2354,7 @@ private:
     std::string args = "(" + src + ", " + var(id) + ", outer, len, inner, count);\n";
     b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n";
     if (auto f = foldedInto_.find(id); f != foldedInto_.end()) {
-      const std::string blocks = "devFold" + std::to_string(devGroups_.at(f->second).index) + "Blocks";
+      const std::string blocks = foldBlocksVar(f->second);
       b << "    if (" << blocks << " > 0) {\n"
         << "      // the blocks of fused group '" << devGroups_.at(f->second).name << "' wrote their partial results: combine them in order\n"
         << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id
@@ -2530,10 +2529,10 @@ private:
     }
     for (int id : sc.stages)
       if (p_.stages[id].kind == StageKind::Reduce) {
-        const std::string f = std::to_string(id), op = "Op_" + f + "_" + ident(p_.stages[id].name);
+        const std::string f = std::to_string(id), op = reduceOpStruct(id);
         params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
         args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)",
-                                 "devFold" + std::to_string(devGroups_.at(foldedInto_.at(id)).index) + "Blocks", reduceCount(id)});
+                                 foldBlocksVar(foldedInto_.at(id)), reduceCount(id)});
       }
     runParams(computes, params, args);
     params.push_back("unsigned long long seed");
@@ -2564,7 +2563,7 @@ private:
     };
     for (int step : sc.order) {
       if (step >= 0 && p_.stages[step].kind == StageKind::Reduce) {
-        const std::string f = std::to_string(step), op = "Op_" + f + "_" + ident(p_.stages[step].name);
+        const std::string f = std::to_string(step), op = reduceOpStruct(step);
         K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n"
           << "  for (int q = 0; q < blocks" << f << "; ++q) acc" << f << " = " << op << "::combine(acc" << f << ", part" << f << "[q]);\n"
           << storeAs(step, op + "::finish(acc" + f + ", count" + f + ")");
@@ -2614,19 +2613,8 @@ private:
       << "    dev_->parity[" << gi << "] ^= 1;\n"
       << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
     for (int id : sc.stages) {
-      const Stage& s = p_.stages[id];
-      b << "    // " << s.name << "\n    if (" << countVar(id) << " > 0) {\n";
-      std::ostringstream saved;
-      saved << body_.str();
-      body_.str("");
-      body_.clear();
-      emitStage(id);
-      std::string text = body_.str();
-      body_.str("");
-      body_.clear();
-      body_ << saved.str();
-      std::istringstream ms(text);
-      for (std::string line; std::getline(ms, line);) b << "  " << line << "\n";
+      b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
+      emitIndented("  ", [&] { emitStage(id); });
       b << "    }\n";
     }
     b << "  }\n";
@@ -2711,6 +2699,10 @@ private:
   std::map<int, int> foldedInto_;      // reduction -> the first member of its device group
 
   // Is value `id` in memory, whole, before stage `before` runs? (Inputs and states always are.)
+  // The host variable with the block count of the device group that starts at `first`, where
+  // its blocks wrote partial results (0 where they did not).
+  std::string foldBlocksVar(int first) const { return "devFold" + std::to_string(devGroups_.at(first).index) + "Blocks"; }
+
   bool storedBefore(int id, int before) const {
     const StageKind k = p_.stages[id].kind;
     if (k == StageKind::Input || k == StageKind::State) return true;
