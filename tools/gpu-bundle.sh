@@ -66,6 +66,9 @@ rm -rf "$b/dumps/pipeline"
 "$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@big" > "$b/dumps/reduce_chains@big.verify.txt"
 "$root/build/coconetc" verify "$root/tests/gpu/programs/reduce_chains.cnet" -D R=20000 -D C=8 --ranks 1,2,4 --seed 7 --dump "$b/dumps/reduce_chains@tall" > "$b/dumps/reduce_chains@tall.verify.txt"
 "$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@odd" > "$b/dumps/megatron_row@odd.verify.txt"
+# megatron_row with aligned rows of 128 features (vector path; chunks of 64 / 32 / 16 rows per rank
+# at 1 / 2 / 4 ranks, copied by copy engines into the peers' staging windows).
+"$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=16 -D H=128 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@vec" > "$b/dumps/megatron_row@vec.verify.txt"
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 "$root/build/coconetc" verify "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150 --ranks 1,2,4 --seed 7 --dump "$b/dumps/allreduces@big" > "$b/dumps/allreduces@big.verify.txt"

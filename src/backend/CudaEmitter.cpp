@@ -1284,6 +1284,9 @@ private:
     int ref = -1;                     // the stage whose shape the members share (their OutputMap)
     int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
     int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
+    // The reduce-scatter's slots are already in the staging window when the kernel starts
+    // (copied there by copy engines, emitChunked): the kernel pushes nothing.
+    bool preloaded = false;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
@@ -1414,10 +1417,14 @@ private:
   }
 
   // An overlap matmul -> reduce_scatter -> element-wise -> all_gather whose chain qualifies
-  // runs each chunk's collectives and epilogue as the device group's kernel on the second
-  // stream, on kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). On 4x H200 the
-  // Megatron layer ran fastest on the most blocks measured (16 < 32 < 64 < 128: the transfers
-  // finish sooner and the next chunk's GEMM loses less than they gain).
+  // moves each chunk's reduce-scatter with copy engines while the next chunk's GEMM runs
+  // (every rank's partial sums of a rank's block land in that rank's staging window), then
+  // runs the epilogue and the all-gather once as the device group's kernel, on
+  // kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). Copy engines leave every SM to
+  // the GEMM: on 4x H200 the Megatron layer (f16) took 959 / 1709 us at H = 8192 / 12288
+  // (docs/benchmarks/gpu/2026-11-21-4xH200-session7) where a kernel per chunk that pushed its
+  // slices itself while the next GEMM ran took 1166 / 1988 us (session4b: kernel and GEMM
+  // share the SMs and hardly overlap); the kernel on 64 blocks took 1053 / 1855 us.
   static constexpr int kDevOverlapBlocks = 128;
   static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
@@ -1435,8 +1442,9 @@ private:
       DevGroup dg;
       if (!analyzeDevGroup(m, dg)) continue;
       dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
-      dg.rounds = 1;  // the overlap's chunks pipeline already
+      dg.rounds = 1;  // one round: pipelined rounds were slower after the copies (4x H200)
       dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
+      dg.preloaded = true;
       dg.index = devIndices_++;
       markFallbackOnly(m, dg);
       devChunked_[prod] = dg;
@@ -1480,8 +1488,12 @@ private:
     if (dg.head()) {
       int x = p_.stages[dg.rs].operands[0];
       std::string XT = storageType(p_.stages[x].type.dtype);
-      params.insert(params.end(), {"ncclWindow_t stageWin", "const " + XT + "* __restrict__ rsIn"});
-      hostArgs.insert(hostArgs.end(), {"dev_->stage[" + gi + "].win", L.rsIn});
+      params.push_back("ncclWindow_t stageWin");
+      hostArgs.push_back("dev_->stage[" + gi + "].win");
+      if (!dg.preloaded) {
+        params.push_back("const " + XT + "* __restrict__ rsIn");
+        hostArgs.push_back(L.rsIn);
+      }
       rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))";
     }
     if (dg.tail()) {
@@ -1572,7 +1584,12 @@ private:
     for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
     if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
     K << " as one kernel over NCCL's device API:\n";
-    if (dg.full())
+    if (dg.full() && dg.preloaded)
+      K << "// (the reduce-scatter's slots were copied into this rank's staging window before the launch)\n"
+        << "// barrier; sum this rank's slots, compute the members, publish the all-gather's slice; barrier;\n"
+        << "// pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice:\n"
+        << "// coconet_device.cuh, chunkLo).\n";
+    else if (dg.full())
       K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
         << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
         << "// rounds over chunks of the slice: coconet_device.cuh, chunkLo).\n";
@@ -1660,10 +1677,11 @@ private:
                              (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
     if (dg.full())
       K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-        << "    if (r < rounds) " << push << ";\n"
+        << (dg.preloaded ? "" : "    if (r < rounds) " + push + ";\n")
         << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
         << "    if (r >= 2) " << pull << ";\n"
-        << "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n"
+        << (dg.preloaded ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+                         : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
         << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
     else if (head)
       K << "  for (int r = 0; r <= rounds; ++r) {\n"
@@ -1718,8 +1736,9 @@ private:
     if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
     for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
     b << " &&\n" << ind << "    ";
-    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.head() ? " && " : "");
-    if (dg.head()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+    const bool rsIn = dg.head() && !dg.preloaded;  // the slots of a preloaded head start at the window's base
+    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (rsIn ? " && " : "");
+    if (rsIn) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
     for (int k : others) {
       if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
       if (dg.acc[k] == Access::Modulo)
@@ -2168,7 +2187,9 @@ private:
     if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
     const bool device = devChunked_.count(ch.producer) > 0;
     b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)"
-      << (device ? ",\n  // by the fused group's device-API kernel where every rank is load/store reachable" : "") << "\n"
+      << (device ? ";\n  // where every rank is load/store reachable, copy engines move chunk c's reduce-scatter while\n"
+                   "  // the GEMM of chunk c+1 runs, and the fused group's device-API kernel then finishes and gathers"
+                 : "") << "\n"
       << "  if (" << countVar(ch.producer) << " > 0) {\n"
       << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ";\n"
       << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
@@ -2190,23 +2211,35 @@ private:
       const std::string kname = emitDevKernel(dg);
       const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
       int src = p_.stages[ch.ag].operands[0];
-      const DevLaunch L{"st", "rg * N", "c * rg * N", "(M / P) * N"};
+      // One launch over this rank's whole block after the last chunk's copies.
+      const DevLaunch L{"", "(M / P) * N", "0", "(M / P) * N"};
       std::vector<std::string> params, hostArgs;
       std::vector<int> others;
       devSignature(dg, L, params, hostArgs, others);
       b << "    if (devReady(" << gname << ")) {\n"
+        << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
         << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
-        << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, slot, " << prog << ", " << gname << ");\n"
-        << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(rg * N) * sizeof(" << storageType(p_.stages[src].type.dtype)
-        << "), " << prog << ", " << gname << ") || grew)\n"
-        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
-      emitDevMaps(dg, "      ");  // once; the alignment test per chunk below
-      b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm;
+        << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
+        << prog << ", " << gname << ");\n"
+        << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof("
+        << storageType(p_.stages[src].type.dtype) << "), " << prog << ", " << gname << ") || grew)\n"
+        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n"
+        << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
+        << gname << ");\n";
+      emitDevMaps(dg, "      ");
+      b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
+        << "      // copy engines: rows [c rg, (c+1) rg) of rank q's block into this rank's slot of rank q's staging window\n"
+        << "      for (long long j = 1; j <= P; ++j) {\n"
+        << "        const long long q = (" << g(rs.type.group, "pos") << " + j) % P;\n"
+        << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << g(rs.type.group, "pos")
+        << " * (M / P) + c * rg) * N, st + q * rg * N, static_cast<size_t>(rg * N) * sizeof(" << T
+        << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
+        << "      }\n"
+        << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n      }\n";
       emitDevVec(dg, L, others, "      ");
       b << "      " << kname << "<<<" << dg.blocks << ", coconet_rt::kDevThreads, 0, comm2_>>>(";
       for (size_t q = 0; q < hostArgs.size(); ++q) b << (q ? ", " : "") << hostArgs[q];
-      b << ");\n      CHECK(cudaGetLastError(), " << gname << ");\n"
-        << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n      }\n" << joinComm(name)
+      b << ");\n      CHECK(cudaGetLastError(), " << gname << ");\n" << joinComm(name)
         << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     }
     if (device) {

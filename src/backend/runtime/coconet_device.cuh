@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "coconet_runtime.cuh"
 
@@ -38,12 +39,32 @@ inline int devBlocks(long long units) {
   return static_cast<int>(b < 1 ? 1 : b > kDevMaxBlocks ? kDevMaxBlocks : b);
 }
 
+// Every rank's part of window w, as this GPU addresses it (ncclGetLsaPointer at offset 0).
+static __global__ void window_bases(ncclWindow_t w, int P, void** out) {
+  for (int p = threadIdx.x; p < P; p += blockDim.x) out[p] = ncclGetLsaPointer(w, 0, p);
+}
+
 // A symmetric window: ncclMemAlloc'd memory registered on every rank of the communicator
 // (registration is collective: every rank grows its windows at the same call, as sizes agree).
 struct Window {
   void* ptr = nullptr;
   size_t bytes = 0;
   ncclWindow_t win{};
+  std::vector<void*> bases;  // every rank's part, as this GPU addresses it (peerBases)
+  // The addresses of every rank's part of the window (asked of the device API once per
+  // registration): copy engines write to peers through them (cudaMemcpyAsync).
+  const std::vector<void*>& peerBases(int P, cudaStream_t stream, const char* program, const char* stage) {
+    if (static_cast<int>(bases.size()) == P) return bases;
+    void** dev = nullptr;
+    check(cudaMalloc(&dev, P * sizeof(void*)), program, stage, "cudaMalloc");
+    window_bases<<<1, 32, 0, stream>>>(win, P, dev);
+    check(cudaGetLastError(), program, stage, "window_bases");
+    bases.assign(P, nullptr);
+    check(cudaMemcpyAsync(bases.data(), dev, P * sizeof(void*), cudaMemcpyDeviceToHost, stream), program, stage, "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+    check(cudaFree(dev), program, stage, "cudaFree");
+    return bases;
+  }
   // Grows the window to `want` bytes; true when it registered a new one.
   bool ensure(ncclComm_t comm, cudaStream_t stream, size_t want, const char* program, const char* stage) {
     if (want <= bytes) return false;
@@ -61,6 +82,7 @@ struct Window {
     return true;
   }
   void release(ncclComm_t comm) {
+    bases.clear();
     if (!ptr) return;
     ncclCommWindowDeregister(comm, win);
     ncclMemFree(ptr);

@@ -15,8 +15,10 @@ Rows:
                         (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
                         all-gather fused, pipelined with the matmul in 4 chunks), compiled as
-                        by default: each chunk's reduce-scatter, epilogue and all-gather one
-                        kernel over NCCL's device API on 128 blocks
+                        by default: copy engines move each chunk's reduce-scatter into the
+                        peers' staging windows while the next chunk's GEMM runs, then one
+                        kernel over NCCL's device API (128 blocks) sums, computes the epilogue
+                        and all-gathers
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
   coconetc_b64          coconetc with tune(f, blocks = 64)
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
