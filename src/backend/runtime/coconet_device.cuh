@@ -55,14 +55,16 @@ struct Window {
   // registration): copy engines write to peers through them (cudaMemcpyAsync).
   const std::vector<void*>& peerBases(int P, cudaStream_t stream, const char* program, const char* stage) {
     if (static_cast<int>(bases.size()) == P) return bases;
+    std::vector<void*> got(P, nullptr);  // kept only when every step succeeded
     void** dev = nullptr;
     check(cudaMalloc(&dev, P * sizeof(void*)), program, stage, "cudaMalloc");
     window_bases<<<1, 32, 0, stream>>>(win, P, dev);
-    check(cudaGetLastError(), program, stage, "window_bases");
-    bases.assign(P, nullptr);
-    check(cudaMemcpyAsync(bases.data(), dev, P * sizeof(void*), cudaMemcpyDeviceToHost, stream), program, stage, "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
-    check(cudaFree(dev), program, stage, "cudaFree");
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), dev, P * sizeof(void*), cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    cudaFree(dev);
+    check(e, program, stage, "window_bases (the peers' addresses of a window)");
+    bases = std::move(got);
     return bases;
   }
   // Grows the window to `want` bytes; true when it registered a new one.
