@@ -1296,6 +1296,7 @@ private:
     bool head() const { return rs >= 0; }
     bool tail() const { return ag >= 0; }
     bool full() const { return head() && tail(); }
+    bool pushes() const { return head() && !preloaded; }  // the kernel pushes the slices of its input rsIn
     int first() const { return head() ? rs : run.front(); }
     bool halves() const { return tail() && !head(); }  // its slice window's two halves alternate (parity)
     const char* label() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
@@ -1490,7 +1491,7 @@ private:
       std::string XT = storageType(p_.stages[x].type.dtype);
       params.push_back("ncclWindow_t stageWin");
       hostArgs.push_back("dev_->stage[" + gi + "].win");
-      if (!dg.preloaded) {
+      if (dg.pushes()) {
         params.push_back("const " + XT + "* __restrict__ rsIn");
         hostArgs.push_back(L.rsIn);
       }
@@ -1584,7 +1585,7 @@ private:
     for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
     if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
     K << " as one kernel over NCCL's device API:\n";
-    if (dg.full() && dg.preloaded)
+    if (dg.full() && !dg.pushes())
       K << "// (the reduce-scatter's slots were copied into this rank's staging window before the launch)\n"
         << "// barrier; sum this rank's slots, compute the members, publish the all-gather's slice; barrier;\n"
         << "// pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice:\n"
@@ -1677,10 +1678,10 @@ private:
                              (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
     if (dg.full())
       K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-        << (dg.preloaded ? "" : "    if (r < rounds) " + push + ";\n")
+        << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
         << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
         << "    if (r >= 2) " << pull << ";\n"
-        << (dg.preloaded ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+        << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
                          : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
         << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
     else if (head)
@@ -1736,9 +1737,9 @@ private:
     if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
     for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
     b << " &&\n" << ind << "    ";
-    const bool rsIn = dg.head() && !dg.preloaded;  // the slots of a preloaded head start at the window's base
-    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (rsIn ? " && " : "");
-    if (rsIn) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+    // (a preloaded head's slots start at the window's base)
+    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.pushes() ? " && " : "");
+    if (dg.pushes()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
     for (int k : others) {
       if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
       if (dg.acc[k] == Access::Modulo)

@@ -211,7 +211,8 @@ def rows(cfg: dict, ctx, mode: str):
         ("torch.compile", compiled),
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
-                                     "with the matmul (4 chunks), each chunk's one device-API kernel (128 blocks)")),
+                                     "with the matmul (4 chunks): each chunk's reduce-scatter by copy engines, "
+                                     "then one device-API kernel (128 blocks) for the epilogue and all-gather")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
                                                     "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
         *[(f"coconetc_b{b}", coconetc(f"{sched}_b{b}", f"as coconetc on {b} blocks")) for b in BLOCKS],
