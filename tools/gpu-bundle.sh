@@ -69,6 +69,12 @@ rm -rf "$b/dumps/pipeline"
 # megatron_row with aligned rows of 128 features (vector path; chunks of 64 / 32 / 16 rows per rank
 # at 1 / 2 / 4 ranks, copied by copy engines into the peers' staging windows).
 "$root/build/coconetc" verify "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=16 -D H=128 --ranks 1,2,4 --seed 7 --dump "$b/dumps/megatron_row@vec" > "$b/dumps/megatron_row@vec.verify.txt"
+# megatron_row with its epilogue and all-gather per chunk (tune(f, gather = pipelined); the default
+# takes it only for large products): gen/megatron_row@pipe, run with every megatron_row vector set
+# (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).
+cat "$root/samples/megatron_row/megatron_row.sched" > "$b/megatron_row-pipe.sched"
+echo 'tune(f, gather = pipelined);' >> "$b/megatron_row-pipe.sched"
+"$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-pipe.sched" -o "$b/gen/megatron_row@pipe" >/dev/null
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 "$root/build/coconetc" verify "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150 --ranks 1,2,4 --seed 7 --dump "$b/dumps/allreduces@big" > "$b/dumps/allreduces@big.verify.txt"

@@ -254,6 +254,9 @@ private:
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
         << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
         << "  coconet_rt::Buffer stage_[2], gath_[2];\n";
+    if (!devChunked_.empty())
+      h << "  // An overlap's all-gather by copy engines, chunk by chunk (comm3_), after each chunk's epilogue (ovRed_).\n"
+        << "  cudaStream_t comm3_ = nullptr;\n  cudaEvent_t ovRed_ = nullptr;\n";
     h << "};\n\n}  // namespace coconet_gen\n\n" << cInterfaceDecls();
     return h.str();
   }
@@ -296,6 +299,9 @@ private:
           "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
           "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
           "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
+      << (devChunked_.empty() ? "" :
+          "  CHECK(cudaStreamCreateWithFlags(&comm3_, cudaStreamNonBlocking), \"setup\");\n"
+          "  CHECK(cudaEventCreateWithFlags(&ovRed_, cudaEventDisableTiming), \"setup\");\n")
       << (usesDevice() ? "  dev_ = new Dev_;\n" : "")
       << "}\n\n";
     s << cls_ << "::~" << cls_ << "() {\n"
@@ -306,6 +312,7 @@ private:
       << (chunked_.empty() ? "" :
           "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
           "  if (comm2_) cudaStreamDestroy(comm2_);\n")
+      << (devChunked_.empty() ? "" : "  if (ovRed_) cudaEventDestroy(ovRed_);\n  if (comm3_) cudaStreamDestroy(comm3_);\n")
       << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
     // localElements
     s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
@@ -1287,6 +1294,9 @@ private:
     // The reduce-scatter's slots are already in the staging window when the kernel starts
     // (copied there by copy engines, emitChunked): the kernel pushes nothing.
     bool preloaded = false;
+    // A preloaded group's epilogue and all-gather: -1 chosen at run time (gatherPipelined),
+    // 0 once after the last chunk, 1 per chunk (tune(f, gather = after | pipelined)).
+    int gather = -1;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
@@ -1427,6 +1437,14 @@ private:
   // slices itself while the next GEMM ran took 1166 / 1988 us (session4b: kernel and GEMM
   // share the SMs and hardly overlap); the kernel on 64 blocks took 1053 / 1855 us.
   static constexpr int kDevOverlapBlocks = 128;
+  // The epilogue and all-gather run per chunk (each chunk's kernel on stream_ after the next
+  // chunk's GEMM, copy engines pulling the other ranks' parts while the GEMMs go on) on two
+  // ranks where the GEMM's flops per byte that crosses NVLink, 2 M N K / (2 (P - 1) / P M N e) =
+  // K P / ((P - 1) e), reach this and the product is 16 MiB or more. On H200 (f16 and bf16,
+  // B*S = 8192, docs/benchmarks/gpu/2026-11-21-4xH200-session8) per chunk was 1.07-1.13x faster
+  // than once after the last chunk on 2 GPUs (H = 4096..12288: 2048..6144 flops per byte), and
+  // 0.78-0.95x on 4 GPUs at every H (683..2048), where the transfers outlast the GEMM.
+  static constexpr int kGatherFlopsPerByte = 1700;
   static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
 
@@ -1446,6 +1464,7 @@ private:
       dg.rounds = 1;  // one round: pipelined rounds were slower after the copies (4x H200)
       dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
       dg.preloaded = true;
+      if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
       dg.index = devIndices_++;
       markFallbackOnly(m, dg);
       devChunked_[prod] = dg;
@@ -1458,6 +1477,7 @@ private:
   // gathered output, and the byte offset of the half of the slice window in use.
   struct DevLaunch {
     std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
+    std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
   };
 
   int devVecWidth(const DevGroup& dg) const {
@@ -1546,6 +1566,11 @@ private:
     hostArgs.push_back("seed");
     params.push_back("int vec");
     hostArgs.push_back("vec");
+    if (dg.preloaded) {
+      params.insert(params.end(), {"long long lo", "long long hi", "int pull"});
+      hostArgs.insert(hostArgs.end(), {L.lo, L.hi.empty() ? L.nSlice : L.hi, L.pull});
+      return;
+    }
     params.push_back("int rounds");
     hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds) : rounds);
   }
@@ -1586,10 +1611,9 @@ private:
     if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
     K << " as one kernel over NCCL's device API:\n";
     if (dg.full() && !dg.pushes())
-      K << "// (the reduce-scatter's slots were copied into this rank's staging window before the launch)\n"
-        << "// barrier; sum this rank's slots, compute the members, publish the all-gather's slice; barrier;\n"
-        << "// pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice:\n"
-        << "// coconet_device.cuh, chunkLo).\n";
+      K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
+        << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
+        << "// all-gather's slice; barrier; pull the other ranks' slices (unless copy engines do: pull = 0).\n";
     else if (dg.full())
       K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
         << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
@@ -1672,11 +1696,18 @@ private:
     if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
     K << "  }, elem);\n"
       << "  };\n"
-      << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
+      << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n");
     const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
     const std::string pull = "coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, " +
                              (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
-    if (dg.full())
+    if (dg.preloaded)
+      K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"
+        << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+        << "  compute(lo, hi);\n"
+        << "  // every rank published [lo, hi)\n"
+        << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+        << "  if (pull) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n";
+    else if (dg.full())
       K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
         << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
         << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
@@ -2211,36 +2242,85 @@ private:
       const DevGroup& dg = devChunked_.at(ch.producer);
       const std::string kname = emitDevKernel(dg);
       const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
-      int src = p_.stages[ch.ag].operands[0];
-      // One launch over this rank's whole block after the last chunk's copies.
-      const DevLaunch L{"", "(M / P) * N", "0", "(M / P) * N"};
-      std::vector<std::string> params, hostArgs;
+      const Stage& ag = p_.stages[ch.ag];
+      const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
+      // Once over this rank's whole block after the last chunk's copies (and its pulls), or per chunk
+      // (elements [cc rg N, (cc+1) rg N) of the block; copy engines pull the other ranks' parts).
+      DevLaunch whole{"", "(M / P) * N", "0", "(M / P) * N"}, part = whole;
+      part.lo = "cc * rg * N";
+      part.hi = "(cc + 1) * rg * N";
+      part.pull = "0";
+      std::vector<std::string> params, wholeArgs, partArgs;
       std::vector<int> others;
-      devSignature(dg, L, params, hostArgs, others);
+      devSignature(dg, whole, params, wholeArgs, others);
+      devSignature(dg, part, params, partArgs, others);
+      auto launch = [&](const std::vector<std::string>& args, const char* stream) {
+        std::string t = kname + "<<<" + std::to_string(dg.blocks) + ", coconet_rt::kDevThreads, 0, " + stream + ">>>(";
+        for (size_t q = 0; q < args.size(); ++q) t += (q ? ", " : "") + args[q];
+        return t + ");\n";
+      };
+      const std::string V = std::to_string(devVecWidth(dg));
       b << "    if (devReady(" << gname << ")) {\n"
         << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
         << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
         << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
         << prog << ", " << gname << ");\n"
-        << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof("
-        << storageType(p_.stages[src].type.dtype) << "), " << prog << ", " << gname << ") || grew)\n"
+        << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
+        << ", " << gname << ") || grew)\n"
         << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n"
         << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
+        << gname << ");\n"
+        << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
         << gname << ");\n";
       emitDevMaps(dg, "      ");
+      emitDevVec(dg, whole, others, "      ");
+      // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
+      // and the product large enough to pay for a kernel per chunk.
+      b << "      // the epilogue and all-gather per chunk "
+        << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
+                            "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
+                                ", the product is 16 MiB or more and a chunk is whole vectors\n"
+            : dg.gather ? "(tune(f, gather = pipelined)) where a chunk is whole vectors\n"
+                        : "never (tune(f, gather = after))\n")
+        << "      const bool pipelined = ";
+      if (dg.gather == 0)
+        b << "false;\n";
+      else
+        b << "(rg * N) % " << V << " == 0"
+          << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) + ".0 * (P - 1) * sizeof(" + T +
+                                  ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
+                            : "")
+          << ";\n";
+      b << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
+        << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
+        << "      auto finish = [&](long long cc) {\n"
+        << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
+        << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+        << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
+        << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
+        << "        for (long long j = 1; j < P; ++j) {\n"
+        << "          const long long q = (" << pos << " + j) % P;\n"
+        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + cc * rg * N, static_cast<const " << ST
+        << "*>(slices[q]) + cc * rg * N, static_cast<size_t>(rg * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm3_), \""
+        << ag.name << "\");\n"
+        << "        }\n      };\n";
       b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
         << "      // copy engines: rows [c rg, (c+1) rg) of rank q's block into this rank's slot of rank q's staging window\n"
         << "      for (long long j = 1; j <= P; ++j) {\n"
-        << "        const long long q = (" << g(rs.type.group, "pos") << " + j) % P;\n"
-        << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << g(rs.type.group, "pos")
+        << "        const long long q = (" << pos << " + j) % P;\n"
+        << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos
         << " * (M / P) + c * rg) * N, st + q * rg * N, static_cast<size_t>(rg * N) * sizeof(" << T
         << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
         << "      }\n"
-        << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n      }\n";
-      emitDevVec(dg, L, others, "      ");
-      b << "      " << kname << "<<<" << dg.blocks << ", coconet_rt::kDevThreads, 0, comm2_>>>(";
-      for (size_t q = 0; q < hostArgs.size(); ++q) b << (q ? ", " : "") << hostArgs[q];
-      b << ");\n      CHECK(cudaGetLastError(), " << gname << ");\n" << joinComm(name)
+        << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
+        << "      if (pipelined && c >= 1) finish(c - 1);\n      }\n"
+        << "      if (pipelined) {\n        finish(C - 1);\n"
+        << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
+        << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
+        << "      } else {\n"
+        << "        " << launch(wholeArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+        << "        CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+        << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n      }\n"
         << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     }
     if (device) {

@@ -6,7 +6,7 @@
 namespace coconet::schedule {
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -22,6 +22,12 @@ bool tune(StepContext& c) {
                                  " is not one of one_shot, two_shot, ring, nccl", k.length);
         return false;
       }
+    } else if (k.key == "gather") {
+      if (k.value != "pipelined" && k.value != "after") {
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": gather " + quote(k.value) + " is not one of pipelined, after",
+                      k.length);
+        return false;
+      }
     } else {
       int v = 0;
       auto [ptr, ec] = std::from_chars(k.value.data(), k.value.data() + k.value.size(), v);
@@ -33,7 +39,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks or algorithm");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm or gather");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst[k] = v;
   return true;

@@ -16,11 +16,15 @@ Rows:
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
                         all-gather fused, pipelined with the matmul in 4 chunks), compiled as
                         by default: copy engines move each chunk's reduce-scatter into the
-                        peers' staging windows while the next chunk's GEMM runs, then one
-                        kernel over NCCL's device API (128 blocks) sums, computes the epilogue
-                        and all-gathers
+                        peers' staging windows while the next chunk's GEMM runs; a kernel over
+                        NCCL's device API (128 blocks) sums and computes the epilogue, and the
+                        all-gather follows, either per chunk (the kernel after the next chunk's
+                        GEMM, copy engines pulling the peers' parts) or once after the last
+                        chunk (the kernel pulls), chosen at run time by the GEMM's flops per
+                        byte that crosses NVLink and the product's size
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
-  coconetc_b64          coconetc with tune(f, blocks = 64)
+  coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
+  coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
                         allreduce a device-API kernel up to 16 MiB per rank, NCCL's above)
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
@@ -51,7 +55,7 @@ SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 
 NCCL_ONLY = ["--no-device-collectives"]
-BLOCKS = (64,)  # blocks of the device kernel tried besides the default 128
+GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
 
 PROGRAMS = {
     "megatron_row": dict(source=SOURCE, schedule=SCHEDULE),
@@ -61,10 +65,10 @@ PROGRAMS = {
     "megatron_row_ar": dict(source=SOURCE, schedule=SCHEDULE_AR),
     "megatron_row_nccl": dict(source=SOURCE, schedule=SCHEDULE, flags=NCCL_ONLY),
     "megatron_row_bf16_nccl": dict(source=SOURCE, schedule=SCHEDULE, replace={"f16": "bf16"}, flags=NCCL_ONLY),
-    **{f"megatron_row{d}_b{b}": dict(source=SOURCE, schedule=SCHEDULE,
-                                     schedule_append=f"tune(f, blocks = {b});\n",
-                                     **({"replace": {"f16": "bf16"}} if d else {}))
-       for d in ("", "_bf16") for b in BLOCKS},
+    **{f"megatron_row{d}_{g}": dict(source=SOURCE, schedule=SCHEDULE,
+                                    schedule_append=f"tune(f, gather = {g});\n",
+                                    **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16") for g in GATHER},
     "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -211,11 +215,13 @@ def rows(cfg: dict, ctx, mode: str):
         ("torch.compile", compiled),
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
-                                     "with the matmul (4 chunks): each chunk's reduce-scatter by copy engines, "
-                                     "then one device-API kernel (128 blocks) for the epilogue and all-gather")),
+                                     "with the matmul (4 chunks): each chunk's reduce-scatter by copy engines; "
+                                     "the epilogue (device-API kernel, 128 blocks) and all-gather per chunk or "
+                                     "once at the end, chosen at run time")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
                                                     "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
-        *[(f"coconetc_b{b}", coconetc(f"{sched}_b{b}", f"as coconetc on {b} blocks")) for b in BLOCKS],
+        *[(f"coconetc_gather_{g}", coconetc(f"{sched}_{g}", f"as coconetc with tune(f, gather = {g})"))
+          for g in GATHER],
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
