@@ -254,7 +254,7 @@ private:
       h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
         << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
         << "  coconet_rt::Buffer stage_[2], gath_[2];\n";
-    if (!devChunked_.empty())
+    if (gatherMayPipe())
       h << "  // An overlap's all-gather by copy engines, chunk by chunk (comm3_), after each chunk's epilogue (ovRed_).\n"
         << "  cudaStream_t comm3_ = nullptr;\n  cudaEvent_t ovRed_ = nullptr;\n";
     h << "};\n\n}  // namespace coconet_gen\n\n" << cInterfaceDecls();
@@ -299,7 +299,7 @@ private:
           "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
           "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
           "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
-      << (devChunked_.empty() ? "" :
+      << (!gatherMayPipe() ? "" :
           "  CHECK(cudaStreamCreateWithFlags(&comm3_, cudaStreamNonBlocking), \"setup\");\n"
           "  CHECK(cudaEventCreateWithFlags(&ovRed_, cudaEventDisableTiming), \"setup\");\n")
       << (usesDevice() ? "  dev_ = new Dev_;\n" : "")
@@ -312,7 +312,7 @@ private:
       << (chunked_.empty() ? "" :
           "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
           "  if (comm2_) cudaStreamDestroy(comm2_);\n")
-      << (devChunked_.empty() ? "" : "  if (ovRed_) cudaEventDestroy(ovRed_);\n  if (comm3_) cudaStreamDestroy(comm3_);\n")
+      << (!gatherMayPipe() ? "" : "  if (ovRed_) cudaEventDestroy(ovRed_);\n  if (comm3_) cudaStreamDestroy(comm3_);\n")
       << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
     // localElements
     s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
@@ -1447,6 +1447,12 @@ private:
   static constexpr int kGatherFlopsPerByte = 1700;
   static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
+  // Some overlap may run its epilogue and all-gather per chunk (it needs comm3_ and ovRed_).
+  bool gatherMayPipe() const {
+    for (auto& [prod, dg] : devChunked_)
+      if (dg.gather != 0) return true;
+    return false;
+  }
 
   void planDeviceChunked() {
     if (!o_.deviceCollectives) return;
@@ -2269,41 +2275,42 @@ private:
         << ", " << gname << ") || grew)\n"
         << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n"
         << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
-        << gname << ");\n"
-        << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
         << gname << ");\n";
+      const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
+      if (mayPipe)
+        b << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
+          << gname << ");\n";
       emitDevMaps(dg, "      ");
       emitDevVec(dg, whole, others, "      ");
       // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
       // and the product large enough to pay for a kernel per chunk.
-      b << "      // the epilogue and all-gather per chunk "
-        << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
-                            "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
-                                ", the product is 16 MiB or more and a chunk is whole vectors\n"
-            : dg.gather ? "(tune(f, gather = pipelined)) where a chunk is whole vectors\n"
-                        : "never (tune(f, gather = after))\n")
-        << "      const bool pipelined = ";
-      if (dg.gather == 0)
-        b << "false;\n";
-      else
-        b << "(rg * N) % " << V << " == 0"
-          << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) + ".0 * (P - 1) * sizeof(" + T +
-                                  ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
+      if (mayPipe) {
+        b << "      // the epilogue and all-gather per chunk "
+          << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
+                              "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
+                                  ", the product is 16 MiB or more and a chunk is whole vectors\n"
+                            : "(tune(f, gather = pipelined)) where a chunk is whole vectors\n")
+          << "      const bool pipelined = (rg * N) % " << V << " == 0"
+          << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
+                                  ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
                             : "")
-          << ";\n";
-      b << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
-        << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
-        << "      auto finish = [&](long long cc) {\n"
-        << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
-        << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-        << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
-        << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
-        << "        for (long long j = 1; j < P; ++j) {\n"
-        << "          const long long q = (" << pos << " + j) % P;\n"
-        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + cc * rg * N, static_cast<const " << ST
-        << "*>(slices[q]) + cc * rg * N, static_cast<size_t>(rg * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm3_), \""
-        << ag.name << "\");\n"
-        << "        }\n      };\n";
+          << ";\n"
+          << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
+          << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
+          << "      auto finish = [&](long long cc) {\n"
+          << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
+          << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+          << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
+          << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
+          << "        for (long long j = 1; j < P; ++j) {\n"
+          << "          const long long q = (" << pos << " + j) % P;\n"
+          << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + cc * rg * N, static_cast<const " << ST
+          << "*>(slices[q]) + cc * rg * N, static_cast<size_t>(rg * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm3_), \""
+          << ag.name << "\");\n"
+          << "        }\n      };\n";
+      } else {
+        b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
+      }
       b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
         << "      // copy engines: rows [c rg, (c+1) rg) of rank q's block into this rank's slot of rank q's staging window\n"
         << "      for (long long j = 1; j <= P; ++j) {\n"
@@ -2313,14 +2320,17 @@ private:
         << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
         << "      }\n"
         << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
-        << "      if (pipelined && c >= 1) finish(c - 1);\n      }\n"
-        << "      if (pipelined) {\n        finish(C - 1);\n"
-        << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
-        << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
-        << "      } else {\n"
-        << "        " << launch(wholeArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-        << "        CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-        << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n      }\n"
+        << (mayPipe ? "      if (pipelined && c >= 1) finish(c - 1);\n" : "") << "      }\n";
+      // After the last chunk: the last chunk's epilogue and pulls, or the kernel over the whole block.
+      const std::string in = mayPipe ? "        " : "      ";
+      if (mayPipe)
+        b << "      if (pipelined) {\n        finish(C - 1);\n"
+          << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
+          << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
+          << "      } else {\n";
+      b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
+        << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+        << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
         << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
     }
     if (device) {
