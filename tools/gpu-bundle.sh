@@ -75,6 +75,10 @@ rm -rf "$b/dumps/pipeline"
 cat "$root/samples/megatron_row/megatron_row.sched" > "$b/megatron_row-pipe.sched"
 echo 'tune(f, gather = pipelined);' >> "$b/megatron_row-pipe.sched"
 "$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-pipe.sched" -o "$b/gen/megatron_row@pipe" >/dev/null
+# megatron_mlp's overlap (2 chunks) the same way: gen/megatron_mlp@pipe.
+cat "$root/samples/megatron_mlp/megatron_mlp.sched" > "$b/megatron_mlp-pipe.sched"
+echo 'tune(f, gather = pipelined);' >> "$b/megatron_mlp-pipe.sched"
+"$root/build/coconetc" compile "$root/samples/megatron_mlp/megatron_mlp.cnet" --schedule "$b/megatron_mlp-pipe.sched" -o "$b/gen/megatron_mlp@pipe" >/dev/null
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 "$root/build/coconetc" verify "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150 --ranks 1,2,4 --seed 7 --dump "$b/dumps/allreduces@big" > "$b/dumps/allreduces@big.verify.txt"

@@ -475,6 +475,16 @@ private:
       if (prm.isSize)
         b << "  if (sz.s_" << prm.name << " <= 0) throw coconet_rt::Error(\"" << p_.name << ": size " << prm.name
           << " is \" + std::to_string(sz.s_" << prm.name << ") + \"; sizes must be positive\");\n";
+    // Integer scalar parameters must be whole numbers in their type's range (they arrive as doubles).
+    for (auto& prm : p_.params) {
+      if (prm.isSize || !ast::isInteger(prm.dtype)) continue;
+      const char *lo = "-9007199254740992.0", *hi = "9007199254740992.0", *range = "-2^53 to 2^53";
+      if (prm.dtype == DType::I8) lo = "-128.0", hi = "127.0", range = "-128 to 127";
+      if (prm.dtype == DType::U8) lo = "0.0", hi = "255.0", range = "0 to 255";
+      if (prm.dtype == DType::I32) lo = "-2147483648.0", hi = "2147483647.0", range = "-2147483648 to 2147483647";
+      b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \""
+        << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\", \"" << range << "\");\n";
+    }
     // Group coordinates (consecutive blocks of ranks, as the language defines).
     b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
     for (size_t gi = 1; gi < p_.groups.size(); ++gi) {

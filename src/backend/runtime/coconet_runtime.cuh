@@ -8,8 +8,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +37,19 @@ inline void check(ncclResult_t e, const char* program, const char* stage, const 
 }
 inline void check(cublasStatus_t e, const char* program, const char* stage, const char* what) {
   if (e != CUBLAS_STATUS_SUCCESS) fail(program, stage, what, "cuBLAS status " + std::to_string(static_cast<int>(e)));
+}
+
+// An integer scalar parameter arrives as a double (the C++ and C interfaces carry every scalar
+// as one): it must be a whole number in [lo, hi], its type's range (i64: within 2^53 of zero,
+// where a double holds every integer), or the run refuses it rather than compute with another.
+inline void checkIntegerScalar(double v, double lo, double hi, const char* program, const char* name, const char* type,
+                               const char* range) {
+  if (v >= lo && v <= hi && std::trunc(v) == v) return;
+  std::ostringstream os;
+  os.precision(17);
+  os << program << ": scalar parameter '" << name << "' (" << type << ") is " << v << "; it must be a whole number from "
+     << range;
+  throw Error(os.str());
 }
 
 // ---- Element types -------------------------------------------------------------------------
