@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU tests, run on the GPU machine from the repository root after tools/gpu-bundle.sh:
-# builds every generated sample with nvcc, runs it on 1, 2 and 4 GPUs against the
-# `coconetc verify --dump` vectors, runs compute-sanitizer (memcheck and racecheck) on the
-# 1-GPU runs, and runs megatron_row with each process as its own NCCL host. Writes a summary
+# makes the `coconetc verify --dump` vectors (tests/gpu/make-vectors.sh, with the bundled
+# coconetc), builds every generated sample with nvcc, runs it on 1, 2 and 4 GPUs against them,
+# runs compute-sanitizer (memcheck and racecheck) on the 1-GPU runs, and runs the programs with
+# device-API collectives with each process as its own NCCL host. Writes a summary
 # to $OUT/gpu-results.txt (or ./gpu-results.txt) and the logs as gpu-logs.tgz beside it.
 set -uo pipefail
 res="${OUT:-.}/gpu-results.txt"
@@ -21,6 +22,10 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)"
 } > "$res"
 pass=0; fail=0
+# The vectors: made here (the bundle does not carry them).
+if ! bash tests/gpu/make-vectors.sh "$b/dumps" > "$out/make-vectors.log" 2>&1; then
+  echo "make-vectors FAILED:" >> "$res"; tail -n 5 "$out/make-vectors.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+fi
 # GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs.
 only="${GPU_TESTS_ONLY:-}"
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }

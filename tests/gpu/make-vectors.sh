@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Writes the GPU tests' vectors (`coconetc verify --dump`: inputs and expected results for 1, 2
+# and 4 ranks) of every sample and tests/gpu/programs/*.cnet, and of the variants below, into
+# OUT (default .gpu-bundle/dumps). tests/gpu/run.sh runs it on the GPU machine with the bundled
+# coconetc (the vectors are tens of MB: made there, they need not travel with the bundle);
+# tools/gpu-bundle.sh runs it into a scratch folder first, so that a failing verify stops the
+# bundle before any device time is spent.
+# Usage: tests/gpu/make-vectors.sh [OUT]   (COCONETC=path: the compiler; default: the bundled one,
+# else build/coconetc)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+d="${1:-$root/.gpu-bundle/dumps}"
+cc="${COCONETC:-}"
+if [ -z "$cc" ]; then
+  if [ -x "$root/.gpu-bundle/bin/coconetc" ]; then
+    cc="$root/.gpu-bundle/bin/coconetc"
+    export LD_LIBRARY_PATH="$root/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    cc="$root/build/coconetc"
+  fi
+fi
+rm -rf "$d" && mkdir -p "$d"
+# vectors NAME ARGS...: coconetc verify ARGS --seed 7 --dump OUT/NAME (ranks 1, 2, 4 unless ARGS say).
+vectors() {
+  local name=$1; shift
+  local ranks=(--ranks 1,2,4)
+  for a in "$@"; do [ "$a" != --ranks ] || ranks=(); done
+  rm -rf "${d:?}/$name"
+  "$cc" verify "$@" "${ranks[@]}" --seed 7 --dump "$d/$name" > "$d/$name.verify.txt"
+}
+for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
+  vectors "$(basename "$prog" .cnet)" "$prog"
+done
+# decode_gemv's vectors are drawn for decode_gemv_overlap.sched (it needs H divisible by its
+# chunks; the sample's fused schedule takes any size), so every build of decode_gemv runs with them.
+vectors decode_gemv "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched"
+# pipeline's are drawn for pipeline_overlap.sched (its chunks must divide each rank's rows), so
+# every build of pipeline runs with them; @stages: 4 ranks in two stages of two.
+vectors pipeline "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched"
+vectors pipeline@stages "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -D B=16 -D S=8 -D H=64 -D P=2 --ranks 4
+# Variants at sizes where slices are not multiples of the vector width (misaligned slices, scalar
+# tails, a bias whose length is not a multiple of 8): PROG@odd, run with every build of PROG.
+vectors sgd@odd "$root/samples/sgd/sgd.cnet" -D N=4100
+vectors adam@odd "$root/samples/adam/adam.cnet" -D N=1028
+vectors lamb@odd "$root/samples/lamb/lamb.cnet" -D N=1028
+# norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
+vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
+# scalar_chain with slices over several blocks of its head kernel (block partials combined in order).
+vectors scalar_chain@big "$root/tests/gpu/programs/scalar_chain.cnet" -D N=131072
+# fold_local over several blocks of its head kernel.
+vectors fold_local@big "$root/tests/gpu/programs/fold_local.cnet" -D N=131072
+# sends with whole vectors (@vec) and with a scalar tail (@odd).
+vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
+vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4
+# reduce_chains where its reductions take the other kernels: rows and columns one block each
+# (@big), columns split over blocks and rows one thread each (@tall).
+vectors reduce_chains@big "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700
+vectors reduce_chains@tall "$root/tests/gpu/programs/reduce_chains.cnet" -D R=20000 -D C=8
+# megatron_row with misaligned rows (@odd: at 4 ranks chunks of 36 elements, not whole vectors, so
+# megatron_row@pipe runs its after-the-last-chunk form there) and with aligned rows of 128
+# features (@vec: vector path; chunks of 64 / 32 / 16 rows per rank at 1 / 2 / 4 ranks).
+vectors megatron_row@odd "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12
+vectors megatron_row@vec "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=16 -D H=128
+# allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
+# f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
+vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150
+du -sh "$d"
