@@ -27,30 +27,27 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   grep -q 'devReady("' "$b/gen/$n/$n.cu" || continue
   "$root/build/coconetc" compile "$prog" --no-device-collectives -o "$b/gen/$n@nccl" >/dev/null
 done
-# Adam's device-API kernel in 5 pipelined rounds (tune(f, chunks = 5)): gen/adam@chunks5.
-cat "$root/samples/adam/adam.sched" > "$b/adam-chunks.sched"
-echo 'tune(f, chunks = 5);' >> "$b/adam-chunks.sched"
-"$root/build/coconetc" compile "$root/samples/adam/adam.cnet" --schedule "$b/adam-chunks.sched" -o "$b/gen/adam@chunks5" >/dev/null
-# LAMB's head and tail groups in 3 pipelined rounds each: gen/lamb@chunks3.
-cat "$root/samples/lamb/lamb.sched" > "$b/lamb-chunks.sched"
-printf 'tune(moments, chunks = 3);\ntune(apply, chunks = 3);\n' >> "$b/lamb-chunks.sched"
-"$root/build/coconetc" compile "$root/samples/lamb/lamb.cnet" --schedule "$b/lamb-chunks.sched" -o "$b/gen/lamb@chunks3" >/dev/null
+# variant NAME SAMPLE KNOBS: gen/SAMPLE@NAME, samples/SAMPLE compiled with its schedule plus the
+# tune lines KNOBS (checked with SAMPLE's vectors).
+variant() {
+  local name=$1 s=$2 knobs=$3
+  { cat "$root/samples/$s/$s.sched"; printf '%s\n' "$knobs"; } > "$b/$s-$name.sched"
+  "$root/build/coconetc" compile "$root/samples/$s/$s.cnet" --schedule "$b/$s-$name.sched" -o "$b/gen/$s@$name" >/dev/null
+}
+# Adam's device-API kernel in 5 pipelined rounds; LAMB's head and tail groups in 3 each.
+variant chunks5 adam 'tune(f, chunks = 5);'
+variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
+# The Megatron overlaps with their epilogue and all-gather per chunk (the default takes it only
+# for large products on two ranks); megatron_row@pipe runs with every megatron_row vector set
+# (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).
+variant pipe megatron_row 'tune(f, gather = pipelined);'
+variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
 # (make-vectors.sh draws decode_gemv's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null
-# megatron_row with its epilogue and all-gather per chunk (tune(f, gather = pipelined); the default
-# takes it only for large products): gen/megatron_row@pipe, run with every megatron_row vector set
-# (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).
-cat "$root/samples/megatron_row/megatron_row.sched" > "$b/megatron_row-pipe.sched"
-echo 'tune(f, gather = pipelined);' >> "$b/megatron_row-pipe.sched"
-"$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-pipe.sched" -o "$b/gen/megatron_row@pipe" >/dev/null
-# megatron_mlp's overlap (2 chunks) the same way: gen/megatron_mlp@pipe.
-cat "$root/samples/megatron_mlp/megatron_mlp.sched" > "$b/megatron_mlp-pipe.sched"
-echo 'tune(f, gather = pipelined);' >> "$b/megatron_mlp-pipe.sched"
-"$root/build/coconetc" compile "$root/samples/megatron_mlp/megatron_mlp.cnet" --schedule "$b/megatron_mlp-pipe.sched" -o "$b/gen/megatron_mlp@pipe" >/dev/null
 # Every verify of the vectors must pass here before the bundle goes.
 scratch="$(mktemp -d)"
 COCONETC="$root/build/coconetc" "$root/tests/gpu/make-vectors.sh" "$scratch/dumps" > /dev/null

@@ -1,0 +1,818 @@
+// Collectives over NCCL's device API: fused reduce-scatter / element-wise / all-gather groups,
+// allreduces, sends, single-thread scalar chains and reductions folded into a group's kernel.
+#include "backend/Emitter.h"
+
+namespace coconet::backend::detail {
+
+bool Emitter::analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool partial) const {
+  if (m.size() < 2) return false;
+  auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
+  auto slice0 = [&](const TensorType& t) { return t.group && t.layout.kind == Layout::Sliced && t.layout.dim == 0 && worldLevel(t); };
+  const bool head = p_.stages[m.front()].kind == StageKind::ReduceScatter;
+  const bool tail = p_.stages[m.back()].kind == StageKind::AllGather;
+  if (!(head && tail) && !(partial && (head || tail))) return false;
+  dg.rs = head ? m.front() : -1;
+  dg.ag = tail ? m.back() : -1;
+  if (head) {
+    const Stage& rs = p_.stages[dg.rs];
+    if (rs.op != ReduceOp::Sum || !(rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) ||
+        !slice0(rs.type))
+      return false;
+  }
+  if (tail) {
+    const Stage& ag = p_.stages[dg.ag];
+    if (!worldLevel(ag.type) || !slice0(p_.stages[ag.operands[0]].type)) return false;
+  }
+  dg.ref = head ? dg.rs : p_.stages[dg.ag].operands[0];
+  const TensorType& rt = p_.stages[dg.ref].type;
+  for (size_t k = head ? 1 : 0; k < m.size() - (tail ? 1 : 0); ++k) {
+    const Stage& c = p_.stages[m[k]];
+    if (c.kind != StageKind::Compute || c.type.shape != rt.shape || c.type.layout != rt.layout || c.type.group != rt.group) return false;
+    dg.run.push_back(m[k]);
+  }
+  if (dg.run.empty()) return false;
+  if (tail && std::find(dg.run.begin(), dg.run.end(), p_.stages[dg.ag].operands[0]) == dg.run.end()) return false;
+  std::set<int> members(m.begin(), m.end());
+  if (head && isUsed(p_, dg.rs, members)) return false;  // the reduced slice is needed outside: keep NCCL
+  std::set<int> inRun(dg.run.begin(), dg.run.end());
+  for (int id : dg.run)
+    for (int o : p_.stages[id].operands)
+      if (!inRun.count(o) && !dg.extIndex.count(o)) {
+        dg.extIndex[o] = static_cast<int>(dg.ext.size());
+        dg.ext.push_back(o);
+      }
+  for (int o : dg.ext) {
+    dg.acc.push_back(o == dg.rs ? Access::Linear : accessOf(o, p_.stages[dg.ref]));
+    if (dg.acc.back() == Access::Mapped) return false;
+  }
+  std::set<int> inside = inRun;  // the all-gather reads its slice from the window instead
+  if (tail) inside.insert(dg.ag);
+  for (int id : dg.run)
+    if (neededOutside(id, inside)) dg.written.push_back(id);
+  dg.calc = dg.run;
+  return true;
+}
+
+void Emitter::markFallbackOnly(const std::vector<int>& m, const DevGroup& dg) {
+  for (int id : m)
+    if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) && !bagOf_.count(id) &&
+        std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
+      devFallbackOnly_.insert(id);
+}
+
+std::string Emitter::fallbackStorage(const std::vector<int>& ids, const std::string& ind) const {
+  std::string text;
+  for (int id : ids)
+    if (devFallbackOnly_.count(id))
+      text += ind + bufferEnsure(id) + ind + var(id) + " = static_cast<" + storageType(p_.stages[id].type.dtype) + "*>(buf" +
+              std::to_string(id) + "_.ptr);\n";
+  return text;
+}
+
+const std::map<std::string, std::string>& Emitter::groupKnobs(const Stage& s) const {
+  static const std::map<std::string, std::string> none;
+  for (auto& f : p_.fused)
+    if (f.name == s.fusedInto) return f.knobs;
+  return none;
+}
+
+bool Emitter::ncclAsked(const std::map<std::string, std::string>& knobs) {
+  auto k = knobs.find("algorithm");
+  return k != knobs.end() && (k->second == "nccl" || k->second == "ring");
+}
+
+int Emitter::knobInt(const std::map<std::string, std::string>& knobs, const char* name, int otherwise) {
+  auto k = knobs.find(name);
+  return k == knobs.end() ? otherwise : std::max(1, std::atoi(k->second.c_str()));
+}
+
+void Emitter::planDeviceGroups() {
+  if (!o_.deviceCollectives) return;
+  for (auto& f : p_.fused) {
+    if (ncclAsked(f.knobs)) continue;
+    std::vector<int> m;
+    for (auto& n : f.members) m.push_back(p_.find(n));
+    std::sort(m.begin(), m.end());
+    if (m.size() < 2 || m.front() < 0) continue;
+    bool contiguous = true;
+    for (size_t k = 1; k < m.size(); ++k) contiguous = contiguous && m[k] == m[k - 1] + 1;
+    bool taken = false;
+    for (int id : m) taken = taken || overlapped_.count(id) || chunked_.count(id) || arPair_.count(id);
+    DevGroup dg;
+    if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
+    dg.name = f.name;
+    dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
+    dg.index = devIndices_++;
+    markFallbackOnly(m, dg);
+    devGroups_[dg.first()] = dg;
+    for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
+  }
+}
+
+int Emitter::devVecWidth(const DevGroup& dg) const {
+  int minBytes = 16;
+  if (dg.head()) {
+    const Stage& rs = p_.stages[dg.rs];
+    minBytes = std::min({minBytes, dtypeBytes(p_.stages[rs.operands[0]].type.dtype), dtypeBytes(rs.type.dtype)});
+  }
+  if (dg.tail()) minBytes = std::min(minBytes, dtypeBytes(p_.stages[p_.stages[dg.ag].operands[0]].type.dtype));
+  for (size_t k = 0; k < dg.ext.size(); ++k)
+    if (dg.acc[k] != Access::Scalar && dg.ext[k] != dg.rs) minBytes = std::min(minBytes, dtypeBytes(p_.stages[dg.ext[k]].type.dtype));
+  for (int id : dg.written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
+  return std::min(8, 16 / minBytes);
+}
+
+void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
+                  std::vector<int>& others) const {
+  auto isAliasedOut = [&](int id) {
+    for (auto& st : p_.states)
+      if (st.exit == id && aliased_.count(st.entry)) return true;
+    return false;
+  };
+  const std::string gi = std::to_string(dg.index);
+  params = {"ncclDevComm dc"};
+  hostArgs = {"dev_->dc.comm"};
+  std::string rounds;  // rounds by size: of the reduce-scatter's input, else of the gathered tensor
+  if (dg.head()) {
+    int x = p_.stages[dg.rs].operands[0];
+    std::string XT = storageType(p_.stages[x].type.dtype);
+    params.push_back("ncclWindow_t stageWin");
+    hostArgs.push_back("dev_->stage[" + gi + "].win");
+    if (dg.pushes()) {
+      params.push_back("const " + XT + "* __restrict__ rsIn");
+      hostArgs.push_back(L.rsIn);
+    }
+    rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))";
+  }
+  if (dg.tail()) {
+    params.insert(params.end(), {"ncclWindow_t sliceWin", "size_t sliceOff"});
+    hostArgs.insert(hostArgs.end(), {"dev_->slice[" + gi + "].win", L.sliceOff});
+    if (!dg.head())
+      rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(dg.ag) + ") * sizeof(" +
+               storageType(p_.stages[dg.ag].type.dtype) + "))";
+  }
+  const std::string plusOff = L.off == "0" ? "" : " + " + L.off;
+  for (int id : dg.written) {
+    params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
+                     std::to_string(id));
+    hostArgs.push_back(var(id) + plusOff);
+  }
+  for (int f : dg.folds) {
+    const std::string op = reduceOpStruct(f);
+    params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
+    hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)");
+  }
+  others.clear();
+  for (size_t k = 0; k < dg.ext.size(); ++k) {
+    if (dg.ext[k] == dg.rs) continue;
+    others.push_back(static_cast<int>(k));
+    params.push_back("const " + std::string(storageType(p_.stages[dg.ext[k]].type.dtype)) +
+                     (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+    hostArgs.push_back(var(dg.ext[k]));
+    params.push_back("long long b" + std::to_string(k));
+    hostArgs.push_back(dg.acc[k] == Access::Modulo ? countVar(dg.ext[k])
+                       : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
+                                                     : "m" + std::to_string(k) + ".base");
+  }
+  if (dg.tail()) {
+    params.push_back(std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered");
+    hostArgs.push_back(var(dg.ag));
+  }
+  params.push_back("OutputMap om");
+  hostArgs.push_back("om");
+  params.push_back("long long nSlice");
+  hostArgs.push_back(L.nSlice);
+  params.push_back("long long off");
+  hostArgs.push_back(L.off);
+  if (dg.tail()) {
+    params.push_back("long long gstride");
+    hostArgs.push_back(L.gstride);
+  }
+  runParams(dg.calc, params, hostArgs);
+  params.push_back("unsigned long long seed");
+  hostArgs.push_back("seed");
+  params.push_back("int vec");
+  hostArgs.push_back("vec");
+  if (dg.preloaded) {
+    params.insert(params.end(), {"long long lo", "long long hi", "int pull"});
+    hostArgs.insert(hostArgs.end(), {L.lo, L.hi.empty() ? L.nSlice : L.hi, L.pull});
+    return;
+  }
+  params.push_back("int rounds");
+  hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds) : rounds);
+}
+
+std::string Emitter::emitDevKernel(const DevGroup& dg) {
+  const bool head = dg.head(), tail = dg.tail();
+  const int src = tail ? p_.stages[dg.ag].operands[0] : -1;
+  const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
+  const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
+  const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
+  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + "_device";
+  const int V = devVecWidth(dg);
+  std::vector<std::string> params, hostArgs;
+  std::vector<int> others;
+  devSignature(dg, DevLaunch{"", "", "0", ""}, params, hostArgs, others);
+  auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
+  const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
+  std::vector<std::string> foldOps;
+  for (int f : dg.folds) foldOps.push_back(emitReduceOp(f));
+  const std::set<int> calcSet(dg.calc.begin(), dg.calc.end());
+  // Folds element i's value (`operand`: how an operand of the group reads it) into each folded reduction.
+  auto fold = [&](const std::string& ind, const std::function<std::string(int)>& operand) {
+    std::string t;
+    for (size_t q = 0; q < dg.folds.size(); ++q) {
+      const int x = p_.stages[dg.folds[q]].operands[0];
+      const std::string v = calcSet.count(x) ? "r" + std::to_string(x) : operand(dg.extIndex.at(x));
+      t += ind + "acc" + std::to_string(dg.folds[q]) + " = " + foldOps[q] + "::combine(acc" + std::to_string(dg.folds[q]) + ", " +
+           foldOps[q] + "::element(static_cast<" + foldOps[q] + "::Acc>(" + v + ")));\n";
+    }
+    return t;
+  };
+  // The kernel.
+  auto& K = kernels_;
+  K << "// fused group '" << dg.name << "': ";
+  if (head) K << p_.stages[dg.rs].name << " (reduce_scatter), ";
+  for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
+  if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
+  K << " as one kernel over NCCL's device API:\n";
+  if (dg.full() && !dg.pushes())
+    K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
+      << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
+      << "// all-gather's slice; barrier; pull the other ranks' slices (unless copy engines do: pull = 0).\n";
+  else if (dg.full())
+    K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
+      << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
+      << "// rounds over chunks of the slice: coconet_device.cuh, chunkLo).\n";
+  else if (head)
+    K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots and compute the members\n"
+      << "// (in `rounds` pipelined rounds over chunks of the slice: coconet_device.cuh, chunkLo); a last barrier\n"
+      << "// (every rank has read its slots before any rank's next call pushes).\n";
+  else
+    K << "// compute the members and publish the all-gather's slice (in the half `sliceOff` of the slice window);\n"
+      << "// barrier; pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice).\n";
+  for (int id : dg.run) K << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
+  for (int f : dg.folds) {
+    K << "// and the partial results (one per block) of " << p_.stages[f].name << " = " << reduceKindName(p_.stages[f].reduce) << "("
+      << p_.stages[p_.stages[f].operands[0]].name << ")";
+    for (int c : dg.calc)
+      if (inlinedInto_.count(c) && inlinedInto_.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
+    K << "\n";
+  }
+  K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
+  for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+  K << ") {\n  (void)seed;\n"
+    << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
+    << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
+    << "  constexpr int V = " << V << ";\n";
+  if (head) K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+  if (tail)
+    K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
+      << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
+  for (size_t q = 0; q < dg.folds.size(); ++q)
+    K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
+  K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
+    << (tail ? ", publish" : "") << ".\n"
+    << "  auto compute = [&](long long lo, long long hi) {\n";
+  // One element i (the elements after the last whole unit, or every element when not aligned).
+  std::ostringstream E;
+  E << "  auto elem = [&](long long i) {\n"
+    << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n    (void)key;\n";
+  if (head)
+    E << "    const " << RT << " srs = coconet_rt::Store<" << RT
+      << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
+  auto scalarOperand = [&](int k) {
+    if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+    return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
+  };
+  E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
+                  [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
+    << fold("    ", scalarOperand);
+  if (tail) E << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
+  E << "  };\n";
+  K << E.str()
+    << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
+    << "  // partition either way), then the elements after the last unit.\n"
+    << "  coconet_rt::forUnits<V>(lo, hi, vec, [&](long long i0) {\n";
+  if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
+  for (int k : others) {
+    std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
+    if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+    else
+      K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (aliased_.count(dg.ext[k]) ? "_rw" : "")
+        << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
+  }
+  for (int id : dg.written) K << "    coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
+  const bool srcWritten = tail && std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
+  if (tail && !srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
+  K << "#pragma unroll\n    for (int e = 0; e < V; ++e) {\n      const long long i = i0 + e;\n"
+    << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n      (void)key;\n";
+  if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
+  std::vector<int> writtenVec = dg.written;
+  if (tail && !srcWritten) writtenVec.push_back(src);
+  auto vecOperand = [&](int k) {
+    std::string kk = std::to_string(k);
+    if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+    return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+  };
+  K << runMembers(dg.calc, dg.extIndex, writtenVec, "      ", vecOperand,
+                  [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
+    << fold("      ", vecOperand) << "    }\n";
+  for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
+  if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
+  K << "  }, elem);\n"
+    << "  };\n"
+    << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n");
+  const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
+  const std::string pull = "coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, " +
+                           (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
+  if (dg.preloaded)
+    K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+      << "  compute(lo, hi);\n"
+      << "  // every rank published [lo, hi)\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+      << "  if (pull) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n";
+  else if (dg.full())
+    K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
+      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
+      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
+      << "    if (r >= 2) " << pull << ";\n"
+      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
+      << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+  else if (head)
+    K << "  for (int r = 0; r <= rounds; ++r) {\n"
+      << "    if (r < rounds) " << push << ";\n"
+      << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
+      << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
+      << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+  else
+    K << "  for (int r = 0; r <= rounds; ++r) {\n"
+      << "    if (r < rounds) compute(edge(r), edge(r + 1));\n"
+      << "    if (r >= 1) " << pull << ";\n"
+      << "    // every rank published chunk r of this block's elements\n"
+      << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+  for (size_t q = 0; q < dg.folds.size(); ++q) {
+    const std::string f = std::to_string(dg.folds[q]);
+    K << "  {\n    // this block's partial result of " << p_.stages[dg.folds[q]].name << "\n"
+      << "    __shared__ " << foldOps[q] << "::Acc sh[coconet_rt::kDevThreads];\n"
+      << "    acc" << f << " = coconet_rt::blockReduce<" << foldOps[q] << ">(acc" << f << ", sh);\n"
+      << "    if (threadIdx.x == 0) part" << f << "[blockIdx.x] = acc" << f << ";\n  }\n";
+  }
+  K << "}\n\n";
+  return kname;
+}
+
+void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vector<int>& others, const std::string& ind) {
+  auto& b = body_;
+  const int V = devVecWidth(dg);
+  const std::string o = L.off, plus = L.off == "0" ? "" : " + " + L.off;
+  b << ind << "const bool vec = " << L.nSlice << " % " << V << " == 0";
+  if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
+  for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
+  b << " &&\n" << ind << "    ";
+  // (a preloaded head's slots start at the window's base)
+  if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.pushes() ? " && " : "");
+  if (dg.pushes()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+  for (int k : others) {
+    if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
+    if (dg.acc[k] == Access::Modulo)
+      b << " &&\n" << ind << "    " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
+  }
+  b << ";\n";
+}
+
+void Emitter::emitDeviceGroup(const DevGroup& dg) {
+  auto& b = body_;
+  const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
+  const std::string gi = std::to_string(dg.index);
+  const std::string kname = emitDevKernel(dg);
+  const std::string n = countVar(dg.ref);
+  DevLaunch L{dg.head() ? var(p_.stages[dg.rs].operands[0]) : "", n, "0", n};
+  if (dg.halves()) L.sliceOff = "dev_->parity[" + gi + "] * (dev_->slice[" + gi + "].bytes / 2)";
+  std::vector<std::string> params, hostArgs;
+  std::vector<int> others;
+  devSignature(dg, L, params, hostArgs, others);
+  // Host code: the device path, or the NCCL calls.
+  b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n";
+  const std::string foldBlocks = foldBlocksVar(dg.first());
+  if (!dg.folds.empty()) {
+    b << "  int " << foldBlocks << " = 0;  // its blocks, where they wrote partial results of";
+    for (int f : dg.folds) b << " " << p_.stages[f].name;
+    b << "\n";
+  }
+  b << "  if (" << n << " > 0) {\n"
+    << "    if (devReady(" << name << ")) {\n";
+  if (dg.head()) {
+    int x = p_.stages[dg.rs].operands[0];
+    b << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof("
+      << storageType(p_.stages[x].type.dtype) << "), " << prog << ", " << name << ");\n";
+  }
+  if (dg.tail()) {
+    const int src = p_.stages[dg.ag].operands[0];
+    const std::string bytes = "static_cast<size_t>(" + countVar(src) + ") * sizeof(" + storageType(p_.stages[src].type.dtype) + ")";
+    // a tail's window has two halves (256-byte aligned), used in turn
+    b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, "
+      << (dg.halves() ? "2 * ((" + bytes + " + 255) / 256 * 256)" : bytes) << ", " << prog << ", " << name << ")"
+      << (dg.head() ? " || grew" : "") << ")\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
+  } else {
+    b << "      if (grew) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
+  }
+  emitDevMaps(dg, "      ");
+  emitDevVec(dg, L, others, "      ");
+  const int V = devVecWidth(dg);
+  std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
+  if (!dg.folds.empty()) {
+    b << "      " << foldBlocks << " = " << grid << ";\n";
+    for (int f : dg.folds)
+      b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
+        << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
+    grid = foldBlocks;
+  }
+  b << "      " << kname << "<<<" << grid << ", coconet_rt::kDevThreads, 0, stream_>>>(";
+  for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
+  b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
+  if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
+  b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+  // The fallback: the members as the NCCL path emits them, with workspace for the values the
+  // device kernel never stores.
+  std::vector<int> all;
+  if (dg.head()) all.push_back(dg.rs);
+  for (int id : dg.run) all.push_back(id);
+  if (dg.tail()) all.push_back(dg.ag);
+  b << fallbackStorage(all, "      ");
+  for (int id : all) {
+    if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
+    b << "      {\n";
+    emitStage(id);
+    b << "      }\n";
+  }
+  b << "    }\n  }\n";
+}
+
+std::string Emitter::algorithmOf(const Stage& s) const {
+  if (auto k = s.knobs.find("algorithm"); k != s.knobs.end()) return k->second;
+  auto& knobs = groupKnobs(s);
+  auto k = knobs.find("algorithm");
+  return k == knobs.end() ? "" : k->second;
+}
+
+void Emitter::planDeviceAllReduces() {
+  if (!o_.deviceCollectives) return;
+  auto fits = [&](const Stage& s) {
+    return (!s.type.group || s.type.group->depth == 0) && s.op == ReduceOp::Sum &&
+           (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32);
+  };
+  for (size_t i = 0; i < p_.stages.size(); ++i) {
+    const Stage& s = p_.stages[i];
+    int id = static_cast<int>(i);
+    if (overlapped_.count(id) || chunked_.count(id)) continue;
+    DevAllReduce d;
+    if (s.kind == StageKind::AllReduce && fits(s)) {
+      d.in = s.operands[0];
+      d.name = s.name;
+    } else if (auto pr = arPair_.find(id); pr != arPair_.end() && fits(p_.stages[pr->second]) &&
+                                            !overlapped_.count(pr->second) && !chunked_.count(pr->second)) {
+      d.in = p_.stages[pr->second].operands[0];
+      d.name = s.fusedInto.empty() ? s.name : s.fusedInto;
+    } else {
+      continue;
+    }
+    d.algo = algorithmOf(s);
+    if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
+    d.out = id;
+    d.index = devIndices_++;
+    devAR_[id] = d;
+  }
+}
+
+void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
+  auto& b = body_;
+  const Stage& s = p_.stages[d.out];
+  std::string T = storageType(s.type.dtype), gi = std::to_string(d.index), n = countVar(d.out);
+  std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"";
+  const int V = 16 / dtypeBytes(s.type.dtype);
+  std::string in = var(d.in), out = var(d.out);
+  std::string oneShot = d.algo == "one_shot"   ? "true"
+                        : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::kOneShotMaxBytes)"
+                                               : "bytes <= coconet_rt::kOneShotMaxBytes";
+  b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
+    << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
+    << "  if (" << n << " > 0) {\n"
+    << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n"
+    << "    if (devReady(" << name << ") && " << oneShot << ") {\n"
+    << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+    << "      if (w.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(bytes, coconet_rt::kOneShotMaxBytes), " << prog << ", "
+    << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+    << "      const bool vec = " << n << " % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
+    << ", 0);\n"
+    << "      coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << n << " / " << V
+    << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
+    << ", " << n << ", vec);\n"
+    << "      CHECK(cudaGetLastError(), " << name << ");\n"
+    << "      dev_->parity[" << gi << "] ^= 1;\n"
+    << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
+    << ") {\n"
+    << "      const long long m = " << n << " / P_;\n"
+    << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, bytes, " << prog << ", " << name << ");\n"
+    << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
+    << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+    << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
+    << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(m / " << V
+    << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+    << ", " << out << ", m, vec);\n"
+    << "      CHECK(cudaGetLastError(), " << name << ");\n"
+    << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
+    << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
+}
+
+void Emitter::planAllReducePairs() {
+  for (auto& f : p_.fused) {
+    if (f.members.size() != 2) continue;
+    int rs = p_.find(f.members[0]), ag = p_.find(f.members[1]);
+    if (rs < 0 || ag < 0) continue;
+    if (rs > ag) std::swap(rs, ag);
+    const Stage& r = p_.stages[rs];
+    const Stage& a = p_.stages[ag];
+    if (r.kind != StageKind::ReduceScatter || a.kind != StageKind::AllGather || a.operands[0] != rs) continue;
+    if (r.type.group != a.type.group || r.type.layout.dim != 0 || isUsed(p_, rs, {ag})) continue;
+    arPair_[ag] = rs;
+    unstored_.insert(rs);
+  }
+}
+
+bool Emitter::oneElement(const TensorType& t) {
+  for (auto& d : t.shape)
+    if (d.constantValue() != 1) return false;
+  return true;
+}
+
+bool Emitter::scalarChainStage(int id) const {
+  const Stage& s = p_.stages[id];
+  if (!oneElement(s.type) || runOf_.count(id) || devMembers_.count(id) || devGroups_.count(id) || chunked_.count(id) ||
+      overlapped_.count(id) || bagOf_.count(id) || arPair_.count(id) || unstored_.count(id) || devFallbackOnly_.count(id))
+    return false;
+  if (s.kind == StageKind::Reduce) return foldedInto_.count(id) > 0;
+  if (s.kind == StageKind::AllReduce)
+    return (!s.type.group || s.type.group->depth == 0) && (s.op == ReduceOp::Sum || s.op == ReduceOp::Max || s.op == ReduceOp::Min) &&
+           (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32) && algorithmOf(s) != "nccl" &&
+           algorithmOf(s) != "ring";
+  if (s.kind != StageKind::Compute) return false;
+  for (auto& n : s.expr.nodes)
+    if (n.op == EOp::Dropout) return false;  // its key is the element's index in its own map
+  for (int o : s.operands)
+    if (!oneElement(p_.stages[o].type)) return false;
+  return true;
+}
+
+void Emitter::planDeviceSends() {
+  if (!o_.deviceCollectives) return;
+  for (size_t i = 0; i < p_.stages.size(); ++i)
+    if (p_.stages[i].kind == StageKind::Send && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
+        algorithmOf(p_.stages[i]) != "nccl")
+      devSend_[static_cast<int>(i)] = devIndices_++;
+}
+
+void Emitter::planScalarChains() {
+  if (!o_.deviceCollectives) return;
+  auto flush = [&](std::vector<int>& c) {
+    bool hasAR = false;
+    for (int id : c) hasAR = hasAR || p_.stages[id].kind == StageKind::AllReduce;
+    if (c.size() >= 2 && hasAR) {
+      ScalarChain sc;
+      sc.stages = c;
+      std::set<int> in(c.begin(), c.end()), done;
+      // List scheduling: everything ready but the allreduces, then one exchange of the ready allreduces.
+      std::vector<int> left = c;
+      auto ready = [&](int id) {
+        for (int o : p_.stages[id].operands)
+          if (in.count(o) && !done.count(o)) return false;
+        return true;
+      };
+      while (!left.empty()) {
+        bool moved = true;
+        while (moved) {
+          moved = false;
+          for (size_t k = 0; k < left.size(); ++k)
+            if (p_.stages[left[k]].kind != StageKind::AllReduce && ready(left[k])) {
+              sc.order.push_back(left[k]);
+              done.insert(left[k]);
+              left.erase(left.begin() + static_cast<long>(k));
+              moved = true;
+              break;
+            }
+        }
+        std::vector<int> ex;
+        for (int id : left)
+          if (p_.stages[id].kind == StageKind::AllReduce && ready(id)) ex.push_back(id);
+        if (ex.empty()) break;  // cannot happen: the chain is in program order
+        sc.order.push_back(-1 - static_cast<int>(sc.exchanges.size()));
+        for (int id : ex) {
+          done.insert(id);
+          left.erase(std::find(left.begin(), left.end(), id));
+        }
+        sc.width = std::max(sc.width, ex.size());
+        sc.exchanges.push_back(ex);
+      }
+      for (int id : c) {
+        if (p_.stages[id].kind != StageKind::Reduce)  // a folded reduction reads its blocks' partials
+          for (int o : p_.stages[id].operands)
+            if (!in.count(o) && std::find(sc.ext.begin(), sc.ext.end(), o) == sc.ext.end()) sc.ext.push_back(o);
+        if (neededOutside(id, in)) sc.written.push_back(id);
+      }
+      std::string name;
+      for (int id : c) name += (name.empty() ? "" : ", ") + p_.stages[id].name;
+      sc.name = "scalars " + name;
+      sc.index = devIndices_++;
+      for (int id : c) {
+        scalarChainOf_[id] = c.front();
+        devAR_.erase(id);
+      }
+      scalarChains_[c.front()] = std::move(sc);
+    }
+    c.clear();
+  };
+  std::vector<int> cur;
+  for (size_t i = 0; i < p_.stages.size(); ++i) {
+    const int id = static_cast<int>(i);
+    const Stage& s = p_.stages[i];
+    if (s.kind == StageKind::Input || s.kind == StageKind::State || inlinedInto_.count(id)) continue;  // no code here
+    if (scalarChainStage(id)) cur.push_back(id);
+    else flush(cur);
+  }
+  flush(cur);
+}
+
+void Emitter::emitScalarChain(const ScalarChain& sc) {
+  auto& b = body_;
+  const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
+  const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
+                    prog = "\"" + p_.name + "\"";
+  std::vector<int> computes;
+  for (int id : sc.stages)
+    if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
+  std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t win", "size_t half"}, args{"dev_->dc.comm", "w.win",
+                                                                                             "dev_->parity[" + gi + "] * (w.bytes / 2)"};
+  for (int id : sc.written) {
+    params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
+    args.push_back(var(id));
+  }
+  for (int o : sc.ext) {
+    params.push_back("const " + std::string(storageType(p_.stages[o].type.dtype)) + "* __restrict__ a" + std::to_string(o));
+    args.push_back(var(o));
+  }
+  for (int id : sc.stages)
+    if (p_.stages[id].kind == StageKind::Reduce) {
+      const std::string f = std::to_string(id), op = reduceOpStruct(id);
+      params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
+      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)",
+                               foldBlocksVar(foldedInto_.at(id)), reduceCount(id)});
+    }
+  runParams(computes, params, args);
+  params.push_back("unsigned long long seed");
+  args.push_back("seed");
+  // The kernel.
+  auto& K = kernels_;
+  K << "// " << sc.name << ": one thread; the allreduces as " << sc.exchanges.size()
+    << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
+  for (int id : sc.stages) {
+    const Stage& s = p_.stages[id];
+    K << "// " << s.name << " = "
+      << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
+          : s.kind == StageKind::AllReduce ? std::string("allreduce(") + reduceOpName(s.op) + ", " + p_.stages[s.operands[0]].name + ")"
+                                           : exprTextFor(s))
+      << "\n";
+  }
+  K << "__global__ void " << kname << "(";
+  for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+  K << ") {\n  (void)seed;\n  const unsigned long long key = 0;\n  (void)key;\n"
+    << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};\n"
+    << "  const int P = dc.lsaSize, me = dc.lsaRank;\n";
+  std::set<int> known;
+  auto value = [&](int o) { return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(a" + std::to_string(o) + "[0])"; };
+  auto storeAs = [&](int id, const std::string& v) {
+    const std::string T = storageType(p_.stages[id].type.dtype), i = std::to_string(id);
+    return "  const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(" + v + "));\n  const auto r" + i +
+           " = coconet_rt::to_f(s" + i + ");\n  (void)r" + i + ";\n";
+  };
+  for (int step : sc.order) {
+    if (step >= 0 && p_.stages[step].kind == StageKind::Reduce) {
+      const std::string f = std::to_string(step), op = reduceOpStruct(step);
+      K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n"
+        << "  for (int q = 0; q < blocks" << f << "; ++q) acc" << f << " = " << op << "::combine(acc" << f << ", part" << f << "[q]);\n"
+        << storeAs(step, op + "::finish(acc" + f + ", count" + f + ")");
+      known.insert(step);
+    } else if (step >= 0) {
+      std::map<int, int> ids;
+      for (int o : p_.stages[step].operands) ids[o] = o;
+      K << runMembers({step}, ids, {}, "  ", value, [](int) { return std::string(); }, /*uniqueNames=*/true);
+      known.insert(step);
+    } else {
+      const int e = -1 - step;
+      const auto& ex = sc.exchanges[static_cast<size_t>(e)];
+      const std::string region = "(" + std::to_string(e) + " * P + me) * " + std::to_string(sc.width);
+      K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
+        << "  for (int p = 0; p < P; ++p) {\n";
+      for (size_t k = 0; k < ex.size(); ++k)
+        K << "    *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
+          << value(p_.stages[ex[k]].operands[0]) << ";\n";
+      K << "  }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+        << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * "
+        << sc.width << ";\n";
+      for (size_t k = 0; k < ex.size(); ++k) {
+        const Stage& a = p_.stages[ex[k]];
+        const std::string i = std::to_string(ex[k]), w = std::to_string(sc.width);
+        const bool sum = a.op == ReduceOp::Sum;  // as sumSlot: from 0, in rank order
+        const std::string comb = sum ? "__fadd_rn(x" + i + ", y)" : a.op == ReduceOp::Max ? "fmaxf(x" + i + ", y)" : "fminf(x" + i + ", y)";
+        K << "  float x" << i << " = " << (sum ? "0.0f" : "slots" + std::to_string(e) + "[" + std::to_string(k) + "]") << ";\n"
+          << "  for (int p = " << (sum ? 0 : 1) << "; p < P; ++p) {\n    const float y = slots" << e << "[p * " << w << " + " << k
+          << "];\n    x" << i << " = " << comb << ";\n  }\n"
+          << storeAs(ex[k], "x" + i);
+        known.insert(ex[k]);
+      }
+    }
+  }
+  for (int id : sc.written) K << "  out" << id << "[0] = s" << id << ";\n";
+  K << "}\n\n";
+  // Host code.
+  b << "\n  // " << sc.name << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+    << "  if (devReady(" << name << ")) {\n"
+    << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+    << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
+    << " * sizeof(float) + 255) / 256 * 256), " << prog << ", " << name << "))\n"
+    << "      dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+    << "    " << kname << "<<<1, 1, 0, stream_>>>(";
+  for (size_t k = 0; k < args.size(); ++k) b << (k ? ", " : "") << args[k];
+  b << ");\n    CHECK(cudaGetLastError(), " << name << ");\n"
+    << "    dev_->parity[" << gi << "] ^= 1;\n"
+    << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
+  for (int id : sc.stages) {
+    b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
+    emitIndented("  ", [&] { emitStage(id); });
+    b << "    }\n";
+  }
+  b << "  }\n";
+}
+
+bool Emitter::storedBefore(int id, int before) const {
+  const StageKind k = p_.stages[id].kind;
+  if (k == StageKind::Input || k == StageKind::State) return true;
+  return id < before && !unstored_.count(id) && !inlinedInto_.count(id) && !bagOf_.count(id) && !devFallbackOnly_.count(id) &&
+         !devMembers_.count(id) && !devGroups_.count(id) && !chunked_.count(id) && !overlapped_.count(id);
+}
+
+void Emitter::planFoldedReductions() {
+  for (auto& [first, dg] : devGroups_) {
+    const Stage& ref = p_.stages[dg.ref];
+    const int last = dg.tail() ? dg.ag : dg.run.back();
+    for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {
+      const Stage& r = p_.stages[i];
+      const int rid = static_cast<int>(i);
+      if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || foldedInto_.count(rid))
+        continue;
+      const int x = r.operands[0];
+      const TensorType& xt = p_.stages[x].type;
+      if (!(r.dim < 0 || xt.rank() == 1) || xt.shape != ref.type.shape || xt.layout != ref.type.layout || xt.group != ref.type.group)
+        continue;
+      // The reduced elements: computed (an inlined source) or a value the kernel has.
+      std::vector<int> chain, leaves{x};
+      if (auto is = inlineSrc_.find(rid); is != inlineSrc_.end()) {
+        chain = is->second.chain;
+        leaves = is->second.ext;
+      }
+      std::set<int> have(dg.run.begin(), dg.run.end());
+      std::vector<int> added;
+      bool ok = true;
+      for (int o : leaves) {
+        if (have.count(o) || dg.extIndex.count(o) || std::find(added.begin(), added.end(), o) != added.end()) continue;
+        ok = ok && storedBefore(o, dg.first()) && accessOf(o, ref) != Access::Mapped;
+        added.push_back(o);
+      }
+      if (!ok) continue;
+      for (int o : added) {
+        dg.extIndex[o] = static_cast<int>(dg.ext.size());
+        dg.ext.push_back(o);
+        dg.acc.push_back(accessOf(o, ref));
+      }
+      dg.calc.insert(dg.calc.end(), chain.begin(), chain.end());
+      dg.folds.push_back(rid);
+      foldedInto_[rid] = first;
+    }
+    if (dg.folds.empty()) continue;
+    // Members that only folded reductions read are no longer stored (the NCCL fallback stores them).
+    std::set<int> inside(dg.calc.begin(), dg.calc.end());
+    inside.insert(dg.folds.begin(), dg.folds.end());
+    if (dg.tail()) inside.insert(dg.ag);
+    dg.written.clear();
+    for (int id : dg.run)
+      if (neededOutside(id, inside)) dg.written.push_back(id);
+    std::vector<int> m;
+    if (dg.head()) m.push_back(dg.rs);
+    m.insert(m.end(), dg.run.begin(), dg.run.end());
+    markFallbackOnly(m, dg);
+  }
+}
+
+}  // namespace coconet::backend::detail

@@ -1,0 +1,419 @@
+// Overlaps: a producer (matmul, GEMV, gather) chunked along its rows and pipelined with its
+// collectives on a second stream (copy engines and device-API kernels where the ranks share NVLink).
+#include "backend/Emitter.h"
+
+namespace coconet::backend::detail {
+
+int Emitter::firstOverlapped(int prod) const {
+  int q = prod + 1;
+  while (q < static_cast<int>(p_.stages.size()) && !overlapped_.count(q)) ++q;
+  return q;
+}
+
+void Emitter::planOverlaps() {
+  for (auto& o : p_.overlaps) {
+    int prod = p_.find(o.producer);
+    std::vector<int> members;
+    if (const FusedGroup* f = p_.findFused(o.consumer)) {
+      for (auto& m : f->members) members.push_back(p_.find(m));
+    } else {
+      members.push_back(p_.find(o.consumer));
+    }
+    std::sort(members.begin(), members.end());
+    std::string why;
+    Chunked ch;
+    ch.producer = prod;
+    ch.chunks = o.chunks;
+    const Stage& ps = p_.stages[prod];
+    if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
+      // embedding -> its reduction -> all_to_all of the reduction along dimension 0 per rank
+      const Stage& r = p_.stages[bag->second];
+      if (o.dim == 0 && r.dim != 0 && members.size() == 2 && members[0] == bag->second && members[1] == bag->second + 1 &&
+          p_.stages[members[1]].kind == StageKind::AllToAll && p_.stages[members[1]].operands[0] == bag->second) {
+        ch.bag = bag->second;
+        ch.a2a = members[1];
+        chunked_[prod] = ch;
+        for (int m : members) overlapped_.insert(m);
+      } else {
+        overlapNotes_[prod] = "only an embedding bag followed by an all_to_all, chunked along dimension 0, is chunked yet\n";
+      }
+      continue;
+    }
+    const bool matrix = ps.kind == StageKind::Matmul && p_.stages[ps.operands[1]].type.rank() == 2;
+    if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv) why = "only matmuls and gemvs are chunked yet";
+    else
+      // Stages between the product and its consumer run before the chunks (the block is
+      // emitted at the consumer's place), so none of them may read the product.
+      for (int q = prod + 1; why.empty() && q < members.front(); ++q)
+        for (int o : p_.stages[q].operands)
+          if (o == prod) why = "'" + p_.stages[q].name + "' reads the " + std::string(stageKindName(ps.kind)) + " before the consumer";
+    for (size_t k = 1; why.empty() && k < members.size(); ++k)
+      if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
+    if (why.empty()) {
+      const Stage& first = p_.stages[members.front()];
+      if (first.operands.empty() || first.operands[0] != prod) why = "the consumer's first stage does not read the product";
+      else if (first.kind == StageKind::AllToAll && ps.kind == StageKind::Matmul && members.size() == 1) {
+        if (auto w = chunkedAllToAllWhyNot(ps, o.dim); !w.empty()) why = w;
+        else ch.a2a = members.front(), ch.dim = o.dim;
+      } else if (o.dim != 0) why = "only dimension 0 is chunked for a reduce_scatter or allreduce consumer";
+      else if (first.kind == StageKind::ReduceScatter && matrix) ch.rs = members.front();
+      else if (first.kind == StageKind::AllReduce && (matrix || ps.kind == StageKind::Gemv)) ch.ar = members.front();
+      else why = "only a reduce_scatter (after a matmul by a matrix), an allreduce or an all_to_all consumer is chunked";
+    }
+    if (why.empty() && ch.a2a >= 0) {
+      chunked_[prod] = ch;
+      for (int m : members) overlapped_.insert(m);
+      continue;
+    }
+    for (size_t k = 1; why.empty() && k < members.size(); ++k) {
+      const Stage& m = p_.stages[members[k]];
+      const Stage& r = p_.stages[ch.rs >= 0 ? ch.rs : ch.ar];
+      if (m.kind == StageKind::Compute && m.type.shape == r.type.shape && m.type.layout == r.type.layout &&
+          m.type.group == r.type.group && ch.ag < 0) {
+        for (int opd : m.operands) if (opd == prod) why = "a compute reads the matmul directly";
+        ch.run.push_back(members[k]);
+      } else if (ch.rs >= 0 && m.kind == StageKind::AllGather && k + 1 == members.size() && m.dim == 0 &&
+                 m.operands[0] == (ch.run.empty() ? ch.rs : ch.run.back())) {
+        ch.ag = members[k];
+      } else {
+        why = "'" + m.name + "' is not part of a reduce_scatter -> element-wise -> all_gather chain (or allreduce -> element-wise)";
+      }
+    }
+    if (!why.empty()) {
+      overlapNotes_[prod] = why + "\n";
+      continue;
+    }
+    chunked_[prod] = ch;
+    for (int m : members) overlapped_.insert(m);
+  }
+}
+
+bool Emitter::gatherMayPipe() const {
+  for (auto& [prod, dg] : devChunked_)
+    if (dg.gather != 0) return true;
+  return false;
+}
+
+void Emitter::planDeviceChunked() {
+  if (!o_.deviceCollectives) return;
+  for (auto& [prod, ch] : chunked_) {
+    if (ch.rs < 0 || ch.ag < 0 || ch.ar >= 0 || ch.a2a >= 0 || ch.bag >= 0) continue;
+    const Stage& rs = p_.stages[ch.rs];
+    const auto& knobs = groupKnobs(rs);
+    if (ncclAsked(knobs)) continue;
+    std::vector<int> m{ch.rs};
+    m.insert(m.end(), ch.run.begin(), ch.run.end());
+    m.push_back(ch.ag);
+    DevGroup dg;
+    if (!analyzeDevGroup(m, dg)) continue;
+    dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
+    dg.rounds = 1;  // one round: pipelined rounds were slower after the copies (4x H200)
+    dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
+    dg.preloaded = true;
+    if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
+    dg.index = devIndices_++;
+    markFallbackOnly(m, dg);
+    devChunked_[prod] = dg;
+  }
+}
+
+std::string Emitter::handOff(const std::string& name) {
+  return "      CHECK(cudaEventRecord(ovGemm_[k], stream_), " + name + ");\n      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[k], 0), " +
+         name + ");\n";
+}
+
+void Emitter::emitChunkedBag(const Chunked& ch) {
+  auto& b = body_;
+  const Stage& rs = p_.stages[ch.bag];
+  const Stage& x = p_.stages[ch.a2a];
+  const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
+  const std::string op = reduceOpStruct(ch.bag);
+  std::string name = "\"" + rs.name + "\"";
+  emitReduceOp(ch.bag);
+  emitBagKernel(ch.bag, op);
+  b << "\n  // overlap: " << p_.stages[ch.producer].name << " (embedding, gathered inside " << rs.name << ") in " << ch.chunks
+    << " chunks of dimension 0 per rank, pipelined with " << x.name << " (all_to_all):\n"
+    << "  // chunk c+1 is gathered (stream_) while chunk c's pieces are exchanged (comm2_)\n"
+    << "  if (" << countVar(ch.bag) << " > 0) {\n";
+  emitBagSizes(ch.bag);
+  b << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ", B0 = " << shapeVar(ch.bag) << "[0];\n"
+    << "    const long long per = " << countVar(ch.bag) << " / B0, Bc = B0 / (G * C);  // elements per row of dimension 0; rows per piece\n"
+    << forkComm(name)
+    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    << "      k_" << ch.bag << "_" << ident(rs.name) << "_bag<<<coconet_rt::gridFor(G * Bc * per), 256, 0, stream_>>>"
+    << bagArgs(ch.bag, "c * Bc * per, Bc * per, (B0 / G) * per, G * Bc * per") << ";\n"
+    << "      CHECK(cudaGetLastError(), " << name << ");\n"
+    << handOff(name)
+    << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
+    << "      for (long long j = 0; j < G; ++j) {\n"
+    << "        const long long at = (j * (B0 / G) + c * Bc) * per;\n"
+    << "        CHECK(ncclSend(" << var(ch.bag) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", comm2_), \"" << x.name << "\");\n"
+    << "        CHECK(ncclRecv(" << var(ch.a2a) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", comm2_), \"" << x.name << "\");\n      }\n"
+    << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
+    << "    }\n" << joinComm(name) << "  }\n";
+}
+
+std::string Emitter::chunkedAllToAllWhyNot(const Stage& ps, int d) const {
+  const TensorType& at = p_.stages[ps.operands[0]].type;
+  const TensorType& wt = p_.stages[ps.operands[1]].type;
+  int ra = at.rank(), wb = wt.rank() - 2;
+  if (ra < 2 || d < 1 || d > ra - 2) return "an all_to_all exchanges dimension 0; chunk a row dimension after it";
+  if (ps.type.rank() != ra) return "the product's rank differs from the left operand's";
+  if (wb > 0) {
+    if (d != ra - 2) return "a batched weight needs the chunked dimension to be the rows of each GEMM";
+    for (int k = 0; k < wb; ++k)
+      if (ra - 2 - wb + k < 0 || wt.shape[k] != at.shape[ra - 2 - wb + k]) return "the weight's batch dimensions broadcast";
+  }
+  return "";
+}
+
+void Emitter::emitChunkedAllToAll(const Chunked& ch) {
+  auto& b = body_;
+  const Stage& ps = p_.stages[ch.producer];
+  const Stage& x = p_.stages[ch.a2a];
+  int a = ps.operands[0], w = ps.operands[1];
+  const TensorType& at = p_.stages[a].type;
+  int ra = at.rank(), wb = p_.stages[w].type.rank() - 2;
+  std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype), XT = storageType(x.type.dtype);
+  std::string name = "\"" + ps.name + "\"";
+  bool f64 = ps.type.dtype == DType::F64;
+  const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
+  std::string A = shapeVar(a);
+  b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension " << ch.dim << ", pipelined with "
+    << x.name << " (all_to_all):\n  // the GEMMs of chunk c+1 (stream_) run while chunk c is packed, exchanged and placed (comm2_)\n"
+    << "  if (" << countVar(ch.producer) << " > 0) {\n"
+    << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ";\n"
+    << "    const long long K = " << A << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << wb + 1 << "];\n"
+    << "    long long O = 1, R = 1;  // outer indices (dimensions before " << ch.dim << ") and GEMM rows per outer index\n"
+    << "    for (int k = 0; k < " << ch.dim << "; ++k) O *= " << A << "[k];\n"
+    << "    for (int k = " << ch.dim << "; k < " << ra - 1 << "; ++k) R *= " << A << "[k];\n"
+    << "    const long long Rc = R / C;  // rows per outer index and chunk\n"
+    << "    const long long Wn = " << countVar(w) << " / (K * N);  // weights (batched by the outer index)\n"
+    << "    const long long calls = Wn == 1 ? 1 : O / Wn, batch = Wn == 1 ? O : Wn;  // GEMM calls and batch per call\n"
+    << "    const size_t bytes = static_cast<size_t>(O * Rc * N) * sizeof(" << T << ");\n"
+    << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n"
+    << "      gath_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n    }\n"
+    << forkComm(name)
+    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    << "      // rows [c Rc, (c+1) Rc) of every outer index, written in place in the product\n"
+    << "      for (long long q = 0; q < calls; ++q)\n"
+    << "        CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Rc), static_cast<int>(K), &alpha, "
+    << var(w) << ", " << ty << ", static_cast<int>(N), Wn == 1 ? 0 : K * N, " << var(a) << " + (q * batch * R + c * Rc) * K, " << ty
+    << ", static_cast<int>(K), R * K, &beta, " << var(ch.producer) << " + (q * batch * R + c * Rc) * N, " << ty
+    << ", static_cast<int>(N), R * N, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+    << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+    << handOff(name)
+    << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
+    << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
+    << "      " << XT << "* rcv = static_cast<" << XT << "*>(gath_[k].ptr);\n"
+    << "      const size_t row = static_cast<size_t>(Rc * N) * sizeof(" << T << "), pitch = static_cast<size_t>(R * N) * sizeof(" << T << ");\n"
+    << "      CHECK(cudaMemcpy2DAsync(snd, row, " << var(ch.producer) << " + c * Rc * N, pitch, row, static_cast<size_t>(O), "
+    << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
+    << "      const long long block = O * Rc * N / G;\n"
+    << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
+    << "      for (long long j = 0; j < G; ++j) {\n"
+    << "        CHECK(ncclSend(snd + j * block, block, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", comm2_), \"" << x.name << "\");\n"
+    << "        CHECK(ncclRecv(rcv + j * block, block, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", comm2_), \"" << x.name << "\");\n      }\n"
+    << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
+    << "      CHECK(cudaMemcpy2DAsync(" << var(ch.a2a) << " + c * Rc * N, pitch, rcv, row, row, static_cast<size_t>(O), "
+    << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
+    << "    }\n" << joinComm(name) << "  }\n";
+}
+
+void Emitter::emitChunkedAllReduce(const Chunked& ch) {
+  auto& b = body_;
+  const Stage& ps = p_.stages[ch.producer];
+  const Stage& ar = p_.stages[ch.ar];
+  int a = ps.operands[0], w = ps.operands[1];
+  std::string ty = cudaDataType(ps.type.dtype);
+  std::string name = "\"" + ps.name + "\"";
+  bool f64 = ps.type.dtype == DType::F64;
+  bool gemv = ps.kind == StageKind::Gemv;
+  b << "\n  // overlap: " << ps.name << " (" << stageKindName(ps.kind) << ") in " << ch.chunks << " chunks of rows, pipelined with " << ar.name;
+  for (int r : ch.run) b << ", " << p_.stages[r].name;
+  b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced and finished (comm2_)\n"
+    << "  if (" << countVar(ch.producer) << " > 0) {\n"
+    << "    const long long C = " << ch.chunks << ";\n"
+    << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = "
+    << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+    << "    const long long rg = M / C;  // rows per chunk\n"
+    << forkComm(name)
+    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    << "      CHECK(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), static_cast<int>(K), &alpha, "
+    << var(w) << ", " << ty << ", static_cast<int>(N), " << var(a) << " + c * rg * K, " << ty << ", static_cast<int>(K), &beta, "
+    << var(ch.producer) << " + c * rg * N, " << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+    << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+    << handOff(name)
+    << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
+    << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world())
+    << ", comm2_), \"" << ar.name << "\");\n";
+  if (!ch.run.empty()) {
+    b << "      {\n";
+    emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
+    b << "      }\n";
+  }
+  b << "    }\n" << joinComm(name) << "  }\n";
+}
+
+void Emitter::emitChunked(const Chunked& ch) {
+  if (ch.ar >= 0) return emitChunkedAllReduce(ch);
+  if (ch.bag >= 0) return emitChunkedBag(ch);
+  if (ch.a2a >= 0) return emitChunkedAllToAll(ch);
+  auto& b = body_;
+  const Stage& ps = p_.stages[ch.producer];
+  const Stage& rs = p_.stages[ch.rs];
+  int a = ps.operands[0], w = ps.operands[1];
+  std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
+  std::string name = "\"" + ps.name + "\"";
+  bool f64 = ps.type.dtype == DType::F64;
+  b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension 0, pipelined with " << rs.name;
+  for (int r : ch.run) b << ", " << p_.stages[r].name;
+  if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
+  const bool device = devChunked_.count(ch.producer) > 0;
+  b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)"
+    << (device ? ";\n  // where every rank is load/store reachable, copy engines move chunk c's reduce-scatter while\n"
+                 "  // the GEMM of chunk c+1 runs, and the fused group's device-API kernel then finishes and gathers"
+               : "") << "\n"
+    << "  if (" << countVar(ch.producer) << " > 0) {\n"
+    << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ";\n"
+    << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
+    << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+    << "    const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n"
+    << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
+    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
+  // Chunk c's GEMM on stream_ into stage_[k]: rows [c rg, (c+1) rg) of every rank's block, P GEMMs in one call.
+  const std::string gemm =
+      "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
+      "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
+      "      // rows [c rg, (c+1) rg) of every rank's block: P GEMMs in one call\n"
+      "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), "
+      "static_cast<int>(K), &alpha, " + var(w) + ", " + ty + ", static_cast<int>(N), 0, " + var(a) + " + c * rg * K, " + ty +
+      ", static_cast<int>(K), (M / P) * K, &beta, st, " + ty + ", static_cast<int>(N), rg * N, static_cast<int>(P), " +
+      (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + name + ");\n" + handOff(name);
+  if (device) {
+    const DevGroup& dg = devChunked_.at(ch.producer);
+    const std::string kname = emitDevKernel(dg);
+    const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
+    const Stage& ag = p_.stages[ch.ag];
+    const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
+    // Once over this rank's whole block after the last chunk's copies (and its pulls), or per chunk
+    // (elements [cc rg N, (cc+1) rg N) of the block; copy engines pull the other ranks' parts).
+    DevLaunch whole{"", "(M / P) * N", "0", "(M / P) * N"}, part = whole;
+    part.lo = "cc * rg * N";
+    part.hi = "(cc + 1) * rg * N";
+    part.pull = "0";
+    std::vector<std::string> params, wholeArgs, partArgs;
+    std::vector<int> others;
+    devSignature(dg, whole, params, wholeArgs, others);
+    devSignature(dg, part, params, partArgs, others);
+    auto launch = [&](const std::vector<std::string>& args, const char* stream) {
+      std::string t = kname + "<<<" + std::to_string(dg.blocks) + ", coconet_rt::kDevThreads, 0, " + stream + ">>>(";
+      for (size_t q = 0; q < args.size(); ++q) t += (q ? ", " : "") + args[q];
+      return t + ");\n";
+    };
+    const std::string V = std::to_string(devVecWidth(dg));
+    b << "    if (devReady(" << gname << ")) {\n"
+      << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
+      << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
+      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
+      << prog << ", " << gname << ");\n"
+      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
+      << ", " << gname << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n"
+      << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
+      << gname << ");\n";
+    const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
+    if (mayPipe)
+      b << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
+        << gname << ");\n";
+    emitDevMaps(dg, "      ");
+    emitDevVec(dg, whole, others, "      ");
+    // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
+    // and the product large enough to pay for a kernel per chunk.
+    if (mayPipe) {
+      b << "      // the epilogue and all-gather per chunk "
+        << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
+                            "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
+                                ", the product is 16 MiB or more and a chunk is whole vectors\n"
+                          : "(tune(f, gather = pipelined)) where a chunk is whole vectors\n")
+        << "      const bool pipelined = (rg * N) % " << V << " == 0"
+        << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
+                                ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
+                          : "")
+        << ";\n"
+        << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
+        << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
+        << "      auto finish = [&](long long cc) {\n"
+        << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
+        << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+        << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
+        << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
+        << "        for (long long j = 1; j < P; ++j) {\n"
+        << "          const long long q = (" << pos << " + j) % P;\n"
+        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + cc * rg * N, static_cast<const " << ST
+        << "*>(slices[q]) + cc * rg * N, static_cast<size_t>(rg * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm3_), \""
+        << ag.name << "\");\n"
+        << "        }\n      };\n";
+    } else {
+      b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
+    }
+    b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
+      << "      // copy engines: rows [c rg, (c+1) rg) of rank q's block into this rank's slot of rank q's staging window\n"
+      << "      for (long long j = 1; j <= P; ++j) {\n"
+      << "        const long long q = (" << pos << " + j) % P;\n"
+      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos
+      << " * (M / P) + c * rg) * N, st + q * rg * N, static_cast<size_t>(rg * N) * sizeof(" << T
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
+      << "      }\n"
+      << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
+      << (mayPipe ? "      if (pipelined && c >= 1) finish(c - 1);\n" : "") << "      }\n";
+    // After the last chunk: the last chunk's epilogue and pulls, or the kernel over the whole block.
+    const std::string in = mayPipe ? "        " : "      ";
+    if (mayPipe)
+      b << "      if (pipelined) {\n        finish(C - 1);\n"
+        << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
+        << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
+        << "      } else {\n";
+    b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
+      << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+      << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
+      << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+  }
+  if (device) {
+    std::vector<int> members{ch.rs};
+    members.insert(members.end(), ch.run.begin(), ch.run.end());
+    b << fallbackStorage(members, "    ");
+  }
+  b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
+    << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
+    << forkComm(name)
+    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
+    << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
+    << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
+    << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
+  if (!ch.run.empty()) {
+    b << "      {\n";
+    emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
+    b << "      }\n";
+  }
+  if (ch.ag >= 0) {
+    const Stage& ag = p_.stages[ch.ag];
+    int src = ag.operands[0];
+    std::string AT = storageType(ag.type.dtype);
+    b << "      // gather the chunk, then put each rank's part in its block\n"
+      << "      CHECK(ncclAllGather(" << var(src) << " + c * rg * N, gath_[k].ptr, rg * N, " << ncclType(ag.type.dtype) << ", "
+      << commOf(ag.type.group) << ", comm2_), \"" << ag.name << "\");\n"
+      << "      CHECK(cudaMemcpy2DAsync(" << var(ch.ag) << " + c * rg * N, static_cast<size_t>((M / P) * N) * sizeof(" << AT
+      << "), gath_[k].ptr, static_cast<size_t>(rg * N) * sizeof(" << AT << "), static_cast<size_t>(rg * N) * sizeof(" << AT
+      << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
+  }
+  b << "    }\n" << joinComm(name) << (device ? "    }\n" : "") << "  }\n";
+}
+
+}  // namespace coconet::backend::detail

@@ -1,0 +1,281 @@
+// Reductions (with the element-wise stages only they read computed inline), embedding bags and
+// rowwise operations.
+#include "backend/Emitter.h"
+
+namespace coconet::backend::detail {
+
+void Emitter::planBags() {
+  for (size_t i = 0; i < p_.stages.size(); ++i) {
+    const Stage& r = p_.stages[i];
+    if (r.kind != StageKind::Reduce || r.dim < 0) continue;
+    int e = r.operands[0];
+    const Stage& es = p_.stages[e];
+    if (es.kind != StageKind::Embedding || r.dim >= es.type.rank() - 1) continue;  // an index dimension, not D
+    if (isUsed(p_, e, {static_cast<int>(i)})) continue;                            // rows used elsewhere too
+    bagOf_[e] = static_cast<int>(i);
+    bagReduce_[static_cast<int>(i)] = e;
+  }
+}
+
+void Emitter::emitBagKernel(int id, const std::string& op) {
+  const Stage& s = p_.stages[id];
+  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& tab = p_.stages[e.operands[0]];
+  const Stage& idx = p_.stages[e.operands[1]];
+  std::string TT = storageType(tab.type.dtype), IT = storageType(idx.type.dtype), YT = storageType(s.type.dtype);
+  kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(embedding(" << tab.name << ", " << idx.name << "), dim = " << s.dim
+           << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
+           << "__global__ void k_" << id << "_" << ident(s.name) << "_bag(const " << TT << "* __restrict__ table, const " << IT
+           << "* __restrict__ idx, " << YT << "* __restrict__ out, long long len, long long innerIdx, long long D, long long rows, "
+           << "long long firstRow, long long globalRows, int* error, double count, long long first, long long segLen, long long segStride, "
+           << "long long total) {\n"
+           << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {\n"
+           << "    const long long o = first + (t / segLen) * segStride + t % segLen;  // the output element\n"
+           << "    const long long oo = o / (innerIdx * D), ii = (o / D) % innerIdx, col = o % D;\n"
+           << "    " << op << "::Acc acc = " << op << "::init();\n"
+           << "    for (long long l = 0; l < len; ++l) {\n"
+           << "      const long long v = static_cast<long long>(idx[(oo * len + l) * innerIdx + ii]);\n"
+           << "      if (v < 0 || v >= globalRows) atomicExch(error, 1);\n"
+           << "      const long long r = v - firstRow;\n"
+           << "      const " << TT << " x = (v >= 0 && v < globalRows && r >= 0 && r < rows) ? table[r * D + col] : coconet_rt::Store<" << TT
+           << ">::from(0.0);\n"
+           << "      acc = " << op << "::combine(acc, " << op << "::element(static_cast<" << op << "::Acc>(coconet_rt::to_f(x))));\n    }\n"
+           << "    out[o] = coconet_rt::Store<" << YT << ">::from(" << op << "::finish(acc, count));\n  }\n}\n\n";
+}
+
+void Emitter::emitBagSizes(int id) {
+  const Stage& s = p_.stages[id];
+  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& tab = p_.stages[e.operands[0]];
+  int ix = e.operands[1];
+  int ri = p_.stages[ix].type.rank();
+  bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
+  body_ << "    const long long rows = " << shapeVar(e.operands[0]) << "[0], D = " << shapeVar(e.operands[0]) << "[1];\n"
+        << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
+        << "    const long long len = " << shapeVar(ix) << "[" << s.dim << "];\n    long long innerIdx = 1;\n";
+  for (int k = s.dim + 1; k < ri; ++k) body_ << "    innerIdx *= " << shapeVar(ix) << "[" << k << "];\n";
+  std::string count = "1.0 * static_cast<double>(" + cxx(e.type.shape[s.dim]) + ")";
+  body_ << "    const double count = " << count << ";\n";
+}
+
+std::string Emitter::bagArgs(int id, const std::string& rest) const {
+  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& tab = p_.stages[e.operands[0]];
+  return "(" + var(e.operands[0]) + ", " + var(e.operands[1]) + ", " + var(id) + ", len, innerIdx, D, rows, firstRow, " +
+         cxx(tab.type.shape[0]) + ", errorFlag_, count, " + rest + ")";
+}
+
+void Emitter::emitBag(int id, const std::string& op) {
+  emitBagKernel(id, op);
+  emitBagSizes(id);
+  body_ << "    k_" << id << "_" << ident(p_.stages[id].name) << "_bag<<<coconet_rt::gridFor(" << countVar(id) << "), 256, 0, stream_>>>"
+        << bagArgs(id, "0, " + countVar(id) + ", 0, " + countVar(id)) << ";\n    CHECK(cudaGetLastError(), \"" << p_.stages[id].name
+        << "\");\n";
+}
+
+std::string Emitter::emitReduceOp(int id) {
+  const Stage& s = p_.stages[id];
+  const Stage& x = p_.stages[s.operands[0]];
+  std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
+  const std::string op = reduceOpStruct(id);
+  if (!reduceOps_.insert(id).second) return op;
+  std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
+  if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
+  if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
+  std::string comb = s.reduce == ReduceKind::Max ? "return b > a ? b : a;" : s.reduce == ReduceKind::Min ? "return b < a ? b : a;"
+                                                                            : "return a + b;";
+  std::string fin = s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
+                    : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));" : "return static_cast<double>(r);";
+  kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
+           << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
+           << "  __device__ static Acc init() { return " << init << "; }\n"
+           << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
+           << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
+           << "  __device__ static double finish(Acc r, double count) {\n    (void)count;\n    " << fin << "\n  }\n};\n\n";
+  return op;
+}
+
+std::string Emitter::reduceCount(int id) const {
+  const Stage& s = p_.stages[id];
+  const Stage& x = p_.stages[s.operands[0]];
+  std::string count = "1.0";
+  for (int k = 0; k < x.type.rank(); ++k)
+    if (s.dim < 0 || s.dim == k) count += " * static_cast<double>(" + cxx(x.type.shape[k]) + ")";
+  return count;
+}
+
+void Emitter::emitReduce(int id) {
+  const Stage& s = p_.stages[id];
+  const Stage& x = p_.stages[s.operands[0]];
+  std::string op = emitReduceOp(id);
+  if (bagReduce_.count(id)) {
+    emitBag(id, op);
+    return;
+  }
+  int xr = x.type.rank();
+  auto& b = body_;
+  b << "    long long outer = 1, len = 1, inner = 1;\n";
+  if (s.dim < 0) {
+    b << "    len = " << countVar(s.operands[0]) << ";\n";
+  } else {
+    for (int k = 0; k < xr; ++k)
+      b << "    " << (k < s.dim ? "outer" : k == s.dim ? "len" : "inner") << " *= " << shapeVar(s.operands[0]) << "[" << k << "];\n";
+  }
+  const std::string count = reduceCount(id);
+  // The reduced elements: read from x's storage, or computed (inlineSrc_).
+  std::string src = std::string("coconet_rt::Ptr<") + storageType(x.type.dtype) + ">{" + var(s.operands[0]) + "}";
+  if (auto is = inlineSrc_.find(id); is != inlineSrc_.end()) src = emitReduceSource(id, is->second);
+  std::string args = "(" + src + ", " + var(id) + ", outer, len, inner, count);\n";
+  b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n";
+  if (auto f = foldedInto_.find(id); f != foldedInto_.end()) {
+    const std::string blocks = foldBlocksVar(f->second);
+    b << "    if (" << blocks << " > 0) {\n"
+      << "      // the blocks of fused group '" << devGroups_.at(f->second).name << "' wrote their partial results: combine them in order\n"
+      << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id
+      << "_.ptr), " << var(id) << ", 1, " << blocks << ", count);\n"
+      << "    } else ";
+  } else {
+    b << "    ";
+  }
+  b << "if (len <= 64 || (inner > 1 && outs >= 8192)) {\n"
+    << "      coconet_rt::reduce_thread<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>" << args
+    << "    } else if (outs >= 512) {\n"
+    << "      coconet_rt::reduce_block<" << op << "><<<static_cast<int>(std::min<long long>(outs, 65535)), 256, 0, stream_>>>" << args
+    << "    } else {\n"
+    << "      // few long reductions: split each over blocks, then combine the parts in order\n"
+    << "      const long long parts = std::min<long long>(1024, (len + 8191) / 8192);\n"
+    << "      red" << id << "_.ensure(static_cast<size_t>(outs * parts) * sizeof(" << op << "::Acc), \"" << p_.name << "\", \"" << s.name << "\");\n"
+    << "      auto* part = static_cast<" << op << "::Acc*>(red" << id << "_.ptr);\n"
+    << "      coconet_rt::reduce_split<" << op << "><<<static_cast<int>(std::min<long long>(outs * parts, 65535)), 256, 0, stream_>>>("
+    << src << ", part, outer, len, inner, parts);\n"
+    << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
+    << "      coconet_rt::reduce_final<" << op << "><<<coconet_rt::gridFor(outs), 256, 0, stream_>>>(part, " << var(id)
+    << ", outs, parts, count);\n    }\n"
+    << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+}
+
+bool Emitter::inlinable(int id, int consumer) const {
+  const Stage& c = p_.stages[id];
+  if (c.kind != StageKind::Compute || !c.fusedInto.empty() || runOf_.count(id) || direct_.count(id) || unstored_.count(id) ||
+      chunked_.count(id) || overlapped_.count(id) || devMembers_.count(id) || bagOf_.count(id) || devFallbackOnly_.count(id) ||
+      inlinedInto_.count(id))
+    return false;
+  if (c.type.group && c.type.layout.kind == Layout::Sliced && c.type.layout.dim != 0) return false;
+  return !isUsed(p_, id, {consumer});
+}
+
+void Emitter::planInlinedReductions() {
+  for (size_t i = 0; i < p_.stages.size(); ++i) {
+    const Stage& r = p_.stages[i];
+    const int rid = static_cast<int>(i);
+    if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid)) continue;
+    const int x = r.operands[0];
+    if (!inlinable(x, rid)) continue;
+    const TensorType& xt = p_.stages[x].type;
+    std::set<int> chain{x};
+    std::vector<int> work{x};
+    while (!work.empty()) {
+      int c = work.back();
+      work.pop_back();
+      for (int o : p_.stages[c].operands) {
+        const TensorType& ot = p_.stages[o].type;
+        if (!chain.count(o) && ot.shape == xt.shape && ot.layout == xt.layout && ot.group == xt.group && inlinable(o, c)) {
+          chain.insert(o);
+          work.push_back(o);
+        }
+      }
+    }
+    InlineSrc is;
+    is.chain.assign(chain.begin(), chain.end());
+    bool ok = true;
+    for (int id : is.chain)
+      for (int o : p_.stages[id].operands)
+        if (!chain.count(o) && !is.extIndex.count(o)) {
+          is.extIndex[o] = static_cast<int>(is.ext.size());
+          is.ext.push_back(o);
+          is.acc.push_back(accessOf(o, p_.stages[x]));
+          ok = ok && is.acc.back() != Access::Mapped;
+        }
+    if (!ok) continue;
+    for (int id : is.chain) inlinedInto_[id] = rid;
+    inlineSrc_[rid] = std::move(is);
+  }
+}
+
+std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
+  const Stage& s = p_.stages[id];
+  const int x = s.operands[0];
+  const std::string sname = "Src_" + std::to_string(id) + "_" + ident(s.name);
+  std::vector<std::string> fields, args;
+  for (size_t k = 0; k < is.ext.size(); ++k) {
+    std::string kk = std::to_string(k);
+    fields.push_back("const " + std::string(storageType(p_.stages[is.ext[k]].type.dtype)) + "* a" + kk);
+    args.push_back(var(is.ext[k]));
+    fields.push_back("long long b" + kk);
+    args.push_back(is.acc[k] == Access::Modulo ? countVar(is.ext[k]) : "m" + kk + ".base");
+  }
+  fields.push_back("OutputMap om");
+  args.push_back("om");
+  runParams(is.chain, fields, args);
+  fields.push_back("unsigned long long seed");
+  args.push_back("seed");
+  for (int c : is.chain) kernels_ << "// " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]) << "\n";
+  kernels_ << "// (computed inside the reduction '" << s.name << "' at each element: never stored)\nstruct " << sname << " {\n";
+  for (auto& f : fields) kernels_ << "  " << f << ";\n";
+  kernels_ << "  __device__ __forceinline__ auto operator()(long long i) const {\n"
+           << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
+           << runMembers(is.chain, is.extIndex, {}, "    ",
+                         [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + fastIndex(is.acc[k], k, "i", "i") + "])"; },
+                         [](int) { return std::string(); })
+           << "    return r" << x << ";\n  }\n};\n\n";
+  emitMaps(x, is.ext);
+  body_ << "    const " << sname << " src{";
+  for (size_t k = 0; k < args.size(); ++k) body_ << (k ? ", " : "") << args[k];
+  body_ << "};\n";
+  return "src";
+}
+
+void Emitter::emitRowwise(int id) {
+  const Stage& s = p_.stages[id];
+  std::string T = storageType(s.type.dtype), XT = storageType(p_.stages[s.operands[0]].type.dtype);
+  std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
+  bool affine = s.operands.size() == 3;
+  std::string GT = affine ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
+  std::string BT = affine ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
+  bool f64 = s.type.dtype == DType::F64;
+  for (int o : s.operands) f64 = f64 || p_.stages[o].type.dtype == DType::F64;
+  const std::string A = f64 ? "double" : "float";  // accumulation, as the interpreter
+  const std::string stats = std::string(s.kind == StageKind::Softmax ? "coconet_rt::MaxSumT<" : "coconet_rt::WelfordT<") + A + ">";
+  auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
+  kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row; the row's\n"
+           << "// statistics in one pass (" << (s.kind == StageKind::Softmax ? "running maximum and sum" : "Welford") << ", in " << A
+           << "), then one pass that writes\n"
+           << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
+           << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, " << A << " eps) {\n"
+           << "  __shared__ " << stats << " sh[32];\n"
+           << "  (void)gamma; (void)beta; (void)eps;\n"
+           << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+           << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
+           << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << in("xr[i]") << ");\n"
+           << "    st = coconet_rt::blockCombine(st, sh);\n";
+  if (s.kind == StageKind::Softmax) {
+    kernels_ << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
+             << ">::from(coconet_rt::acc_exp(" << in("xr[i]") << " - st.m) / st.s);\n";
+  } else {
+    kernels_ << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A
+             << ">(n) + eps);\n"
+             << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
+             << (affine ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
+             << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
+  }
+  kernels_ << "  }\n}\n\n";
+  int r = s.type.rank();
+  std::string eps = s.eps.param.empty() ? num(s.eps.value) : "sc." + ident(s.eps.param);
+  body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
+        << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
+        << ", " << var(id) << ", " << (affine ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
+        << (affine ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<" << A << ">(" << eps
+        << "));\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+}
+
+}  // namespace coconet::backend::detail

@@ -1,0 +1,575 @@
+// Emitter.h: the CUDA backend's code generator, private to src/backend (CudaEmitter.h is its
+// interface). One class; its member functions are defined by concern:
+//   CudaEmitter.cpp  emission as a whole: the files, the C++ and C interfaces, run()'s body,
+//                    stages, index maps, element-wise kernels, GEMMs, embeddings
+//   EmitOverlap.cpp  overlaps: a producer chunked along its rows, pipelined with its collectives
+//   EmitDevice.cpp   collectives over NCCL's device API: fused groups, allreduces, sends, scalar
+//                    chains, reductions folded into a group's kernel
+//   EmitReduce.cpp   reductions (and the element-wise stages they compute), embedding bags, rowwise ops
+//   EmitBuild.cpp    the driver program, CMakeLists.txt and manifest.json
+#pragma once
+
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/CudaEmitter.h"
+#include "ir/Rewrite.h"
+
+namespace coconet::backend::detail {
+
+using namespace ir;
+
+// ---- Types ---------------------------------------------------------------------------------
+inline const char* storageType(DType t) {
+  switch (t) {
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::I8: return "int8_t";
+    case DType::U8: case DType::Bool: return "uint8_t";
+    case DType::I32: return "int";
+    default: return "long long";
+  }
+}
+
+// The type an expression node is computed in (the interpreter's rules).
+inline const char* computeType(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::Bool: return "bool";
+    case DType::I8: case DType::U8: case DType::I32: case DType::I64: return "long long";
+    default: return "double";  // f64 and literals
+  }
+}
+
+inline const char* ncclType(DType t) {
+  switch (t) {
+    case DType::F16: return "ncclHalf";
+    case DType::BF16: return "ncclBfloat16";
+    case DType::F32: return "ncclFloat";
+    case DType::F64: return "ncclDouble";
+    case DType::I8: return "ncclInt8";
+    case DType::U8: case DType::Bool: return "ncclUint8";
+    case DType::I32: return "ncclInt32";
+    default: return "ncclInt64";
+  }
+}
+
+inline const char* cudaDataType(DType t) {
+  switch (t) {
+    case DType::F16: return "CUDA_R_16F";
+    case DType::BF16: return "CUDA_R_16BF";
+    case DType::F64: return "CUDA_R_64F";
+    default: return "CUDA_R_32F";
+  }
+}
+
+inline const char* ncclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "ncclSum";
+    case ReduceOp::Prod: return "ncclProd";
+    case ReduceOp::Max: return "ncclMax";
+    case ReduceOp::Min: return "ncclMin";
+  }
+  return "ncclSum";
+}
+
+inline std::string ident(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return r;
+}
+
+inline std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A size expression as C++ over the run's sizes (sz.NAME) and the world size (P_).
+inline std::string cxx(const SizeExpr& e) {
+  std::string s = e.str(), out;
+  for (size_t i = 0; i < s.size();) {
+    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.')) ++j;
+      std::string id = s.substr(i, j - i);
+      out += id == "world.size" ? "P_" : "sz.s_" + id;
+      i = j;
+    } else {
+      out += s[i++];
+    }
+  }
+  return "(" + out + ")";
+}
+
+class Emitter {
+public:
+  Emitter(const Program& p, const CompileOptions& o) : p_(p), o_(o), cls_(ident(p.name)) {}
+
+  void run(std::vector<std::string>& files);
+
+private:
+  const Program& p_;
+  const CompileOptions& o_;
+  std::string cls_;
+  std::ostringstream kernels_, body_;
+
+  void write(const std::string& name, const std::string& text, std::vector<std::string>& files);
+
+  // What the backend does not lower yet is refused at compile time, naming the stage.
+  void checkSupported();
+
+  std::string stageComment(const Stage& s) const;
+
+  std::string var(int id) const { return "v" + std::to_string(id); }
+  std::string shapeVar(int id) const { return "sh" + std::to_string(id); }
+  std::string countVar(int id) const { return "n" + std::to_string(id); }
+
+  std::string commOf(const GroupInfo* g) const;
+  int groupIndex(const GroupInfo* g) const;
+  std::string g(const GroupInfo* gi, const char* field) const {
+    return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field;
+  }
+
+  // ---- The header: the C++ API ----
+  std::string headerText();
+
+  // ---- The source ----
+  std::string sourceText();
+
+  // ---- The C interface (for ctypes and other languages); see tools/bench/gpu/README.md ----
+  std::string cfn(const std::string& f) const { return "coconet_" + cls_ + "_" + f; }
+
+  std::string cInterfaceDecls() const;
+
+  std::string interfaceJson() const;
+
+  std::string cInterfaceSource() const;
+
+  void emitBody();
+
+  static std::string jsonEscape(const std::string& s);
+
+  std::string launch(const std::string& n) const {
+    return "static_cast<int>(std::min<long long>((" + n + " + 255) / 256, 65535)), 256, 0, stream_";
+  }
+
+  std::string bufferEnsure(int id) const;
+
+  void emitStage(int id);
+
+  // Fills an OutputMap for stage `id` and an OperandMap per operand (host code).
+  void emitMaps(int id) { emitMaps(id, p_.stages[id].operands); }
+  void emitMaps(int id, const std::vector<int>& operands);
+
+  // One expression node as a C++ statement. `v` names the node's variable; `operand` gives the
+  // expression of an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize.
+  std::string nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
+                       const std::string& operand, const std::string& scalar);
+
+  // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
+  // stages of a fused group with one shape, layout and group. Inside the kernel a member's
+  // value is rounded to its dtype exactly as storing it would round it, so the result is the
+  // same bits as running the members one by one; only values used outside the run are written,
+  // after every member of the element is computed (so a state may be updated in place).
+  //
+  // Where every operand is read at a linear index (the output's own, a block of a whole tensor
+  // for a slice of dimension 0, the output's index modulo a trailing-dimension operand such as a
+  // bias, or one scalar element), the kernel takes V consecutive elements per step with 16-byte
+  // loads and stores, and a scalar loop does the tail; otherwise (transposes, broadcasts inside
+  // the shape, slices of other dimensions) it maps every element through its coordinates.
+  enum class Access { Linear, Modulo, Scalar, Mapped };
+
+  // Where element i reads external operand k on a fast path: at its base (parameter bk) plus
+  // i, at `iMod` modulo its length (bk holds the length), or its one element bk.
+  static std::string fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod);
+
+  Access accessOf(int operand, const Stage& out) const;
+
+  // The kernel parameters (and host arguments) for the program parameters and group
+  // coordinates that a run's expressions use.
+  void runParams(const std::vector<int>& run, std::vector<std::string>& params, std::vector<std::string>& hostArgs) const;
+
+  // The statements computing every member of a run for one element: operand(k) reads external
+  // operand k (an index into extIndex's order), store(id) writes member id; members see each
+  // other's values rounded to their dtypes (r<id>), and the stores come after all members.
+  std::string runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
+                         const std::string& ind, const std::function<std::string(int)>& operand,
+                         const std::function<std::string(int)>& store, bool uniqueNames = false);
+
+  void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
+                      const std::string& count = "");
+
+  bool neededOutside(int id, const std::set<int>& inside) const { return isUsed(p_, id, inside); }
+
+  // Runs of a fused group's element-wise members that compile to one kernel.
+  void planRuns();
+  // ---- Overlap: a matmul chunked along the rows of its product (dimension 0 and the batch
+  // dimensions after it), pipelined with the reduce_scatter -> element-wise run -> all_gather
+  // that consumes it. Chunk c holds sub-block c of every rank's block of rows, so each chunk
+  // scatters and gathers like the whole.
+  struct Chunked {
+    int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
+    int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
+    int bag = -1;                                  // an embedding's reduction (producer: the embedding)
+    std::vector<int> run;  // element-wise members between them
+    int chunks = 2;
+  };
+  std::map<int, Chunked> chunked_;           // by producer
+  std::set<int> overlapped_;                 // consumer members emitted with their producer
+  std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
+
+  std::map<int, int> chunkedAt_;  // the first stage of an overlap's consumer -> its producer, when stages lie between
+  // The first consumer stage of the overlap of producer `prod` (its block is emitted there).
+  int firstOverlapped(int prod) const;
+
+  void planOverlaps();
+
+  // ---- Fused collective groups over NCCL's device API (--device-collectives) ----
+  // A fused group reduce_scatter -> element-wise members -> all_gather becomes one kernel
+  // (coconet_device.cuh has its phases): (1) each rank pushes slice p of its input into slot
+  // `rank` of rank p's staging window; (2) an LSA barrier per block index; (3) each rank sums the
+  // slots of its slice (rank order, f32, as the interpreter does), computes the members, writes
+  // what leaves the group, and puts the all-gather's slice into its own output and its slice
+  // window; (4) a barrier; (5) it pulls every other rank's slice. Block b touches the same
+  // elements in every phase on every rank, so barriers per block index order exactly the
+  // conflicting accesses, and a rank can start the next call's pushes only after every rank
+  // passed this call's second barrier (done reading its slots). Where the ranks are not all
+  // load/store reachable (several nodes), the NCCL calls run instead.
+  //
+  // A group that only starts with the reduce_scatter (its members' results leave the group,
+  // e.g. for a norm before the all-gather) runs phases (1)-(3) and a last barrier, after which
+  // every rank is done reading its slots. A group that only ends with the all-gather runs (3)
+  // without the sum, then (4)-(5); its slice window has two halves used in turn, so a fast
+  // rank's next call cannot overwrite a slice that a slow rank still pulls (it would first have
+  // to pass a barrier of that next call, which the slow rank reaches only after this kernel).
+  struct DevGroup {
+    int index = 0, rs = -1, ag = -1;  // the reduce_scatter and the all_gather (-1: none)
+    int ref = -1;                     // the stage whose shape the members share (their OutputMap)
+    int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
+    int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
+    // The reduce-scatter's slots are already in the staging window when the kernel starts
+    // (copied there by copy engines, emitChunked): the kernel pushes nothing.
+    bool preloaded = false;
+    // A preloaded group's epilogue and all-gather: -1 chosen at run time (gatherPipelined),
+    // 0 once after the last chunk, 1 per chunk (tune(f, gather = after | pipelined)).
+    int gather = -1;
+    std::vector<int> run, ext, written;
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;
+    std::vector<int> folds;  // reductions whose per-block partial sums the kernel writes (planFoldedReductions)
+    std::vector<int> calc;   // what the kernel computes per element: the members, then the folds' computed elements
+    std::string name;
+    bool head() const { return rs >= 0; }
+    bool tail() const { return ag >= 0; }
+    bool full() const { return head() && tail(); }
+    bool pushes() const { return head() && !preloaded; }  // the kernel pushes the slices of its input rsIn
+    int first() const { return head() ? rs : run.front(); }
+    bool halves() const { return tail() && !head(); }  // its slice window's two halves alternate (parity)
+    const char* label() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
+  };
+  int devIndices_ = 0;                 // collectives on the device path (their windows in Dev_: stage, slice, oneShot, parity)
+  std::map<int, DevGroup> devGroups_;  // by the first member
+  std::set<int> devMembers_;           // members other than the first
+  std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
+
+  // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group (with
+  // `partial`, also [reduce_scatter, members...] or [members..., all_gather]): false when it
+  // does not qualify (not over the world, not a float sum, a member that is not element-wise
+  // on the slice, an operand read through a map other than linear, periodic or scalar, or the
+  // reduced slice needed elsewhere).
+  bool analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool partial = false) const;
+
+  // Values of a device group (members m) that stay inside its kernel: only the NCCL fallback
+  // stores them, so their workspace is made there (fallbackStorage).
+  void markFallbackOnly(const std::vector<int>& m, const DevGroup& dg);
+  std::string fallbackStorage(const std::vector<int>& ids, const std::string& ind) const;
+
+  // The knobs of the fused group a stage belongs to (none when it belongs to none).
+  const std::map<std::string, std::string>& groupKnobs(const Stage& s) const;
+
+  static bool ncclAsked(const std::map<std::string, std::string>& knobs);
+  static int knobInt(const std::map<std::string, std::string>& knobs, const char* name, int otherwise);
+
+  void planDeviceGroups();
+
+  // An overlap matmul -> reduce_scatter -> element-wise -> all_gather whose chain qualifies
+  // moves each chunk's reduce-scatter with copy engines while the next chunk's GEMM runs
+  // (every rank's partial sums of a rank's block land in that rank's staging window), then
+  // runs the epilogue and the all-gather once as the device group's kernel, on
+  // kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). Copy engines leave every SM to
+  // the GEMM: on 4x H200 the Megatron layer (f16) took 959 / 1709 us at H = 8192 / 12288
+  // (docs/benchmarks/gpu/2026-11-21-4xH200-session7) where a kernel per chunk that pushed its
+  // slices itself while the next GEMM ran took 1166 / 1988 us (session4b: kernel and GEMM
+  // share the SMs and hardly overlap); the kernel on 64 blocks took 1053 / 1855 us.
+  static constexpr int kDevOverlapBlocks = 128;
+  // The epilogue and all-gather run per chunk (each chunk's kernel on stream_ after the next
+  // chunk's GEMM, copy engines pulling the other ranks' parts while the GEMMs go on) on two
+  // ranks where the GEMM's flops per byte that crosses NVLink, 2 M N K / (2 (P - 1) / P M N e) =
+  // K P / ((P - 1) e), reach this and the product is 16 MiB or more. On H200 (f16 and bf16,
+  // B*S = 8192, docs/benchmarks/gpu/2026-11-21-4xH200-session8) per chunk was 1.07-1.13x faster
+  // than once after the last chunk on 2 GPUs (H = 4096..12288: 2048..6144 flops per byte), and
+  // 0.78-0.95x on 4 GPUs at every H (683..2048), where the transfers outlast the GEMM.
+  static constexpr int kGatherFlopsPerByte = 1700;
+  static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
+  std::map<int, DevGroup> devChunked_;  // by producer
+  // Some overlap may run its epilogue and all-gather per chunk (it needs comm3_ and ovRed_).
+  bool gatherMayPipe() const;
+
+  void planDeviceChunked();
+
+  // How one launch of a device group's kernel is fed: host expressions for the reduce-scatter's
+  // input (P slices of nSlice elements), the slice length, the offset of this launch's elements
+  // in the rank's slice (a chunk of an overlap), the distance between ranks' parts of the
+  // gathered output, and the byte offset of the half of the slice window in use.
+  struct DevLaunch {
+    std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
+    std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
+  };
+
+  int devVecWidth(const DevGroup& dg) const;
+
+  // The kernel's parameters and, for launch L, the host's arguments; `others` gets the external
+  // operands other than the reduced slice (indices into dg.ext).
+  void devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
+                    std::vector<int>& others) const;
+
+  // Emits the kernel of a device group (once); returns its name.
+  std::string emitDevKernel(const DevGroup& dg);
+
+  // What `emit` writes into the host code, each line prefixed with `ind` (code nested deeper
+  // than the emitter that wrote it expects).
+  void emitIndented(const std::string& ind, const std::function<void()>& emit);
+
+  // The host's maps of a device group's other operands (over the slice's type).
+  void emitDevMaps(const DevGroup& dg, const std::string& ind) {
+    emitIndented(ind.substr(4), [&] { emitMaps(dg.ref, dg.ext); });
+  }
+
+  // The alignment test `vec` of launch L of a device group's kernel.
+  void emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vector<int>& others, const std::string& ind);
+
+  void emitDeviceGroup(const DevGroup& dg);
+
+  // ---- Allreduces over NCCL's device API (--device-collectives) ----
+  // An allreduce (sum over the world, a float type) that no overlap has chunked, or a fused
+  // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's
+  // one-shot kernel up to kOneShotMaxBytes per rank (the latency-bound sizes), two-shot up to
+  // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
+  // length), and as NCCL's allreduce above; tune(algorithm = ...) overrides.
+  struct DevAllReduce {
+    int index = 0, in = -1, out = -1;
+    std::string name;  // the stage (or fused group) that failures name
+    std::string algo;  // the `algorithm` knob: "" (by size), one_shot or two_shot
+  };
+  std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
+
+  bool usesDevice() const { return devIndices_ > 0; }
+
+  // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
+  std::string algorithmOf(const Stage& s) const;
+
+  void planDeviceAllReduces();
+
+  // One-shot where the knob asks for it, or (no knob, or two-shot not possible) up to
+  // kOneShotMaxBytes; two-shot where the rank count divides the length, up to kTwoShotMaxBytes
+  // unless the knob asks for it; NCCL otherwise.
+  void emitDeviceAllReduce(const DevAllReduce& d);
+
+  // Stream order of an overlap: comm2_ starts after what stream_ did before; chunk k's producer
+  // work on stream_ hands over to comm2_; stream_ goes on after all of comm2_'s work.
+  static std::string forkComm(const std::string& name) {
+    return "    CHECK(cudaEventRecord(ovStart_, stream_), " + name + ");\n    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " + name + ");\n";
+  }
+  static std::string handOff(const std::string& name);
+  static std::string joinComm(const std::string& name) {
+    return "    CHECK(cudaEventRecord(ovDone_, comm2_), " + name + ");\n    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " + name + ");\n";
+  }
+
+  // ---- A fused reduce_scatter + all_gather with nothing between them is an allreduce: one
+  // NCCL call (its algorithm NCCL's) instead of two.
+  std::map<int, int> arPair_;  // all_gather -> its reduce_scatter
+
+  void planAllReducePairs();
+
+  // ---- Embedding bags: a reduction over the lookups of an embedding (DLRM's pooling) gathers
+  // the rows inside the reduction, so the [..., L, D] tensor of looked-up rows never exists.
+  std::map<int, int> bagOf_;      // embedding -> the reduction that gathers it
+  std::map<int, int> bagReduce_;  // reduction -> its embedding
+
+  void planBags();
+
+  // The gather-reduce kernel of reduction `id` (its Op struct already written) and its launch
+  // over all outputs. Output o = (outer index, index position, column) reduces the lookups of
+  // dimension `dim` of the indices.
+  void emitBagKernel(int id, const std::string& op);
+
+  // Host code shared by the whole and the chunked launch: the sizes of the bag.
+  void emitBagSizes(int id);
+
+  std::string bagArgs(int id, const std::string& rest) const;
+
+  void emitBag(int id, const std::string& op);
+
+  // An embedding bag pipelined with the all_to_all of its result: chunk c is sub-block c of the
+  // block of dimension 0 that goes to each rank; its pieces are sent while chunk c+1 is gathered.
+  void emitChunkedBag(const Chunked& ch);
+
+  // Can a matmul be chunked along dimension d for an all_to_all of its product? The rows of the
+  // product (every dimension but the last) split at d into outer indices (dimensions before d)
+  // and rows per outer index; chunk c takes rows [c R/C, (c+1) R/C) of every outer index. A
+  // batched weight must be indexed by the outer index alone (its batch dimensions are the ones
+  // just before d, which must then be the last row dimension).
+  std::string chunkedAllToAllWhyNot(const Stage& ps, int d) const;
+
+  // A matmul pipelined with the all_to_all of its product along dimension d: GEMMs of chunk c+1
+  // (stream_) while chunk c is packed, exchanged and placed (comm2_).
+  void emitChunkedAllToAll(const Chunked& ch);
+
+  // A matmul pipelined with the allreduce of its product (and element-wise members after it):
+  // chunk c is rows [c M / C, (c+1) M / C) of the product, reduced in place of the whole.
+  void emitChunkedAllReduce(const Chunked& ch);
+
+  void emitChunked(const Chunked& ch);
+
+  // ---- Results written where the caller wants them ----
+  // A state's new value is computed straight into the state's storage when nothing reads the
+  // old value afterwards: every reader of the entry comes earlier on the stream, or is an
+  // element-wise member of the same kernel reading the same element (each kernel stores after
+  // computing all members of an element). An output is computed straight into the caller's
+  // buffer. Either saves a device-to-device copy of the tensor at the end of run().
+  std::map<int, std::pair<std::string, std::string>> direct_;  // stage -> (tensor, what it is)
+  std::set<int> aliased_;                                       // entries read by their exit's kernel
+
+  void planDirect();
+
+  std::map<int, std::vector<int>> runOf_;  // stage -> the fused run it belongs to
+  std::set<int> unstored_;                 // run members whose values never leave the kernel
+
+  std::string exprTextFor(const Stage& s) const;
+
+  // One block per output element: the reduced elements, strided, then a tree in shared memory.
+  // The reduction's accumulator and combining rule, as the struct the runtime's templates take.
+  std::set<int> reduceOps_;  // reductions whose Op struct the kernels have
+  // The name of reduction `id`'s Op struct (emitReduceOp writes it).
+  std::string reduceOpStruct(int id) const { return "Op_" + std::to_string(id) + "_" + ident(p_.stages[id].name); }
+  std::string emitReduceOp(int id);
+
+  // The mean divides by the global count of reduced elements (host expression).
+  std::string reduceCount(int id) const;
+
+  void emitReduce(int id);
+
+  // ---- Scalar chains on the device path ----
+  // Consecutive stages that each make one element (a folded reduction's combination of its
+  // blocks' partials, an allreduce over the world, element-wise arithmetic on scalars: LAMB's
+  // norms and trust ratio, a clipping factor) run as one single-thread kernel instead of a
+  // launch each. Its allreduces are exchanges through a symmetric window: the rank stores its
+  // values into its slot on every rank, one LSA barrier, then it combines the slots in rank
+  // order (as the one-shot allreduce does). Arithmetic runs as soon as its operands are known
+  // and allreduces wait until nothing else can run, so independent allreduces (the two norms)
+  // share one exchange. The window has two halves used in turn (parity) and one region per
+  // exchange: a rank's next call cannot overwrite slots a slower rank still reads, since it
+  // would first pass a barrier that the slower rank reaches only after reading them. Where the
+  // device path is not usable, the stages run one by one as they would otherwise.
+  struct ScalarChain {
+    int index = 0;
+    std::vector<int> stages;               // program order (the stages that make code)
+    std::vector<int> order;                // execution order in the kernel; -1 - e: exchange e
+    std::vector<std::vector<int>> exchanges;  // the allreduces of each exchange
+    std::vector<int> ext, written;         // values read from memory / stored for later stages
+    size_t width = 0;                      // the most allreduces in one exchange
+    std::string name;
+  };
+  std::map<int, ScalarChain> scalarChains_;  // by the first stage
+  std::map<int, int> scalarChainOf_;         // stage -> the first stage of its chain
+
+  static bool oneElement(const TensorType& t);
+
+  bool scalarChainStage(int id) const;
+
+  // Sends (to the next or previous rank or group: every rank sends and receives) over the
+  // device API: the runtime's dev_send_recv pushes into the receiver's window.
+  std::map<int, int> devSend_;  // stage -> its window's index
+  void planDeviceSends();
+
+  void planScalarChains();
+
+  void emitScalarChain(const ScalarChain& sc);
+
+  // ---- Reductions that compute their elements ----
+  // An element-wise stage that only a reduction reads (and, recursively, element-wise stages of
+  // its shape that only the chain reads) is computed inside the reduction at each element it
+  // reduces and never stored: a norm's squares, and the slicing copy that a reorder makes for a
+  // reduction of a replicated value, cost no pass over memory and no launch of their own. Each
+  // operand from outside the chain is read at the element's own index, modulo its length (a
+  // trailing-dimension operand such as a bias) or as one scalar; the values are rounded to the
+  // members' types exactly as storing them would round them.
+  struct InlineSrc {
+    std::vector<int> chain;  // program order; the last is the reduction's operand
+    std::vector<int> ext;
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;
+  };
+  std::map<int, InlineSrc> inlineSrc_;  // reduction -> its computed elements
+  std::map<int, int> inlinedInto_;      // stage -> the reduction that computes it
+
+  bool inlinable(int id, int consumer) const;
+
+  void planInlinedReductions();
+
+  // ---- Reductions folded into a device group's kernel ----
+  // A reduction of every element of a tensor shaped like a device group's slice (a norm's sum of
+  // squares between LAMB's reduce-scatter and all-gather, a gradient norm for clipping) whose
+  // elements the group's kernel can compute (from its members, its operands, and values stored
+  // before it, through the maps its members use) is accumulated inside that kernel: each thread
+  // folds the elements it computes anyway, each block writes one partial result, and at the
+  // reduction's place a one-block kernel combines the blocks' partials in block order (the
+  // partition depends only on the sizes: deterministic). The reduction then reads no memory of
+  // its own and a member that only it read is never stored. Where the group runs as NCCL calls,
+  // the reduction runs as it would unfolded.
+  static constexpr int kMaxFolds = 4;  // per kernel (each takes kDevThreads accumulators of shared memory)
+  std::map<int, int> foldedInto_;      // reduction -> the first member of its device group
+
+  // Is value `id` in memory, whole, before stage `before` runs? (Inputs and states always are.)
+  // The host variable with the block count of the device group that starts at `first`, where
+  // its blocks wrote partial results (0 where they did not).
+  std::string foldBlocksVar(int first) const { return "devFold" + std::to_string(devGroups_.at(first).index) + "Blocks"; }
+
+  bool storedBefore(int id, int before) const;
+
+  void planFoldedReductions();
+
+  // The source of reduction `id` that computes its elements: a struct in the kernels (its
+  // operator() is element i of the reduced tensor) and the host's instance of it; returns its name.
+  std::string emitReduceSource(int id, const InlineSrc& is);
+
+  void emitRowwise(int id);
+
+  // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
+  // accumulation (f64 for f64), batched when both operands carry batch dimensions.
+  void emitGemm(int id);
+
+  void emitEmbedding(int id);
+
+  // ---- Driver, build manifest, manifest.json ----
+  std::string driverText();
+
+  static int dtypeBytes(DType t);
+
+  std::string cmakeText();
+
+  std::string manifestText(const std::string& allSources);
+};
+
+}  // namespace coconet::backend::detail
