@@ -107,7 +107,6 @@ void Emitter::planDeviceChunked() {
     DevGroup dg;
     if (!analyzeDevGroup(m, dg)) continue;
     dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
-    dg.rounds = 1;  // one round: pipelined rounds were slower after the copies (4x H200)
     dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
     dg.preloaded = true;
     if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;

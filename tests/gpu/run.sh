@@ -93,6 +93,17 @@ if python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
     fi
   done
 fi
+# A run-time error path: an i64 scalar that is not a whole number is refused before any launch,
+# naming the parameter (coconet_rt::checkIntegerScalar).
+if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; then
+  want="rank 0: error: megatron_row: scalar parameter 'seed' (i64) is 0.5; it must be a whole number from -2^53 to 2^53"
+  if ! timeout 60 "$b/gen/megatron_row/build/megatron_row_main" --spawn 1 -D B=4 -D S=4 -D H=8 -D seed=0.5 > "$out/error-scalar.log" 2>&1 &&
+     grep -qxF "$want" "$out/error-scalar.log"; then
+    echo "error path megatron_row -D seed=0.5: refused as expected" >> "$res"; pass=$((pass+1))
+  else
+    echo "error path megatron_row -D seed=0.5: FAILED (wanted: $want)" >> "$res"; tail -n 3 "$out/error-scalar.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+  fi
+fi
 echo "checks: $pass passed, $fail failed" >> "$res"
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do
