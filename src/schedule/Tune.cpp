@@ -1,9 +1,20 @@
 // tune: knobs for the backend, stored as plain data.
+#include <algorithm>
 #include <charconv>
+#include <map>
+#include <vector>
 
 #include "schedule/Primitives.h"
 
 namespace coconet::schedule {
+
+namespace {
+// Knobs that take one of a few words; the others are integers in [1, 65535].
+const std::map<std::string, std::vector<std::string>> kChoices = {
+    {"algorithm", {"one_shot", "two_shot", "ring", "nccl"}},
+    {"gather", {"pipelined", "after"}},
+};
+}  // namespace
 
 bool tune(StepContext& c) {
   if (!c.expectShape({"blocks", "chunks", "algorithm", "gather"}, 1, 1, 0)) return false;
@@ -16,15 +27,12 @@ bool tune(StepContext& c) {
   std::map<std::string, std::string> knobs;
   for (auto& k : c.step.args) {
     if (k.key.empty()) continue;
-    if (k.key == "algorithm") {
-      if (k.value != "one_shot" && k.value != "two_shot" && k.value != "ring" && k.value != "nccl") {
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm " + quote(k.value) +
-                                 " is not one of one_shot, two_shot, ring, nccl", k.length);
-        return false;
-      }
-    } else if (k.key == "gather") {
-      if (k.value != "pipelined" && k.value != "after") {
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": gather " + quote(k.value) + " is not one of pipelined, after",
+    if (auto e = kChoices.find(k.key); e != kChoices.end()) {
+      const std::vector<std::string>& allowed = e->second;
+      if (std::find(allowed.begin(), allowed.end(), k.value) == allowed.end()) {
+        std::string list;
+        for (auto& v : allowed) list += (list.empty() ? "" : ", ") + v;
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " " + quote(k.value) + " is not one of " + list,
                       k.length);
         return false;
       }
