@@ -156,8 +156,10 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
   return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
 }
 
-// Elements [lo, hi) of a kernel's work (lo a multiple of V) in units of V: thread t of the grid
-// takes units t, t + nth, ..., then the elements after the last whole unit one by one. `unit`
+// Elements [lo, hi) of a kernel's work in units of V: thread t of the grid takes the elements
+// before the first whole unit one by one (none when lo is a multiple of V), units t, t + nth,
+// ..., then the elements after the last whole unit one by one. An empty range does nothing
+// (chunkLo clamps the chunks past the end to [m, m), and m need not be a multiple of V). `unit`
 // handles a unit with vector accesses, `elem` one element; without `vec` the units' elements
 // go through `elem` in turn. The partition is the same either way, so ranks that differ in the
 // alignment of their buffers still give block b the same elements (per-block barriers order
@@ -165,7 +167,13 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
 template <int V, class Unit, class Elem>
 __device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  const long long v0 = lo / V, v1 = hi / V;
+  if (lo >= hi) return;
+  const long long v0 = (lo + V - 1) / V, v1 = hi / V;
+  if (v0 >= v1) {  // no whole unit inside
+    for (long long i = lo + tid; i < hi; i += nth) elem(i);
+    return;
+  }
+  for (long long i = lo + tid; i < v0 * V; i += nth) elem(i);
   for (long long jv = v0 + tid; jv < v1; jv += nth) {
     if (vec) {
       unit(jv * V);
