@@ -1,5 +1,7 @@
 // Overlaps: a producer (matmul, GEMV, gather) chunked along its rows and pipelined with its
 // collectives on a second stream (copy engines and device-API kernels where the ranks share NVLink).
+#include <set>
+
 #include "backend/Emitter.h"
 
 namespace coconet::backend::detail {
@@ -25,6 +27,26 @@ void Emitter::planOverlaps() {
     ch.producer = prod;
     ch.chunks = o.chunks;
     const Stage& ps = p_.stages[prod];
+    if (ps.kind == StageKind::AllToAll) {
+      // an all_to_all pipeline: the chain is every stage between that reads x or a chain value
+      ch.back = p_.find(o.consumer);
+      std::set<int> chain{prod};
+      for (int q = prod + 1; q < ch.back; ++q)
+        for (int opd : p_.stages[q].operands)
+          if (chain.count(opd)) {
+            chain.insert(q);
+            ch.run.push_back(q);
+            break;
+          }
+      if (auto why = exchangeWhyNot(ch); !why.empty()) {
+        overlapNotes_[prod] = why + "\n";
+        continue;
+      }
+      chunked_[prod] = ch;
+      for (int m : ch.run) overlapped_.insert(m);
+      overlapped_.insert(ch.back);
+      continue;
+    }
     if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
       // embedding -> its reduction -> all_to_all of the reduction along dimension 0 per rank
       const Stage& r = p_.stages[bag->second];
@@ -224,6 +246,99 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
     << "    }\n" << joinComm(name) << "  }\n";
 }
 
+bool Emitter::hasExchangePipeline() const {
+  for (auto& [prod, ch] : chunked_)
+    if (ch.back >= 0) return true;
+  return false;
+}
+
+// The schedule checked the chain (overlapExchange); later steps may have changed it.
+std::string Emitter::exchangeWhyNot(const Chunked& ch) const {
+  const Stage& x = p_.stages[ch.producer];
+  const Stage& back = p_.stages[ch.back];
+  if (back.kind != StageKind::AllToAll || back.type.group != x.type.group || !back.fusedInto.empty() || !x.fusedInto.empty())
+    return "'" + back.name + "' is not an unfused all_to_all of the same group";
+  if (ch.run.empty() || back.operands[0] != ch.run.back()) return "'" + back.name + "' does not return the last stage computed from '" + x.name + "'";
+  std::set<int> chain{ch.producer};
+  for (int q : ch.run) {
+    const Stage& s = p_.stages[q];
+    if (!s.fusedInto.empty() || s.type.layout.kind == Layout::Sliced) return "'" + s.name + "' is fused or sliced";
+    if (s.kind == StageKind::Matmul) {
+      if (!chain.count(s.operands[0]) || chain.count(s.operands[1]) ||
+          (p_.stages[s.operands[0]].type.rank() > 2 ? p_.stages[s.operands[1]].type.rank() >= p_.stages[s.operands[0]].type.rank()
+                                                     : p_.stages[s.operands[1]].type.rank() != 2))
+        return "'" + s.name + "' is not an exchanged value times a weight that broadcasts over the ranks' blocks";
+    } else if (s.kind == StageKind::Compute) {
+      for (int opd : s.operands)
+        if (chain.count(opd) && p_.stages[opd].type.shape != s.type.shape) return "'" + s.name + "' broadcasts an exchanged value";
+    } else {
+      return "'" + s.name + "' is " + std::string(stageKindName(s.kind)) + ", which does not work rank block by rank block";
+    }
+    chain.insert(q);
+  }
+  return "";
+}
+
+void Emitter::emitExchangePipeline(const Chunked& ch) {
+  auto& b = body_;
+  const Stage& x = p_.stages[ch.producer];
+  const Stage& back = p_.stages[ch.back];
+  const int in = x.operands[0], last = back.operands[0];
+  const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
+  const std::string T = storageType(x.type.dtype), BT = storageType(back.type.dtype);
+  const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"";
+  b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
+  for (int q : ch.run) b << " " << p_.stages[q].name << ",";
+  b << " " << back.name << " (all_to_all):\n"
+    << "  // step i computes on the block that rank me - i sent (stream_) while the block of step i+1\n"
+    << "  // arrives and the result of step i-1 goes back to its rank (comm2_); step 0 is this rank's own.\n"
+    << "  if (" << countVar(ch.producer) << " > 0) {\n"
+    << "    const long long G = " << g(gr, "size") << ", me = " << g(gr, "pos") << ";\n"
+    << "    const long long inBlock = " << countVar(ch.producer) << " / G, outBlock = " << countVar(ch.back)
+    << " / G;  // elements per rank block\n"
+    << "    while (static_cast<long long>(ovSteps_.size()) < G) {\n"
+    << "      cudaEvent_t e = nullptr;\n"
+    << "      CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), " << xn << ");\n"
+    << "      ovSteps_.push_back(e);\n    }\n"
+    << forkComm(xn)
+    << "    CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + me * inBlock, " << var(in) << " + me * inBlock, inBlock * sizeof(" << T
+    << "), cudaMemcpyDeviceToDevice, stream_), " << xn << ");\n"
+    << "    for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
+    << "      const int to = static_cast<int>((me + i) % G), from = static_cast<int>((me + G - i) % G);\n"
+    << "      CHECK(ncclGroupStart(), " << xn << ");\n"
+    << "      CHECK(ncclSend(" << var(in) << " + to * inBlock, inBlock, " << ncclType(x.type.dtype) << ", to, " << commOf(gr)
+    << ", comm2_), " << xn << ");\n"
+    << "      CHECK(ncclRecv(" << var(ch.producer) << " + from * inBlock, inBlock, " << ncclType(x.type.dtype) << ", from, " << commOf(gr)
+    << ", comm2_), " << xn << ");\n"
+    << "      CHECK(ncclGroupEnd(), " << xn << ");\n"
+    << "      CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n    }\n"
+    << "    for (long long i = 0; i < G; ++i) {\n"
+    << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
+    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
+  for (int q : ch.run) {
+    const Stage& s = p_.stages[q];
+    b << "      " << stageComment(s) << "\n      {\n";
+    if (s.kind == StageKind::Matmul) emitGemm(q, "blk");
+    else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
+    b << "      }\n";
+  }
+  b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
+    << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[0], 0), " << bn << ");\n"
+    << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n"
+    << "      if (i == 0) {\n"
+    << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + me * outBlock, " << var(last) << " + me * outBlock, outBlock * sizeof(" << BT
+    << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+    << "      } else {\n"
+    << "        const int from = static_cast<int>((me + i) % G);\n"
+    << "        CHECK(ncclGroupStart(), " << bn << ");\n"
+    << "        CHECK(ncclSend(" << var(last) << " + blk * outBlock, outBlock, " << ncclType(back.type.dtype) << ", static_cast<int>(blk), "
+    << commOf(gr) << ", comm2_), " << bn << ");\n"
+    << "        CHECK(ncclRecv(" << var(ch.back) << " + from * outBlock, outBlock, " << ncclType(back.type.dtype) << ", from, " << commOf(gr)
+    << ", comm2_), " << bn << ");\n"
+    << "        CHECK(ncclGroupEnd(), " << bn << ");\n      }\n"
+    << "    }\n" << joinComm(bn) << "  }\n";
+}
+
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {
   auto& b = body_;
   const Stage& ps = p_.stages[ch.producer];
@@ -261,6 +376,7 @@ void Emitter::emitChunkedAllReduce(const Chunked& ch) {
 }
 
 void Emitter::emitChunked(const Chunked& ch) {
+  if (ch.back >= 0) return emitExchangePipeline(ch);
   if (ch.ar >= 0) return emitChunkedAllReduce(ch);
   if (ch.bag >= 0) return emitChunkedBag(ch);
   if (ch.a2a >= 0) return emitChunkedAllToAll(ch);

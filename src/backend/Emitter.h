@@ -222,6 +222,7 @@ private:
     int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
     int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
     int bag = -1;                                  // an embedding's reduction (producer: the embedding)
+    int back = -1;  // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
     std::vector<int> run;  // element-wise members between them
     int chunks = 2;
   };
@@ -439,6 +440,12 @@ private:
   // A matmul pipelined with the allreduce of its product (and element-wise members after it):
   // chunk c is rows [c M / C, (c+1) M / C) of the product, reduced in place of the whole.
   void emitChunkedAllReduce(const Chunked& ch);
+  // An all_to_all pipeline (overlap(x, back) with x an all_to_all): step i computes the stages
+  // between x and back on the block of dimension 0 that rank me - i sent (stream_) while the
+  // block of step i+1 arrives and the result of step i-1 returns to its rank (comm2_).
+  std::string exchangeWhyNot(const Chunked& ch) const;
+  void emitExchangePipeline(const Chunked& ch);
+  bool hasExchangePipeline() const;
 
   void emitChunked(const Chunked& ch);
 
@@ -558,7 +565,9 @@ private:
 
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
   // accumulation (f64 for f64), batched when both operands carry batch dimensions.
-  void emitGemm(int id);
+  // `blk`: only block `blk` of G (a variable of the emitted scope) along dimension 0 of the
+  // left operand and the product; the weight does not vary along it.
+  void emitGemm(int id, const std::string& blk = "");
 
   void emitEmbedding(int id);
 

@@ -258,8 +258,8 @@ std::string print(const Program& p) {
     os << "]" << knobsStr(f.knobs) << "\n";
   }
   for (auto& o : p.overlaps)
-    os << "  overlap " << o.producer << " with " << o.consumer << " {chunks = " << o.chunks << ", dim = " << o.dim
-       << "}\n";
+    os << "  overlap " << o.producer << " with " << o.consumer << " {chunks = "
+       << (o.chunks ? std::to_string(o.chunks) : std::string("per rank")) << ", dim = " << o.dim << "}\n";
   os << "  return";
   for (size_t i = 0; i < p.outputs.size(); ++i)
     os << (i ? ", " : " ") << p.outputNames[i]

@@ -169,8 +169,8 @@ struct FusedGroup {
 
 struct Overlap {
   std::string producer, consumer;  // stage or fused-group names
-  int chunks = 2;
-  int dim = 0;  // the dimension of the producer's value that is chunked
+  int chunks = 2;  // 0: one chunk per rank of the group (an all_to_all pipeline)
+  int dim = 0;     // the dimension of the producer's value that is chunked
   SourceLoc loc;
 };
 

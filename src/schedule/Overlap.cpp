@@ -1,12 +1,77 @@
 // overlap: pipeline a matmul (gemv, embedding) with the collective that consumes it.
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include "schedule/Primitives.h"
 
 namespace coconet::schedule {
 
 using namespace ir;
+
+namespace {
+
+// overlap(x, back) with x an all_to_all: the stages from x to the all_to_all `back` run rank
+// block by rank block (see Primitives.h).
+bool overlapExchange(StepContext& c, int prod) {
+  Program& p = c.p;
+  auto pos = c.positional();
+  const Stage& ps = p.stages[prod];
+  if (p.findFused(pos[1]->value))
+    return c.fail(pos[1], pos[1]->value, "it is a fused group; an all_to_all is overlapped with the all_to_all that returns its result");
+  int back = c.stage(*pos[1]);
+  if (back < 0) return false;
+  const Stage& bs = p.stages[back];
+  if (bs.kind != StageKind::AllToAll)
+    return c.fail(pos[1], bs.name, "it is " + describe(bs) + "; an all_to_all is overlapped with the all_to_all that returns its result");
+  if (bs.type.group != ps.type.group)
+    return c.fail(pos[1], bs.name, "it exchanges in another group than " + quote(ps.name));
+  if (const Arg* k = c.knob("chunks"))
+    return c.fail(k, ps.name, "an all_to_all pipeline runs one chunk per rank of the group; 'chunks' is not a knob here");
+  if (const Arg* k = c.knob("dim"); k && k->value != "0")
+    return c.fail(k, ps.name, "an all_to_all pipeline chunks dimension 0 (one block per rank), got dim = " + quote(k->value));
+  // The chain: every stage between them that reads x or a chain value, each working on the
+  // block of dimension 0 that one rank sent without reading the other blocks.
+  std::set<int> chain{prod};
+  for (int q = prod + 1; q < back; ++q) {
+    const Stage& s = p.stages[q];
+    bool reads = false;
+    for (int o : s.operands) reads = reads || chain.count(o);
+    if (!reads) continue;
+    if (!s.fusedInto.empty()) return c.fail(pos[0], ps.name, quote(s.name) + " is fused into " + quote(s.fusedInto));
+    if (s.type.layout.kind == Layout::Sliced)
+      return c.fail(pos[0], ps.name, quote(s.name) + " is sliced across ranks; its blocks would not be this rank's");
+    if (s.kind == StageKind::Matmul) {
+      const Stage& a = p.stages[s.operands[0]];
+      const Stage& w = p.stages[s.operands[1]];
+      if (!chain.count(s.operands[0]) || chain.count(s.operands[1]))
+        return c.fail(pos[0], ps.name, quote(s.name) + " multiplies by an exchanged value; only its left operand may be one");
+      // Dimension 0 of the left operand is its rows (rank 2) or its first batch dimension, which
+      // the weight must not have.
+      if (a.type.rank() > 2 ? w.type.rank() >= a.type.rank() : w.type.rank() != 2)
+        return c.fail(pos[0], ps.name, "the weight of " + quote(s.name) + " has a dimension 0 of its own; it must broadcast over the ranks' blocks");
+    } else if (s.kind == StageKind::Compute) {
+      for (int o : s.operands)
+        if (chain.count(o) && p.stages[o].type.shape != s.type.shape)
+          return c.fail(pos[0], ps.name, quote(s.name) + " broadcasts " + quote(p.stages[o].name) + ", which mixes the ranks' blocks");
+    } else {
+      return c.fail(pos[0], ps.name, quote(s.name) + " is " + describe(s) + ", which does not work rank block by rank block");
+    }
+    chain.insert(q);
+  }
+  if (bs.operands[0] == prod || !chain.count(bs.operands[0]))
+    return c.fail(pos[1], bs.name, "it does not return a value computed from " + quote(ps.name));
+  if (!ps.fusedInto.empty()) return c.fail(pos[0], ps.name, "it is fused into " + quote(ps.fusedInto));
+  if (!bs.fusedInto.empty()) return c.fail(pos[1], bs.name, "it is fused into " + quote(bs.fusedInto));
+  for (auto& o : p.overlaps)
+    for (int q : chain)
+      if (o.producer == p.stages[q].name || o.consumer == p.stages[q].name || o.consumer == bs.name)
+        return c.fail(pos[0], ps.name, quote(o.producer) + " is already overlapped with " + quote(o.consumer));
+  p.overlaps.push_back({ps.name, bs.name, 0, 0, c.step.loc});
+  return true;
+}
+
+}  // namespace
 
 bool overlap(StepContext& c) {
   // Step 1. Check every precondition.
@@ -16,8 +81,9 @@ bool overlap(StepContext& c) {
   int prod = c.stage(*pos[0]);
   if (prod < 0) return false;
   const Stage& ps = p.stages[prod];
+  if (ps.kind == StageKind::AllToAll) return overlapExchange(c, prod);
   if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv && ps.kind != StageKind::Embedding)
-    return c.fail(pos[0], ps.name, "it is " + describe(ps) + "; overlap pipelines a matmul, gemv or embedding");
+    return c.fail(pos[0], ps.name, "it is " + describe(ps) + "; overlap pipelines a matmul, gemv, embedding or all_to_all");
   std::vector<int> members;
   std::string consumer = pos[1]->value;
   if (const FusedGroup* f = p.findFused(consumer)) {

@@ -80,6 +80,15 @@ bool fuse(StepContext& c);
 // results are not sliced; no consumer reduction runs over dimension D; dimension D is not
 // sliced across ranks; N >= 2. Adds the requirement that dimension D divides into N chunks
 // (times the group size when D is 0 and the consumer scatters or exchanges blocks along it).
+//
+// overlap(x, back) with x an all_to_all: the stages between x and the all_to_all `back` run rank
+// block by rank block (step i on the block of dimension 0 that rank me - i sent, while the next
+// block arrives and the previous result returns). Preconditions: `back` is an unfused
+// all_to_all of x's group that reads the last value computed from x; every stage between them
+// that reads x or such a value is a matmul of it by a weight without its dimension 0 (a matrix
+// for a rank-2 left operand; lower rank than the left operand otherwise) or an element-wise
+// compute whose operands computed from x have its shape; none is fused or sliced; no `chunks`;
+// `dim` is 0 if given. Records chunks = 0 (one chunk per rank).
 bool overlap(StepContext& c);
 
 // tune(s, key = value, ...): knobs the backend reads (blocks, chunks, algorithm = one_shot |
