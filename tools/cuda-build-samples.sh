@@ -3,8 +3,10 @@
 # output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
 # and NCCL. Collectives compile to NCCL device-API kernels by default; two programs are built a
 # second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group)
-# and megatron_row (an overlap's chunked collectives). Exits 77 (skipped) where nvcc is absent.
-# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl]...]
+# and megatron_row (an overlap's chunked collectives); the samples' other schedules
+# (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g. moe_gemm@moe_gemm_ranks). Exits 77
+# (skipped) where nvcc is absent.
+# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/cuda-samples}"
@@ -12,16 +14,26 @@ shift || true
 nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
 programs=("$@")
-[ ${#programs[@]} -gt 0 ] || programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
-                                       "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl)
+if [ ${#programs[@]} -eq 0 ]; then
+  programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
+            "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl)
+  for sched in "$root"/samples/*/*.sched; do
+    d=$(dirname "$sched"); n=$(basename "$d")
+    [ "$(basename "$sched")" = "$n.sched" ] || programs+=("$d/$n.cnet:$sched")
+  done
+fi
 fails=0
 for item in "${programs[@]}"; do
-  prog=${item%@nccl}
+  prog=${item%%:*}
+  prog=${prog%@nccl}
   flags=()
-  [ "$prog" = "$item" ] || flags=(--no-device-collectives)
   n=$(basename "$prog" .cnet)
-  dir="$out/$(basename "$item" .cnet)"
-  [ "$prog" = "$item" ] || dir="$out/$n@nccl"
+  dir="$out/$n"
+  if [ "${item%@nccl}" != "$item" ]; then
+    flags=(--no-device-collectives); dir="$out/$n@nccl"
+  elif [ "${item#*:}" != "$item" ]; then
+    flags=(--schedule "${item#*:}"); dir="$out/$n@$(basename "${item#*:}" .sched)"
+  fi
   rm -rf "$dir"
   "$root/build/coconetc" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null
   start=$(date +%s)
