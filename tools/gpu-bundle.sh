@@ -47,6 +47,8 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
 # moe_gemm rank by rank (moe_gemm_ranks.sched: the all_to_all pipeline), run with moe_gemm's vectors.
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks.sched" -o "$b/gen/moe_gemm@ranks" >/dev/null
+# The same with its transfers by copy engines (moe_gemm_ranks_ce.sched), also moe_gemm's vectors.
+"$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks_ce.sched" -o "$b/gen/moe_gemm@ranks_ce" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

@@ -42,6 +42,10 @@ void Emitter::planOverlaps() {
         overlapNotes_[prod] = why + "\n";
         continue;
       }
+      // Copy engines where asked, over the world group (its windows' ranks are the group's).
+      const Stage& bs = p_.stages[ch.back];
+      if (o_.deviceCollectives && algorithmOf(bs) == "copy_engines" && (!bs.type.group || bs.type.group == p_.world()))
+        ch.devIndex = devIndices_++;
       chunked_[prod] = ch;
       for (int m : ch.run) overlapped_.insert(m);
       overlapped_.insert(ch.back);
@@ -286,7 +290,9 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   const int in = x.operands[0], last = back.operands[0];
   const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
   const std::string T = storageType(x.type.dtype), BT = storageType(back.type.dtype);
-  const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"";
+  const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"", prog = "\"" + p_.name + "\"";
+  const bool ce = ch.devIndex >= 0;
+  const std::string gi = std::to_string(ch.devIndex);
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
   b << " " << back.name << " (all_to_all):\n"
@@ -295,26 +301,61 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
     << "    const long long G = " << g(gr, "size") << ", me = " << g(gr, "pos") << ";\n"
     << "    const long long inBlock = " << countVar(ch.producer) << " / G, outBlock = " << countVar(ch.back)
-    << " / G;  // elements per rank block\n"
-    << "    while (static_cast<long long>(ovSteps_.size()) < G) {\n"
+    << " / G;  // elements per rank block\n";
+  if (ce)
+    b << "    // copy engines (tune algorithm = copy_engines) where every rank is load/store reachable: each rank\n"
+      << "    // pushes into the others' windows (slot = the sender), barriers order the pushes and the reads\n"
+      << "    const bool ce = devReady(" << bn << ");\n"
+      << "    coconet_rt::Window& win = dev_->stage[" << gi << "];   // blocks sent to this rank\n"
+      << "    coconet_rt::Window& wout = dev_->slice[" << gi << "];  // results returned to this rank\n"
+      << "    const std::vector<void*>* outs = nullptr;  // every rank's part of wout\n";
+  b << "    while (static_cast<long long>(ovSteps_.size()) < G) {\n"
     << "      cudaEvent_t e = nullptr;\n"
     << "      CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), " << xn << ");\n"
     << "      ovSteps_.push_back(e);\n    }\n"
     << forkComm(xn)
     << "    CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + me * inBlock, " << var(in) << " + me * inBlock, inBlock * sizeof(" << T
-    << "), cudaMemcpyDeviceToDevice, stream_), " << xn << ");\n"
-    << "    for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
-    << "      const int to = static_cast<int>((me + i) % G), from = static_cast<int>((me + G - i) % G);\n"
-    << "      CHECK(ncclGroupStart(), " << xn << ");\n"
-    << "      CHECK(ncclSend(" << var(in) << " + to * inBlock, inBlock, " << ncclType(x.type.dtype) << ", to, " << commOf(gr)
+    << "), cudaMemcpyDeviceToDevice, stream_), " << xn << ");\n";
+  std::string ind = "    ";
+  if (ce) {
+    ind = "      ";
+    b << "    if (ce) {\n"
+      << "      const bool grew = win.ensure(comm_, stream_, static_cast<size_t>(G * inBlock) * sizeof(" << T << "), " << prog << ", " << xn << ");\n"
+      << "      if (wout.ensure(comm_, stream_, static_cast<size_t>(G * outBlock) * sizeof(" << BT << "), " << prog << ", " << bn << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << xn << ");\n"
+      << "      const std::vector<void*>& ins = win.peerBases(static_cast<int>(G), stream_, " << prog << ", " << xn << ");\n"
+      << "      outs = &wout.peerBases(static_cast<int>(G), stream_, " << prog << ", " << bn << ");\n"
+      << "      // every rank is past its previous call (its reads of both windows): they are free\n"
+      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+      << "      CHECK(cudaGetLastError(), " << xn << ");\n"
+      << "      for (long long j = 1; j < G; ++j) {\n"
+      << "        const long long to = (me + j) % G;\n"
+      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(ins[to]) + me * inBlock, " << var(in) << " + to * inBlock, static_cast<size_t>(inBlock) * sizeof("
+      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n      }\n"
+      << "      // every block has arrived everywhere; this rank's go into place\n"
+      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+      << "      CHECK(cudaGetLastError(), " << xn << ");\n"
+      << "      const " << T << "* got = static_cast<const " << T << "*>(win.ptr);\n"
+      << "      if (me > 0) CHECK(cudaMemcpyAsync(" << var(ch.producer) << ", got, static_cast<size_t>(me * inBlock) * sizeof(" << T
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
+      << "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + (me + 1) * inBlock, got + (me + 1) * inBlock, static_cast<size_t>((G - me - 1) * inBlock) * sizeof("
+      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
+      << "      CHECK(cudaEventRecord(ovGemm_[1], comm2_), " << xn << ");\n"
+      << "    } else {\n";
+  }
+  b << ind << "for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
+    << ind << "  const int to = static_cast<int>((me + i) % G), from = static_cast<int>((me + G - i) % G);\n"
+    << ind << "  CHECK(ncclGroupStart(), " << xn << ");\n"
+    << ind << "  CHECK(ncclSend(" << var(in) << " + to * inBlock, inBlock, " << ncclType(x.type.dtype) << ", to, " << commOf(gr)
     << ", comm2_), " << xn << ");\n"
-    << "      CHECK(ncclRecv(" << var(ch.producer) << " + from * inBlock, inBlock, " << ncclType(x.type.dtype) << ", from, " << commOf(gr)
+    << ind << "  CHECK(ncclRecv(" << var(ch.producer) << " + from * inBlock, inBlock, " << ncclType(x.type.dtype) << ", from, " << commOf(gr)
     << ", comm2_), " << xn << ");\n"
-    << "      CHECK(ncclGroupEnd(), " << xn << ");\n"
-    << "      CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n    }\n"
-    << "    for (long long i = 0; i < G; ++i) {\n"
+    << ind << "  CHECK(ncclGroupEnd(), " << xn << ");\n"
+    << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n" << ind << "}\n";
+  if (ce) b << "    }\n";
+  b << "    for (long long i = 0; i < G; ++i) {\n"
     << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
-    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
+    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, " << (ce ? "ce ? ovGemm_[1] : ovSteps_[i]" : "ovSteps_[i]") << ", 0), " << xn << ");\n";
   for (int q : ch.run) {
     const Stage& s = p_.stages[q];
     b << "      " << stageComment(s) << "\n      {\n";
@@ -327,8 +368,12 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n"
     << "      if (i == 0) {\n"
     << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + me * outBlock, " << var(last) << " + me * outBlock, outBlock * sizeof(" << BT
-    << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
-    << "      } else {\n"
+    << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n";
+  if (ce)
+    b << "      } else if (ce) {  // into slot me of rank blk's window\n"
+      << "        CHECK(cudaMemcpyAsync(static_cast<" << BT << "*>((*outs)[blk]) + me * outBlock, " << var(last) << " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" << BT
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n";
+  b << "      } else {\n"
     << "        const int from = static_cast<int>((me + i) % G);\n"
     << "        CHECK(ncclGroupStart(), " << bn << ");\n"
     << "        CHECK(ncclSend(" << var(last) << " + blk * outBlock, outBlock, " << ncclType(back.type.dtype) << ", static_cast<int>(blk), "
@@ -336,7 +381,18 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << "        CHECK(ncclRecv(" << var(ch.back) << " + from * outBlock, outBlock, " << ncclType(back.type.dtype) << ", from, " << commOf(gr)
     << ", comm2_), " << bn << ");\n"
     << "        CHECK(ncclGroupEnd(), " << bn << ");\n      }\n"
-    << "    }\n" << joinComm(bn) << "  }\n";
+    << "    }\n";
+  if (ce)
+    b << "    if (ce) {  // every result has arrived everywhere: into place\n"
+      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+      << "      CHECK(cudaGetLastError(), " << bn << ");\n"
+      << "      const " << BT << "* got = static_cast<const " << BT << "*>(wout.ptr);\n"
+      << "      if (me > 0) CHECK(cudaMemcpyAsync(" << var(ch.back) << ", got, static_cast<size_t>(me * outBlock) * sizeof(" << BT
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" << var(ch.back) << " + (me + 1) * outBlock, got + (me + 1) * outBlock, static_cast<size_t>((G - me - 1) * outBlock) * sizeof("
+      << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "    }\n";
+  b << joinComm(bn) << "  }\n";
 }
 
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {

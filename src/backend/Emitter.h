@@ -223,6 +223,7 @@ private:
     int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
     int bag = -1;                                  // an embedding's reduction (producer: the embedding)
     int back = -1;  // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
+    int devIndex = -1;  // its transfers by copy engines (tune(back, algorithm = copy_engines)): Dev_ windows
     std::vector<int> run;  // element-wise members between them
     int chunks = 2;
   };

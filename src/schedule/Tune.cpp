@@ -11,7 +11,7 @@ namespace coconet::schedule {
 namespace {
 // Knobs that take one of a few words; the others are integers in [1, 65535].
 const std::map<std::string, std::vector<std::string>> kChoices = {
-    {"algorithm", {"one_shot", "two_shot", "ring", "nccl"}},
+    {"algorithm", {"one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
 };
 }  // namespace
@@ -44,6 +44,12 @@ bool tune(StepContext& c) {
                                  quote(k.value), k.length);
         return false;
       }
+    }
+    // Copy engines move an all_to_all pipeline's blocks; no other stage has them.
+    if (k.key == "algorithm" && k.value == "copy_engines" && (group || c.p.stages[id].kind != ir::StageKind::AllToAll)) {
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an all_to_all (the one an all_to_all pipeline returns its results with)",
+                    k.length);
+      return false;
     }
     knobs[k.key] = k.value;
   }

@@ -309,6 +309,15 @@ __global__ void __launch_bounds__(kDevThreads)
 // from one (the ranks' targets are a permutation: a send to the next or previous rank or group):
 // push into `to`'s window at byte `base`, a barrier, then copy what arrived into `out`. Callers
 // alternate between two such areas, as for the one-shot allreduce.
+// Every rank of the device communicator reaches this point before any goes on (one CTA, LSA
+// barrier 0): copy-engine transfers issued before it on each rank's stream are complete and
+// visible everywhere after it. Launched alone on a stream that no other device-API kernel of
+// the program runs beside (the all_to_all pipeline's second stream).
+static __global__ void __launch_bounds__(kDevThreads) dev_barrier(ncclDevComm dc) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
 template <class T, int V>
 __global__ void __launch_bounds__(kDevThreads)
     dev_send_recv(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int to, int vec) {

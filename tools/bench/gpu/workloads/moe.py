@@ -15,6 +15,7 @@ Rows:
                         returning all-to-all, 2 chunks of the capacity)
   coconetc_ranks        moe_gemm_ranks.sched: the all_to_all pipeline (the FFN on one sender's
                         tokens at a time, both all-to-alls pipelined with it)
+  coconetc_ranks_ce     moe_gemm_ranks_ce.sched: the same pipeline, its transfers by copy engines
   coconetc_unscheduled  the sample without a schedule
 Shape: X = 2 experts per rank, capacity C = 1024, H = 4096, F = 8192, f16. Inputs: tokens
 ~ N(0, 1), w1 ~ N(0, 1/H), w2 ~ N(0, 1/F) (so every value stays O(1)).
@@ -31,6 +32,7 @@ SOURCE = "samples/moe_gemm/moe_gemm.cnet"
 PROGRAMS = {
     "moe_gemm": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm.sched"),
     "moe_gemm_ranks": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_ranks.sched"),
+    "moe_gemm_ranks_ce": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_ranks_ce.sched"),
     "moe_gemm_unscheduled": dict(source=SOURCE, schedule=None),
 }
 
@@ -94,6 +96,8 @@ def rows(cfg: dict, ctx, mode: str):
                                           "all-to-all (2 chunks of C)")),
         ("coconetc_ranks", coconetc("moe_gemm_ranks", "moe_gemm_ranks.sched: the FFN rank block by rank block, "
                                                       "both all-to-alls pipelined with it")),
+        ("coconetc_ranks_ce", coconetc("moe_gemm_ranks_ce", "moe_gemm_ranks_ce.sched: the same, its transfers by "
+                                                            "copy engines into symmetric windows")),
         ("coconetc_unscheduled", coconetc("moe_gemm_unscheduled",
                                           "no schedule: all_to_all, matmul, gelu, matmul, "
                                           "all_to_all")),
