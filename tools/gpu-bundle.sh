@@ -49,6 +49,9 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks.sched" -o "$b/gen/moe_gemm@ranks" >/dev/null
 # The same with its transfers by copy engines (moe_gemm_ranks_ce.sched), also moe_gemm's vectors.
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks_ce.sched" -o "$b/gen/moe_gemm@ranks_ce" >/dev/null
+# a2a_ffn's pipeline by copy engines (its exchanged value `d` is an output too), a2a_ffn's vectors.
+printf 'overlap(d, back);\ntune(back, algorithm = copy_engines);\n' > "$b/a2a_ffn-ce.sched"
+"$root/build/coconetc" compile "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$b/a2a_ffn-ce.sched" -o "$b/gen/a2a_ffn@ce" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

@@ -1,7 +1,5 @@
 // Overlaps: a producer (matmul, GEMV, gather) chunked along its rows and pipelined with its
 // collectives on a second stream (copy engines and device-API kernels where the ranks share NVLink).
-#include <set>
-
 #include "backend/Emitter.h"
 
 namespace coconet::backend::detail {
@@ -30,14 +28,12 @@ void Emitter::planOverlaps() {
     if (ps.kind == StageKind::AllToAll) {
       // an all_to_all pipeline: the chain is every stage between that reads x or a chain value
       ch.back = p_.find(o.consumer);
-      std::set<int> chain{prod};
-      for (int q = prod + 1; q < ch.back; ++q)
-        for (int opd : p_.stages[q].operands)
-          if (chain.count(opd)) {
-            chain.insert(q);
-            ch.run.push_back(q);
-            break;
-          }
+      ExchangeChain chain = exchangeChain(p_, prod, ch.back);
+      ch.run = chain.stages;
+      if (chain.bad >= 0) {
+        overlapNotes_[prod] = "'" + p_.stages[chain.bad].name + "' does not work rank block by rank block\n";
+        continue;
+      }
       if (auto why = exchangeWhyNot(ch); !why.empty()) {
         overlapNotes_[prod] = why + "\n";
         continue;
@@ -256,30 +252,13 @@ bool Emitter::hasExchangePipeline() const {
   return false;
 }
 
-// The schedule checked the chain (overlapExchange); later steps may have changed it.
+// The schedule checked the chain (overlapExchange); a later step may have fused its ends.
 std::string Emitter::exchangeWhyNot(const Chunked& ch) const {
   const Stage& x = p_.stages[ch.producer];
   const Stage& back = p_.stages[ch.back];
   if (back.kind != StageKind::AllToAll || back.type.group != x.type.group || !back.fusedInto.empty() || !x.fusedInto.empty())
     return "'" + back.name + "' is not an unfused all_to_all of the same group";
   if (ch.run.empty() || back.operands[0] != ch.run.back()) return "'" + back.name + "' does not return the last stage computed from '" + x.name + "'";
-  std::set<int> chain{ch.producer};
-  for (int q : ch.run) {
-    const Stage& s = p_.stages[q];
-    if (!s.fusedInto.empty() || s.type.layout.kind == Layout::Sliced) return "'" + s.name + "' is fused or sliced";
-    if (s.kind == StageKind::Matmul) {
-      if (!chain.count(s.operands[0]) || chain.count(s.operands[1]) ||
-          (p_.stages[s.operands[0]].type.rank() > 2 ? p_.stages[s.operands[1]].type.rank() >= p_.stages[s.operands[0]].type.rank()
-                                                     : p_.stages[s.operands[1]].type.rank() != 2))
-        return "'" + s.name + "' is not an exchanged value times a weight that broadcasts over the ranks' blocks";
-    } else if (s.kind == StageKind::Compute) {
-      for (int opd : s.operands)
-        if (chain.count(opd) && p_.stages[opd].type.shape != s.type.shape) return "'" + s.name + "' broadcasts an exchanged value";
-    } else {
-      return "'" + s.name + "' is " + std::string(stageKindName(s.kind)) + ", which does not work rank block by rank block";
-    }
-    chain.insert(q);
-  }
   return "";
 }
 

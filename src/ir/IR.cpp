@@ -149,6 +149,40 @@ const FusedGroup* Program::findFused(const std::string& n) const {
   return nullptr;
 }
 
+ExchangeChain exchangeChain(const Program& p, int x, int back) {
+  using Why = ExchangeChain::Why;
+  ExchangeChain ch;
+  std::set<int> in{x};
+  for (int q = x + 1; q < back; ++q) {
+    const Stage& s = p.stages[q];
+    bool reads = false;
+    for (int o : s.operands) reads = reads || in.count(o);
+    if (!reads) continue;
+    auto fail = [&](Why why, int operand = -1) {
+      ch.bad = q, ch.why = why, ch.operand = operand;
+      return ch;
+    };
+    if (!s.fusedInto.empty()) return fail(Why::Fused);
+    if (s.type.layout.kind == Layout::Sliced) return fail(Why::Sliced);
+    if (s.kind == StageKind::Matmul) {
+      const TensorType& a = p.stages[s.operands[0]].type;
+      const TensorType& w = p.stages[s.operands[1]].type;
+      if (!in.count(s.operands[0]) || in.count(s.operands[1])) return fail(Why::ExchangedWeight, s.operands[1]);
+      // Dimension 0 of the left operand is its rows (rank 2) or its first batch dimension,
+      // which the weight must not have.
+      if (a.rank() > 2 ? w.rank() >= a.rank() : w.rank() != 2) return fail(Why::WeightDim0, s.operands[1]);
+    } else if (s.kind == StageKind::Compute) {
+      for (int o : s.operands)
+        if (in.count(o) && p.stages[o].type.shape != s.type.shape) return fail(Why::Broadcast, o);
+    } else {
+      return fail(Why::Kind);
+    }
+    in.insert(q);
+    ch.stages.push_back(q);
+  }
+  return ch;
+}
+
 std::vector<std::vector<int>> Program::users() const {
   std::vector<std::vector<int>> u(stages.size());
   for (size_t i = 0; i < stages.size(); ++i)

@@ -226,6 +226,21 @@ struct Program {
 // Deep copy (groups are copied and every pointer re-targeted).
 Program clone(const Program& p);
 
+// The chain of the all_to_all pipeline from all_to_all `x` to all_to_all `back` (overlap(x,
+// back)): every stage between them that reads x or a stage of the chain, in order. Each must
+// work on the block of dimension 0 that one rank sent: a matmul of a chain value by a weight
+// without that dimension (a matrix for a rank-2 left operand; lower rank than the left operand
+// otherwise), or an element-wise compute whose chain operands have its shape; none fused or
+// sliced. `bad` is the first stage that is not (-1: none), `why` how, `operand` the operand
+// at fault where one is.
+struct ExchangeChain {
+  enum class Why { None, Fused, Sliced, ExchangedWeight, WeightDim0, Broadcast, Kind };
+  std::vector<int> stages;
+  int bad = -1, operand = -1;
+  Why why = Why::None;
+};
+ExchangeChain exchangeChain(const Program& p, int x, int back);
+
 // Readable text form; `emit --stage ir` prints it.
 std::string print(const Program& p);
 

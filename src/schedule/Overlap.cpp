@@ -32,33 +32,25 @@ bool overlapExchange(StepContext& c, int prod) {
     return c.fail(k, ps.name, "an all_to_all pipeline chunks dimension 0 (one block per rank), got dim = " + quote(k->value));
   // The chain: every stage between them that reads x or a chain value, each working on the
   // block of dimension 0 that one rank sent without reading the other blocks.
-  std::set<int> chain{prod};
-  for (int q = prod + 1; q < back; ++q) {
-    const Stage& s = p.stages[q];
-    bool reads = false;
-    for (int o : s.operands) reads = reads || chain.count(o);
-    if (!reads) continue;
-    if (!s.fusedInto.empty()) return c.fail(pos[0], ps.name, quote(s.name) + " is fused into " + quote(s.fusedInto));
-    if (s.type.layout.kind == Layout::Sliced)
-      return c.fail(pos[0], ps.name, quote(s.name) + " is sliced across ranks; its blocks would not be this rank's");
-    if (s.kind == StageKind::Matmul) {
-      const Stage& a = p.stages[s.operands[0]];
-      const Stage& w = p.stages[s.operands[1]];
-      if (!chain.count(s.operands[0]) || chain.count(s.operands[1]))
-        return c.fail(pos[0], ps.name, quote(s.name) + " multiplies by an exchanged value; only its left operand may be one");
-      // Dimension 0 of the left operand is its rows (rank 2) or its first batch dimension, which
-      // the weight must not have.
-      if (a.type.rank() > 2 ? w.type.rank() >= a.type.rank() : w.type.rank() != 2)
-        return c.fail(pos[0], ps.name, "the weight of " + quote(s.name) + " has a dimension 0 of its own; it must broadcast over the ranks' blocks");
-    } else if (s.kind == StageKind::Compute) {
-      for (int o : s.operands)
-        if (chain.count(o) && p.stages[o].type.shape != s.type.shape)
-          return c.fail(pos[0], ps.name, quote(s.name) + " broadcasts " + quote(p.stages[o].name) + ", which mixes the ranks' blocks");
-    } else {
-      return c.fail(pos[0], ps.name, quote(s.name) + " is " + describe(s) + ", which does not work rank block by rank block");
+  ExchangeChain ch = exchangeChain(p, prod, back);
+  if (ch.bad >= 0) {
+    const Stage& s = p.stages[ch.bad];
+    const std::string name = quote(s.name);
+    switch (ch.why) {
+      case ExchangeChain::Why::Fused: return c.fail(pos[0], ps.name, name + " is fused into " + quote(s.fusedInto));
+      case ExchangeChain::Why::Sliced: return c.fail(pos[0], ps.name, name + " is sliced across ranks; its blocks would not be this rank's");
+      case ExchangeChain::Why::ExchangedWeight:
+        return c.fail(pos[0], ps.name, name + " multiplies by an exchanged value; only its left operand may be one");
+      case ExchangeChain::Why::WeightDim0:
+        return c.fail(pos[0], ps.name, "the weight of " + name + " has a dimension 0 of its own; it must broadcast over the ranks' blocks");
+      case ExchangeChain::Why::Broadcast:
+        return c.fail(pos[0], ps.name, name + " broadcasts " + quote(p.stages[ch.operand].name) + ", which mixes the ranks' blocks");
+      case ExchangeChain::Why::Kind: case ExchangeChain::Why::None:
+        return c.fail(pos[0], ps.name, name + " is " + describe(s) + ", which does not work rank block by rank block");
     }
-    chain.insert(q);
   }
+  std::set<int> chain(ch.stages.begin(), ch.stages.end());
+  chain.insert(prod);
   if (bs.operands[0] == prod || !chain.count(bs.operands[0]))
     return c.fail(pos[1], bs.name, "it does not return a value computed from " + quote(ps.name));
   if (!ps.fusedInto.empty()) return c.fail(pos[0], ps.name, "it is fused into " + quote(ps.fusedInto));
