@@ -338,8 +338,20 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   for (int q : ch.run) {
     const Stage& s = p_.stages[q];
     b << "      " << stageComment(s) << "\n      {\n";
+    // The stage's code is written for a block at the top level of run(): indent it into the loop.
+    const std::string before = b.str();
     if (s.kind == StageKind::Matmul) emitGemm(q, "blk");
     else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
+    std::string code = b.str().substr(before.size()), indented;
+    for (size_t at = 0; at < code.size();) {
+      size_t end = code.find('\n', at);
+      end = end == std::string::npos ? code.size() : end + 1;
+      if (end - at > 1) indented += "    ";
+      indented += code.substr(at, end - at);
+      at = end;
+    }
+    b.str(before + indented);
+    b.seekp(0, std::ios_base::end);
     b << "      }\n";
   }
   b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
