@@ -272,6 +272,15 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"", prog = "\"" + p_.name + "\"";
   const bool ce = ch.devIndex >= 0;
   const std::string gi = std::to_string(ch.devIndex);
+  // Copy engines: the other ranks' blocks of window `w` (slot = the sender) into place in `dst`.
+  auto placeOthers = [](const std::string& dst, const std::string& w, const std::string& block, const std::string& type,
+                        const std::string& stage) {
+    const std::string copy = "cudaMemcpyDeviceToDevice, comm2_), " + stage + ");\n";
+    return "      const " + type + "* got = static_cast<const " + type + "*>(" + w + ".ptr);\n" +
+           "      if (me > 0) CHECK(cudaMemcpyAsync(" + dst + ", got, static_cast<size_t>(me * " + block + ") * sizeof(" + type + "), " + copy +
+           "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" + dst + " + (me + 1) * " + block + ", got + (me + 1) * " + block +
+           ", static_cast<size_t>((G - me - 1) * " + block + ") * sizeof(" + type + "), " + copy;
+  };
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
   b << " " << back.name << " (all_to_all):\n"
@@ -314,11 +323,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      // every block has arrived everywhere; this rank's go into place\n"
       << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
       << "      CHECK(cudaGetLastError(), " << xn << ");\n"
-      << "      const " << T << "* got = static_cast<const " << T << "*>(win.ptr);\n"
-      << "      if (me > 0) CHECK(cudaMemcpyAsync(" << var(ch.producer) << ", got, static_cast<size_t>(me * inBlock) * sizeof(" << T
-      << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
-      << "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + (me + 1) * inBlock, got + (me + 1) * inBlock, static_cast<size_t>((G - me - 1) * inBlock) * sizeof("
-      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
+      << placeOthers(var(ch.producer), "win", "inBlock", T, xn)
       << "      CHECK(cudaEventRecord(ovGemm_[1], comm2_), " << xn << ");\n"
       << "    } else {\n";
   }
@@ -338,20 +343,11 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   for (int q : ch.run) {
     const Stage& s = p_.stages[q];
     b << "      " << stageComment(s) << "\n      {\n";
-    // The stage's code is written for a block at the top level of run(): indent it into the loop.
-    const std::string before = b.str();
-    if (s.kind == StageKind::Matmul) emitGemm(q, "blk");
-    else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
-    std::string code = b.str().substr(before.size()), indented;
-    for (size_t at = 0; at < code.size();) {
-      size_t end = code.find('\n', at);
-      end = end == std::string::npos ? code.size() : end + 1;
-      if (end - at > 1) indented += "    ";
-      indented += code.substr(at, end - at);
-      at = end;
-    }
-    b.str(before + indented);
-    b.seekp(0, std::ios_base::end);
+    // The stage's code is written for the top level of run(): indent it into the loop.
+    emitIndented("    ", [&] {
+      if (s.kind == StageKind::Matmul) emitGemm(q, "blk");
+      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
+    });
     b << "      }\n";
   }
   b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
@@ -377,11 +373,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     b << "    if (ce) {  // every result has arrived everywhere: into place\n"
       << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
       << "      CHECK(cudaGetLastError(), " << bn << ");\n"
-      << "      const " << BT << "* got = static_cast<const " << BT << "*>(wout.ptr);\n"
-      << "      if (me > 0) CHECK(cudaMemcpyAsync(" << var(ch.back) << ", got, static_cast<size_t>(me * outBlock) * sizeof(" << BT
-      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
-      << "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" << var(ch.back) << " + (me + 1) * outBlock, got + (me + 1) * outBlock, static_cast<size_t>((G - me - 1) * outBlock) * sizeof("
-      << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << placeOthers(var(ch.back), "wout", "outBlock", BT, bn)
       << "    }\n";
   b << joinComm(bn) << "  }\n";
 }

@@ -305,10 +305,6 @@ __global__ void __launch_bounds__(kDevThreads)
   pullSlices<T, V>(slice, 0, P, me, out, m, 0, m, vec);
 }
 
-// Point-to-point exchange of n elements where every rank sends to one rank (`to`) and receives
-// from one (the ranks' targets are a permutation: a send to the next or previous rank or group):
-// push into `to`'s window at byte `base`, a barrier, then copy what arrived into `out`. Callers
-// alternate between two such areas, as for the one-shot allreduce.
 // Every rank of the device communicator reaches this point before any goes on (one CTA, LSA
 // barrier 0): copy-engine transfers issued before it on each rank's stream are complete and
 // visible everywhere after it. Launched alone on a stream that no other device-API kernel of
@@ -318,6 +314,10 @@ static __global__ void __launch_bounds__(kDevThreads) dev_barrier(ncclDevComm dc
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
+// Point-to-point exchange of n elements where every rank sends to one rank (`to`) and receives
+// from one (the ranks' targets are a permutation: a send to the next or previous rank or group):
+// push into `to`'s window at byte `base`, a barrier, then copy what arrived into `out`. Callers
+// alternate between two such areas, as for the one-shot allreduce.
 template <class T, int V>
 __global__ void __launch_bounds__(kDevThreads)
     dev_send_recv(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int to, int vec) {
