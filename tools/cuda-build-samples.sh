@@ -2,9 +2,10 @@
 # Compiles every sample (with its schedule) and every GPU test program to CUDA and builds the
 # output with nvcc: the CI check that generated code compiles and links against CUDA, cuBLAS
 # and NCCL. Collectives compile to NCCL device-API kernels by default; two programs are built a
-# second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group)
-# and megatron_row (an overlap's chunked collectives); the samples' other schedules
-# (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g. moe_gemm@moe_gemm_ranks). Exits 77
+# second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group),
+# megatron_row (an overlap's chunked collectives) and moe_gemm (an all_to_all pipeline); the
+# samples' other schedules (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g.
+# moe_gemm@moe_gemm_capacity). Exits 77
 # (skipped) where nvcc is absent.
 # Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
@@ -16,7 +17,8 @@ if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping";
 programs=("$@")
 if [ ${#programs[@]} -eq 0 ]; then
   programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
-            "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl)
+            "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl
+            "$root"/samples/moe_gemm/moe_gemm.cnet@nccl)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
     [ "$(basename "$sched")" = "$n.sched" ] || programs+=("$d/$n.cnet:$sched")

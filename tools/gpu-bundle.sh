@@ -45,13 +45,9 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
 # (make-vectors.sh draws decode_gemv's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null
-# moe_gemm rank by rank (moe_gemm_ranks.sched: the all_to_all pipeline), run with moe_gemm's vectors.
-"$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks.sched" -o "$b/gen/moe_gemm@ranks" >/dev/null
-# The same with its transfers by copy engines (moe_gemm_ranks_ce.sched), also moe_gemm's vectors.
-"$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_ranks_ce.sched" -o "$b/gen/moe_gemm@ranks_ce" >/dev/null
-# a2a_ffn's pipeline by copy engines (its exchanged value `d` is an output too), a2a_ffn's vectors.
-printf 'overlap(d, back);\ntune(back, algorithm = copy_engines);\n' > "$b/a2a_ffn-ce.sched"
-"$root/build/coconetc" compile "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$b/a2a_ffn-ce.sched" -o "$b/gen/a2a_ffn@ce" >/dev/null
+# moe_gemm's expert GEMM chunked along the capacity (moe_gemm_capacity.sched), moe_gemm's vectors.
+# (gen/moe_gemm is its all_to_all pipeline by copy engines; gen/moe_gemm@nccl the same by NCCL.)
+"$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_capacity.sched" -o "$b/gen/moe_gemm@capacity" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

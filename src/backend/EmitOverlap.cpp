@@ -38,9 +38,10 @@ void Emitter::planOverlaps() {
         overlapNotes_[prod] = why + "\n";
         continue;
       }
-      // Copy engines where asked, over the world group (its windows' ranks are the group's).
+      // Copy engines unless tune(back, algorithm = nccl), over the world group (its windows' ranks
+      // are the group's).
       const Stage& bs = p_.stages[ch.back];
-      if (o_.deviceCollectives && algorithmOf(bs) == "copy_engines" && (!bs.type.group || bs.type.group == p_.world()))
+      if (o_.deviceCollectives && algorithmOf(bs) != "nccl" && (!bs.type.group || bs.type.group == p_.world()))
         ch.devIndex = devIndices_++;
       chunked_[prod] = ch;
       for (int m : ch.run) overlapped_.insert(m);
@@ -272,15 +273,20 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"", prog = "\"" + p_.name + "\"";
   const bool ce = ch.devIndex >= 0;
   const std::string gi = std::to_string(ch.devIndex);
-  // Copy engines: the other ranks' blocks of window `w` (slot = the sender) into place in `dst`.
-  auto placeOthers = [](const std::string& dst, const std::string& w, const std::string& block, const std::string& type,
-                        const std::string& stage) {
-    const std::string copy = "cudaMemcpyDeviceToDevice, comm2_), " + stage + ");\n";
-    return "      const " + type + "* got = static_cast<const " + type + "*>(" + w + ".ptr);\n" +
-           "      if (me > 0) CHECK(cudaMemcpyAsync(" + dst + ", got, static_cast<size_t>(me * " + block + ") * sizeof(" + type + "), " + copy +
-           "      if (me + 1 < G) CHECK(cudaMemcpyAsync(" + dst + " + (me + 1) * " + block + ", got + (me + 1) * " + block +
-           ", static_cast<size_t>((G - me - 1) * " + block + ") * sizeof(" + type + "), " + copy;
+  // A value only the pipeline reads (no output, no state, no stage outside the chain) need not
+  // exist whole: x's blocks are read where they arrived (this rank's own in the input), and the
+  // result's where it goes (this rank's own in the output; by copy engines, the last step's in
+  // the window of the rank it belongs to, so that no transfer follows the last GEMM).
+  const auto users = p_.users();
+  auto pipelineOnly = [&](int id) {
+    if (std::find(p_.outputs.begin(), p_.outputs.end(), id) != p_.outputs.end()) return false;
+    for (auto& st : p_.states)
+      if (st.entry == id || st.exit == id) return false;
+    for (int u : users[id])
+      if (u != ch.back && std::find(ch.run.begin(), ch.run.end(), u) == ch.run.end()) return false;
+    return true;
   };
+  const bool xDirect = pipelineOnly(ch.producer), yDirect = pipelineOnly(last);
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
   b << " " << back.name << " (all_to_all):\n"
@@ -291,8 +297,8 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << "    const long long inBlock = " << countVar(ch.producer) << " / G, outBlock = " << countVar(ch.back)
     << " / G;  // elements per rank block\n";
   if (ce)
-    b << "    // copy engines (tune algorithm = copy_engines) where every rank is load/store reachable: each rank\n"
-      << "    // pushes into the others' windows (slot = the sender), barriers order the pushes and the reads\n"
+    b << "    // copy engines where every rank is load/store reachable (tune algorithm = nccl: NCCL pairs): each\n"
+      << "    // rank pushes into the others' windows (slot = the sender), barriers order the pushes and the reads\n"
       << "    const bool ce = devReady(" << bn << ");\n"
       << "    coconet_rt::Window& win = dev_->stage[" << gi << "];   // blocks sent to this rank\n"
       << "    coconet_rt::Window& wout = dev_->slice[" << gi << "];  // results returned to this rank\n"
@@ -301,9 +307,10 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << "      cudaEvent_t e = nullptr;\n"
     << "      CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), " << xn << ");\n"
     << "      ovSteps_.push_back(e);\n    }\n"
-    << forkComm(xn)
-    << "    CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + me * inBlock, " << var(in) << " + me * inBlock, inBlock * sizeof(" << T
-    << "), cudaMemcpyDeviceToDevice, stream_), " << xn << ");\n";
+    << forkComm(xn);
+  if (!xDirect)
+    b << "    CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + me * inBlock, " << var(in) << " + me * inBlock, inBlock * sizeof(" << T
+      << "), cudaMemcpyDeviceToDevice, stream_), " << xn << ");\n";
   std::string ind = "    ";
   if (ce) {
     ind = "      ";
@@ -316,15 +323,18 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      // every rank is past its previous call (its reads of both windows): they are free\n"
       << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
       << "      CHECK(cudaGetLastError(), " << xn << ");\n"
-      << "      for (long long j = 1; j < G; ++j) {\n"
-      << "        const long long to = (me + j) % G;\n"
+      << "      for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
+      << "        const long long to = (me + i) % G;\n"
       << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(ins[to]) + me * inBlock, " << var(in) << " + to * inBlock, static_cast<size_t>(inBlock) * sizeof("
-      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n      }\n"
-      << "      // every block has arrived everywhere; this rank's go into place\n"
-      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
-      << "      CHECK(cudaGetLastError(), " << xn << ");\n"
-      << placeOthers(var(ch.producer), "win", "inBlock", T, xn)
-      << "      CHECK(cudaEventRecord(ovGemm_[1], comm2_), " << xn << ");\n"
+      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
+      << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);  // every rank's step-i block arrived\n"
+      << "        CHECK(cudaGetLastError(), " << xn << ");\n";
+    if (!xDirect)
+      b << "        const long long from = (me + G - i) % G;\n"
+        << "        CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + from * inBlock, static_cast<const " << T << "*>(win.ptr) + from * inBlock, static_cast<size_t>(inBlock) * sizeof("
+        << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n";
+    b << "        CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n"
+      << "      }\n"
       << "    } else {\n";
   }
   b << ind << "for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
@@ -339,7 +349,20 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   if (ce) b << "    }\n";
   b << "    for (long long i = 0; i < G; ++i) {\n"
     << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
-    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, " << (ce ? "ce ? ovGemm_[1] : ovSteps_[i]" : "ovSteps_[i]") << ", 0), " << xn << ");\n";
+    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
+  // The names the step's stages read x and write the result under.
+  if (xDirect) {
+    b << "      const " << T << "* xin = i == 0 ? " << var(in) << " : "
+      << (ce ? "ce ? static_cast<const " + T + "*>(win.ptr) : " : std::string()) << var(ch.producer) << ";  // " << x.name
+      << "'s block blk is at blk * inBlock\n";
+    varAs_[ch.producer] = "xin";
+  }
+  if (yDirect) {
+    b << "      " << BT << "* yout = i == 0 ? " << var(ch.back) << " : "
+      << (ce ? "ce && i == G - 1 ? coconet_rt::shifted(static_cast<" + BT + "*>((*outs)[blk]), (me - blk) * outBlock) : " : std::string())
+      << var(last) << ";  // " << p_.stages[last].name << "'s block blk goes to blk * outBlock\n";
+    varAs_[last] = "yout";
+  }
   for (int q : ch.run) {
     const Stage& s = p_.stages[q];
     b << "      " << stageComment(s) << "\n      {\n";
@@ -350,32 +373,43 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     });
     b << "      }\n";
   }
+  varAs_.erase(ch.producer);
+  varAs_.erase(last);
   b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
     << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[0], 0), " << bn << ");\n"
-    << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n"
-    << "      if (i == 0) {\n"
-    << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + me * outBlock, " << var(last) << " + me * outBlock, outBlock * sizeof(" << BT
-    << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n";
-  if (ce)
-    b << "      } else if (ce) {  // into slot me of rank blk's window\n"
-      << "        CHECK(cudaMemcpyAsync(static_cast<" << BT << "*>((*outs)[blk]) + me * outBlock, " << var(last) << " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" << BT
-      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n";
-  b << "      } else {\n"
-    << "        const int from = static_cast<int>((me + i) % G);\n"
-    << "        CHECK(ncclGroupStart(), " << bn << ");\n"
-    << "        CHECK(ncclSend(" << var(last) << " + blk * outBlock, outBlock, " << ncclType(back.type.dtype) << ", static_cast<int>(blk), "
+    << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n";
+  if (yDirect) {
+    b << "      if (i == 0) continue;  // computed in place\n";
+  } else {
+    b << "      if (i == 0) {\n"
+      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + me * outBlock, " << var(last) << " + me * outBlock, outBlock * sizeof(" << BT
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "        continue;\n      }\n";
+  }
+  ind = "      ";
+  if (ce) {
+    ind = "        ";
+    b << "      if (ce) {  // into slot me of rank blk's window; a barrier; what arrived in our slot me + i into place\n";
+    const std::string push = "CHECK(cudaMemcpyAsync(static_cast<" + BT + "*>((*outs)[blk]) + me * outBlock, " + var(last) +
+                             " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" + BT + "), cudaMemcpyDeviceToDevice, comm2_), " + bn + ");\n";
+    if (yDirect) b << "        if (i < G - 1) " << push;  // the last step wrote there itself
+    else b << "        " << push;
+    b << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+      << "        CHECK(cudaGetLastError(), " << bn << ");\n"
+      << "        const long long from = (me + i) % G;\n"
+      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + from * outBlock, static_cast<const " << BT << "*>(wout.ptr) + from * outBlock, static_cast<size_t>(outBlock) * sizeof("
+      << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "      } else {\n";
+  }
+  b << ind << "const int from = static_cast<int>((me + i) % G);\n"
+    << ind << "CHECK(ncclGroupStart(), " << bn << ");\n"
+    << ind << "CHECK(ncclSend(" << var(last) << " + blk * outBlock, outBlock, " << ncclType(back.type.dtype) << ", static_cast<int>(blk), "
     << commOf(gr) << ", comm2_), " << bn << ");\n"
-    << "        CHECK(ncclRecv(" << var(ch.back) << " + from * outBlock, outBlock, " << ncclType(back.type.dtype) << ", from, " << commOf(gr)
+    << ind << "CHECK(ncclRecv(" << var(ch.back) << " + from * outBlock, outBlock, " << ncclType(back.type.dtype) << ", from, " << commOf(gr)
     << ", comm2_), " << bn << ");\n"
-    << "        CHECK(ncclGroupEnd(), " << bn << ");\n      }\n"
-    << "    }\n";
-  if (ce)
-    b << "    if (ce) {  // every result has arrived everywhere: into place\n"
-      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
-      << "      CHECK(cudaGetLastError(), " << bn << ");\n"
-      << placeOthers(var(ch.back), "wout", "outBlock", BT, bn)
-      << "    }\n";
-  b << joinComm(bn) << "  }\n";
+    << ind << "CHECK(ncclGroupEnd(), " << bn << ");\n";
+  if (ce) b << "      }\n";
+  b << "    }\n" << joinComm(bn) << "  }\n";
 }
 
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {

@@ -131,7 +131,13 @@ private:
 
   std::string stageComment(const Stage& s) const;
 
-  std::string var(int id) const { return "v" + std::to_string(id); }
+  std::string var(int id) const {
+    auto o = varAs_.find(id);
+    return o != varAs_.end() ? o->second : "v" + std::to_string(id);
+  }
+  // Stages whose value the code being emitted reads or writes under another name (an all_to_all
+  // pipeline step: the block where it arrived, the result where it goes).
+  std::map<int, std::string> varAs_;
   std::string shapeVar(int id) const { return "sh" + std::to_string(id); }
   std::string countVar(int id) const { return "n" + std::to_string(id); }
 
@@ -223,7 +229,7 @@ private:
     int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
     int bag = -1;                                  // an embedding's reduction (producer: the embedding)
     int back = -1;  // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
-    int devIndex = -1;  // its transfers by copy engines (tune(back, algorithm = copy_engines)): Dev_ windows
+    int devIndex = -1;  // its transfers by copy engines where every rank is load/store reachable: Dev_ windows
     std::vector<int> run;  // element-wise members between them
     int chunks = 2;
   };

@@ -131,8 +131,9 @@ for n in ${MEMCHECK_P2:-}; do
   echo "compute-sanitizer memcheck $n P=2: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-memcheck-p2-$n.log")")" >> "$res"
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
-# Their default builds hold device-API collectives, which must take the NCCL fallback there.
-for n in megatron_row adam lamb norm_clip scalar_chain pipeline sends; do
+# Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which
+# must take the NCCL fallback there.
+for n in megatron_row adam lamb norm_clip scalar_chain pipeline sends moe_gemm a2a_ffn; do
   keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"

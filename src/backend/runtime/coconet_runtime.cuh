@@ -314,6 +314,14 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
   return (reinterpret_cast<uintptr_t>(p + offset) & 15u) == 0;
 }
 
+// Host side: p moved by `elems` elements, either way, computed on the address (the result may lie
+// outside p's allocation; whoever uses it indexes back into range). An all_to_all pipeline step
+// writes block b of a value at element b * block of its base: into another rank's window slot,
+// the base is the slot moved back by b blocks.
+template <class T> inline T* shifted(T* p, long long elems) {
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(elems * static_cast<long long>(sizeof(T))));
+}
+
 // Blocks for a grid-stride launch over n items: enough to fill the GPU, at most 65535.
 inline int gridFor(long long n, int threads = 256) {
   long long b = (n + threads - 1) / threads;

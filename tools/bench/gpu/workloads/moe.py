@@ -11,14 +11,17 @@ as coconet_rt::gelu.
 Rows:
   unfused               all_to_all_single, a copy to expert-major [X, P*C, H], torch.bmm +
                         gelu, torch.bmm, a copy back to rank-major, all_to_all_single
-  coconetc              the sample with its schedule (the second GEMM pipelined with the
-                        returning all-to-all, 2 chunks of the capacity)
-  coconetc_ranks        moe_gemm_ranks.sched: the all_to_all pipeline (the FFN on one sender's
-                        tokens at a time, both all-to-alls pipelined with it)
-  coconetc_ranks_ce     moe_gemm_ranks_ce.sched: the same pipeline, its transfers by copy engines
+  coconetc              the sample with its schedule (moe_gemm.sched): the all_to_all pipeline (the
+                        FFN on one sender's tokens at a time, both all-to-alls pipelined with
+                        it), its transfers by copy engines into symmetric windows
+  coconetc_nccl         the same pipeline with tune(combined, algorithm = nccl): NCCL send/recv
+  coconetc_capacity     moe_gemm_capacity.sched: the second GEMM pipelined with the returning
+                        all-to-all, 2 chunks of the capacity
   coconetc_unscheduled  the sample without a schedule
-Shape: X = 2 experts per rank, capacity C = 1024, H = 4096, F = 8192, f16. Inputs: tokens
-~ N(0, 1), w1 ~ N(0, 1/H), w2 ~ N(0, 1/F) (so every value stays O(1)).
+Shapes: X = 2 experts per rank, capacity C = 1024, H = 4096, f16, with F = 8192 (F = 2H, the
+GEMMs take ~80% of the unfused time at 2 GPUs) and F = 2048 (fine-grained experts, F = H/2,
+as in DeepSeek-style MoE layers: the all-to-alls weigh more). Inputs: tokens ~ N(0, 1),
+w1 ~ N(0, 1/H), w2 ~ N(0, 1/F) (so every value stays O(1)).
 """
 from __future__ import annotations
 
@@ -31,21 +34,24 @@ SOURCE = "samples/moe_gemm/moe_gemm.cnet"
 
 PROGRAMS = {
     "moe_gemm": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm.sched"),
-    "moe_gemm_ranks": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_ranks.sched"),
-    "moe_gemm_ranks_ce": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_ranks_ce.sched"),
+    "moe_gemm_nccl": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm.sched",
+                          schedule_append="tune(combined, algorithm = nccl);\n"),
+    "moe_gemm_capacity": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_capacity.sched"),
     "moe_gemm_unscheduled": dict(source=SOURCE, schedule=None),
 }
 
-X, C, H, FF = 2, 1024, 4096, 8192
+X, C, H = 2, 1024, 4096
+FFS = (8192, 2048)
 EPS, RTOL = 2.0 ** -10, 2e-3  # f16
 
 
 def configs(world: int, quick: bool) -> list[dict]:
     return [{"name": f"X={X} C={C} H={H} F={FF} f16", "sizes": {"X": X, "C": C, "H": H, "F": FF},
              "experts_per_rank": X, "capacity": C, "H": H, "F": FF, "dtype": "f16",
-             "x": C, "x_label": "expert capacity C",
+             "x": FF, "x_label": "expert intermediate size F",
              "bytes": world * X * C * H * 2,                  # each all-to-all's payload per rank
-             "flops": 2 * 2 * world * X * C * H * FF}]        # the expert GEMMs, per rank
+             "flops": 2 * 2 * world * X * C * H * FF}         # the expert GEMMs, per rank
+            for FF in (FFS[:1] if quick else FFS)]
 
 
 def rows(cfg: dict, ctx, mode: str):
@@ -92,12 +98,12 @@ def rows(cfg: dict, ctx, mode: str):
 
     return [
         ("unfused", unfused),
-        ("coconetc", coconetc("moe_gemm", "second GEMM pipelined with the returning "
-                                          "all-to-all (2 chunks of C)")),
-        ("coconetc_ranks", coconetc("moe_gemm_ranks", "moe_gemm_ranks.sched: the FFN rank block by rank block, "
-                                                      "both all-to-alls pipelined with it")),
-        ("coconetc_ranks_ce", coconetc("moe_gemm_ranks_ce", "moe_gemm_ranks_ce.sched: the same, its transfers by "
-                                                            "copy engines into symmetric windows")),
+        ("coconetc", coconetc("moe_gemm", "moe_gemm.sched: the FFN rank block by rank block, both "
+                                          "all-to-alls pipelined with it by copy engines")),
+        ("coconetc_nccl", coconetc("moe_gemm_nccl", "the same with tune(combined, algorithm = nccl): "
+                                                    "NCCL send/recv pairs")),
+        ("coconetc_capacity", coconetc("moe_gemm_capacity", "moe_gemm_capacity.sched: second GEMM pipelined "
+                                                            "with the returning all-to-all (2 chunks of C)")),
         ("coconetc_unscheduled", coconetc("moe_gemm_unscheduled",
                                           "no schedule: all_to_all, matmul, gelu, matmul, "
                                           "all_to_all")),
