@@ -1096,6 +1096,18 @@ void Emitter::emitGemm(int id, const std::string& blk) {
   if (s.kind == StageKind::Gemv) {
     b << "    const long long M = " << shapeVar(a) << "[0], K = " << shapeVar(a) << "[1], N = 1, batch = 1;\n"
       << "    const long long strideA = 0, strideB = 0, strideC = 0, reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n";
+    if (!f64) {
+      // Memory-bound: the runtime's warp-per-row kernel where there are rows enough to keep every
+      // SM's loads in flight; cuBLAS below that (its m = 1 GEMM splits K as well).
+      const std::string T = storageType(dt);
+      b << "    if (M >= coconet_rt::kGemvMinRows) {\n"
+        << "      const int vec = K % (16 / static_cast<int>(sizeof(" << T << "))) == 0 && coconet_rt::aligned16(" << var(a)
+        << ", 0) && coconet_rt::aligned16(" << var(bop) << ", 0);\n"
+        << "      coconet_rt::gemv_rows<" << T << "><<<coconet_rt::gridFor(M * 32), 256, 0, stream_>>>(" << var(a) << ", " << var(bop)
+        << ", " << var(id) << ", M, K, vec);\n"
+        << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
+        << "    } else {\n";
+    }
   } else {
     int rb = p_.stages[bop].type.rank();
     // A block of dimension 0: of the rows (rank 2) or of the leading batch dimension.
@@ -1132,14 +1144,16 @@ void Emitter::emitGemm(int id, const std::string& blk) {
       << "': batch dimensions that broadcast partially are not supported\");\n";
   }
   std::string M = s.kind == StageKind::Gemv ? "M" : "Mx";
-  b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
-    << "    for (long long r = 0; r < reps; ++r)\n"
-    << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
+  const std::string in = s.kind == StageKind::Gemv && !f64 ? "      " : "    ";  // inside the else of the gemv kernel
+  b << in << "const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << in << "for (long long r = 0; r < reps; ++r)\n"
+    << in << "  CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
     << "), static_cast<int>(K), &alpha, " << var(bop) << " + baseB + r * stepB, " << ty << ", static_cast<int>(N), strideB, " << var(a)
     << " + baseA + r * stepA, " << ty << ", static_cast<int>(K), strideA, &beta, " << var(id)
     << (blk.empty() ? std::string() : " + " + blk + " * (" + countVar(id) + " / G)") << " + r * stepC, " << ty
     << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
     << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
+  if (s.kind == StageKind::Gemv && !f64) b << "    }\n";
 }
 
 void Emitter::emitEmbedding(int id) {

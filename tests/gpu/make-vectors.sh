@@ -61,6 +61,13 @@ vectors reduce_chains@tall "$root/tests/gpu/programs/reduce_chains.cnet" -D R=20
 # features (@vec: vector path; chunks of 64 / 32 / 16 rows per rank at 1 / 2 / 4 ranks).
 vectors megatron_row@odd "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12
 vectors megatron_row@vec "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=16 -D H=128
+# decode_gemv with F / P >= 2048 rows in w1's GEMV, which then runs the runtime's gemv_rows kernel
+# (cuBLAS below that): 16-byte loads (@big, H = 256) and element by element (@oddk, H = 130).
+vectors decode_gemv@big "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -D H=256 -D F=8192
+vectors decode_gemv@oddk "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -D H=130 -D F=8192
+# gemvs (f32, bf16) through gemv_rows: 16-byte loads (@big) and element by element (@oddk).
+vectors gemvs@big "$root/tests/gpu/programs/gemvs.cnet" -D M=2056 -D K=520
+vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150

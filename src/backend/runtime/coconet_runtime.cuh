@@ -314,6 +314,55 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
   return (reinterpret_cast<uintptr_t>(p + offset) & 15u) == 0;
 }
 
+// y[m] = sum over k of W[m, k] * x[k] (W row-major [M, K]), summed in f32 and rounded once, as
+// cuBLAS with CUBLAS_COMPUTE_32F. A GEMV reads each weight once, so it runs at the speed of
+// memory: one warp per row, each lane with four 16-byte loads of the row in flight (streamed past
+// the caches; x stays in them), then a warp-shuffle sum. vec: K is a multiple of 16 / sizeof(T)
+// and W and x are 16-byte aligned (the host checks); otherwise element by element.
+constexpr long long kGemvMinRows = 2048;  // fewer rows: cuBLAS (a warp per row leaves SMs idle)
+template <class T>
+__global__ void __launch_bounds__(256) gemv_rows(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y,
+                                                 long long M, long long K, int vec) {
+  constexpr int V = 16 / static_cast<int>(sizeof(T)), U = 4;
+  const int lane = threadIdx.x & 31;
+  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+  for (long long m = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5; m < M; m += warps) {
+    const T* w = W + m * K;
+    float acc = 0.f;
+    if (vec) {
+      const long long nv = K / V;
+      long long j = lane;
+      for (; j + (U - 1) * 32 < nv; j += U * 32) {
+        uint4 a[U];
+        Vec<T, V> b[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) a[u] = __ldcs(reinterpret_cast<const uint4*>(w) + j + u * 32);
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_vec(b[u], x + (j + u * 32) * V);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const T* av = reinterpret_cast<const T*>(&a[u]);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc += to_f(av[e]) * to_f(b[u].v[e]);
+        }
+      }
+      for (; j < nv; j += 32) {
+        const uint4 a = __ldcs(reinterpret_cast<const uint4*>(w) + j);
+        Vec<T, V> b;
+        load_vec(b, x + j * V);
+        const T* av = reinterpret_cast<const T*>(&a);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc += to_f(av[e]) * to_f(b.v[e]);
+      }
+    } else {
+      for (long long k = lane; k < K; k += 32) acc += to_f(w[k]) * to_f(x[k]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) y[m] = Store<T>::from(acc);
+  }
+}
+
 // Host side: p moved by `elems` elements, either way, computed on the address (the result may lie
 // outside p's allocation; whoever uses it indexes back into range). An all_to_all pipeline step
 // writes block b of a value at element b * block of its base: into another rank's window slot,
