@@ -1,0 +1,147 @@
+// GEMV micro-benchmark: y = W x (W row-major [M, K], f16, f32 sums) by cuBLAS (the m = 1 GEMM
+// the backend emits below kGemvMinRows rows), by the runtime's coconet_rt::gemv_rows, and by
+// variants RnUm (n rows per warp, m 16-byte loads per row in flight per lane; gemv_rows is R1U4
+// with a run-time choice of the vector path), on one GPU. Every variant's output is checked
+// against cuBLAS's before its time counts. Times: median of 50 launches between CUDA events;
+// the matrices (32-512 MiB) are larger than L2, so each launch streams W from HBM.
+//   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/backend/runtime -I$NCCL/include tools/bench/gpu/gemv-micro.cu -lcublas -o gemv-micro
+//   ./gemv-micro            (prints one line per shape and variant: us, GB/s of W read)
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "coconet_runtime.cuh"
+
+#define CK(x) do { auto e_ = (x); if ((int)e_ != 0) { std::printf("error %d at %s:%d: %s\n", (int)e_, __FILE__, __LINE__, #x); std::exit(1); } } while (0)
+
+// Variant: R rows per warp, U 16-byte loads per row in flight per lane.
+template <class T, int R, int U>
+__global__ void __launch_bounds__(256) gemv_var(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y, long long M, long long K) {
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  const int lane = threadIdx.x & 31;
+  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+  const long long nv = K / V;
+  for (long long m0 = ((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5) * R; m0 < M; m0 += warps * R) {
+    float acc[R] = {};
+    long long j = lane;
+    for (; j + (U - 1) * 32 < nv; j += U * 32) {
+      uint4 a[R][U];
+      coconet_rt::Vec<T, V> b[U];
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int u = 0; u < U; ++u) a[r][u] = m0 + r < M ? __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j + u * 32) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < U; ++u) coconet_rt::load_vec(b[u], x + (j + u * 32) * V);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const T* av = reinterpret_cast<const T*>(&a[r][u]);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[r] += coconet_rt::to_f(av[e]) * coconet_rt::to_f(b[u].v[e]);
+        }
+    }
+    for (; j < nv; j += 32) {
+      coconet_rt::Vec<T, V> b;
+      coconet_rt::load_vec(b, x + j * V);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (m0 + r >= M) break;
+        const uint4 a = __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j);
+        const T* av = reinterpret_cast<const T*>(&a);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[r] += coconet_rt::to_f(av[e]) * coconet_rt::to_f(b.v[e]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+      if (lane == 0 && m0 + r < M) y[m0 + r] = coconet_rt::Store<T>::from(acc[r]);
+    }
+  }
+}
+
+__global__ void fill(__half* p, long long n, unsigned seed, float scale) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
+    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    p[i] = __float2half(((h & 0xffff) / 65536.f - 0.5f) * scale);
+  }
+}
+
+int main() {
+  cublasHandle_t blas;
+  CK(cublasCreate(&blas));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const long long shapes[][2] = {{16384, 8192}, {8192, 16384}, {8192, 8192}, {4096, 4096}, {2048, 8192}};
+  for (auto& sh : shapes) {
+    const long long M = sh[0], K = sh[1];
+    __half *W, *x, *y, *ref;
+    CK(cudaMalloc(&W, M * K * 2));
+    CK(cudaMalloc(&x, K * 2));
+    CK(cudaMalloc(&y, M * 2));
+    CK(cudaMalloc(&ref, M * 2));
+    fill<<<1024, 256>>>(W, M * K, 1, 0.05f);
+    fill<<<64, 256>>>(x, K, 2, 2.f);
+    const float alpha = 1, beta = 0;
+    auto cublas = [&](__half* out) {
+      CK(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, (int)M, (int)K, &alpha, x, CUDA_R_16F, 1, 0, W, CUDA_R_16F, (int)K, 0,
+                                    &beta, out, CUDA_R_16F, 1, 0, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    cublas(ref);
+    CK(cudaDeviceSynchronize());
+    std::vector<__half> hr(M), hy(M);
+    CK(cudaMemcpy(hr.data(), ref, M * 2, cudaMemcpyDeviceToHost));
+    struct Var { const char* name; std::function<void()> run; };
+    auto g = [&](long long rowsPerWarp) { return coconet_rt::gridFor((M + rowsPerWarp - 1) / rowsPerWarp * 32); };
+    std::vector<Var> vars = {
+        {"cublas", [&] { cublas(y); }},
+        {"gemv_rows", [&] { coconet_rt::gemv_rows<__half><<<coconet_rt::gridFor(M * 32), 256>>>(W, x, y, M, K, 1); }},
+        {"R1U4", [&] { gemv_var<__half, 1, 4><<<g(1), 256>>>(W, x, y, M, K); }},
+        {"R1U8", [&] { gemv_var<__half, 1, 8><<<g(1), 256>>>(W, x, y, M, K); }},
+        {"R2U4", [&] { gemv_var<__half, 2, 4><<<g(2), 256>>>(W, x, y, M, K); }},
+        {"R2U2", [&] { gemv_var<__half, 2, 2><<<g(2), 256>>>(W, x, y, M, K); }},
+        {"R4U2", [&] { gemv_var<__half, 4, 2><<<g(4), 256>>>(W, x, y, M, K); }},
+        {"R1U4grid2", [&] { gemv_var<__half, 1, 4><<<std::max(1, g(1) / 2), 256>>>(W, x, y, M, K); }},
+    };
+    for (auto& v : vars) {
+      CK(cudaMemset(y, 0, M * 2));
+      v.run();
+      CK(cudaGetLastError());
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(hy.data(), y, M * 2, cudaMemcpyDeviceToHost));
+      double worst = 0;
+      for (long long i = 0; i < M; ++i) {
+        double a = __half2float(hy[i]), b = __half2float(hr[i]);
+        worst = std::max(worst, std::abs(a - b) / (std::abs(b) + 1e-2));
+      }
+      for (int w = 0; w < 5; ++w) v.run();
+      std::vector<float> ts;
+      for (int it = 0; it < 50; ++it) {
+        CK(cudaEventRecord(e0));
+        v.run();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms * 1000);
+      }
+      std::sort(ts.begin(), ts.end());
+      const double us = ts[ts.size() / 2];
+      std::printf("M=%lld K=%lld %-14s %8.1f us %7.0f GB/s  worst rel diff vs cublas %.2e%s\n", M, K, v.name, us, M * K * 2 / us / 1e3, worst,
+                  worst > 1e-2 ? "  MISMATCH" : "");
+    }
+    cudaFree(W); cudaFree(x); cudaFree(y); cudaFree(ref);
+  }
+  return 0;
+}
