@@ -46,6 +46,11 @@ void Emitter::planOverlaps() {
       chunked_[prod] = ch;
       for (int m : ch.run) overlapped_.insert(m);
       overlapped_.insert(ch.back);
+      // Values between x and the result that only the pipeline reads: one block of storage (the
+      // steps run one after another on one stream).
+      if (users_.empty()) users_ = p_.users();
+      for (int m : ch.run)
+        if (m != bs.operands[0] && pipelineOnly(ch, m)) blockOnly_[m] = g(bs.type.group ? bs.type.group : p_.world(), "size");
       continue;
     }
     if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
@@ -263,6 +268,15 @@ std::string Emitter::exchangeWhyNot(const Chunked& ch) const {
   return "";
 }
 
+bool Emitter::pipelineOnly(const Chunked& ch, int id) const {
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), id) != p_.outputs.end()) return false;
+  for (auto& st : p_.states)
+    if (st.entry == id || st.exit == id) return false;
+  for (int u : users_[id])
+    if (u != ch.back && std::find(ch.run.begin(), ch.run.end(), u) == ch.run.end()) return false;
+  return true;
+}
+
 void Emitter::emitExchangePipeline(const Chunked& ch) {
   auto& b = body_;
   const Stage& x = p_.stages[ch.producer];
@@ -273,20 +287,11 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"", prog = "\"" + p_.name + "\"";
   const bool ce = ch.devIndex >= 0;
   const std::string gi = std::to_string(ch.devIndex);
-  // A value only the pipeline reads (no output, no state, no stage outside the chain) need not
-  // exist whole: x's blocks are read where they arrived (this rank's own in the input), and the
-  // result's where it goes (this rank's own in the output; by copy engines, the last step's in
-  // the window of the rank it belongs to, so that no transfer follows the last GEMM).
-  const auto users = p_.users();
-  auto pipelineOnly = [&](int id) {
-    if (std::find(p_.outputs.begin(), p_.outputs.end(), id) != p_.outputs.end()) return false;
-    for (auto& st : p_.states)
-      if (st.entry == id || st.exit == id) return false;
-    for (int u : users[id])
-      if (u != ch.back && std::find(ch.run.begin(), ch.run.end(), u) == ch.run.end()) return false;
-    return true;
-  };
-  const bool xDirect = pipelineOnly(ch.producer), yDirect = pipelineOnly(last);
+  // A value only the pipeline reads need not exist whole: x's blocks are read where they arrived
+  // (this rank's own in the input), and the result's where it goes (this rank's own in the
+  // output; by copy engines, the last step's in the window of the rank it belongs to, so that no
+  // transfer follows the last GEMM). The stages between hold one block (blockOnly_).
+  const bool xDirect = pipelineOnly(ch, ch.producer), yDirect = pipelineOnly(ch, last);
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
   b << " " << back.name << " (all_to_all):\n"
@@ -363,6 +368,12 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << var(last) << ";  // " << p_.stages[last].name << "'s block blk goes to blk * outBlock\n";
     varAs_[last] = "yout";
   }
+  for (int q : ch.run)
+    if (blockOnly_.count(q)) {
+      b << "      " << storageType(p_.stages[q].type.dtype) << "* b" << var(q) << " = coconet_rt::shifted(" << var(q) << ", -blk * ("
+        << countVar(q) << " / G));  // " << p_.stages[q].name << ": one block, addressed at block blk's offset\n";
+      varAs_[q] = "b" + var(q);
+    }
   for (int q : ch.run) {
     const Stage& s = p_.stages[q];
     b << "      " << stageComment(s) << "\n      {\n";
@@ -374,7 +385,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     b << "      }\n";
   }
   varAs_.erase(ch.producer);
-  varAs_.erase(last);
+  for (int q : ch.run) varAs_.erase(q);
   b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
     << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[0], 0), " << bn << ");\n"
     << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n";

@@ -451,6 +451,10 @@ private:
   // between x and back on the block of dimension 0 that rank me - i sent (stream_) while the
   // block of step i+1 arrives and the result of step i-1 returns to its rank (comm2_).
   std::string exchangeWhyNot(const Chunked& ch) const;
+  // Is `id` read only by the pipeline's stages and its `back` (no output, no state)?
+  bool pipelineOnly(const Chunked& ch, int id) const;
+  std::vector<std::vector<int>> users_;  // p_.users(), for the pipelines' plans
+  std::map<int, std::string> blockOnly_;  // pipeline stages stored one block: stage -> its group's size
   void emitExchangePipeline(const Chunked& ch);
   bool hasExchangePipeline() const;
 
