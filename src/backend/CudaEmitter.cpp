@@ -438,6 +438,8 @@ void Emitter::emitBody() {
       b << "  // " << s.name << ": computed chunk by chunk into the overlap's staging buffers, never stored whole\n";
     } else if (auto in = inlinedInto_.find(id); in != inlinedInto_.end()) {
       b << "  // " << s.name << ": computed inside the reduction '" << p_.stages[in->second].name << "' at each element, never stored\n";
+    } else if (ncclOnly_.count(id)) {
+      b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
     } else if (auto bo = blockOnly_.find(id); bo != blockOnly_.end()) {
       b << "  // " << s.name << ": one rank block at a time (the all_to_all pipeline's steps)\n"
         << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << " / " << bo->second << ") * sizeof(" << T << "), \"" << p_.name

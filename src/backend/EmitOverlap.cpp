@@ -51,6 +51,8 @@ void Emitter::planOverlaps() {
       if (users_.empty()) users_ = p_.users();
       for (int m : ch.run)
         if (m != bs.operands[0] && pipelineOnly(ch, m)) blockOnly_[m] = g(bs.type.group ? bs.type.group : p_.world(), "size");
+      // x read in the windows by copy engines needs storage only where the NCCL pairs run.
+      if (ch.devIndex >= 0 && pipelineOnly(ch, prod)) ncclOnly_.insert(prod);
       continue;
     }
     if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
@@ -342,6 +344,8 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      }\n"
       << "    } else {\n";
   }
+  if (ncclOnly_.count(ch.producer))
+    b << ind << bufferEnsure(ch.producer) << ind << var(ch.producer) << " = static_cast<" << T << "*>(buf" << ch.producer << "_.ptr);\n";
   b << ind << "for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
     << ind << "  const int to = static_cast<int>((me + i) % G), from = static_cast<int>((me + G - i) % G);\n"
     << ind << "  CHECK(ncclGroupStart(), " << xn << ");\n"

@@ -455,6 +455,7 @@ private:
   bool pipelineOnly(const Chunked& ch, int id) const;
   std::vector<std::vector<int>> users_;  // p_.users(), for the pipelines' plans
   std::map<int, std::string> blockOnly_;  // pipeline stages stored one block: stage -> its group's size
+  std::set<int> ncclOnly_;                // pipelines' x stored only where NCCL pairs move it (not copy engines)
   void emitExchangePipeline(const Chunked& ch);
   bool hasExchangePipeline() const;
 
