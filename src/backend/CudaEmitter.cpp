@@ -442,9 +442,8 @@ void Emitter::emitBody() {
       b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
     } else if (auto bo = blockOnly_.find(id); bo != blockOnly_.end()) {
       b << "  // " << s.name << ": one rank block at a time (the all_to_all pipeline's steps)\n"
-        << "  buf" << i << "_.ensure(static_cast<size_t>(" << countVar(id) << " / " << bo->second << ") * sizeof(" << T << "), \"" << p_.name
-        << "\", \"" << s.name << "\");\n"
-        << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
+        << "  " << bufferEnsure(id, countVar(id) + " / " + bo->second) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i
+        << "_.ptr);\n";
     } else if (devFallbackOnly_.count(id)) {
       b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
         << "' runs as NCCL calls\n";
@@ -554,8 +553,8 @@ void Emitter::emitBody() {
   }
 }
 
-std::string Emitter::bufferEnsure(int id) const {
-  return "buf" + std::to_string(id) + "_.ensure(static_cast<size_t>(" + countVar(id) + ") * sizeof(" +
+std::string Emitter::bufferEnsure(int id, const std::string& count) const {
+  return "buf" + std::to_string(id) + "_.ensure(static_cast<size_t>(" + (count.empty() ? countVar(id) : count) + ") * sizeof(" +
          storageType(p_.stages[id].type.dtype) + "), \"" + p_.name + "\", \"" + p_.stages[id].name + "\");\n";
 }
 

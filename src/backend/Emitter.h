@@ -170,7 +170,8 @@ private:
     return "static_cast<int>(std::min<long long>((" + n + " + 255) / 256, 65535)), 256, 0, stream_";
   }
 
-  std::string bufferEnsure(int id) const;
+  // Allocation of stage id's buffer: countVar(id) elements, or `count` (an expression) when given.
+  std::string bufferEnsure(int id, const std::string& count = "") const;
 
   void emitStage(int id);
 
