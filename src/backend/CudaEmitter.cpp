@@ -1105,12 +1105,8 @@ void Emitter::emitGemm(int id, const std::string& blk) {
     if (!f64) {
       // Memory-bound: the runtime's warp-per-row kernel where there are rows enough to keep every
       // SM's loads in flight; cuBLAS below that (its m = 1 GEMM splits K as well).
-      const std::string T = storageType(dt);
       b << "    if (M >= coconet_rt::kGemvMinRows) {\n"
-        << "      const int vec = K % (16 / static_cast<int>(sizeof(" << T << "))) == 0 && coconet_rt::aligned16(" << var(a)
-        << ", 0) && coconet_rt::aligned16(" << var(bop) << ", 0);\n"
-        << "      coconet_rt::gemv_rows<" << T << "><<<coconet_rt::gridFor(M * 32), 256, 0, stream_>>>(" << var(a) << ", " << var(bop)
-        << ", " << var(id) << ", M, K, vec);\n"
+        << "      coconet_rt::gemv(" << var(a) << ", " << var(bop) << ", " << var(id) << ", M, K, stream_);\n"
         << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
         << "    } else {\n";
     }

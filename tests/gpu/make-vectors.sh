@@ -65,8 +65,10 @@ vectors megatron_row@vec "$root/samples/megatron_row/megatron_row.cnet" -D B=16 
 # (cuBLAS below that): 16-byte loads (@big, H = 256) and element by element (@oddk, H = 130).
 vectors decode_gemv@big "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -D H=256 -D F=8192
 vectors decode_gemv@oddk "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -D H=130 -D F=8192
-# gemvs (f32, bf16) through gemv_rows: 16-byte loads (@big) and element by element (@oddk).
+# gemvs (f32, bf16) through gemv_rows: 16-byte loads (@big; @oddm: an odd row count, so the
+# last warp of the two-rows-per-warp form has one row) and element by element (@oddk).
 vectors gemvs@big "$root/tests/gpu/programs/gemvs.cnet" -D M=2056 -D K=520
+vectors gemvs@oddm "$root/tests/gpu/programs/gemvs.cnet" -D M=2049 -D K=520
 vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.

@@ -316,53 +316,66 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
 
 // y[m] = sum over k of W[m, k] * x[k] (W row-major [M, K]), summed in f32 and rounded once, as
 // cuBLAS with CUBLAS_COMPUTE_32F. A GEMV reads each weight once, so it runs at the speed of
-// memory: one warp per row, each lane with four 16-byte loads of the row in flight (streamed past
-// the caches; x stays in them), then a warp-shuffle sum. vec: K is a multiple of 16 / sizeof(T)
-// and W and x are 16-byte aligned (the host checks); otherwise element by element.
+// memory. VEC (K a multiple of 16 / sizeof(T), W and x 16-byte aligned; gemv() checks): a warp
+// takes R = 2 rows at once, each lane with four 16-byte loads per row in flight (eight in all,
+// streamed past the caches; x stays in them), then a warp-shuffle sum per row. Otherwise a warp
+// per row, element by element. (tools/bench/gpu/gemv-micro.cu measured the row and load counts.)
 constexpr long long kGemvMinRows = 2048;  // fewer rows: cuBLAS (a warp per row leaves SMs idle)
-template <class T>
+template <class T, bool VEC>
 __global__ void __launch_bounds__(256) gemv_rows(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y,
-                                                 long long M, long long K, int vec) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T)), U = 4;
+                                                 long long M, long long K) {
+  constexpr int V = 16 / static_cast<int>(sizeof(T)), U = 4, R = VEC ? 2 : 1;
   const int lane = threadIdx.x & 31;
   const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
-  for (long long m = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5; m < M; m += warps) {
-    const T* w = W + m * K;
-    float acc = 0.f;
-    if (vec) {
+  for (long long m0 = ((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5) * R; m0 < M; m0 += warps * R) {
+    float acc[R] = {};
+    if constexpr (VEC) {
       const long long nv = K / V;
+      const int rows = M - m0 < R ? static_cast<int>(M - m0) : R;
       long long j = lane;
       for (; j + (U - 1) * 32 < nv; j += U * 32) {
-        uint4 a[U];
+        uint4 a[R][U];
         Vec<T, V> b[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) a[u] = __ldcs(reinterpret_cast<const uint4*>(w) + j + u * 32);
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+            a[r][u] = r < rows ? __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j + u * 32) : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int u = 0; u < U; ++u) load_vec(b[u], x + (j + u * 32) * V);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const T* av = reinterpret_cast<const T*>(&a[u]);
+        for (int r = 0; r < R; ++r)
 #pragma unroll
-          for (int e = 0; e < V; ++e) acc += to_f(av[e]) * to_f(b[u].v[e]);
-        }
+          for (int u = 0; u < U; ++u) {
+            const T* av = reinterpret_cast<const T*>(&a[r][u]);
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[r] += to_f(av[e]) * to_f(b[u].v[e]);
+          }
       }
       for (; j < nv; j += 32) {
-        const uint4 a = __ldcs(reinterpret_cast<const uint4*>(w) + j);
         Vec<T, V> b;
         load_vec(b, x + j * V);
-        const T* av = reinterpret_cast<const T*>(&a);
 #pragma unroll
-        for (int e = 0; e < V; ++e) acc += to_f(av[e]) * to_f(b.v[e]);
+        for (int r = 0; r < R; ++r) {
+          if (r >= rows) break;
+          const uint4 a = __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j);
+          const T* av = reinterpret_cast<const T*>(&a);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[r] += to_f(av[e]) * to_f(b.v[e]);
+        }
       }
     } else {
-      for (long long k = lane; k < K; k += 32) acc += to_f(w[k]) * to_f(x[k]);
+      const T* w = W + m0 * K;
+      for (long long k = lane; k < K; k += 32) acc[0] += to_f(w[k]) * to_f(x[k]);
     }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0) y[m] = Store<T>::from(acc);
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+      if (lane == 0 && m0 + r < M) y[m0 + r] = Store<T>::from(acc[r]);
+    }
   }
 }
-
 // Host side: p moved by `elems` elements, either way, computed on the address (the result may lie
 // outside p's allocation; whoever uses it indexes back into range). An all_to_all pipeline step
 // writes block b of a value at element b * block of its base: into another rank's window slot,
@@ -375,6 +388,16 @@ template <class T> inline T* shifted(T* p, long long elems) {
 inline int gridFor(long long n, int threads = 256) {
   long long b = (n + threads - 1) / threads;
   return static_cast<int>(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+// Host side: y = W x by gemv_rows on `stream`, its vector form where K and the alignment of W and
+// x allow. The caller checks cudaGetLastError().
+template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, long long K, cudaStream_t stream) {
+  constexpr long long V = 16 / static_cast<long long>(sizeof(T));
+  if (K % V == 0 && aligned16(W, 0) && aligned16(x, 0))
+    gemv_rows<T, true><<<gridFor((M + 1) / 2 * 32), 256, 0, stream>>>(W, x, y, M, K);
+  else
+    gemv_rows<T, false><<<gridFor(M * 32), 256, 0, stream>>>(W, x, y, M, K);
 }
 
 // Workspace: device buffers for values the program computes, grown as needed.

@@ -1,7 +1,7 @@
 // GEMV micro-benchmark: y = W x (W row-major [M, K], f16, f32 sums) by cuBLAS (the m = 1 GEMM
-// the backend emits below kGemvMinRows rows), by the runtime's coconet_rt::gemv_rows, and by
-// variants RnUm (n rows per warp, m 16-byte loads per row in flight per lane; gemv_rows is R1U4
-// with a run-time choice of the vector path), on one GPU. Every variant's output is checked
+// the backend emits below kGemvMinRows rows), by the runtime's coconet_rt::gemv (gemv_rows: R2U4
+// in its vector form; "gemv_rows<scalar>" is its element-by-element form), and by variants RnUm
+// (n rows per warp, m 16-byte loads per row in flight per lane), on one GPU. Every variant's output is checked
 // against cuBLAS's before its time counts. Times: median of 50 launches between CUDA events;
 // the matrices (32-512 MiB) are larger than L2, so each launch streams W from HBM.
 //   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/backend/runtime -I$NCCL/include tools/bench/gpu/gemv-micro.cu -lcublas -o gemv-micro
@@ -106,7 +106,8 @@ int main() {
     auto g = [&](long long rowsPerWarp) { return coconet_rt::gridFor((M + rowsPerWarp - 1) / rowsPerWarp * 32); };
     std::vector<Var> vars = {
         {"cublas", [&] { cublas(y); }},
-        {"gemv_rows", [&] { coconet_rt::gemv_rows<__half><<<coconet_rt::gridFor(M * 32), 256>>>(W, x, y, M, K, 1); }},
+        {"gemv", [&] { coconet_rt::gemv<__half>(W, x, y, M, K, 0); }},
+        {"gemv_rows<scalar>", [&] { coconet_rt::gemv_rows<__half, false><<<coconet_rt::gridFor(M * 32), 256>>>(W, x, y, M, K); }},
         {"R1U4", [&] { gemv_var<__half, 1, 4><<<g(1), 256>>>(W, x, y, M, K); }},
         {"R1U8", [&] { gemv_var<__half, 1, 8><<<g(1), 256>>>(W, x, y, M, K); }},
         {"R2U4", [&] { gemv_var<__half, 2, 4><<<g(2), 256>>>(W, x, y, M, K); }},
