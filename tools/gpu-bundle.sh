@@ -48,6 +48,10 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 # moe_gemm's expert GEMM chunked along the capacity (moe_gemm_capacity.sched), moe_gemm's vectors.
 # (gen/moe_gemm is its all_to_all pipeline by copy engines; gen/moe_gemm@nccl the same by NCCL.)
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_capacity.sched" -o "$b/gen/moe_gemm@capacity" >/dev/null
+# Every allreduce of tests/gpu/programs/allreduces.cnet by copy engines at any size (the default
+# takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
+printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"
+"$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce.sched" -o "$b/gen/allreduces@ce" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

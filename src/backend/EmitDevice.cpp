@@ -495,7 +495,9 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
   std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"";
   const int V = 16 / dtypeBytes(s.type.dtype);
   std::string in = var(d.in), out = var(d.out);
+  const bool ce = d.algo == "copy_engines", twoShot = !ce && d.algo != "one_shot";
   std::string oneShot = d.algo == "one_shot"   ? "true"
+                        : ce                   ? "false"
                         : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::kOneShotMaxBytes)"
                                                : "bytes <= coconet_rt::kOneShotMaxBytes";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
@@ -512,20 +514,86 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
     << ", " << n << ", vec);\n"
     << "      CHECK(cudaGetLastError(), " << name << ");\n"
-    << "      dev_->parity[" << gi << "] ^= 1;\n"
-    << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
-    << ") {\n"
-    << "      const long long m = " << n << " / P_;\n"
-    << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, bytes, " << prog << ", " << name << ");\n"
-    << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
-    << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-    << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
-    << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(m / " << V
-    << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
-    << ", " << out << ", m, vec);\n"
-    << "      CHECK(cudaGetLastError(), " << name << ");\n"
-    << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
+    << "      dev_->parity[" << gi << "] ^= 1;\n";
+  if (twoShot)
+    b << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
+      << ") {\n"
+      << "      const long long m = " << n << " / P_;\n"
+      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, bytes, " << prog << ", " << name << ");\n"
+      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
+      << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(m / " << V
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+      << ", " << out << ", m, vec);\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n";
+  if (ce || d.algo.empty()) emitCopyEngineAllReduce(d, ce);
+  b << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
     << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
+}
+
+// The allreduce by copy engines (from copyEngineMinBytes(P), or asked for): in two rounds of half
+// the elements each, every rank's copy engine pushes part q of the round (n / (2 P) elements) into
+// slot `me` of rank q's window, one after another (rank me+1 first: at any moment each rank sends
+// to one rank and receives from one); a barrier on the copy stream; rank q sums its part over the
+// ranks (its own from its input) into its output and the window's result area (ce_sum_parts on
+// stream_); a barrier there; the copy engines pull the other ranks' sums into the output. The
+// next round's pushes run while this round sums; the pulls of round 0 while round 1 sums.
+// Window: [round][rank] slots of a part, then the two rounds' results. A barrier kernel on each
+// stream (LSA barriers 0 and 1): nothing else device-API runs until stream_ waits for the copy
+// stream at the end.
+void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
+  auto& b = body_;
+  const Stage& s = p_.stages[d.out];
+  const std::string T = storageType(s.type.dtype), gi = std::to_string(d.index), n = countVar(d.out);
+  const std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"", in = var(d.in), out = var(d.out);
+  const std::string V = std::to_string(16 / dtypeBytes(s.type.dtype));
+  b << "    } else if (dev_->dc.usable && " << n << " % (2 * P_) == 0" << (asked ? "" : " && bytes >= coconet_rt::copyEngineMinBytes(P_)")
+    << ") {\n"
+    << "      // copy engines, two rounds: pushes to the parts' owners, a barrier, sums, a barrier, pulls of the sums\n"
+    << "      const long long piece = " << n << " / (2 * P_);\n"
+    << "      coconet_rt::Window& w = dev_->stage[" << gi << "];\n"
+    << "      if (w.ensure(comm_, stream_, static_cast<size_t>(" << n << " + 2 * piece) * sizeof(" << T << "), " << prog << ", " << name
+    << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+    << "      const std::vector<void*>& wins = w.peerBases(P_, stream_, " << prog << ", " << name << ");\n"
+    << "      " << T << "* mine = static_cast<" << T << "*>(w.ptr);\n"
+    << "      const bool vec = piece % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
+    << ", 0);\n"
+    << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
+    << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
+    << "      for (int r = 0; r < 2; ++r) {\n"
+    << "        const long long base = r * (" << n << " / 2);\n"
+    << "        for (int j = 1; j < P_; ++j) {\n"
+    << "          const int q = (rank_ + j) % P_;\n"
+    << "          CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(wins[q]) + (r * P_ + rank_) * piece, " << in
+    << " + base + q * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+    << "        }\n"
+    << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
+    << "        CHECK(cudaGetLastError(), " << name << ");\n"
+    << "        CHECK(cudaEventRecord(ceEv_[1 + r], ceCopy_), " << name << ");\n"
+    << "      }\n"
+    << "      for (int r = 0; r < 2; ++r) {\n"
+    << "        const long long base = r * (" << n << " / 2), at = base + rank_ * piece;\n"
+    << "        CHECK(cudaStreamWaitEvent(stream_, ceEv_[1 + r], 0), " << name << ");\n"
+    << "        coconet_rt::ce_sum_parts<" << T << ", " << V << "><<<coconet_rt::devBlocks(piece / " << V
+    << "), coconet_rt::kDevThreads, 0, stream_>>>(" << out << " + at, mine + " << n << " + r * piece, " << in
+    << " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
+    << "        CHECK(cudaGetLastError(), " << name << ");\n"
+    << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
+    << "        CHECK(cudaGetLastError(), " << name << ");\n"
+    << "        CHECK(cudaEventRecord(ceEv_[3 + r], stream_), " << name << ");\n"
+    << "      }\n"
+    << "      for (int r = 0; r < 2; ++r) {\n"
+    << "        const long long base = r * (" << n << " / 2);\n"
+    << "        CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + r], 0), " << name << ");\n"
+    << "        for (int j = 1; j < P_; ++j) {\n"
+    << "          const int q = (rank_ + j) % P_;\n"
+    << "          CHECK(cudaMemcpyAsync(" << out << " + base + q * piece, static_cast<const " << T << "*>(wins[q]) + " << n
+    << " + r * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+    << "        }\n"
+    << "      }\n"
+    << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
+    << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";
 }
 
 void Emitter::planAllReducePairs() {

@@ -328,13 +328,13 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      const std::vector<void*>& ins = win.peerBases(static_cast<int>(G), stream_, " << prog << ", " << xn << ");\n"
       << "      outs = &wout.peerBases(static_cast<int>(G), stream_, " << prog << ", " << bn << ");\n"
       << "      // every rank is past its previous call (its reads of both windows): they are free\n"
-      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);\n"
       << "      CHECK(cudaGetLastError(), " << xn << ");\n"
       << "      for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
       << "        const long long to = (me + i) % G;\n"
       << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(ins[to]) + me * inBlock, " << var(in) << " + to * inBlock, static_cast<size_t>(inBlock) * sizeof("
       << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
-      << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);  // every rank's step-i block arrived\n"
+      << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);  // every rank's step-i block arrived\n"
       << "        CHECK(cudaGetLastError(), " << xn << ");\n";
     if (!xDirect)
       b << "        const long long from = (me + G - i) % G;\n"
@@ -409,7 +409,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
                              " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" + BT + "), cudaMemcpyDeviceToDevice, comm2_), " + bn + ");\n";
     if (yDirect) b << "        if (i < G - 1) " << push;  // the last step wrote there itself
     else b << "        " << push;
-    b << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm);\n"
+    b << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);\n"
       << "        CHECK(cudaGetLastError(), " << bn << ");\n"
       << "        const long long from = (me + i) % G;\n"
       << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + from * outBlock, static_cast<const " << BT << "*>(wout.ptr) + from * outBlock, static_cast<size_t>(outBlock) * sizeof("

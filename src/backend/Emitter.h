@@ -375,13 +375,21 @@ private:
   // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's
   // one-shot kernel up to kOneShotMaxBytes per rank (the latency-bound sizes), two-shot up to
   // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
-  // length), and as NCCL's allreduce above; tune(algorithm = ...) overrides.
+  // length), by copy engines from copyEngineMinBytes(P) (when 2 P divides the length), and as
+  // NCCL's allreduce otherwise; tune(algorithm = ...) overrides.
   struct DevAllReduce {
     int index = 0, in = -1, out = -1;
     std::string name;  // the stage (or fused group) that failures name
-    std::string algo;  // the `algorithm` knob: "" (by size), one_shot or two_shot
+    std::string algo;  // the `algorithm` knob: "" (by size), one_shot, two_shot or copy_engines
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
+  void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
+  // Some allreduce may run by copy engines (by size or asked for): it needs ceCopy_ and ceEv_.
+  bool hasCopyEngineAllReduce() const {
+    for (auto& [id, d] : devAR_)
+      if (d.algo.empty() || d.algo == "copy_engines") return true;
+    return false;
+  }
 
   bool usesDevice() const { return devIndices_ > 0; }
 

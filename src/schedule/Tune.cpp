@@ -45,9 +45,17 @@ bool tune(StepContext& c) {
         return false;
       }
     }
-    // Copy engines move an all_to_all pipeline's blocks; no other stage has them.
-    if (k.key == "algorithm" && k.value == "copy_engines" && (group || c.p.stages[id].kind != ir::StageKind::AllToAll)) {
-      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an all_to_all (the one an all_to_all pipeline returns its results with)",
+    // Copy engines move an allreduce's parts (a stage, or a fused [reduce_scatter, all_gather]
+    // pair: the allreduce split) and an all_to_all pipeline's blocks; nothing else has them.
+    auto kindOf = [&](const std::string& name) {
+      const int s = c.p.find(name);
+      return s < 0 ? ir::StageKind::Input : c.p.stages[s].kind;
+    };
+    const bool pair = group && group->members.size() == 2 && kindOf(group->members[0]) == ir::StageKind::ReduceScatter &&
+                      kindOf(group->members[1]) == ir::StageKind::AllGather;
+    const bool ceStage = !group && (c.p.stages[id].kind == ir::StageKind::AllToAll || c.p.stages[id].kind == ir::StageKind::AllReduce);
+    if (k.key == "algorithm" && k.value == "copy_engines" && !pair && !ceStage) {
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an allreduce (or its fused reduce_scatter and all_gather) or an all_to_all (the one an all_to_all pipeline returns its results with)",
                     k.length);
       return false;
     }

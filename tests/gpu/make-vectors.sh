@@ -73,4 +73,7 @@ vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150
+# allreduces whose parts (n / (2 P) elements) are whole 16-byte vectors at every rank count (a),
+# or not at 4 ranks (b, c): the copy-engine build (gen/allreduces@ce) takes both forms of its sum.
+vectors allreduces@ce "$root/tests/gpu/programs/allreduces.cnet" -D A=1048576 -D B=65544 -D C=262152
 du -sh "$d"

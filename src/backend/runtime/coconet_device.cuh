@@ -32,6 +32,12 @@ constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB; the kernel takes 8%
 // longer at 64 MiB and 17% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
 constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
+// From this size per rank an allreduce left to the backend moves its bytes by copy engines
+// (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds). On 2 H200
+// it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at 64 MiB (1.24x), tied
+// at 256 MiB and won at 1 GiB (0.96x) (docs/benchmarks/gpu/2026-11-21-4xH200-session11-allreduce;
+// the two-shot kernel runs up to 16 MiB, NCCL's call between).
+inline size_t copyEngineMinBytes(int P) { return P == 2 ? size_t{64} << 20 : size_t{1} << 30; }
 
 // Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
 inline int devBlocks(long long units) {
@@ -306,12 +312,47 @@ __global__ void __launch_bounds__(kDevThreads)
 }
 
 // Every rank of the device communicator reaches this point before any goes on (one CTA, LSA
-// barrier 0): copy-engine transfers issued before it on each rank's stream are complete and
-// visible everywhere after it. Launched alone on a stream that no other device-API kernel of
-// the program runs beside (the all_to_all pipeline's second stream).
-static __global__ void __launch_bounds__(kDevThreads) dev_barrier(ncclDevComm dc) {
-  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};
+// barrier `index`): copy-engine transfers issued before it on each rank's stream are complete
+// and visible everywhere after it. No other device-API kernel using the same barrier may run
+// beside it: the all_to_all pipeline launches it on its second stream (index 0); the
+// copy-engine allreduce on its copy stream (index 0) and on the main stream (index 1).
+static __global__ void __launch_bounds__(kDevThreads) dev_barrier(ncclDevComm dc, int index) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, static_cast<uint32_t>(index)};
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
+// The copy-engine allreduce's sum of one round: this rank's part of the round, `piece`
+// elements, summed over the ranks in rank order (rank me's from `own`, this rank's input; rank
+// q's from slot q of `stage`, where q's copy engine put it), rounded once, stored into `out`
+// (this rank's result) and `red` (the window the other ranks' copy engines pull it from).
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads) ce_sum_parts(T* __restrict__ out, T* __restrict__ red, const T* __restrict__ own,
+                                                            const T* __restrict__ stage, long long piece, int P, int me, int vec) {
+  forUnits<V>(
+      0, piece, vec,
+      [&](long long i0) {
+        float s[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) s[e] = 0.0f;
+        for (int q = 0; q < P; ++q) {
+          Vec<T, V> x;
+          load_vec(x, (q == me ? own : stage + q * piece) + i0);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
+        }
+        Vec<T, V> y;
+#pragma unroll
+        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+        store_vec(out + i0, y);
+        store_vec(red + i0, y);
+      },
+      [&](long long i) {
+        float s = 0.0f;
+        for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(q == me ? own[i] : stage[q * piece + i]));
+        const T y = Store<T>::from(s);
+        out[i] = y;
+        red[i] = y;
+      });
 }
 
 // Point-to-point exchange of n elements where every rank sends to one rank (`to`) and receives

@@ -7,11 +7,12 @@ Rows:
                        out-of-place copy would add a pass over the data); the reference.
   coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce),
                        out of place x -> y, compiled as by default: a kernel over NCCL's device
-                       API, one-shot up to 512 KiB per rank, two-shot up to 16 MiB, NCCL's
-                       allreduce above.
+                       API, one-shot up to 512 KiB per rank, two-shot up to 16 MiB, copy engines
+                       from 64 MiB on 2 ranks and from 1 GiB on more, NCCL's allreduce between.
   coconetc_nccl        the same compiled with --no-device-collectives (one ncclAllReduce).
-  coconetc_one_shot / coconetc_two_shot
-                       coconetc with tune(algorithm = one_shot / two_shot) at every size.
+  coconetc_one_shot / coconetc_two_shot / coconetc_copy_engines
+                       coconetc with tune(algorithm = one_shot / two_shot / copy_engines) at every
+                       size.
   coconetc_unscheduled the program with no schedule (the generated code's plain collective).
 Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB). Each row
 reports bus bandwidth 2(P-1)/P * bytes / time (NCCL's definition for all-reduce).
@@ -32,11 +33,12 @@ PROGRAMS = {
                            flags=["--no-device-collectives"]),
     "allreduce_one_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_one_shot.sched"),
     "allreduce_two_shot": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_two_shot.sched"),
+    "allreduce_copy_engines": dict(source=SOURCE, schedule="tools/bench/programs/allreduce_copy_engines.sched"),
     "allreduce_unscheduled": dict(source=SOURCE, schedule=None),
 }
 COCONETC_ROWS = {"coconetc": "allreduce", "coconetc_nccl": "allreduce_nccl",
                  "coconetc_one_shot": "allreduce_one_shot", "coconetc_two_shot": "allreduce_two_shot",
-                 "coconetc_unscheduled": "allreduce_unscheduled"}
+                 "coconetc_copy_engines": "allreduce_copy_engines", "coconetc_unscheduled": "allreduce_unscheduled"}
 EXACT = {"y": (0.0, 0.0)}
 
 
