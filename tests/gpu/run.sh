@@ -105,6 +105,19 @@ if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; th
   fi
 fi
 echo "checks: $pass passed, $fail failed" >> "$res"
+# The first thing a compute-sanitizer log reports: its first finding with the kernel it was in
+# (the kernel's name cut at its argument list), else the first error line (a failing run's own).
+sanitizerWhy() {
+  local f=$1 hit
+  hit=$(grep -m1 -n -E '^========= +(Invalid|Uninitialized|Race|Error: Race|Misaligned|Out-of-range|Barrier error|Program hit)' "$f")
+  if [ -n "$hit" ]; then
+    local line=${hit%%:*} at
+    at=$(sed -n "$((line + 1)),$((line + 3))p" "$f" | grep -m1 -E '^========= +at ' | sed -E 's/^=+ +at +//; s/\(.*//')
+    echo "${hit#*:}${at:+ in $at}" | sed -E 's/^=+ +//'
+  else
+    grep -m1 -E 'ERROR|Error|error' "$f"
+  fi
+}
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do
   [ "${SANITIZE:-1}" = 1 ] || break
@@ -117,7 +130,7 @@ for tool in memcheck racecheck; do
     # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
     timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$exe" --spawn 1 --check "$d" > "$out/sanitizer-$tool-$n.log" 2>&1
     rc=$?
-    echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-$tool-$n.log")")" >> "$res"
+    echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-$tool-$n.log")")" >> "$res"
   done
 done
 # MEMCHECK_P2="a b": compute-sanitizer memcheck of these builds on 2 GPUs (device-API kernels
@@ -128,7 +141,7 @@ for n in ${MEMCHECK_P2:-}; do
   [ "$gpus" -ge 2 ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
   timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$exe" --spawn 2 --check "$d" --timeout 240 > "$out/sanitizer-memcheck-p2-$n.log" 2>&1
   rc=$?
-  echo "compute-sanitizer memcheck $n P=2: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(grep -m1 -E 'ERROR|Error|error' "$out/sanitizer-memcheck-p2-$n.log")")" >> "$res"
+  echo "compute-sanitizer memcheck $n P=2: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-memcheck-p2-$n.log")")" >> "$res"
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which
