@@ -52,6 +52,9 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 # takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce.sched" -o "$b/gen/allreduces@ce" >/dev/null
+# The same in other round counts (tune(chunks)): gen/allreduces@ce_rounds (4, 1 and 3 rounds).
+printf 'tune(ya, algorithm = copy_engines, chunks = 4);\ntune(yb, algorithm = copy_engines, chunks = 1);\ntune(yc, algorithm = copy_engines, chunks = 3);\n' > "$b/allreduces-ce-rounds.sched"
+"$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce-rounds.sched" -o "$b/gen/allreduces@ce_rounds" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

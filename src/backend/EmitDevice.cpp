@@ -482,6 +482,7 @@ void Emitter::planDeviceAllReduces() {
     }
     d.algo = algorithmOf(s);
     if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
+    d.rounds = knobInt(s.knobs.count("chunks") ? s.knobs : groupKnobs(s), "chunks", 2);
     d.out = id;
     d.index = devIndices_++;
     devAR_[id] = d;
@@ -532,28 +533,31 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
 }
 
-// The allreduce by copy engines (from copyEngineMinBytes(P), or asked for): in two rounds of half
-// the elements each, every rank's copy engine pushes part q of the round (n / (2 P) elements) into
-// slot `me` of rank q's window, one after another (rank me+1 first: at any moment each rank sends
-// to one rank and receives from one); a barrier on the copy stream; rank q sums its part over the
-// ranks (its own from its input) into its output and the window's result area (ce_sum_parts on
-// stream_); a barrier there; the copy engines pull the other ranks' sums into the output. The
-// next round's pushes run while this round sums; the pulls of round 0 while round 1 sums.
-// Window: [round][rank] slots of a part, then the two rounds' results. A barrier kernel on each
-// stream (LSA barriers 0 and 1): nothing else device-API runs until stream_ waits for the copy
-// stream at the end.
+// The allreduce by copy engines (from copyEngineMinBytes(P), or asked for): in R rounds (2, or
+// tune(X, chunks = R)) of n / R elements each, every rank's copy engine pushes part q of the
+// round (n / (R P) elements) into slot `me` of rank q's window, one after another (rank me+1
+// first: at any moment each rank sends to one rank and receives from one); a barrier on the copy
+// stream; rank q sums its part over the ranks (its own from its input) into its output and the
+// window's result area (ce_sum_parts on stream_); a barrier there; the copy engines pull the
+// other ranks' sums into the output. Round r+1's pushes are queued before round r's pulls, so
+// they run while round r sums. Window: [round][rank] slots of a part, then the rounds' results.
+// A barrier kernel on each stream (LSA barriers 0 and 1): nothing else device-API runs until
+// stream_ waits for the copy stream at the end. Events: ceEv_[0] the input ready, [1] a round's
+// pushes arrived, [3 + r % 2] round r summed everywhere (waited before its next record), [5] done.
 void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
   auto& b = body_;
   const Stage& s = p_.stages[d.out];
   const std::string T = storageType(s.type.dtype), gi = std::to_string(d.index), n = countVar(d.out);
   const std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"", in = var(d.in), out = var(d.out);
-  const std::string V = std::to_string(16 / dtypeBytes(s.type.dtype));
-  b << "    } else if (dev_->dc.usable && " << n << " % (2 * P_) == 0" << (asked ? "" : " && bytes >= coconet_rt::copyEngineMinBytes(P_)")
+  const std::string V = std::to_string(16 / dtypeBytes(s.type.dtype)), R = std::to_string(d.rounds);
+  b << "    } else if (dev_->dc.usable && " << n << " % (" << R << " * P_) == 0" << (asked ? "" : " && bytes >= coconet_rt::copyEngineMinBytes(P_)")
     << ") {\n"
-    << "      // copy engines, two rounds: pushes to the parts' owners, a barrier, sums, a barrier, pulls of the sums\n"
-    << "      const long long piece = " << n << " / (2 * P_);\n"
+    << "      // copy engines, " << R << " round" << (d.rounds == 1 ? "" : "s")
+    << ": pushes to the parts' owners, a barrier, sums, a barrier, pulls of the sums\n"
+    << "      const int R = " << R << ";\n"
+    << "      const long long piece = " << n << " / (R * P_);\n"
     << "      coconet_rt::Window& w = dev_->stage[" << gi << "];\n"
-    << "      if (w.ensure(comm_, stream_, static_cast<size_t>(" << n << " + 2 * piece) * sizeof(" << T << "), " << prog << ", " << name
+    << "      if (w.ensure(comm_, stream_, static_cast<size_t>(" << n << " + R * piece) * sizeof(" << T << "), " << prog << ", " << name
     << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << "      const std::vector<void*>& wins = w.peerBases(P_, stream_, " << prog << ", " << name << ");\n"
     << "      " << T << "* mine = static_cast<" << T << "*>(w.ptr);\n"
@@ -561,35 +565,34 @@ void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
     << ", 0);\n"
     << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
-    << "      for (int r = 0; r < 2; ++r) {\n"
-    << "        const long long base = r * (" << n << " / 2);\n"
-    << "        for (int j = 1; j < P_; ++j) {\n"
-    << "          const int q = (rank_ + j) % P_;\n"
-    << "          CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(wins[q]) + (r * P_ + rank_) * piece, " << in
+    << "      for (int r = 0; r <= R; ++r) {\n"
+    << "        if (r < R) {\n"
+    << "          const long long base = r * (" << n << " / R), at = base + rank_ * piece;\n"
+    << "          for (int j = 1; j < P_; ++j) {\n"
+    << "            const int q = (rank_ + j) % P_;\n"
+    << "            CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(wins[q]) + (r * P_ + rank_) * piece, " << in
     << " + base + q * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
-    << "        }\n"
-    << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
-    << "        CHECK(cudaGetLastError(), " << name << ");\n"
-    << "        CHECK(cudaEventRecord(ceEv_[1 + r], ceCopy_), " << name << ");\n"
-    << "      }\n"
-    << "      for (int r = 0; r < 2; ++r) {\n"
-    << "        const long long base = r * (" << n << " / 2), at = base + rank_ * piece;\n"
-    << "        CHECK(cudaStreamWaitEvent(stream_, ceEv_[1 + r], 0), " << name << ");\n"
-    << "        coconet_rt::ce_sum_parts<" << T << ", " << V << "><<<coconet_rt::devBlocks(piece / " << V
+    << "          }\n"
+    << "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
+    << "          CHECK(cudaGetLastError(), " << name << ");\n"
+    << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
+    << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n"
+    << "          coconet_rt::ce_sum_parts<" << T << ", " << V << "><<<coconet_rt::devBlocks(piece / " << V
     << "), coconet_rt::kDevThreads, 0, stream_>>>(" << out << " + at, mine + " << n << " + r * piece, " << in
     << " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
-    << "        CHECK(cudaGetLastError(), " << name << ");\n"
-    << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
-    << "        CHECK(cudaGetLastError(), " << name << ");\n"
-    << "        CHECK(cudaEventRecord(ceEv_[3 + r], stream_), " << name << ");\n"
-    << "      }\n"
-    << "      for (int r = 0; r < 2; ++r) {\n"
-    << "        const long long base = r * (" << n << " / 2);\n"
-    << "        CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + r], 0), " << name << ");\n"
-    << "        for (int j = 1; j < P_; ++j) {\n"
-    << "          const int q = (rank_ + j) % P_;\n"
-    << "          CHECK(cudaMemcpyAsync(" << out << " + base + q * piece, static_cast<const " << T << "*>(wins[q]) + " << n
-    << " + r * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+    << "          CHECK(cudaGetLastError(), " << name << ");\n"
+    << "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
+    << "          CHECK(cudaGetLastError(), " << name << ");\n"
+    << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n"
+    << "        }\n"
+    << "        if (r >= 1) {  // round r-1's pulls, behind round r's pushes\n"
+    << "          const long long base = (r - 1) * (" << n << " / R);\n"
+    << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
+    << "          for (int j = 1; j < P_; ++j) {\n"
+    << "            const int q = (rank_ + j) % P_;\n"
+    << "            CHECK(cudaMemcpyAsync(" << out << " + base + q * piece, static_cast<const " << T << "*>(wins[q]) + " << n
+    << " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+    << "          }\n"
     << "        }\n"
     << "      }\n"
     << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"

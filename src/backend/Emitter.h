@@ -379,6 +379,7 @@ private:
   // NCCL's allreduce otherwise; tune(algorithm = ...) overrides.
   struct DevAllReduce {
     int index = 0, in = -1, out = -1;
+    int rounds = 2;    // the copy-engine form's rounds (tune(X, chunks = R))
     std::string name;  // the stage (or fused group) that failures name
     std::string algo;  // the `algorithm` knob: "" (by size), one_shot, two_shot or copy_engines
   };

@@ -74,6 +74,7 @@ vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
 # f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
 vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150
 # allreduces whose parts (n / (2 P) elements) are whole 16-byte vectors at every rank count (a),
-# or not at 4 ranks (b, c): the copy-engine build (gen/allreduces@ce) takes both forms of its sum.
+# or not at 4 ranks (b, c): the copy-engine build (gen/allreduces@ce) takes both forms of its sum;
+# gen/allreduces@ce_rounds (4, 1, 3 rounds) divides them too (c = 12 x 21846).
 vectors allreduces@ce "$root/tests/gpu/programs/allreduces.cnet" -D A=1048576 -D B=65544 -D C=262152
 du -sh "$d"

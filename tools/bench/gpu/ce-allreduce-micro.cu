@@ -7,7 +7,9 @@
 //   ce_a2a    each GPU pushes the G-1 parts of S it does not own to their owners (a reduce-scatter's
 //             traffic, no sum), one stream per peer
 //   ce_a2a_1s the same traffic on one stream per GPU, peers in turn
+//   ce_pull_1s the a2a traffic pulled by the receivers, one stream per GPU, peers in turn
 //   ce1_arK   ce_arK with one copy stream per GPU (push of round r+1 queued before the gather of r)
+//   ce1p_arK  ce1_arK with the gather by pulls (the receivers copy the sums), as coconetc's code
 //   ce_arK    all-reduce in K rounds: push the parts to their owners' staging (CE), the owner sums
 //             its part of the round (a kernel), pushes the sum to every peer's output (CE); rounds
 //             overlap through per-round events (cross-device cudaStreamWaitEvent)
@@ -222,7 +224,26 @@ int main(int argc, char** argv) {
       double us = time(a2a1);
       std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU out\n", mib, "ce_a2a_1s", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
     }
+    // The same traffic pulled: each GPU copies its part of every peer's input from that peer (the
+    // copy runs on the receiver's stream), one stream per GPU, peers in turn.
+    auto pull1 = [&] {
+      const long long part = n / G;
+      for (int d = 0; d < G; ++d) {
+        CK(cudaSetDevice(d));
+        for (int k = 1; k < G; ++k) {
+          const int p = (d + k) % G, slot = k - 1;
+          CK(cudaMemcpyAsync(g[d].stage + slot * part, g[p].in + d * part, part * 2, cudaMemcpyDeviceToDevice, g[d].peer[0]));
+        }
+      }
+    };
+    {
+      double us = time(pull1);
+      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU in\n", mib, "ce_pull_1s", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
+    }
     // All-reduce by CE in K rounds, one copy stream per GPU: push(r), gather(r-1), push(r+1), ...
+    // pullGather: the gather by pulls (each GPU copies the other owners' sums from them, as the
+    // generated code does: a user's output is no window, so no peer can push into it).
+    for (int pullGather : {0, 1})
     for (int K : {1, 2, 4, 8, 16}) {
       const long long piece = n / ((long long)K * G);
       if (piece % 8 != 0 || piece == 0) continue;
@@ -253,17 +274,28 @@ int main(int argc, char** argv) {
                                                            piece, G - 1);
               CK(cudaGetLastError());
               CK(cudaEventRecord(g[p].ev[q * G + p + 2048], g[p].sum));
+              if (pullGather) continue;
               CK(cudaStreamWaitEvent(g[p].peer[0], g[p].ev[q * G + p + 2048], 0));
               for (int k = 1; k < G; ++k) {
                 const int t = (p + k) % G;
                 CK(cudaMemcpyAsync(g[t].out + off, g[p].out + off, piece * 2, cudaMemcpyDeviceToDevice, g[p].peer[0]));
               }
             }
+            if (pullGather)
+              for (int t = 0; t < G; ++t) {
+                CK(cudaSetDevice(t));
+                for (int k = 1; k < G; ++k) {
+                  const int p = (t + k) % G;
+                  const long long off = base + p * piece;
+                  CK(cudaStreamWaitEvent(g[t].peer[0], g[p].ev[q * G + p + 2048], 0));
+                  CK(cudaMemcpyAsync(g[t].out + off, g[p].out + off, piece * 2, cudaMemcpyDeviceToDevice, g[t].peer[0]));
+                }
+              }
           }
         }
       };
       char name[32];
-      std::snprintf(name, sizeof name, "ce1_ar%d", K);
+      std::snprintf(name, sizeof name, pullGather ? "ce1p_ar%d" : "ce1_ar%d", K);
       for (int d = 0; d < G; ++d) {
         CK(cudaSetDevice(d));
         CK(cudaMemset(g[d].out, 0, bytes));
