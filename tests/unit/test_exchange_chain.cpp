@@ -3,25 +3,14 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "TestSupport.h"
 #include "ir/Lower.h"
-#include "sema/Sema.h"
 
 using namespace coconet;
 
 namespace {
 
-ir::Program lowerText(const std::string& text) {
-  sema::Compilation comp;
-  std::ostringstream diagOut;
-  DiagnosticEngine diags(comp.sources, diagOut);
-  sema::Options opts;
-  opts.searchInputDir = false;
-  sema::checkSource(comp, "chain.cnet", text, opts, diags);
-  INFO(diagOut.str());
-  REQUIRE_FALSE(diags.hasErrors());
-  REQUIRE(comp.programs.size() == 1);
-  return ir::lower(*comp.programs[0]);
-}
+ir::Program lowerText(const std::string& text) { return test::checkText("chain.cnet", text)->lowered(); }
 
 std::vector<std::string> names(const ir::Program& p, const std::vector<int>& ids) {
   std::vector<std::string> r;

@@ -13,9 +13,9 @@
 #include <random>
 #include <sstream>
 
+#include "TestSupport.h"
 #include "ir/Lower.h"
 #include "schedule/Schedule.h"
-#include "sema/Sema.h"
 #include "verify/Verify.h"
 
 using namespace coconet;
@@ -137,23 +137,15 @@ TEST_CASE("random programs with random legal schedules verify", "[property]") {
   for (int i = 0; i < cases; ++i) {
     Case c = generate(rng);
     INFO("case " << i << " (seed " << seed << ")\n--- program\n" << c.program << "--- schedule\n" << c.schedule);
-    sema::Compilation comp;
-    std::ostringstream diagOut;
-    DiagnosticEngine diags(comp.sources, diagOut);
-    sema::Options opts;
-    opts.searchInputDir = false;
-    sema::checkSource(comp, "prop.cnet", c.program, opts, diags);
-    INFO("diagnostics:\n" << diagOut.str());
-    REQUIRE_FALSE(diags.hasErrors());
-    REQUIRE(comp.programs.size() == 1);
-    ir::Program base = ir::lower(*comp.programs[0]);
+    auto checked = test::checkText("prop.cnet", c.program);
+    ir::Program base = checked->lowered();
     ir::Program sched = ir::clone(base);
-    uint32_t file = comp.sources.add("prop.sched", c.schedule);
-    auto script = schedule::parseScript(comp.sources, file, diags);
+    uint32_t file = checked->comp.sources.add("prop.sched", c.schedule);
+    auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
     REQUIRE(script.has_value());
     std::vector<schedule::Step> trace;
-    bool applied = schedule::apply(sched, *script, diags, trace, nullptr);
-    INFO("schedule diagnostics:\n" << diagOut.str());
+    bool applied = schedule::apply(sched, *script, checked->diags, trace, nullptr);
+    INFO("schedule diagnostics:\n" << checked->diagOut.str());
     REQUIRE(applied);
     verify::Options vo;
     vo.ranks = {1, 2, 3, 4};
@@ -169,14 +161,7 @@ TEST_CASE("verify notices a schedule that changes the result", "[property]") {
   // A hand-broken "schedule": the scheduled program adds where the original multiplies.
   const char* prog =
       "program p(N: size) {\n  in x : f32[N] local;\n  y = allreduce(+, x);\n  z = y * 2.0;\n  return z;\n}\n";
-  sema::Compilation comp;
-  std::ostringstream diagOut;
-  DiagnosticEngine diags(comp.sources, diagOut);
-  sema::Options opts;
-  opts.searchInputDir = false;
-  sema::checkSource(comp, "p.cnet", prog, opts, diags);
-  REQUIRE_FALSE(diags.hasErrors());
-  ir::Program base = ir::lower(*comp.programs[0]);
+  ir::Program base = test::checkText("p.cnet", prog)->lowered();
   ir::Program broken = ir::clone(base);
   int z = broken.find("z");
   REQUIRE(z >= 0);
