@@ -37,6 +37,12 @@ variant() {
 # Adam's device-API kernel in 5 pipelined rounds; LAMB's head and tail groups in 3 each.
 variant chunks5 adam 'tune(f, chunks = 5);'
 variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
+# Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
+# (one at the test sizes) and 3 rounds.
+variant ce adam 'tune(f, algorithm = copy_engines);'
+variant ce3 adam 'tune(f, algorithm = copy_engines, chunks = 3);'
+variant ce lamb $'tune(moments, algorithm = copy_engines);\ntune(apply, algorithm = copy_engines);'
+variant ce3 lamb $'tune(moments, algorithm = copy_engines, chunks = 3);\ntune(apply, algorithm = copy_engines, chunks = 3);'
 # The Megatron overlaps with their epilogue and all-gather per chunk (the default takes it only
 # for large products on two ranks); megatron_row@pipe runs with every megatron_row vector set
 # (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).

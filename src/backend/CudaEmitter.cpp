@@ -143,9 +143,9 @@ std::string Emitter::headerText() {
   if (hasExchangePipeline())
     h << "  // An all_to_all pipeline: one event per rank block (its arrival), made as needed.\n"
       << "  std::vector<cudaEvent_t> ovSteps_;\n";
-  if (hasCopyEngineAllReduce())
-    h << "  // An allreduce by copy engines: their stream and its events (input ready, pushes of round 0\n"
-      << "  // and 1 arrived, sums of round 0 and 1 made everywhere, pulls done).\n"
+  if (usesCopyEngineStream())
+    h << "  // Copy engines for an allreduce or a device group: their stream and its events (input ready,\n"
+      << "  // a round's pushes arrived, rounds computed everywhere (two, in turn), pulls done).\n"
       << "  cudaStream_t ceCopy_ = nullptr;\n  cudaEvent_t ceEv_[6] = {};\n";
   if (gatherMayPipe())
     h << "  // An overlap's all-gather by copy engines, chunk by chunk (comm3_), after each chunk's epilogue (ovRed_).\n"
@@ -194,7 +194,7 @@ std::string Emitter::sourceText() {
     << (!gatherMayPipe() ? "" :
         "  CHECK(cudaStreamCreateWithFlags(&comm3_, cudaStreamNonBlocking), \"setup\");\n"
         "  CHECK(cudaEventCreateWithFlags(&ovRed_, cudaEventDisableTiming), \"setup\");\n")
-    << (!hasCopyEngineAllReduce() ? "" :
+    << (!usesCopyEngineStream() ? "" :
         "  CHECK(cudaStreamCreateWithFlags(&ceCopy_, cudaStreamNonBlocking), \"setup\");\n"
         "  for (cudaEvent_t& e : ceEv_) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), \"setup\");\n")
     << (usesDevice() ? "  dev_ = new Dev_;\n" : "")
@@ -209,7 +209,7 @@ std::string Emitter::sourceText() {
         "  if (comm2_) cudaStreamDestroy(comm2_);\n")
     << (!gatherMayPipe() ? "" : "  if (ovRed_) cudaEventDestroy(ovRed_);\n  if (comm3_) cudaStreamDestroy(comm3_);\n")
     << (!hasExchangePipeline() ? "" : "  for (cudaEvent_t e : ovSteps_) cudaEventDestroy(e);\n")
-    << (!hasCopyEngineAllReduce() ? "" :
+    << (!usesCopyEngineStream() ? "" :
         "  for (cudaEvent_t e : ceEv_)\n    if (e) cudaEventDestroy(e);\n  if (ceCopy_) cudaStreamDestroy(ceCopy_);\n")
     << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
   // localElements

@@ -102,6 +102,7 @@ void Emitter::planDeviceGroups() {
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
     dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
+    if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -160,7 +161,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   for (int f : dg.folds) {
     const std::string op = reduceOpStruct(f);
     params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
-    hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)");
+    hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)" + (L.partOff.empty() ? "" : " + " + L.partOff));
   }
   others.clear();
   for (size_t k = 0; k < dg.ext.size(); ++k) {
@@ -240,6 +241,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
       << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
       << "// all-gather's slice; barrier; pull the other ranks' slices (unless copy engines do: pull = 0).\n";
+  else if (head && dg.preloaded)
+    K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
+      << "// window before the launch) barrier; sum this rank's slots and compute the members; a last barrier\n"
+      << "// (every rank has read its slots of [lo, hi) before any rank's next copies into them).\n";
+  else if (dg.preloaded)
+    K << "// barrier (every rank's earlier pulls of its slice window are done); compute the members and\n"
+      << "// publish elements [lo, hi) of the all-gather's slice; barrier; copy engines pull the rest.\n";
   else if (dg.full())
     K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots, compute the members,\n"
       << "// publish the all-gather's slice; barrier; pull the other ranks' slices (in `rounds` pipelined\n"
@@ -332,7 +340,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "  compute(lo, hi);\n"
       << "  // every rank published [lo, hi)\n"
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
-      << "  if (pull) coconet_rt::pullSlices<" << ST << ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n";
+      << (tail ? "  if (pull) coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n"
+               : "  (void)pull;\n");
   else if (dg.full())
     K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
       << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
@@ -371,10 +380,12 @@ void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vect
   b << ind << "const bool vec = " << L.nSlice << " % " << V << " == 0";
   if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
   for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
-  b << " &&\n" << ind << "    ";
   // (a preloaded head's slots start at the window's base)
-  if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.pushes() ? " && " : "");
-  if (dg.pushes()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+  if (dg.tail() || dg.pushes()) {
+    b << " &&\n" << ind << "    ";
+    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.pushes() ? " && " : "");
+    if (dg.pushes()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+  }
   for (int k : others) {
     if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
     if (dg.acc[k] == Access::Modulo)
@@ -425,15 +436,20 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   if (!dg.folds.empty()) {
-    b << "      " << foldBlocks << " = " << grid << ";\n";
+    // (by copy engines: a launch per round, each writing its own partial results)
+    b << "      " << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
     for (int f : dg.folds)
       b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
         << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
-    grid = foldBlocks;
+    if (!dg.copyEngines) grid = foldBlocks;
   }
-  b << "      " << kname << "<<<" << grid << ", coconet_rt::kDevThreads, 0, stream_>>>(";
-  for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
-  b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
+  if (dg.copyEngines) {
+    emitCopyEngineGroup(dg, kname, grid, L);
+  } else {
+    b << "      " << kname << "<<<" << grid << ", coconet_rt::kDevThreads, 0, stream_>>>(";
+    for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
+    b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
+  }
   if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
   b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
   // The fallback: the members as the NCCL path emits them, with workspace for the values the
@@ -450,6 +466,79 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     b << "      }\n";
   }
   b << "    }\n  }\n";
+}
+
+// The rounds of a device group by copy engines: tune(f, chunks = R), else by size as the kernels'
+// own rounds (devAutoRounds of the reduce-scatter's input, else of the gathered tensor).
+std::string Emitter::ceRounds(const DevGroup& dg) const {
+  if (dg.rounds > 0) return std::to_string(dg.rounds);
+  const int t = dg.head() ? p_.stages[dg.rs].operands[0] : dg.ag;
+  return "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
+}
+
+// A device group by copy engines, in R rounds over chunks of the slice (chunkLo): the copy
+// stream pushes chunk r of each slice of the reduce-scatter's input into its rank's staging
+// window (slot `me`; this rank's own slot by a local copy); stream_ runs the preloaded kernel over
+// chunk r (barrier, sums, members, publish, barrier; no pulls); then the copy stream pulls chunk r
+// of the other ranks' published slices into the gathered tensor, behind chunk r+1's pushes. Folded
+// reductions take one partial result per block per round.
+void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, const std::string& grid, const DevLaunch& L) {
+  auto& b = body_;
+  const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"", gi = std::to_string(dg.index);
+  const std::string n = L.nSlice, V = std::to_string(devVecWidth(dg));
+  DevLaunch R = L;
+  R.lo = "lo";
+  R.hi = "hi";
+  R.pull = "0";
+  R.partOff = "r * blocks";
+  std::vector<std::string> params, hostArgs;
+  std::vector<int> others;
+  devSignature(dg, R, params, hostArgs, others);
+  b << "      // copy engines, round by round: pushes of the slices' chunk, the kernel over it, pulls of the chunk\n"
+    << "      const int R = " << ceRounds(dg) << ", blocks = " << grid << ";\n"
+    << "      auto edge = [&](int c) { return coconet_rt::chunkLo(c, R, " << n << ", " << V << "); };\n";
+  std::string XT, ST;
+  if (dg.head()) {
+    XT = storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype);
+    b << "      const std::vector<void*>& stageBases = dev_->stage[" << gi << "].peerBases(P_, stream_, " << prog << ", " << name << ");\n";
+  }
+  if (dg.tail()) {
+    ST = storageType(p_.stages[p_.stages[dg.ag].operands[0]].type.dtype);
+    b << "      const std::vector<void*>& sliceBases = dev_->slice[" << gi << "].peerBases(P_, stream_, " << prog << ", " << name << ");\n"
+      << "      const size_t sliceOff = " << L.sliceOff << ";\n";
+  }
+  b << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
+    << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
+    << "      for (int r = 0; r <= R; ++r) {\n"
+    << "        if (r < R) {\n"
+    << "          const long long lo = edge(r), hi = edge(r + 1);\n";
+  if (dg.head())
+    b << "          for (int j = 1; j <= P_ && hi > lo; ++j) {  // this rank's own slot last\n"
+      << "            const int q = (rank_ + j) % P_;\n"
+      << "            CHECK(cudaMemcpyAsync(static_cast<" << XT << "*>(stageBases[q]) + rank_ * " << n << " + lo, " << L.rsIn << " + q * " << n
+      << " + lo, static_cast<size_t>(hi - lo) * sizeof(" << XT << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+      << "          }\n"
+      << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
+      << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n";
+  b << "          " << kname << "<<<blocks, coconet_rt::kDevThreads, 0, stream_>>>(";
+  for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
+  b << ");\n          CHECK(cudaGetLastError(), " << name << ");\n";
+  if (dg.tail()) b << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n";
+  b << "        }\n";
+  if (dg.tail())
+    b << "        if (r >= 1) {  // chunk r-1 of the other ranks' slices, behind chunk r's pushes\n"
+      << "          const long long lo = edge(r - 1), hi = edge(r);\n"
+      << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
+      << "          for (int j = 1; j < P_ && hi > lo; ++j) {\n"
+      << "            const int q = (rank_ + j) % P_;\n"
+      << "            CHECK(cudaMemcpyAsync(" << var(dg.ag) << " + q * " << L.gstride << " + lo, reinterpret_cast<const " << ST
+      << "*>(static_cast<const char*>(sliceBases[q]) + sliceOff) + lo, static_cast<size_t>(hi - lo) * sizeof(" << ST
+      << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
+      << "          }\n"
+      << "        }\n";
+  b << "      }\n"
+    << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
+    << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";
 }
 
 std::string Emitter::algorithmOf(const Stage& s) const {

@@ -270,6 +270,10 @@ private:
     // The reduce-scatter's slots are already in the staging window when the kernel starts
     // (copied there by copy engines, emitChunked): the kernel pushes nothing.
     bool preloaded = false;
+    // tune(f, algorithm = copy_engines) on a group outside an overlap: copy engines move its
+    // reduce-scatter's slices into the staging windows and pull the all-gather's slices, round by
+    // round, around a preloaded kernel per round (emitDeviceGroup).
+    bool copyEngines = false;
     // A preloaded group's epilogue and all-gather: -1 chosen at run time (gatherPipelined),
     // 0 once after the last chunk, 1 per chunk (tune(f, gather = after | pipelined)).
     int gather = -1;
@@ -344,6 +348,7 @@ private:
   struct DevLaunch {
     std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
     std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
+    std::string partOff = "";                    // the launch's first partial result of each fold (default: the first)
   };
 
   int devVecWidth(const DevGroup& dg) const;
@@ -385,10 +390,15 @@ private:
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
-  // Some allreduce may run by copy engines (by size or asked for): it needs ceCopy_ and ceEv_.
-  bool hasCopyEngineAllReduce() const {
+  std::string ceRounds(const DevGroup& dg) const;
+  void emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, const std::string& grid, const DevLaunch& L);
+  // Some allreduce may run by copy engines (by size or asked for), or a device group does: they
+  // need ceCopy_ and ceEv_.
+  bool usesCopyEngineStream() const {
     for (auto& [id, d] : devAR_)
       if (d.algo.empty() || d.algo == "copy_engines") return true;
+    for (auto& [id, g] : devGroups_)
+      if (g.copyEngines) return true;
     return false;
   }
 

@@ -264,7 +264,7 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
 // chunkLo(c+1)), a multiple of V long but for the last.
-__device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
+__host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit) {
   const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
   const long long lo = c * per * unit;
   return lo < m ? lo : m;

@@ -20,6 +20,9 @@ w16 = f16(w'). Rows:
   coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
                         moments and apply): the kernels in K pipelined rounds whatever the
                         size (transfers of one chunk overlap the update of another)
+  coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
+                        engines move the reduce-scatter's slices and the all-gather's, round by
+                        round, around a kernel per round that sums and updates
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
@@ -134,6 +137,10 @@ class OptimizerWorkload:
             self.programs[f"{kind}_chunks{k}"] = dict(
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, chunks = {k});\n" for g in groups))
+        # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size.
+        self.programs[f"{kind}_copy_engines"] = dict(
+            source=source, schedule=schedule,
+            schedule_append="".join(f"tune({g}, algorithm = copy_engines);\n" for g in groups))
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -279,6 +286,7 @@ class OptimizerWorkload:
             ("coconetc_nccl", lambda: self.coconetc(cfg, ctx, f"{self.kind}_nccl")),
             *[(f"coconetc_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_chunks{k}"))
               for k in self.rounds],
+            ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
         ]
