@@ -486,14 +486,14 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
   auto& b = body_;
   const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"", gi = std::to_string(dg.index);
   const std::string n = L.nSlice, V = std::to_string(devVecWidth(dg));
-  DevLaunch R = L;
-  R.lo = "lo";
-  R.hi = "hi";
-  R.pull = "0";
-  R.partOff = "r * blocks";
+  DevLaunch round = L;  // round r's launch: chunk [lo, hi), no pulls, its own partial results
+  round.lo = "lo";
+  round.hi = "hi";
+  round.pull = "0";
+  round.partOff = "r * blocks";
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
-  devSignature(dg, R, params, hostArgs, others);
+  devSignature(dg, round, params, hostArgs, others);
   b << "      // copy engines, round by round: pushes of the slices' chunk, the kernel over it, pulls of the chunk\n"
     << "      const int R = " << ceRounds(dg) << ", blocks = " << grid << ";\n"
     << "      auto edge = [&](int c) { return coconet_rt::chunkLo(c, R, " << n << ", " << V << "); };\n";
