@@ -26,7 +26,10 @@ Rows:
   coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
   coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
-                        allreduce a device-API kernel up to 16 MiB per rank, NCCL's above)
+                        allreduce a device-API kernel up to 16 MiB per rank, by copy engines
+                        from 64 MiB on two ranks and 1 GiB on more, NCCL's between)
+  coconetc_chunks8      coconetc with the matmul in 8 chunks (tools/bench/programs/
+                        megatron_row_chunks8.sched): a shorter tail after the last chunk
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
@@ -53,6 +56,7 @@ NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
 SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
+SCHEDULE_8 = "tools/bench/programs/megatron_row_chunks8.sched"  # the sample's schedule in 8 chunks
 
 NCCL_ONLY = ["--no-device-collectives"]
 GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
@@ -70,6 +74,8 @@ PROGRAMS = {
                                     **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16") for g in GATHER},
     "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
+    "megatron_row_chunks8": dict(source=SOURCE, schedule=SCHEDULE_8),
+    "megatron_row_bf16_chunks8": dict(source=SOURCE, schedule=SCHEDULE_8, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
 KEYS = {"f16": ("megatron_row", "megatron_row_unscheduled", "megatron_row_ar"),
@@ -222,6 +228,8 @@ def rows(cfg: dict, ctx, mode: str):
                                                     "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
         *[(f"coconetc_gather_{g}", coconetc(f"{sched}_{g}", f"as coconetc with tune(f, gather = {g})"))
           for g in GATHER],
+        ("coconetc_chunks8", coconetc(f"{sched}_chunks8", "as coconetc with the matmul in 8 chunks "
+                                                          "(tools/bench/programs/megatron_row_chunks8.sched)")),
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
