@@ -507,35 +507,53 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
     b << "      const std::vector<void*>& sliceBases = dev_->slice[" << gi << "].peerBases(P_, stream_, " << prog << ", " << name << ");\n"
       << "      const size_t sliceOff = " << L.sliceOff << ";\n";
   }
+  CopyRounds c;
+  c.bounds = "          const long long lo = edge(r), hi = edge(r + 1);\n";
+  if (dg.head())
+    c.push = "          for (int j = 1; j <= P_ && hi > lo; ++j) {  // this rank's own slot last\n"
+             "            const int q = (rank_ + j) % P_;\n"
+             "            CHECK(cudaMemcpyAsync(static_cast<" + XT + "*>(stageBases[q]) + rank_ * " + n + " + lo, " + L.rsIn + " + q * " + n +
+             " + lo, static_cast<size_t>(hi - lo) * sizeof(" + XT + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
+             "          }\n";
+  c.compute = "          " + kname + "<<<blocks, coconet_rt::kDevThreads, 0, stream_>>>(";
+  for (size_t k = 0; k < hostArgs.size(); ++k) c.compute += (k ? ", " : "") + hostArgs[k];
+  c.compute += ");\n          CHECK(cudaGetLastError(), " + name + ");\n";
+  if (dg.tail()) {
+    c.pullNote = "chunk r-1 of the other ranks' slices, behind chunk r's pushes";
+    c.pullBounds = "          const long long lo = edge(r - 1), hi = edge(r);\n";
+    c.pull = "          for (int j = 1; j < P_ && hi > lo; ++j) {\n"
+             "            const int q = (rank_ + j) % P_;\n"
+             "            CHECK(cudaMemcpyAsync(" + var(dg.ag) + " + q * " + L.gstride + " + lo, reinterpret_cast<const " + ST +
+             "*>(static_cast<const char*>(sliceBases[q]) + sliceOff) + lo, static_cast<size_t>(hi - lo) * sizeof(" + ST +
+             "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
+             "          }\n";
+  }
+  emitCopyRounds(c, name);
+}
+
+// The copy stream's rounds (an allreduce or a device group by copy engines). Per round r < R:
+// `bounds` (its extent), `push` (its copies on ceCopy_, which stream_ then waits for), `compute`
+// (stream_'s work on it); with `pull`, the copy stream pulls round r-1 once stream_ computed it,
+// queued behind round r's copies (`pullBounds`: round r-1's extent). Events ceEv_: [0] the input
+// ready, [1] a round's copies done, [3 + r % 2] round r computed (waited before its next
+// record), [5] the copy stream done, which stream_ waits for.
+void Emitter::emitCopyRounds(const CopyRounds& c, const std::string& name) {
+  auto& b = body_;
   b << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
     << "      for (int r = 0; r <= R; ++r) {\n"
     << "        if (r < R) {\n"
-    << "          const long long lo = edge(r), hi = edge(r + 1);\n";
-  if (dg.head())
-    b << "          for (int j = 1; j <= P_ && hi > lo; ++j) {  // this rank's own slot last\n"
-      << "            const int q = (rank_ + j) % P_;\n"
-      << "            CHECK(cudaMemcpyAsync(static_cast<" << XT << "*>(stageBases[q]) + rank_ * " << n << " + lo, " << L.rsIn << " + q * " << n
-      << " + lo, static_cast<size_t>(hi - lo) * sizeof(" << XT << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
-      << "          }\n"
-      << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
+    << c.bounds << c.push;
+  if (!c.push.empty())
+    b << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
       << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n";
-  b << "          " << kname << "<<<blocks, coconet_rt::kDevThreads, 0, stream_>>>(";
-  for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
-  b << ");\n          CHECK(cudaGetLastError(), " << name << ");\n";
-  if (dg.tail()) b << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n";
+  b << c.compute;
+  if (!c.pull.empty()) b << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n";
   b << "        }\n";
-  if (dg.tail())
-    b << "        if (r >= 1) {  // chunk r-1 of the other ranks' slices, behind chunk r's pushes\n"
-      << "          const long long lo = edge(r - 1), hi = edge(r);\n"
-      << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
-      << "          for (int j = 1; j < P_ && hi > lo; ++j) {\n"
-      << "            const int q = (rank_ + j) % P_;\n"
-      << "            CHECK(cudaMemcpyAsync(" << var(dg.ag) << " + q * " << L.gstride << " + lo, reinterpret_cast<const " << ST
-      << "*>(static_cast<const char*>(sliceBases[q]) + sliceOff) + lo, static_cast<size_t>(hi - lo) * sizeof(" << ST
-      << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
-      << "          }\n"
-      << "        }\n";
+  if (!c.pull.empty())
+    b << "        if (r >= 1) {  // " << c.pullNote << "\n"
+      << c.pullBounds << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
+      << c.pull << "        }\n";
   b << "      }\n"
     << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";
@@ -651,41 +669,30 @@ void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
     << "      const std::vector<void*>& wins = w.peerBases(P_, stream_, " << prog << ", " << name << ");\n"
     << "      " << T << "* mine = static_cast<" << T << "*>(w.ptr);\n"
     << "      const bool vec = piece % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
-    << ", 0);\n"
-    << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
-    << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
-    << "      for (int r = 0; r <= R; ++r) {\n"
-    << "        if (r < R) {\n"
-    << "          const long long base = r * (" << n << " / R), at = base + rank_ * piece;\n"
-    << "          for (int j = 1; j < P_; ++j) {\n"
-    << "            const int q = (rank_ + j) % P_;\n"
-    << "            CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(wins[q]) + (r * P_ + rank_) * piece, " << in
-    << " + base + q * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
-    << "          }\n"
-    << "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
-    << "          CHECK(cudaGetLastError(), " << name << ");\n"
-    << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
-    << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n"
-    << "          coconet_rt::ce_sum_parts<" << T << ", " << V << "><<<coconet_rt::devBlocks(piece / " << V
-    << "), coconet_rt::kDevThreads, 0, stream_>>>(" << out << " + at, mine + " << n << " + r * piece, " << in
-    << " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
-    << "          CHECK(cudaGetLastError(), " << name << ");\n"
-    << "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
-    << "          CHECK(cudaGetLastError(), " << name << ");\n"
-    << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n"
-    << "        }\n"
-    << "        if (r >= 1) {  // round r-1's pulls, behind round r's pushes\n"
-    << "          const long long base = (r - 1) * (" << n << " / R);\n"
-    << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
-    << "          for (int j = 1; j < P_; ++j) {\n"
-    << "            const int q = (rank_ + j) % P_;\n"
-    << "            CHECK(cudaMemcpyAsync(" << out << " + base + q * piece, static_cast<const " << T << "*>(wins[q]) + " << n
-    << " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, ceCopy_), " << name << ");\n"
-    << "          }\n"
-    << "        }\n"
-    << "      }\n"
-    << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
-    << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";
+    << ", 0);\n";
+  CopyRounds c;
+  c.bounds = "          const long long base = r * (" + n + " / R), at = base + rank_ * piece;\n";
+  c.push = "          for (int j = 1; j < P_; ++j) {\n"
+           "            const int q = (rank_ + j) % P_;\n"
+           "            CHECK(cudaMemcpyAsync(static_cast<" + T + "*>(wins[q]) + (r * P_ + rank_) * piece, " + in +
+           " + base + q * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
+           "          }\n"
+           "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
+           "          CHECK(cudaGetLastError(), " + name + ");\n";
+  c.compute = "          coconet_rt::ce_sum_parts<" + T + ", " + V + "><<<coconet_rt::devBlocks(piece / " + V +
+              "), coconet_rt::kDevThreads, 0, stream_>>>(" + out + " + at, mine + " + n + " + r * piece, " + in +
+              " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
+              "          CHECK(cudaGetLastError(), " + name + ");\n"
+              "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
+              "          CHECK(cudaGetLastError(), " + name + ");\n";
+  c.pullNote = "round r-1's pulls, behind round r's pushes";
+  c.pullBounds = "          const long long base = (r - 1) * (" + n + " / R);\n";
+  c.pull = "          for (int j = 1; j < P_; ++j) {\n"
+           "            const int q = (rank_ + j) % P_;\n"
+           "            CHECK(cudaMemcpyAsync(" + out + " + base + q * piece, static_cast<const " + T + "*>(wins[q]) + " + n +
+           " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
+           "          }\n";
+  emitCopyRounds(c, name);
 }
 
 void Emitter::planAllReducePairs() {

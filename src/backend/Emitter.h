@@ -391,6 +391,12 @@ private:
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
   std::string ceRounds(const DevGroup& dg) const;
+  // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
+  // of the pulls of the round before (emitCopyRounds).
+  struct CopyRounds {
+    std::string bounds, push, compute, pullNote, pullBounds, pull;
+  };
+  void emitCopyRounds(const CopyRounds& c, const std::string& name);
   void emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, const std::string& grid, const DevLaunch& L);
   // Some allreduce may run by copy engines (by size or asked for), or a device group does: they
   // need ceCopy_ and ceEv_.
