@@ -45,18 +45,17 @@ bool tune(StepContext& c) {
         return false;
       }
     }
-    // Copy engines move an allreduce's parts (a stage, or a fused group around a split allreduce)
-    // and an all_to_all pipeline's blocks; nothing else has them.
+    // Copy engines move an allreduce's parts, the slices of a fused group around a split
+    // allreduce (it starts with the reduce_scatter or ends with the all_gather) and an all_to_all
+    // pipeline's blocks; nothing else has them.
     auto kindOf = [&](const std::string& name) {
       const int s = c.p.find(name);
       return s < 0 ? ir::StageKind::Input : c.p.stages[s].kind;
     };
-    // (a fused group that starts with a reduce_scatter or ends with an all_gather: the copy
-    // engines move its slices, as the allreduce's parts)
-    const bool pair = group && group->members.size() >= 2 && (kindOf(group->members.front()) == ir::StageKind::ReduceScatter ||
-                                                              kindOf(group->members.back()) == ir::StageKind::AllGather);
+    const bool splitGroup = group && group->members.size() >= 2 && (kindOf(group->members.front()) == ir::StageKind::ReduceScatter ||
+                                                                    kindOf(group->members.back()) == ir::StageKind::AllGather);
     const bool ceStage = !group && (c.p.stages[id].kind == ir::StageKind::AllToAll || c.p.stages[id].kind == ir::StageKind::AllReduce);
-    if (k.key == "algorithm" && k.value == "copy_engines" && !pair && !ceStage) {
+    if (k.key == "algorithm" && k.value == "copy_engines" && !splitGroup && !ceStage) {
       c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an allreduce, a fused group that starts with a reduce_scatter or ends with an all_gather, or an all_to_all (the one an all_to_all pipeline returns its results with)",
                     k.length);
       return false;

@@ -33,10 +33,11 @@ constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // longer at 64 MiB and 17% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
 constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
 // From this size per rank an allreduce left to the backend moves its bytes by copy engines
-// (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds). On 2 H200
-// it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at 64 MiB (1.24x), tied
-// at 256 MiB and won at 1 GiB (0.96x) (docs/benchmarks/gpu/2026-11-21-4xH200-session11-allreduce;
-// the two-shot kernel runs up to 16 MiB, NCCL's call between).
+// (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds unless
+// tuned). On 2 H200 it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at
+// 64 MiB (1.24x), tied at 256 MiB and won at 1 GiB (0.96x)
+// (docs/benchmarks/gpu/2026-11-21-4xH200-session11-allreduce; the two-shot kernel runs up to
+// 16 MiB, NCCL's call between).
 inline size_t copyEngineMinBytes(int P) { return P == 2 ? size_t{64} << 20 : size_t{1} << 30; }
 
 // Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
