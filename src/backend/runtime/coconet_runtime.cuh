@@ -319,12 +319,14 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
 // memory. VEC (K a multiple of 16 / sizeof(T), W and x 16-byte aligned; gemv() checks): a warp
 // takes R = 2 rows at once, each lane with four 16-byte loads per row in flight (eight in all,
 // streamed past the caches; x stays in them), then a warp-shuffle sum per row. Otherwise a warp
-// per row, element by element. (tools/bench/gpu/gemv-micro.cu measured the row and load counts.)
+// per row, element by element. R rows per warp and U loads per row are template parameters so
+// that tools/bench/gpu/gemv-micro.cu can measure other counts with this same kernel.
 constexpr long long kGemvMinRows = 2048;  // fewer rows: cuBLAS (a warp per row leaves SMs idle)
-template <class T, bool VEC>
+template <class T, bool VEC, int R = VEC ? 2 : 1, int U = 4>
 __global__ void __launch_bounds__(256) gemv_rows(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y,
                                                  long long M, long long K) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T)), U = 4, R = VEC ? 2 : 1;
+  static_assert(VEC || R == 1, "the element-by-element form takes one row per warp");
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
   const int lane = threadIdx.x & 31;
   const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
   for (long long m0 = ((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5) * R; m0 < M; m0 += warps * R) {

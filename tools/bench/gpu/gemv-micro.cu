@@ -1,8 +1,8 @@
 // GEMV micro-benchmark: y = W x (W row-major [M, K], f16, f32 sums) by cuBLAS (the m = 1 GEMM
 // the backend emits below kGemvMinRows rows), by the runtime's coconet_rt::gemv (gemv_rows: R2U4
-// in its vector form; "gemv_rows<scalar>" is its element-by-element form), and by variants RnUm
-// (n rows per warp, m 16-byte loads per row in flight per lane), on one GPU. Every variant's output is checked
-// against cuBLAS's before its time counts. Times: median of 50 launches between CUDA events;
+// in its vector form; "gemv_rows<scalar>" is its element-by-element form), and by the same kernel
+// with other counts, RnUm (n rows per warp, m 16-byte loads per row in flight per lane), on one
+// GPU. Every variant's output is checked against cuBLAS's before its time counts. Times: median of 50 launches between CUDA events;
 // the matrices (32-512 MiB) are larger than L2, so each launch streams W from HBM.
 //   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/backend/runtime -I$NCCL/include tools/bench/gpu/gemv-micro.cu -lcublas -o gemv-micro
 //   ./gemv-micro            (prints one line per shape and variant: us, GB/s of W read)
@@ -16,55 +16,6 @@
 #include "coconet_runtime.cuh"
 
 #define CK(x) do { auto e_ = (x); if ((int)e_ != 0) { std::printf("error %d at %s:%d: %s\n", (int)e_, __FILE__, __LINE__, #x); std::exit(1); } } while (0)
-
-// Variant: R rows per warp, U 16-byte loads per row in flight per lane.
-template <class T, int R, int U>
-__global__ void __launch_bounds__(256) gemv_var(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y, long long M, long long K) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T));
-  const int lane = threadIdx.x & 31;
-  const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
-  const long long nv = K / V;
-  for (long long m0 = ((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5) * R; m0 < M; m0 += warps * R) {
-    float acc[R] = {};
-    long long j = lane;
-    for (; j + (U - 1) * 32 < nv; j += U * 32) {
-      uint4 a[R][U];
-      coconet_rt::Vec<T, V> b[U];
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int u = 0; u < U; ++u) a[r][u] = m0 + r < M ? __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j + u * 32) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int u = 0; u < U; ++u) coconet_rt::load_vec(b[u], x + (j + u * 32) * V);
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const T* av = reinterpret_cast<const T*>(&a[r][u]);
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc[r] += coconet_rt::to_f(av[e]) * coconet_rt::to_f(b[u].v[e]);
-        }
-    }
-    for (; j < nv; j += 32) {
-      coconet_rt::Vec<T, V> b;
-      coconet_rt::load_vec(b, x + j * V);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (m0 + r >= M) break;
-        const uint4 a = __ldcs(reinterpret_cast<const uint4*>(W + (m0 + r) * K) + j);
-        const T* av = reinterpret_cast<const T*>(&a);
-#pragma unroll
-        for (int e = 0; e < V; ++e) acc[r] += coconet_rt::to_f(av[e]) * coconet_rt::to_f(b.v[e]);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
-      if (lane == 0 && m0 + r < M) y[m0 + r] = coconet_rt::Store<T>::from(acc[r]);
-    }
-  }
-}
 
 __global__ void fill(__half* p, long long n, unsigned seed, float scale) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -108,12 +59,12 @@ int main() {
         {"cublas", [&] { cublas(y); }},
         {"gemv", [&] { coconet_rt::gemv<__half>(W, x, y, M, K, 0); }},
         {"gemv_rows<scalar>", [&] { coconet_rt::gemv_rows<__half, false><<<coconet_rt::gridFor(M * 32), 256>>>(W, x, y, M, K); }},
-        {"R1U4", [&] { gemv_var<__half, 1, 4><<<g(1), 256>>>(W, x, y, M, K); }},
-        {"R1U8", [&] { gemv_var<__half, 1, 8><<<g(1), 256>>>(W, x, y, M, K); }},
-        {"R2U4", [&] { gemv_var<__half, 2, 4><<<g(2), 256>>>(W, x, y, M, K); }},
-        {"R2U2", [&] { gemv_var<__half, 2, 2><<<g(2), 256>>>(W, x, y, M, K); }},
-        {"R4U2", [&] { gemv_var<__half, 4, 2><<<g(4), 256>>>(W, x, y, M, K); }},
-        {"R1U4grid2", [&] { gemv_var<__half, 1, 4><<<std::max(1, g(1) / 2), 256>>>(W, x, y, M, K); }},
+        {"R1U4", [&] { coconet_rt::gemv_rows<__half, true, 1, 4><<<g(1), 256>>>(W, x, y, M, K); }},
+        {"R1U8", [&] { coconet_rt::gemv_rows<__half, true, 1, 8><<<g(1), 256>>>(W, x, y, M, K); }},
+        {"R2U4", [&] { coconet_rt::gemv_rows<__half, true, 2, 4><<<g(2), 256>>>(W, x, y, M, K); }},
+        {"R2U2", [&] { coconet_rt::gemv_rows<__half, true, 2, 2><<<g(2), 256>>>(W, x, y, M, K); }},
+        {"R4U2", [&] { coconet_rt::gemv_rows<__half, true, 4, 2><<<g(4), 256>>>(W, x, y, M, K); }},
+        {"R1U4grid2", [&] { coconet_rt::gemv_rows<__half, true, 1, 4><<<std::max(1, g(1) / 2), 256>>>(W, x, y, M, K); }},
     };
     for (auto& v : vars) {
       CK(cudaMemset(y, 0, M * 2));
