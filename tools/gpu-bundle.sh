@@ -48,6 +48,12 @@ variant ce3 lamb $'tune(moments, algorithm = copy_engines, chunks = 3);\ntune(ap
 # (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).
 variant pipe megatron_row 'tune(f, gather = pipelined);'
 variant pipe megatron_mlp 'tune(f, gather = pipelined);'
+# The last chunk in pieces (tune(f, tail = T)): per chunk with 4 pieces (megatron_row@vec splits at
+# 1, 2 and 4 ranks; @odd at 2 ranks has 6 rows per chunk, so tail3's pieces of 2 rows run there,
+# after the last chunk since the test products are small).
+variant tail megatron_row $'tune(f, gather = pipelined, tail = 4);'
+variant tail3 megatron_row 'tune(f, tail = 3);'
+variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
 # (make-vectors.sh draws decode_gemv's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null

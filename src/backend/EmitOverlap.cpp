@@ -140,6 +140,7 @@ void Emitter::planDeviceChunked() {
     dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
     dg.preloaded = true;
     if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
+    dg.tailPieces = knobInt(knobs, "tail", 1);
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devChunked_[prod] = dg;
@@ -490,15 +491,17 @@ void Emitter::emitChunked(const Chunked& ch) {
     << "    const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n"
     << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
     << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
-  // Chunk c's GEMM on stream_ into stage_[k]: rows [c rg, (c+1) rg) of every rank's block, P GEMMs in one call.
-  const std::string gemm =
-      "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
-      "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
-      "      // rows [c rg, (c+1) rg) of every rank's block: P GEMMs in one call\n"
-      "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), "
-      "static_cast<int>(K), &alpha, " + var(w) + ", " + ty + ", static_cast<int>(N), 0, " + var(a) + " + c * rg * K, " + ty +
-      ", static_cast<int>(K), (M / P) * K, &beta, st, " + ty + ", static_cast<int>(N), rg * N, static_cast<int>(P), " +
-      (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + name + ");\n" + handOff(name);
+  // Chunk c's GEMM on stream_ into stage_[k]: rows [lo, lo + rows) of every rank's block, P GEMMs
+  // in one call (lo = c rg, rows = rg; with a split tail, the lambdas lo(c) and rows(c)).
+  auto gemmText = [&](const std::string& lo, const std::string& rows, const std::string& range) {
+    return "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
+           "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
+           "      // rows " + range + " of every rank's block: P GEMMs in one call\n"
+           "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" + rows + "), "
+           "static_cast<int>(K), &alpha, " + var(w) + ", " + ty + ", static_cast<int>(N), 0, " + var(a) + " + " + lo + " * K, " + ty +
+           ", static_cast<int>(K), (M / P) * K, &beta, st, " + ty + ", static_cast<int>(N), " + rows + " * N, static_cast<int>(P), " +
+           (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + name + ");\n" + handOff(name);
+  };
   if (device) {
     const DevGroup& dg = devChunked_.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
@@ -507,9 +510,14 @@ void Emitter::emitChunked(const Chunked& ch) {
     const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
     // Once over this rank's whole block after the last chunk's copies (and its pulls), or per chunk
     // (elements [cc rg N, (cc+1) rg N) of the block; copy engines pull the other ranks' parts).
+    // With tune(f, tail = T) the loop runs over pieces: chunks 0 .. C-2, then the last chunk's T
+    // pieces (lo(c), rows(c): their first row and row count in each rank's block).
+    const bool split = dg.tailPieces > 1;
+    const std::string cLo = split ? "lo(c)" : "c * rg", cRows = split ? "rows(c)" : "rg";
+    const std::string ccLo = split ? "lo(cc)" : "cc * rg", ccRows = split ? "rows(cc)" : "rg";
     DevLaunch whole{"", "(M / P) * N", "0", "(M / P) * N"}, part = whole;
-    part.lo = "cc * rg * N";
-    part.hi = "(cc + 1) * rg * N";
+    part.lo = ccLo + " * N";
+    part.hi = split ? "(lo(cc) + rows(cc)) * N" : "(cc + 1) * rg * N";
     part.pull = "0";
     std::vector<std::string> params, wholeArgs, partArgs;
     std::vector<int> others;
@@ -537,6 +545,15 @@ void Emitter::emitChunked(const Chunked& ch) {
         << gname << ");\n";
     emitDevMaps(dg, "      ");
     emitDevVec(dg, whole, others, "      ");
+    if (split) {
+      const std::string t = std::to_string(dg.tailPieces);
+      b << "      // the last chunk in " << t << " pieces (tune(f, tail = " << t << ")) where its rows split into whole vectors;\n"
+        << "      // piece c is rows [lo(c), lo(c) + rows(c)) of every rank's block\n"
+        << "      const long long tp = rg % " << t << " == 0 && (rg / " << t << " * N) % " << V << " == 0 ? " << t
+        << " : 1, NC = C - 1 + tp;\n"
+        << "      auto lo = [&](long long c) { return c < C - 1 ? c * rg : (C - 1) * rg + (c - (C - 1)) * (rg / tp); };\n"
+        << "      auto rows = [&](long long c) { return c < C - 1 ? rg : rg / tp; };\n";
+    }
     // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
     // and the product large enough to pay for a kernel per chunk.
     if (mayPipe) {
@@ -559,19 +576,22 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
         << "        for (long long j = 1; j < P; ++j) {\n"
         << "          const long long q = (" << pos << " + j) % P;\n"
-        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + cc * rg * N, static_cast<const " << ST
-        << "*>(slices[q]) + cc * rg * N, static_cast<size_t>(rg * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm3_), \""
+        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + " << ccLo << " * N, static_cast<const " << ST
+        << "*>(slices[q]) + " << ccLo << " * N, static_cast<size_t>(" << ccRows << " * N) * sizeof(" << ST
+        << "), cudaMemcpyDeviceToDevice, comm3_), \""
         << ag.name << "\");\n"
         << "        }\n      };\n";
     } else {
       b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
     }
-    b << forkComm(name) << "      for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
-      << "      // copy engines: rows [c rg, (c+1) rg) of rank q's block into this rank's slot of rank q's staging window\n"
+    b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+      << gemmText(cLo, cRows, split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
+      << "      // copy engines: rows " << (split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
+      << " of rank q's block into this rank's slot of rank q's staging window\n"
       << "      for (long long j = 1; j <= P; ++j) {\n"
       << "        const long long q = (" << pos << " + j) % P;\n"
       << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos
-      << " * (M / P) + c * rg) * N, st + q * rg * N, static_cast<size_t>(rg * N) * sizeof(" << T
+      << " * (M / P) + " << cLo << ") * N, st + q * " << cRows << " * N, static_cast<size_t>(" << cRows << " * N) * sizeof(" << T
       << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
       << "      }\n"
       << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
@@ -579,7 +599,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     // After the last chunk: the last chunk's epilogue and pulls, or the kernel over the whole block.
     const std::string in = mayPipe ? "        " : "      ";
     if (mayPipe)
-      b << "      if (pipelined) {\n        finish(C - 1);\n"
+      b << "      if (pipelined) {\n        finish(" << (split ? "NC" : "C") << " - 1);\n"
         << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
         << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
         << "      } else {\n";
@@ -596,7 +616,7 @@ void Emitter::emitChunked(const Chunked& ch) {
   b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
     << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
     << forkComm(name)
-    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemm
+    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemmText("c * rg", "rg", "[c rg, (c+1) rg)")
     << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
     << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
     << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";

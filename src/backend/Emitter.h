@@ -277,6 +277,9 @@ private:
     // A preloaded group's epilogue and all-gather: -1 chosen at run time (gatherPipelined),
     // 0 once after the last chunk, 1 per chunk (tune(f, gather = after | pipelined)).
     int gather = -1;
+    // tune(f, tail = T): an overlap's last chunk in T pieces (its GEMM, copies and epilogue each),
+    // so that less is left after the last GEMM; 1 where its rows do not split into whole vectors.
+    int tailPieces = 1;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

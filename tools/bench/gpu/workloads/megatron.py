@@ -28,8 +28,9 @@ Rows:
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
                         allreduce a device-API kernel up to 16 MiB per rank, by copy engines
                         from 64 MiB on two ranks and 1 GiB on more, NCCL's between)
-  coconetc_chunks8      coconetc with the matmul in 8 chunks (tools/bench/programs/
-                        megatron_row_chunks8.sched): a shorter tail after the last chunk
+  coconetc_tail2, coconetc_tail4  coconetc with tune(f, tail = 2 | 4): the last chunk in 2 or 4
+                        pieces (GEMM, copies, epilogue and pulls each), so that less is left
+                        after the last GEMM
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
@@ -56,7 +57,7 @@ NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
 SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
-SCHEDULE_8 = "tools/bench/programs/megatron_row_chunks8.sched"  # the sample's schedule in 8 chunks
+TAILS = (2, 4)  # tune(f, tail = ...) pieces of the last chunk tried
 
 NCCL_ONLY = ["--no-device-collectives"]
 GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
@@ -74,8 +75,10 @@ PROGRAMS = {
                                     **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16") for g in GATHER},
     "megatron_row_bf16_ar": dict(source=SOURCE, schedule=SCHEDULE_AR, replace={"f16": "bf16"}),
-    "megatron_row_chunks8": dict(source=SOURCE, schedule=SCHEDULE_8),
-    "megatron_row_bf16_chunks8": dict(source=SOURCE, schedule=SCHEDULE_8, replace={"f16": "bf16"}),
+    **{f"megatron_row{d}_tail{t}": dict(source=SOURCE, schedule=SCHEDULE,
+                                        schedule_append=f"tune(f, tail = {t});\n",
+                                        **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16") for t in TAILS},
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
 KEYS = {"f16": ("megatron_row", "megatron_row_unscheduled", "megatron_row_ar"),
@@ -228,8 +231,9 @@ def rows(cfg: dict, ctx, mode: str):
                                                     "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
         *[(f"coconetc_gather_{g}", coconetc(f"{sched}_{g}", f"as coconetc with tune(f, gather = {g})"))
           for g in GATHER],
-        ("coconetc_chunks8", coconetc(f"{sched}_chunks8", "as coconetc with the matmul in 8 chunks "
-                                                          "(tools/bench/programs/megatron_row_chunks8.sched)")),
+        *[(f"coconetc_tail{t}", coconetc(f"{sched}_tail{t}", f"as coconetc with tune(f, tail = {t}): the last "
+                                                              f"chunk in {t} pieces"))
+          for t in TAILS],
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
