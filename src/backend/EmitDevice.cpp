@@ -468,12 +468,13 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   b << "    }\n  }\n";
 }
 
-// The rounds of a device group by copy engines: tune(f, chunks = R), else by size as the kernels'
-// own rounds (devAutoRounds of the reduce-scatter's input, else of the gathered tensor).
+// The rounds of a device group by copy engines: tune(f, chunks = R), else by size (ceAutoRounds
+// of the reduce-scatter's input, else of the gathered tensor: few rounds, as each costs the copy
+// engines a start and the ranks a barrier).
 std::string Emitter::ceRounds(const DevGroup& dg) const {
   if (dg.rounds > 0) return std::to_string(dg.rounds);
   const int t = dg.head() ? p_.stages[dg.rs].operands[0] : dg.ag;
-  return "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
+  return "coconet_rt::ceAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
 }
 
 // A device group by copy engines, in R rounds over chunks of the slice (chunkLo): the copy

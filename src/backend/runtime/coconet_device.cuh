@@ -283,6 +283,16 @@ inline int devAutoRounds(long long bytes) {
   return std::min(16, 1 << (1 + l / 2));
 }
 
+// Rounds of a device group by copy engines when the schedule does not set them (tune(f, chunks = R)),
+// from the bytes of the reduce-scatter's input (else the gathered tensor): one below 64 MiB, else two.
+// Each round costs every copy engine a fixed start and the ranks a barrier, so a copy-engine
+// group wants few rounds: in tools/bench/gpu/ce-allreduce-micro.cu (4x H200, one process,
+// docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce) the all-reduce in 1, 2, 4, 8, 16 rounds took
+// 137, 201, 390, 823, 1737 us at 16 MiB, 360, 495, 494, 873, 2202 at 64 MiB and 4552, 4228, 4578,
+// 5249, 6477 at 1 GiB; groups that took devAutoRounds (4 at 32 MiB, 16 at 512 MiB) ran 1.6-1.9x
+// the time of the kernels' own transfers (session12-optim, Adam and LAMB at 2^24..2^28).
+inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
+
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
 // `out` and the slice window, barrier, pull the other ranks' slices. The staging area is at
 // byte 0 of `stage`, the slice at byte 0 of `slice`.

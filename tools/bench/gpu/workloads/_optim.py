@@ -137,7 +137,8 @@ class OptimizerWorkload:
             self.programs[f"{kind}_chunks{k}"] = dict(
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, chunks = {k});\n" for g in groups))
-        # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size.
+        # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size
+        # (coconet_rt::ceAutoRounds: one below 64 MiB, else two).
         self.programs[f"{kind}_copy_engines"] = dict(
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, algorithm = copy_engines);\n" for g in groups))
