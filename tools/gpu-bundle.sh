@@ -54,6 +54,10 @@ variant pipe megatron_mlp 'tune(f, gather = pipelined);'
 variant tail megatron_row $'tune(f, gather = pipelined, tail = 4);'
 variant tail3 megatron_row 'tune(f, tail = 3);'
 variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2);'
+# The all-gather after the last chunk by copy engines (the kernel without its pulls, then copy-engine
+# pulls of the other ranks' blocks): tune(f, algorithm = copy_engines) with the after form.
+variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines);'
+variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
 # (make-vectors.sh draws decode_gemv's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null

@@ -141,6 +141,7 @@ void Emitter::planDeviceChunked() {
     dg.preloaded = true;
     if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
     dg.tailPieces = knobInt(knobs, "tail", 1);
+    if (auto a = knobs.find("algorithm"); a != knobs.end() && a->second == "copy_engines") dg.ceGather = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devChunked_[prod] = dg;
@@ -519,10 +520,13 @@ void Emitter::emitChunked(const Chunked& ch) {
     part.lo = ccLo + " * N";
     part.hi = split ? "(lo(cc) + rows(cc)) * N" : "(cc + 1) * rg * N";
     part.pull = "0";
-    std::vector<std::string> params, wholeArgs, partArgs;
+    DevLaunch wholeNoPull = whole;  // after the last chunk with the pulls left to copy engines
+    wholeNoPull.pull = "0";
+    std::vector<std::string> params, wholeArgs, partArgs, wholeNoPullArgs;
     std::vector<int> others;
     devSignature(dg, whole, params, wholeArgs, others);
     devSignature(dg, part, params, partArgs, others);
+    devSignature(dg, wholeNoPull, params, wholeNoPullArgs, others);
     auto launch = [&](const std::vector<std::string>& args, const char* stream) {
       std::string t = kname + "<<<" + std::to_string(dg.blocks) + ", coconet_rt::kDevThreads, 0, " + stream + ">>>(";
       for (size_t q = 0; q < args.size(); ++q) t += (q ? ", " : "") + args[q];
@@ -540,7 +544,7 @@ void Emitter::emitChunked(const Chunked& ch) {
       << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
       << gname << ");\n";
     const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
-    if (mayPipe)
+    if (mayPipe || dg.ceGather)
       b << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
         << gname << ");\n";
     emitDevMaps(dg, "      ");
@@ -584,6 +588,18 @@ void Emitter::emitChunked(const Chunked& ch) {
     } else {
       b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
     }
+    if (dg.ceGather) {
+      b << "      // after the last chunk: the kernel over the whole block without its pulls, then copy engines\n"
+        << "      // pull the other ranks' blocks (tune(f, algorithm = copy_engines)), both on comm2_\n"
+        << "      auto gatherByCopies = [&]() {\n"
+        << "        " << launch(wholeNoPullArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+        << "        for (long long j = 1; j < P; ++j) {\n"
+        << "          const long long q = (" << pos << " + j) % P;\n"
+        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N, static_cast<const " << ST
+        << "*>(slices[q]), static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm2_), \""
+        << ag.name << "\");\n"
+        << "        }\n      };\n";
+    }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << gemmText(cLo, cRows, split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
       << "      // copy engines: rows " << (split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
@@ -603,8 +619,11 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
         << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
         << "      } else {\n";
-    b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
-      << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
+    if (dg.ceGather)
+      b << in << "gatherByCopies();\n";
+    else
+      b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n";
+    b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
       << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
   }

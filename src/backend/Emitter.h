@@ -280,6 +280,10 @@ private:
     // tune(f, tail = T): an overlap's last chunk in T pieces (its GEMM, copies and epilogue each),
     // so that less is left after the last GEMM; 1 where its rows do not split into whole vectors.
     int tailPieces = 1;
+    // tune(f, algorithm = copy_engines) on an overlapped group: after the last chunk, the kernel
+    // over the whole block runs without its pulls and copy engines pull the other ranks' blocks
+    // (the per-chunk form's all-gather is copy-engine pulls already).
+    bool ceGather = false;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

@@ -28,9 +28,14 @@ Rows:
   coconetc_unscheduled  the sample without a schedule (matmul, allreduce, epilogue; the
                         allreduce a device-API kernel up to 16 MiB per rank, by copy engines
                         from 64 MiB on two ranks and 1 GiB on more, NCCL's between)
-  coconetc_tail2, coconetc_tail4  coconetc with tune(f, tail = 2 | 4): the last chunk in 2 or 4
-                        pieces (GEMM, copies, epilogue and pulls each), so that less is left
-                        after the last GEMM
+  coconetc_tail2        coconetc with tune(f, tail = 2): the last chunk in 2 pieces (GEMM,
+                        copies, epilogue and pulls each), so that less is left after the last
+                        GEMM (4 pieces were slower than 2 at every training shape, session 12)
+  coconetc_copy_engines coconetc with tune(f, algorithm = copy_engines): where the all-gather
+                        runs after the last chunk, the kernel leaves it to copy engines pulling
+                        the other ranks' whole blocks
+  coconetc_chunks2      the sample's schedule with the matmul in 2 chunks
+                        (tools/bench/programs/megatron_row_chunks2.sched): fewer, larger copies
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
@@ -57,7 +62,8 @@ NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
 SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
-TAILS = (2, 4)  # tune(f, tail = ...) pieces of the last chunk tried
+TAILS = (2,)  # tune(f, tail = ...) pieces of the last chunk tried
+SCHEDULE_2 = "tools/bench/programs/megatron_row_chunks2.sched"  # the sample's schedule in 2 chunks
 
 NCCL_ONLY = ["--no-device-collectives"]
 GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
@@ -79,6 +85,12 @@ PROGRAMS = {
                                         schedule_append=f"tune(f, tail = {t});\n",
                                         **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16") for t in TAILS},
+    **{f"megatron_row{d}_ce": dict(source=SOURCE, schedule=SCHEDULE,
+                                   schedule_append="tune(f, algorithm = copy_engines);\n",
+                                   **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16")},
+    "megatron_row_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2),
+    "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
 KEYS = {"f16": ("megatron_row", "megatron_row_unscheduled", "megatron_row_ar"),
@@ -234,6 +246,10 @@ def rows(cfg: dict, ctx, mode: str):
         *[(f"coconetc_tail{t}", coconetc(f"{sched}_tail{t}", f"as coconetc with tune(f, tail = {t}): the last "
                                                               f"chunk in {t} pieces"))
           for t in TAILS],
+        ("coconetc_copy_engines", coconetc(f"{sched}_ce", "as coconetc with tune(f, algorithm = copy_engines): "
+                                                          "after the last chunk, copy engines pull the blocks")),
+        ("coconetc_chunks2", coconetc(f"{sched}_chunks2", "the schedule with the matmul in 2 chunks "
+                                                          "(tools/bench/programs/megatron_row_chunks2.sched)")),
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
