@@ -516,6 +516,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     const bool split = dg.tailPieces > 1;
     const std::string cLo = split ? "lo(c)" : "c * rg", cRows = split ? "rows(c)" : "rg";
     const std::string ccLo = split ? "lo(cc)" : "cc * rg", ccRows = split ? "rows(cc)" : "rg";
+    const std::string cRange = split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)";
     DevLaunch whole{"", "(M / P) * N", "0", "(M / P) * N"}, part = whole;
     part.lo = ccLo + " * N";
     part.hi = split ? "(lo(cc) + rows(cc)) * N" : "(cc + 1) * rg * N";
@@ -533,6 +534,16 @@ void Emitter::emitChunked(const Chunked& ch) {
       return t + ");\n";
     };
     const std::string V = std::to_string(devVecWidth(dg));
+    // Copy engines pull elements [off, off + count) of each other rank's block from its slice
+    // window into the output on `stream` (off: "" for the block's start, else " + expr").
+    auto pulls = [&](const std::string& off, const std::string& count, const char* stream) {
+      return "        for (long long j = 1; j < P; ++j) {\n"
+             "          const long long q = (" + pos + " + j) % P;\n"
+             "          CHECK(cudaMemcpyAsync(" + var(ch.ag) + " + q * (M / P) * N" + off + ", static_cast<const " + ST +
+             "*>(slices[q])" + off + ", static_cast<size_t>(" + count + ") * sizeof(" + ST + "), cudaMemcpyDeviceToDevice, " +
+             stream + "), \"" + ag.name + "\");\n"
+             "        }\n";
+    };
     b << "    if (devReady(" << gname << ")) {\n"
       << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
       << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
@@ -578,13 +589,7 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
         << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
         << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
-        << "        for (long long j = 1; j < P; ++j) {\n"
-        << "          const long long q = (" << pos << " + j) % P;\n"
-        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N + " << ccLo << " * N, static_cast<const " << ST
-        << "*>(slices[q]) + " << ccLo << " * N, static_cast<size_t>(" << ccRows << " * N) * sizeof(" << ST
-        << "), cudaMemcpyDeviceToDevice, comm3_), \""
-        << ag.name << "\");\n"
-        << "        }\n      };\n";
+        << pulls(" + " + ccLo + " * N", ccRows + " * N", "comm3_") << "      };\n";
     } else {
       b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
     }
@@ -593,16 +598,10 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      // pull the other ranks' blocks (tune(f, algorithm = copy_engines)), both on comm2_\n"
         << "      auto gatherByCopies = [&]() {\n"
         << "        " << launch(wholeNoPullArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-        << "        for (long long j = 1; j < P; ++j) {\n"
-        << "          const long long q = (" << pos << " + j) % P;\n"
-        << "          CHECK(cudaMemcpyAsync(" << var(ch.ag) << " + q * (M / P) * N, static_cast<const " << ST
-        << "*>(slices[q]), static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), cudaMemcpyDeviceToDevice, comm2_), \""
-        << ag.name << "\");\n"
-        << "        }\n      };\n";
+        << pulls("", "(M / P) * N", "comm2_") << "      };\n";
     }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
-      << gemmText(cLo, cRows, split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
-      << "      // copy engines: rows " << (split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)")
+      << gemmText(cLo, cRows, cRange) << "      // copy engines: rows " << cRange
       << " of rank q's block into this rank's slot of rank q's staging window\n"
       << "      for (long long j = 1; j <= P; ++j) {\n"
       << "        const long long q = (" << pos << " + j) % P;\n"

@@ -290,7 +290,7 @@ inline int devAutoRounds(long long bytes) {
 // docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce) the all-reduce in 1, 2, 4, 8, 16 rounds took
 // 137, 201, 390, 823, 1737 us at 16 MiB, 360, 495, 494, 873, 2202 at 64 MiB and 4552, 4228, 4578,
 // 5249, 6477 at 1 GiB; groups that took devAutoRounds (4 at 32 MiB, 16 at 512 MiB) ran 1.6-1.9x
-// the time of the kernels' own transfers (session12-optim, Adam and LAMB at 2^24..2^28).
+// (Adam) and 1.4-1.5x (LAMB) the time of the kernels' own transfers at 2^24..2^28 (session12-optim).
 inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
 
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into

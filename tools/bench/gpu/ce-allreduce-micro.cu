@@ -188,10 +188,12 @@ int main(int argc, char** argv) {
         CK(cudaMemcpyAsync(g[(d + 1) % G].stage, g[d].in, part, cudaMemcpyDeviceToDevice, g[d].peer[0]));
       }
     };
-    {
-      double us = time(copy1);
-      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU out\n", mib, "ce_copy1", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
-    }
+    // A traffic row: each GPU moves (G-1)/G of S (out of it, or into it for pulls).
+    auto traffic = [&](const char* name, const std::function<void()>& run, const char* dir) {
+      double us = time(run);
+      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU %s\n", mib, name, us, (double)(bytes / G * (G - 1)) / 1e3 / us, dir);
+    };
+    traffic("ce_copy1", copy1, "out");
     // Reduce-scatter traffic by CE: part p of d's input to p's stage slot.
     auto a2a = [&] {
       const long long part = n / G;
@@ -204,10 +206,7 @@ int main(int argc, char** argv) {
         }
       }
     };
-    {
-      double us = time(a2a);
-      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU out\n", mib, "ce_a2a", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
-    }
+    traffic("ce_a2a", a2a, "out");
     // The same traffic on one stream per GPU, peers in turn (d -> d+1, d+2, ...: at any moment
     // every GPU sends to one peer and receives from one).
     auto a2a1 = [&] {
@@ -220,10 +219,7 @@ int main(int argc, char** argv) {
         }
       }
     };
-    {
-      double us = time(a2a1);
-      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU out\n", mib, "ce_a2a_1s", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
-    }
+    traffic("ce_a2a_1s", a2a1, "out");
     // The same traffic pulled: each GPU copies its part of every peer's input from that peer (the
     // copy runs on the receiver's stream), one stream per GPU, peers in turn.
     auto pull1 = [&] {
@@ -236,10 +232,7 @@ int main(int argc, char** argv) {
         }
       }
     };
-    {
-      double us = time(pull1);
-      std::printf("S=%5lld MiB %-10s %9.1f us  %6.1f GB/s per GPU in\n", mib, "ce_pull_1s", us, (double)(bytes / G * (G - 1)) / 1e3 / us);
-    }
+    traffic("ce_pull_1s", pull1, "in");
     // All-reduce by CE in K rounds, one copy stream per GPU: push(r), gather(r-1), push(r+1), ...
     // pullGather: the gather by pulls (each GPU copies the other owners' sums from them, as the
     // generated code does: a user's output is no window, so no peer can push into it).
