@@ -43,21 +43,24 @@ variant ce adam 'tune(f, algorithm = copy_engines);'
 variant ce3 adam 'tune(f, algorithm = copy_engines, chunks = 3);'
 variant ce lamb $'tune(moments, algorithm = copy_engines);\ntune(apply, algorithm = copy_engines);'
 variant ce3 lamb $'tune(moments, algorithm = copy_engines, chunks = 3);\ntune(apply, algorithm = copy_engines, chunks = 3);'
+# The test vectors are small, so the default builds' overlaps merge their copy-engine chunks into
+# one (a chunk's copy to each peer under 8 MiB, coconet_rt::ceOverlapChunks); the variants below
+# keep the overlap's chunks (tune(f, merge = never)), so that the chunked device path runs too.
 # The Megatron overlaps with their epilogue and all-gather per chunk (the default takes it only
 # for large products on two ranks); megatron_row@pipe runs with every megatron_row vector set
 # (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).
-variant pipe megatron_row 'tune(f, gather = pipelined);'
-variant pipe megatron_mlp 'tune(f, gather = pipelined);'
+variant pipe megatron_row 'tune(f, gather = pipelined, merge = never);'
+variant pipe megatron_mlp 'tune(f, gather = pipelined, merge = never);'
 # The last chunk in pieces (tune(f, tail = T)): per chunk with 4 pieces (megatron_row@vec splits at
 # 1, 2 and 4 ranks; @odd at 2 ranks has 6 rows per chunk, so tail3's pieces of 2 rows run there,
 # after the last chunk since the test products are small).
-variant tail megatron_row $'tune(f, gather = pipelined, tail = 4);'
-variant tail3 megatron_row 'tune(f, tail = 3);'
-variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2);'
+variant tail megatron_row $'tune(f, gather = pipelined, tail = 4, merge = never);'
+variant tail3 megatron_row 'tune(f, tail = 3, merge = never);'
+variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never);'
 # The all-gather after the last chunk by copy engines (the kernel without its pulls, then copy-engine
 # pulls of the other ranks' blocks): tune(f, algorithm = copy_engines) with the after form.
-variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines);'
-variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines);'
+variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
+variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
 # (make-vectors.sh draws decode_gemv's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -o "$b/gen/decode_gemv@overlap" >/dev/null

@@ -142,6 +142,7 @@ void Emitter::planDeviceChunked() {
     if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
     dg.tailPieces = knobInt(knobs, "tail", 1);
     if (auto a = knobs.find("algorithm"); a != knobs.end() && a->second == "copy_engines") dg.ceGather = true;
+    if (auto mg = knobs.find("merge"); mg != knobs.end() && mg->second == "never") dg.mergeChunks = false;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devChunked_[prod] = dg;
@@ -486,12 +487,20 @@ void Emitter::emitChunked(const Chunked& ch) {
                  "  // the GEMM of chunk c+1 runs, and the fused group's device-API kernel then finishes and gathers"
                : "") << "\n"
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
-    << "    const long long C = " << ch.chunks << ", P = " << g(rs.type.group, "size") << ";\n"
+    << "    const long long P = " << g(rs.type.group, "size") << ";\n"
     << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
-    << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
-    << "    const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n"
-    << "    const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" << T << ");\n"
-    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
+    << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n";
+  // The chunk count C, rows per rank and chunk, and a chunk's staging bytes: the scheduled count
+  // where NCCL calls move the chunks; where copy engines do, as many of them as keep each copy
+  // to a peer at 8 MiB or more (coconet_rt::ceOverlapChunks).
+  const std::string Cs = std::to_string(ch.chunks);
+  auto chunkDecls = [&](const std::string& ind, const std::string& count) {
+    return ind + "const long long C = " + count + ";\n" + ind +
+           "const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n" + ind +
+           "const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" + T + ");\n";
+  };
+  if (!device) b << chunkDecls("    ", Cs);
+  b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
   // Chunk c's GEMM on stream_ into stage_[k]: rows [lo, lo + rows) of every rank's block, P GEMMs
   // in one call (lo = c rg, rows = rg; with a split tail, the lambdas lo(c) and rows(c)).
   auto gemmText = [&](const std::string& lo, const std::string& rows, const std::string& range) {
@@ -544,8 +553,13 @@ void Emitter::emitChunked(const Chunked& ch) {
              stream + "), \"" + ag.name + "\");\n"
              "        }\n";
     };
-    b << "    if (devReady(" << gname << ")) {\n"
-      << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
+    b << "    if (devReady(" << gname << ")) {\n";
+    if (dg.mergeChunks)
+      b << "      // the overlap's " << Cs << " chunks, fewer where a chunk's copy to each peer would be under 8 MiB\n"
+        << chunkDecls("      ", "coconet_rt::ceOverlapChunks(" + Cs + ", (M / P) * N * static_cast<long long>(sizeof(" + T + ")))");
+    else
+      b << "      // the overlap's " << Cs << " chunks at every size (tune(f, merge = never))\n" << chunkDecls("      ", Cs);
+    b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
       << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
       << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
       << prog << ", " << gname << ");\n"
@@ -624,7 +638,7 @@ void Emitter::emitChunked(const Chunked& ch) {
       b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n";
     b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
-      << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
+      << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n" << chunkDecls("    ", Cs);
   }
   if (device) {
     std::vector<int> members{ch.rs};

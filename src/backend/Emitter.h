@@ -284,6 +284,10 @@ private:
     // over the whole block runs without its pulls and copy engines pull the other ranks' blocks
     // (the per-chunk form's all-gather is copy-engine pulls already).
     bool ceGather = false;
+    // tune(f, merge = by_size | never): where copy engines move an overlap's chunks, run fewer of
+    // them where a chunk's copy to each peer would be under 8 MiB (coconet_rt::ceOverlapChunks), or
+    // always the overlap's count.
+    bool mergeChunks = true;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

@@ -14,8 +14,9 @@ Rows:
                         dist.all_gather_into_tensor. NVLink multicast stays off
                         (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
-                        all-gather fused, pipelined with the matmul in 4 chunks), compiled as
-                        by default: copy engines move each chunk's reduce-scatter into the
+                        all-gather fused, pipelined with the matmul in 4 chunks, fewer where a
+                        chunk's copy to a peer would be under 8 MiB), compiled as by default:
+                        copy engines move each chunk's reduce-scatter into the
                         peers' staging windows while the next chunk's GEMM runs; a kernel over
                         NCCL's device API (128 blocks) sums and computes the epilogue, and the
                         all-gather follows, either per chunk (the kernel after the next chunk's
@@ -34,6 +35,9 @@ Rows:
   coconetc_copy_engines coconetc with tune(f, algorithm = copy_engines): where the all-gather
                         runs after the last chunk, the kernel leaves it to copy engines pulling
                         the other ranks' whole blocks
+  coconetc_merge_never  coconetc with tune(f, merge = never): the overlap's 4 chunks at every
+                        size (coconetc merges copy-engine chunks whose copy to a peer would be
+                        under 8 MiB: 2 chunks at H = 4096 on 4 GPUs, 1 at decode shapes)
   coconetc_chunks2      the sample's schedule with the matmul in 2 chunks
                         (tools/bench/programs/megatron_row_chunks2.sched): fewer, larger copies
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
@@ -88,6 +92,10 @@ PROGRAMS = {
     **{f"megatron_row{d}_ce": dict(source=SOURCE, schedule=SCHEDULE,
                                    schedule_append="tune(f, algorithm = copy_engines);\n",
                                    **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16")},
+    **{f"megatron_row{d}_never": dict(source=SOURCE, schedule=SCHEDULE,
+                                      schedule_append="tune(f, merge = never);\n",
+                                      **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16")},
     "megatron_row_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2),
     "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
@@ -236,9 +244,12 @@ def rows(cfg: dict, ctx, mode: str):
         ("torch.compile", compiled),
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
-                                     "with the matmul (4 chunks): each chunk's reduce-scatter by copy engines; "
+                                     "with the matmul (4 chunks, fewer where a chunk's copy to a peer is "
+                                     "under 8 MiB): each chunk's reduce-scatter by copy engines; "
                                      "the epilogue (device-API kernel, 128 blocks) and all-gather per chunk or "
                                      "once at the end, chosen at run time")),
+        ("coconetc_merge_never", coconetc(f"{sched}_never", "as coconetc with tune(f, merge = never): "
+                                                            "4 chunks at every size")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
                                                     "NCCL reduce-scatter, epilogue kernel, NCCL all-gather per chunk")),
         *[(f"coconetc_gather_{g}", coconetc(f"{sched}_{g}", f"as coconetc with tune(f, gather = {g})"))
