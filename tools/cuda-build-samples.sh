@@ -5,9 +5,10 @@
 # second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group),
 # megatron_row (an overlap's chunked collectives) and moe_gemm (an all_to_all pipeline); the
 # samples' other schedules (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g.
-# moe_gemm@moe_gemm_capacity). Exits 77
+# moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
+# (copy-engine rounds) are built with --timeline too (NAME@timeline). Exits 77
 # (skipped) where nvcc is absent.
-# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl] | PROGRAM.cnet:SCHEDULE.sched ...]
+# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/cuda-samples}"
@@ -18,7 +19,8 @@ programs=("$@")
 if [ ${#programs[@]} -eq 0 ]; then
   programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
             "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl
-            "$root"/samples/moe_gemm/moe_gemm.cnet@nccl)
+            "$root"/samples/moe_gemm/moe_gemm.cnet@nccl
+            "$root"/samples/megatron_row/megatron_row.cnet@timeline "$root"/tests/gpu/programs/allreduces.cnet@timeline)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
     [ "$(basename "$sched")" = "$n.sched" ] || programs+=("$d/$n.cnet:$sched")
@@ -28,11 +30,14 @@ fails=0
 for item in "${programs[@]}"; do
   prog=${item%%:*}
   prog=${prog%@nccl}
+  prog=${prog%@timeline}
   flags=()
   n=$(basename "$prog" .cnet)
   dir="$out/$n"
   if [ "${item%@nccl}" != "$item" ]; then
     flags=(--no-device-collectives); dir="$out/$n@nccl"
+  elif [ "${item%@timeline}" != "$item" ]; then
+    flags=(--timeline); dir="$out/$n@timeline"
   elif [ "${item#*:}" != "$item" ]; then
     flags=(--schedule "${item#*:}"); dir="$out/$n@$(basename "${item#*:}" .sched)"
   fi

@@ -150,6 +150,7 @@ std::string Emitter::headerText() {
   if (gatherMayPipe())
     h << "  // An overlap's all-gather by copy engines, chunk by chunk (comm3_), after each chunk's epilogue (ovRed_).\n"
       << "  cudaStream_t comm3_ = nullptr;\n  cudaEvent_t ovRed_ = nullptr;\n";
+  if (o_.timeline) h << "  // coconetc compile --timeline: events of one call, printed when it ends.\n  coconet_rt::Timeline tl_;\n";
   h << "};\n\n}  // namespace coconet_gen\n\n" << cInterfaceDecls();
   return h.str();
 }
@@ -460,16 +461,19 @@ void Emitter::emitBody() {
       b << "  " << bufferEnsure(id) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
     }
   }
-  // Stages in order.
+  // Stages in order (with --timeline, a mark on stream_ after each).
+  if (o_.timeline) b << "  tl_.begin(stream_, rank_, \"" << p_.name << "\");\n";
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
     if (auto dg = devGroups_.find(static_cast<int>(i)); dg != devGroups_.end()) {
       emitDeviceGroup(dg->second);
+      b << tlMark("  ", "stream_", dg->second.name);
       continue;
     }
     if (auto sc = scalarChains_.find(static_cast<int>(i)); sc != scalarChains_.end()) {
       emitScalarChain(sc->second);
+      b << tlMark("  ", "stream_", sc->second.name);
       continue;
     }
     if (auto sc = scalarChainOf_.find(static_cast<int>(i)); sc != scalarChainOf_.end()) {
@@ -491,6 +495,7 @@ void Emitter::emitBody() {
         chunkedAt_[ch->second.back] = static_cast<int>(i);
       } else if (i + 1 < p_.stages.size() && overlapped_.count(static_cast<int>(i + 1))) {
         emitChunked(ch->second);
+        b << tlMark("  ", "stream_", "overlap of " + s.name);
       } else {
         b << "\n  " << stageComment(s) << ": computed in the overlapped chunks below\n";
         chunkedAt_[firstOverlapped(static_cast<int>(i))] = static_cast<int>(i);
@@ -499,10 +504,12 @@ void Emitter::emitBody() {
     }
     if (auto at = chunkedAt_.find(static_cast<int>(i)); at != chunkedAt_.end()) {
       emitChunked(chunked_.at(at->second));
+      b << tlMark("  ", "stream_", "overlap of " + p_.stages[at->second].name);
       continue;
     }
     if (auto da = devAR_.find(static_cast<int>(i)); da != devAR_.end()) {
       emitDeviceAllReduce(da->second);
+      b << tlMark("  ", "stream_", da->second.name);
       continue;
     }
     if (std::any_of(arPair_.begin(), arPair_.end(), [&](const auto& pr) { return pr.second == static_cast<int>(i); })) {
@@ -514,7 +521,8 @@ void Emitter::emitBody() {
       const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
       b << "\n  " << stageComment(s) << ": with '" << r.name << "', one allreduce\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n"
         << "    CHECK(ncclAllReduce(" << var(r.operands[0]) << ", " << var(static_cast<int>(i)) << ", " << countVar(static_cast<int>(i))
-        << ", " << ncclType(s.type.dtype) << ", " << ncclOp(r.op) << ", " << commOf(gr) << ", stream_), \"" << s.fusedInto << "\");\n  }\n";
+        << ", " << ncclType(s.type.dtype) << ", " << ncclOp(r.op) << ", " << commOf(gr) << ", stream_), \"" << s.fusedInto << "\");\n  }\n"
+        << tlMark("  ", "stream_", s.fusedInto);
       continue;
     }
     if (auto bag = bagOf_.find(static_cast<int>(i)); bag != bagOf_.end() && !chunked_.count(static_cast<int>(i))) {
@@ -535,7 +543,7 @@ void Emitter::emitBody() {
     }
     b << "\n  " << stageComment(s) << "\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n";
     emitStage(static_cast<int>(i));
-    b << "  }\n";
+    b << "  }\n" << tlMark("  ", "stream_", s.name);
   }
   // Outputs and new states.
   b << "\n  // Outputs and the states' new values.\n";
@@ -560,6 +568,13 @@ void Emitter::emitBody() {
     b << "  CHECK(cudaMemcpyAsync(t." << ident(st.name) << ", " << src << ", " << n << " * sizeof(" << T
       << "), cudaMemcpyDeviceToDevice, stream_), \"update " << st.name << "\");\n";
   }
+  if (o_.timeline) b << tlMark("  ", "stream_", "outputs") << "  tl_.end();\n";
+}
+
+std::string Emitter::tlMark(const std::string& ind, const std::string& stream, const std::string& label,
+                            const std::string& index) const {
+  if (!o_.timeline) return "";
+  return ind + "tl_.mark(" + stream + ", \"" + stream + "\", \"" + jsonEscape(label) + "\"" + (index.empty() ? "" : ", " + index) + ");\n";
 }
 
 std::string Emitter::bufferEnsure(int id, const std::string& count) const {

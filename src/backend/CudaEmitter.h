@@ -46,6 +46,10 @@ struct CompileOptions {
   // as the fallback where the ranks are not all load/store reachable. On by default
   // (`coconetc compile --no-device-collectives` turns it off).
   bool deviceCollectives = true;
+  // `coconetc compile --timeline`: run() records CUDA events after every stage, copy-engine round
+  // and overlap chunk on the stream that did the work, in one call (coconet_rt::Timeline), and
+  // prints them to stderr, in microseconds from the call's start, once that call finished.
+  bool timeline = false;
 };
 
 // Writes the folder; returns the list of files written. Throws std::runtime_error on I/O errors.

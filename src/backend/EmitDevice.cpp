@@ -540,21 +540,23 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
 // record), [5] the copy stream done, which stream_ waits for.
 void Emitter::emitCopyRounds(const CopyRounds& c, const std::string& name) {
   auto& b = body_;
+  // the timeline's labels: the name without its quotes
+  const std::string label = name.size() >= 2 && name.front() == '"' ? name.substr(1, name.size() - 2) : name;
   b << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
     << "      for (int r = 0; r <= R; ++r) {\n"
     << "        if (r < R) {\n"
     << c.bounds << c.push;
   if (!c.push.empty())
-    b << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
+    b << tlMark("          ", "ceCopy_", label + " push", "r") << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
       << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n";
-  b << c.compute;
+  b << c.compute << tlMark("          ", "stream_", label + " kernel", "r");
   if (!c.pull.empty()) b << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n";
   b << "        }\n";
   if (!c.pull.empty())
     b << "        if (r >= 1) {  // " << c.pullNote << "\n"
       << c.pullBounds << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
-      << c.pull << "        }\n";
+      << c.pull << tlMark("          ", "ceCopy_", label + " pull", "r - 1") << "        }\n";
   b << "      }\n"
     << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";

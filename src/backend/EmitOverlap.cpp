@@ -601,9 +601,10 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      auto finish = [&](long long cc) {\n"
         << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
         << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+        << tlMark("        ", "stream_", "epilogue", "cc")
         << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
         << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
-        << pulls(" + " + ccLo + " * N", ccRows + " * N", "comm3_") << "      };\n";
+        << pulls(" + " + ccLo + " * N", ccRows + " * N", "comm3_") << tlMark("        ", "comm3_", "gather", "cc") << "      };\n";
     } else {
       b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
     }
@@ -612,17 +613,18 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      // pull the other ranks' blocks (tune(f, algorithm = copy_engines)), both on comm2_\n"
         << "      auto gatherByCopies = [&]() {\n"
         << "        " << launch(wholeNoPullArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-        << pulls("", "(M / P) * N", "comm2_") << "      };\n";
+        << tlMark("        ", "comm2_", "epilogue") << pulls("", "(M / P) * N", "comm2_") << tlMark("        ", "comm2_", "gather")
+        << "      };\n";
     }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
-      << gemmText(cLo, cRows, cRange) << "      // copy engines: rows " << cRange
+      << gemmText(cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange
       << " of rank q's block into this rank's slot of rank q's staging window\n"
       << "      for (long long j = 1; j <= P; ++j) {\n"
       << "        const long long q = (" << pos << " + j) % P;\n"
       << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos
       << " * (M / P) + " << cLo << ") * N, st + q * " << cRows << " * N, static_cast<size_t>(" << cRows << " * N) * sizeof(" << T
       << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
-      << "      }\n"
+      << "      }\n" << tlMark("      ", "comm2_", "copies", "c")
       << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
       << (mayPipe ? "      if (pipelined && c >= 1) finish(c - 1);\n" : "") << "      }\n";
     // After the last chunk: the last chunk's epilogue and pulls, or the kernel over the whole block.
@@ -635,7 +637,8 @@ void Emitter::emitChunked(const Chunked& ch) {
     if (dg.ceGather)
       b << in << "gatherByCopies();\n";
     else
-      b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n";
+      b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
+        << tlMark(in, "comm2_", "epilogue+gather");
     b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
       << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n" << chunkDecls("    ", Cs);
@@ -649,6 +652,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
     << forkComm(name)
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemmText("c * rg", "rg", "[c rg, (c+1) rg)")
+    << tlMark("      ", "stream_", "gemm", "c")
     << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
     << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
     << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
@@ -668,7 +672,7 @@ void Emitter::emitChunked(const Chunked& ch) {
       << "), gath_[k].ptr, static_cast<size_t>(rg * N) * sizeof(" << AT << "), static_cast<size_t>(rg * N) * sizeof(" << AT
       << "), static_cast<size_t>(P), cudaMemcpyDeviceToDevice, comm2_), \"" << ag.name << "\");\n";
   }
-  b << "    }\n" << joinComm(name) << (device ? "    }\n" : "") << "  }\n";
+  b << tlMark("      ", "comm2_", "collectives", "c") << "    }\n" << joinComm(name) << (device ? "    }\n" : "") << "  }\n";
 }
 
 }  // namespace coconet::backend::detail

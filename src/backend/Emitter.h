@@ -437,6 +437,9 @@ private:
     return "    CHECK(cudaEventRecord(ovStart_, stream_), " + name + ");\n    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " + name + ");\n";
   }
   static std::string handOff(const std::string& name);
+  // `coconetc compile --timeline`: the line that marks the call's timeline on `stream` after the
+  // work enqueued there so far (label, and `index` an expression for a round or chunk); "" when off.
+  std::string tlMark(const std::string& ind, const std::string& stream, const std::string& label, const std::string& index = "") const;
   static std::string joinComm(const std::string& name) {
     return "    CHECK(cudaEventRecord(ovDone_, comm2_), " + name + ");\n    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " + name + ");\n";
   }

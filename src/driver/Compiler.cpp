@@ -100,6 +100,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         co.outDir = inv.outDir;
         co.arch = inv.arch;
         co.deviceCollectives = inv.deviceCollectives;
+        co.timeline = inv.timeline;
         co.sourcePath = inv.input;
         co.schedulePath = schedPath;
         co.scheduleText = schedule::printScript(trace);

@@ -28,6 +28,7 @@ struct Invocation {
   std::string outDir;
   std::string arch = "sm_90a";
   bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
+  bool timeline = false;          // compile: events at the stages, rounds and chunks of one call, printed (--timeline)
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
                     "element-wise -> all_gather groups (also overlapped), allreduces, fused reduce_scatter + "
                     "all_gather pairs, with NCCL calls as the run-time fallback (default: on; "
                     "--no-device-collectives emits NCCL calls only)");
+  compile->add_flag("--timeline", inv.timeline,
+                    "record CUDA events after every stage, copy-engine round and overlap chunk of one call "
+                    "(the COCONET_TIMELINE_CALL-th, default 10) and print their times to stderr");
 
   try {
     app.parse(argc, argv);

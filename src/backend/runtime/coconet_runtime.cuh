@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 #error "coconetc's generated code needs NCCL 2.28 or newer"
@@ -418,6 +420,72 @@ struct Buffer {
   ~Buffer() {
     if (ptr) cudaFree(ptr);
   }
+};
+
+// The timeline of one call of run() (`coconetc compile --timeline`): an event recorded on the
+// stream that did the work after every stage, copy-engine round and overlap chunk, in the
+// COCONET_TIMELINE_CALL-th call (default 10: past a benchmark's warm-up); when that call ends,
+// the host waits for its events and prints one line per mark to stderr, in microseconds from the
+// call's start: "timeline PROGRAM rank R call N: T us STREAM LABEL". Other calls record nothing.
+class Timeline {
+ public:
+  Timeline() = default;
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+  ~Timeline() {
+    for (Mark& m : marks_)
+      if (m.ev) cudaEventDestroy(m.ev);
+  }
+  void begin(cudaStream_t s, int rank, const char* program) {
+    if (calls_ == 0) {
+      const char* e = std::getenv("COCONET_TIMELINE_CALL");
+      at_ = e && *e ? std::atoll(e) : 10;
+    }
+    on_ = ++calls_ == at_;
+    used_ = 0;
+    rank_ = rank;
+    program_ = program;
+    mark(s, "stream_", "start");
+  }
+  void mark(cudaStream_t s, const char* stream, const std::string& label, long long index = -1) {
+    if (!on_) return;
+    if (used_ == marks_.size()) {
+      marks_.emplace_back();
+      check(cudaEventCreate(&marks_.back().ev), program_, "timeline", "cudaEventCreate");
+    }
+    Mark& m = marks_[used_++];
+    m.stream = stream;
+    m.label = index >= 0 ? label + " " + std::to_string(index) : label;
+    check(cudaEventRecord(m.ev, s), program_, "timeline", "cudaEventRecord");
+  }
+  void end() {
+    if (!on_) return;
+    on_ = false;
+    std::ostringstream o;
+    for (size_t k = 0; k < used_; ++k) {
+      check(cudaEventSynchronize(marks_[k].ev), program_, "timeline", "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, marks_[0].ev, marks_[k].ev), program_, "timeline", "cudaEventElapsedTime");
+      char t[32];
+      std::snprintf(t, sizeof t, "%.1f", ms * 1000.0);
+      o << "timeline " << program_ << " rank " << rank_ << " call " << at_ << ": " << t << " us " << marks_[k].stream << " "
+        << marks_[k].label << "\n";
+    }
+    std::fputs(o.str().c_str(), stderr);
+  }
+
+ private:
+  struct Mark {
+    cudaEvent_t ev = nullptr;
+    const char* stream = "";
+    std::string label;
+  };
+  std::vector<Mark> marks_;
+  size_t used_ = 0;
+  long long calls_ = 0, at_ = 10;
+  bool on_ = false;
+  int rank_ = 0;
+  const char* program_ = "";
 };
 
 }  // namespace coconet_rt
