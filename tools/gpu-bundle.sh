@@ -44,8 +44,9 @@ variant ce3 adam 'tune(f, algorithm = copy_engines, chunks = 3);'
 variant ce lamb $'tune(moments, algorithm = copy_engines);\ntune(apply, algorithm = copy_engines);'
 variant ce3 lamb $'tune(moments, algorithm = copy_engines, chunks = 3);\ntune(apply, algorithm = copy_engines, chunks = 3);'
 # The test vectors are small, so the default builds' overlaps merge their copy-engine chunks into
-# one (a chunk's copy to each peer under 8 MiB, coconet_rt::ceOverlapChunks); the variants below
-# keep the overlap's chunks (tune(f, merge = never)), so that the chunked device path runs too.
+# one (a chunk's copy to each peer under 8 MiB, coconet_rt::overlapChunks); the variants below
+# keep the overlap's chunks where they divide the rows per rank (tune(f, merge = never)), so
+# that the chunked device path runs too.
 # The Megatron overlaps with their epilogue and all-gather per chunk (the default takes it only
 # for large products on two ranks); megatron_row@pipe runs with every megatron_row vector set
 # (@odd at 4 ranks has chunks of 36 elements, not whole vectors: it runs once after the last chunk).

@@ -490,16 +490,17 @@ void Emitter::emitChunked(const Chunked& ch) {
     << "    const long long P = " << g(rs.type.group, "size") << ";\n"
     << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
     << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n";
-  // The chunk count C, rows per rank and chunk, and a chunk's staging bytes: the scheduled count
-  // where NCCL calls move the chunks; where copy engines do, as many of them as keep each copy
-  // to a peer at 8 MiB or more (coconet_rt::ceOverlapChunks).
+  // The chunk count C (at most the overlap's, dividing the rows per rank; where copy engines move
+  // the chunks, also keeping each copy to a peer at 8 MiB or more unless tune(f, merge = never):
+  // coconet_rt::overlapChunks), rows per rank and chunk, and a chunk's staging bytes.
   const std::string Cs = std::to_string(ch.chunks);
-  auto chunkDecls = [&](const std::string& ind, const std::string& count) {
-    return ind + "const long long C = " + count + ";\n" + ind +
+  auto chunkDecls = [&](const std::string& ind, const std::string& minCopy) {
+    return ind + "const long long C = coconet_rt::overlapChunks(" + Cs + ", M / P, N * static_cast<long long>(sizeof(" + T + ")), " +
+           minCopy + ");\n" + ind +
            "const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n" + ind +
            "const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" + T + ");\n";
   };
-  if (!device) b << chunkDecls("    ", Cs);
+  if (!device) b << "    // up to " << Cs << " chunks: the most that divide this rank's rows\n" << chunkDecls("    ", "0");
   b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
   // Chunk c's GEMM on stream_ into stage_[k]: rows [lo, lo + rows) of every rank's block, P GEMMs
   // in one call (lo = c rg, rows = rg; with a split tail, the lambdas lo(c) and rows(c)).
@@ -555,10 +556,10 @@ void Emitter::emitChunked(const Chunked& ch) {
     };
     b << "    if (devReady(" << gname << ")) {\n";
     if (dg.mergeChunks)
-      b << "      // the overlap's " << Cs << " chunks, fewer where a chunk's copy to each peer would be under 8 MiB\n"
-        << chunkDecls("      ", "coconet_rt::ceOverlapChunks(" + Cs + ", (M / P) * N * static_cast<long long>(sizeof(" + T + ")))");
+      b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB\n"
+        << chunkDecls("      ", "coconet_rt::kCeMinCopyBytes");
     else
-      b << "      // the overlap's " << Cs << " chunks at every size (tune(f, merge = never))\n" << chunkDecls("      ", Cs);
+      b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", "0");
     b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
       << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
       << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
@@ -641,7 +642,8 @@ void Emitter::emitChunked(const Chunked& ch) {
         << tlMark(in, "comm2_", "epilogue+gather");
     b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
-      << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n" << chunkDecls("    ", Cs);
+      << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << Cs << " chunks dividing this rank's rows\n"
+      << chunkDecls("    ", "0");
   }
   if (device) {
     std::vector<int> members{ch.rs};

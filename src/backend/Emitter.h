@@ -285,8 +285,8 @@ private:
     // (the per-chunk form's all-gather is copy-engine pulls already).
     bool ceGather = false;
     // tune(f, merge = by_size | never): where copy engines move an overlap's chunks, run fewer of
-    // them where a chunk's copy to each peer would be under 8 MiB (coconet_rt::ceOverlapChunks), or
-    // always the overlap's count.
+    // them where a chunk's copy to each peer would be under 8 MiB (coconet_rt::overlapChunks with
+    // kCeMinCopyBytes), or the most that divide the rows per rank at every size.
     bool mergeChunks = true;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;

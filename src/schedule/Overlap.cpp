@@ -158,7 +158,14 @@ bool overlap(StepContext& c) {
     return c.fail(pos[0], ps.name, "its dimension " + std::to_string(dim) + " is sliced across ranks; chunk another one");
 
   // Step 2. Record the overlap; the chunked dimension must split into the chunks (and each
-  // chunk over the ranks when the consumer scatters or exchanges blocks along it).
+  // chunk over the ranks when the consumer scatters or exchanges blocks along it), except for a
+  // matmul whose rows the consumer's reduce_scatter scatters (the Megatron layer): there the
+  // generated code runs the most chunks up to N that divide the rows per rank, at run time
+  // (coconet_rt::overlapChunks), so any row count runs.
+  if (dim == 0 && ps.kind == StageKind::Matmul && p.stages[members.front()].kind == StageKind::ReduceScatter) {
+    p.overlaps.push_back({ps.name, consumer, chunks, dim, c.step.loc});
+    return true;
+  }
   SizeExpr by = SizeExpr::constant(chunks);
   bool perRank = scatters && dim == 0 && ps.type.group;
   if (perRank) by = by * ps.type.group->size;

@@ -293,22 +293,6 @@ inline int devAutoRounds(long long bytes) {
 // (Adam) and 1.4-1.5x (LAMB) the time of the kernels' own transfers at 2^24..2^28 (session12-optim).
 inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
 
-// The chunks an overlap runs where copy engines move its reduce-scatter (a chunked matmul ->
-// reduce_scatter on load/store-reachable ranks): the largest count that divides the scheduled
-// one (so the program's divisibility requirement still holds) and leaves each copy to a peer,
-// blockBytes / chunks (this rank's block of the product over the chunks), at least 8 MiB; one
-// if none does. Each copy costs a copy engine a fixed start: pushes to the peers in turn moved
-// 164 GB/s per GPU at 4 MiB per peer, 302 at 16 MiB, 385 at 256 MiB (ce-micro.txt in
-// docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce). Megatron's row layer at 4 H200
-// (session13-megatron): at H = 4096 (4 MiB per peer in 4 chunks) 2 chunks took 469 us against
-// 4 chunks' 502; at H = 8192 (8 MiB per peer) 4 chunks beat 2, 947 against 990 us.
-constexpr long long kCeMinCopyBytes = 8LL << 20;
-inline long long ceOverlapChunks(long long scheduled, long long blockBytes) {
-  for (long long c = scheduled; c > 1; --c)
-    if (scheduled % c == 0 && blockBytes / c >= kCeMinCopyBytes) return c;
-  return 1;
-}
-
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
 // `out` and the slice window, barrier, pull the other ranks' slices. The staging area is at
 // byte 0 of `stage`, the slice at byte 0 of `slice`.

@@ -404,6 +404,23 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
     gemv_rows<T, false><<<gridFor(M * 32), 256, 0, stream>>>(W, x, y, M, K);
 }
 
+// The chunks of an overlapped matmul whose rows a reduce_scatter scatters (the Megatron layer):
+// the largest count up to the schedule's that divides this rank's rows (rowsPerRank; so any row
+// count runs, down to one chunk) and leaves each chunk's copy to a peer, rows / count x rowBytes,
+// at least minCopyBytes; one if none does. Where copy engines move the chunks minCopyBytes is
+// kCeMinCopyBytes (0 with tune(f, merge = never), and for NCCL calls): each copy costs a copy
+// engine a fixed start, so pushes to the peers in turn moved 164 GB/s per GPU at 4 MiB per peer,
+// 302 at 16 MiB, 385 at 256 MiB (ce-micro.txt in docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce),
+// and Megatron's row layer at 4 H200 (session13-megatron) took 469 us in 2 chunks against 502
+// in 4 at H = 4096 (4 MiB per peer in 4 chunks), while at H = 8192 (8 MiB per peer) 4 chunks
+// beat 2, 947 against 990 us.
+constexpr long long kCeMinCopyBytes = 8LL << 20;
+inline long long overlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long minCopyBytes) {
+  for (long long c = scheduled; c > 1; --c)
+    if (rowsPerRank % c == 0 && rowsPerRank / c * rowBytes >= minCopyBytes) return c;
+  return 1;
+}
+
 // Workspace: device buffers for values the program computes, grown as needed.
 struct Buffer {
   void* ptr = nullptr;

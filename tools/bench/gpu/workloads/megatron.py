@@ -44,12 +44,13 @@ Rows:
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
 
-Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes, and the schedule's
-overlap cuts the B*S rows into 4 chunks per rank (requirement (B*S) % (4*world) == 0) and the
-reduce-scatter needs B % world == 0, so 8192 training tokens run as B=32, S=256 and T decode
-tokens as B=T, S=1. T=1 (and T=8 beyond 2 GPUs) cannot meet that: the scheduled program refuses it
-when it runs, with the requirement's message, and the row records that (the unscheduled program
-runs every shape). async_tp likewise needs T % world == 0.
+Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes. The reduce-scatter
+needs B % world == 0, so 8192 training tokens run as B=32, S=256 and T decode tokens as B=T,
+S=1; the schedule's overlap runs the most chunks up to 4 that divide a rank's B*S / world rows
+(coconet_rt::overlapChunks; before session 13 it required (B*S) % (4*world) == 0 and refused
+T=8 beyond 2 GPUs). T=1 cannot meet B % world == 0 beyond one GPU: the scheduled program refuses
+it when it runs, with the requirement's message, and the row records that (the unscheduled
+program runs every shape). async_tp likewise needs T % world == 0.
 
 Inputs: x ~ N(0, 1), w ~ N(0, 1/H) (so x @ w ~ N(0, 1)), bias and residual ~ N(0, 1).
 Dropout: coconetc's counter-based masks differ from PyTorch's, so check mode uses p = 0 and
@@ -105,7 +106,7 @@ KEYS = {"f16": ("megatron_row", "megatron_row_unscheduled", "megatron_row_ar"),
         "bf16": ("megatron_row_bf16", "megatron_row_bf16_unscheduled", "megatron_row_bf16_ar")}
 
 TOKENS = 8192                 # B*S of the training shapes
-TRAIN_B = 32                  # B (a multiple of 4*world up to 8 GPUs); S = TOKENS / TRAIN_B
+TRAIN_B = 32                  # B (a multiple of world up to 32 GPUs); S = TOKENS / TRAIN_B
 TRAIN_H = (4096, 8192, 12288)
 DECODE_TOKENS = (1, 8, 64)
 DECODE_H = (4096,)
