@@ -443,9 +443,11 @@ void Emitter::emitChunkedAllReduce(const Chunked& ch) {
   for (int r : ch.run) b << ", " << p_.stages[r].name;
   b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced and finished (comm2_)\n"
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
-    << "    const long long C = " << ch.chunks << ";\n"
     << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = "
     << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+    << "    // up to " << ch.chunks << " chunks: the most that divide the rows\n"
+    << "    const long long C = coconet_rt::overlapChunks(" << ch.chunks << ", M, N * static_cast<long long>(sizeof(" << storageType(ps.type.dtype)
+    << ")), 0);\n"
     << "    const long long rg = M / C;  // rows per chunk\n"
     << forkComm(name)
     << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"

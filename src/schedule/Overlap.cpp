@@ -159,10 +159,13 @@ bool overlap(StepContext& c) {
 
   // Step 2. Record the overlap; the chunked dimension must split into the chunks (and each
   // chunk over the ranks when the consumer scatters or exchanges blocks along it), except for a
-  // matmul whose rows the consumer's reduce_scatter scatters (the Megatron layer): there the
-  // generated code runs the most chunks up to N that divide the rows per rank, at run time
-  // (coconet_rt::overlapChunks), so any row count runs.
-  if (dim == 0 && ps.kind == StageKind::Matmul && p.stages[members.front()].kind == StageKind::ReduceScatter) {
+  // matmul whose rows the consumer's reduce_scatter scatters (the Megatron layer) or a matmul or
+  // gemv whose rows the consumer's allreduce sums: there the generated code runs the most chunks
+  // up to N that divide the rows (per rank), at run time (coconet_rt::overlapChunks), so any
+  // row count runs.
+  const StageKind first = p.stages[members.front()].kind;
+  if (dim == 0 && ((ps.kind == StageKind::Matmul && first == StageKind::ReduceScatter) ||
+                   ((ps.kind == StageKind::Matmul || ps.kind == StageKind::Gemv) && first == StageKind::AllReduce))) {
     p.overlaps.push_back({ps.name, consumer, chunks, dim, c.step.loc});
     return true;
   }
