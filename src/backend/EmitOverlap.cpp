@@ -653,7 +653,11 @@ void Emitter::emitChunked(const Chunked& ch) {
     b << fallbackStorage(members, "    ");
   }
   b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
-    << (ch.ag >= 0 ? "      gath_[k].ensure(slot, \"" + p_.name + "\", " + name + ");\n" : "") << "    }\n"
+    // the gathered chunk in the all_gather's type (an epilogue may cast the reduced values)
+    << (ch.ag >= 0 ? "      gath_[k].ensure(static_cast<size_t>(P * rg * N) * sizeof(" + std::string(storageType(p_.stages[ch.ag].type.dtype)) + "), \"" +
+                         p_.name + "\", " + name + ");\n"
+                   : "")
+    << "    }\n"
     << forkComm(name)
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemmText("c * rg", "rg", "[c rg, (c+1) rg)")
     << tlMark("      ", "stream_", "gemm", "c")

@@ -443,7 +443,9 @@ struct Buffer {
 // stream that did the work after every stage, copy-engine round and overlap chunk, in the
 // COCONET_TIMELINE_CALL-th call (default 10: past a benchmark's warm-up); when that call ends,
 // the host waits for its events and prints one line per mark to stderr, in microseconds from the
-// call's start: "timeline PROGRAM rank R call N: T us STREAM LABEL". Other calls record nothing.
+// call's start: "timeline PROGRAM rank R call N: T us STREAM LABEL". The call before it counts
+// its marks and creates their events, so that the recorded call creates none; other calls
+// record nothing.
 class Timeline {
  public:
   Timeline() = default;
@@ -458,13 +460,16 @@ class Timeline {
       const char* e = std::getenv("COCONET_TIMELINE_CALL");
       at_ = e && *e ? std::atoll(e) : 10;
     }
-    on_ = ++calls_ == at_;
+    ++calls_;
+    on_ = calls_ == at_;
+    counting_ = calls_ + 1 == at_;
     used_ = 0;
     rank_ = rank;
     program_ = program;
     mark(s, "stream_", "start");
   }
-  void mark(cudaStream_t s, const char* stream, const std::string& label, long long index = -1) {
+  void mark(cudaStream_t s, const char* stream, const char* label, long long index = -1) {
+    if (counting_) ++used_;
     if (!on_) return;
     if (used_ == marks_.size()) {
       marks_.emplace_back();
@@ -472,10 +477,17 @@ class Timeline {
     }
     Mark& m = marks_[used_++];
     m.stream = stream;
-    m.label = index >= 0 ? label + " " + std::to_string(index) : label;
+    m.label = index >= 0 ? std::string(label) + " " + std::to_string(index) : std::string(label);
     check(cudaEventRecord(m.ev, s), program_, "timeline", "cudaEventRecord");
   }
   void end() {
+    if (counting_) {
+      counting_ = false;
+      while (marks_.size() < used_) {
+        marks_.emplace_back();
+        check(cudaEventCreate(&marks_.back().ev), program_, "timeline", "cudaEventCreate");
+      }
+    }
     if (!on_) return;
     on_ = false;
     std::ostringstream o;
@@ -500,7 +512,7 @@ class Timeline {
   std::vector<Mark> marks_;
   size_t used_ = 0;
   long long calls_ = 0, at_ = 10;
-  bool on_ = false;
+  bool on_ = false, counting_ = false;
   int rank_ = 0;
   const char* program_ = "";
 };

@@ -16,7 +16,7 @@
 # Example: bash tools/bench/gpu/timeline.sh adam_ce samples/adam/adam.cnet samples/adam/adam.sched \
 #            'tune(f, algorithm = copy_engines);' 4 N=268435456 t=1
 set -euo pipefail
-[ $# -ge 5 ] || { sed -n '9,19p' "$0"; exit 2; }
+[ $# -ge 5 ] || { sed -n '9,17p' "$0"; exit 2; }
 name=$1 prog=$2 sched=$3 knobs=$4 ranks=$5
 shift 5
 b=.gpu-bundle
@@ -24,15 +24,16 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1 || true)
 export NCCL_ROOT="${NCCL_ROOT:-$NC}"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 s="$work/prog.sched"
 if [ "$sched" = - ]; then : > "$s"; else cp "$sched" "$s"; fi
-[ -z "$knobs" ] || printf '%s\n' "$knobs" >> "$s"
+[ -z "$knobs" ] || printf '\n%s\n' "$knobs" >> "$s"
 flags=(--schedule "$s")
 [ -s "$s" ] || flags=(--schedule none)
-n=$(basename "$prog" .cnet)
 LD_LIBRARY_PATH="$b/lib" "$b/bin/coconetc" compile "$prog" "${flags[@]}" --timeline -o "$work/gen" > /dev/null
-cmake -S "$work/gen" -B "$work/gen/build" -DNCCL_ROOT="$NCCL_ROOT" > "$work/build.log" 2>&1
-cmake --build "$work/gen/build" -j 8 >> "$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
+{ cmake -S "$work/gen" -B "$work/gen/build" -DNCCL_ROOT="$NCCL_ROOT" && cmake --build "$work/gen/build" -j 8; } > "$work/build.log" 2>&1 ||
+  { echo "build FAILED:"; tail -n 30 "$work/build.log"; exit 1; }
+exe=$(ls "$work"/gen/build/*_main)
 defs=()
 for kv in "$@"; do defs+=(-D "$kv"); done
 res="${OUT:-.}/timeline-$name.txt"
@@ -41,8 +42,9 @@ res="${OUT:-.}/timeline-$name.txt"
   echo "# command: bash tools/bench/gpu/timeline.sh $name $prog $sched '$knobs' $ranks $*"
   echo "# (compiled with the bundled coconetc --timeline; call ${COCONET_TIMELINE_CALL:-10}; times from the call's start on each rank)"
 } > "$res"
-timeout 300 "$work/gen/build/${n}_main" --spawn "$ranks" --bench --timeout 240 "${defs[@]}" > "$work/run.out" 2> "$work/run.err" ||
+timeout 300 "$exe" --spawn "$ranks" --bench --timeout 240 ${defs[@]+"${defs[@]}"} > "$work/run.out" 2> "$work/run.err" ||
   { echo "run FAILED:" >> "$res"; tail -n 20 "$work/run.out" "$work/run.err" >> "$res"; cat "$res"; exit 1; }
 cat "$work/run.out" >> "$res"
-grep '^timeline ' "$work/run.err" | sort -t' ' -k4,4n -s >> "$res" || true
+grep '^timeline ' "$work/run.err" | sort -t' ' -k4,4n -s >> "$res" ||
+  echo "no timeline lines: the driver ran 25 calls (5 warm-up, 20 timed); COCONET_TIMELINE_CALL must be at most that" >> "$res"
 cat "$res"
