@@ -529,7 +529,7 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
              "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
              "          }\n";
   }
-  emitCopyRounds(c, name);
+  emitCopyRounds(c, dg.name);
 }
 
 // The copy stream's rounds (an allreduce or a device group by copy engines). Per round r < R:
@@ -538,25 +538,24 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
 // queued behind round r's copies (`pullBounds`: round r-1's extent). Events ceEv_: [0] the input
 // ready, [1] a round's copies done, [3 + r % 2] round r computed (waited before its next
 // record), [5] the copy stream done, which stream_ waits for.
-void Emitter::emitCopyRounds(const CopyRounds& c, const std::string& name) {
+void Emitter::emitCopyRounds(const CopyRounds& c, const std::string& stage) {
   auto& b = body_;
-  // the timeline's labels: the name without its quotes
-  const std::string label = name.size() >= 2 && name.front() == '"' ? name.substr(1, name.size() - 2) : name;
+  const std::string name = "\"" + stage + "\"";  // the stage that failures name
   b << "      CHECK(cudaEventRecord(ceEv_[0], stream_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[0], 0), " << name << ");\n"
     << "      for (int r = 0; r <= R; ++r) {\n"
     << "        if (r < R) {\n"
     << c.bounds << c.push;
   if (!c.push.empty())
-    b << tlMark("          ", "ceCopy_", label + " push", "r") << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
+    b << tlMark("          ", "ceCopy_", stage + " push", "r") << "          CHECK(cudaEventRecord(ceEv_[1], ceCopy_), " << name << ");\n"
       << "          CHECK(cudaStreamWaitEvent(stream_, ceEv_[1], 0), " << name << ");\n";
-  b << c.compute << tlMark("          ", "stream_", label + " kernel", "r");
+  b << c.compute << tlMark("          ", "stream_", stage + " kernel", "r");
   if (!c.pull.empty()) b << "          CHECK(cudaEventRecord(ceEv_[3 + r % 2], stream_), " << name << ");\n";
   b << "        }\n";
   if (!c.pull.empty())
     b << "        if (r >= 1) {  // " << c.pullNote << "\n"
       << c.pullBounds << "          CHECK(cudaStreamWaitEvent(ceCopy_, ceEv_[3 + (r - 1) % 2], 0), " << name << ");\n"
-      << c.pull << tlMark("          ", "ceCopy_", label + " pull", "r - 1") << "        }\n";
+      << c.pull << tlMark("          ", "ceCopy_", stage + " pull", "r - 1") << "        }\n";
   b << "      }\n"
     << "      CHECK(cudaEventRecord(ceEv_[5], ceCopy_), " << name << ");\n"
     << "      CHECK(cudaStreamWaitEvent(stream_, ceEv_[5], 0), " << name << ");\n";
@@ -695,7 +694,7 @@ void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
            "            CHECK(cudaMemcpyAsync(" + out + " + base + q * piece, static_cast<const " + T + "*>(wins[q]) + " + n +
            " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
            "          }\n";
-  emitCopyRounds(c, name);
+  emitCopyRounds(c, d.name);
 }
 
 void Emitter::planAllReducePairs() {

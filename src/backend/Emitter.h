@@ -407,7 +407,7 @@ private:
   struct CopyRounds {
     std::string bounds, push, compute, pullNote, pullBounds, pull;
   };
-  void emitCopyRounds(const CopyRounds& c, const std::string& name);
+  void emitCopyRounds(const CopyRounds& c, const std::string& stage);
   void emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, const std::string& grid, const DevLaunch& L);
   // Some allreduce may run by copy engines (by size or asked for), or a device group does: they
   // need ceCopy_ and ceEv_.

@@ -63,6 +63,46 @@ bool overlapExchange(StepContext& c, int prod) {
   return true;
 }
 
+// The requirement that the chunked dimension of the producer `ps` splits into the chunks (each
+// over the ranks when the consumer scatters or exchanges blocks along dimension 0); false, with
+// a diagnostic at `at`, where it never can.
+bool requireChunksDivide(StepContext& c, const Stage& ps, const Arg* at, int chunks, int dim, bool scatters) {
+  Program& p = c.p;
+  SizeExpr by = SizeExpr::constant(chunks);
+  bool perRank = scatters && dim == 0 && ps.type.group;
+  if (perRank) by = by * ps.type.group->size;
+  // A dimension that depends on the number of ranks alone may never divide (moe_gemm's
+  // per-rank blocks): check some rank counts before accepting.
+  if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} && (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
+    bool ever = false;
+    for (int64_t P = 1; P <= 64 && !ever; ++P) {
+      auto n = ps.type.shape[dim].evaluate({{"world.size", P}}), d = by.evaluate({{"world.size", P}});
+      ever = n && d && *d > 0 && *n % *d == 0;
+    }
+    if (!ever)
+      return c.fail(at, ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +
+                                         ") never divides into " + by.str() + " parts; chunk another dimension with 'dim'");
+  }
+  if (dim == 0 && ps.kind == StageKind::Matmul && ps.type.rank() >= 3) {
+    // A matmul's chunks are counted in rows of its product (every dimension but the last),
+    // per rank where the consumer scatters them, else the whole product's rows.
+    SizeExpr rows = ps.type.shape[0];
+    std::string names = ps.type.shape[0].str();
+    for (int k = 1; k + 1 < ps.type.rank(); ++k) {
+      rows = rows * ps.type.shape[k];
+      names += "*" + ps.type.shape[k].str();
+    }
+    requireDivisible(p, rows, by,
+                     "overlap of " + quote(ps.name) + " splits the " + names + " rows of its product into " +
+                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
+  } else {
+    requireDivisible(p, ps.type.shape[dim], by,
+                     "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
+                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool overlap(StepContext& c) {
@@ -157,52 +197,15 @@ bool overlap(StepContext& c) {
   if (ps.type.group && ps.type.layout.kind == Layout::Sliced && ps.type.layout.dim == dim)
     return c.fail(pos[0], ps.name, "its dimension " + std::to_string(dim) + " is sliced across ranks; chunk another one");
 
-  // Step 2. Record the overlap; the chunked dimension must split into the chunks (and each
-  // chunk over the ranks when the consumer scatters or exchanges blocks along it), except for a
+  // Step 2. Record the overlap. The chunked dimension must split into the chunks, except for a
   // matmul whose rows the consumer's reduce_scatter scatters (the Megatron layer) or a matmul or
   // gemv whose rows the consumer's allreduce sums: there the generated code runs the most chunks
   // up to N that divide the rows (per rank), at run time (coconet_rt::overlapChunks), so any
   // row count runs.
   const StageKind first = p.stages[members.front()].kind;
-  if (dim == 0 && ((ps.kind == StageKind::Matmul && first == StageKind::ReduceScatter) ||
-                   ((ps.kind == StageKind::Matmul || ps.kind == StageKind::Gemv) && first == StageKind::AllReduce))) {
-    p.overlaps.push_back({ps.name, consumer, chunks, dim, c.step.loc});
-    return true;
-  }
-  SizeExpr by = SizeExpr::constant(chunks);
-  bool perRank = scatters && dim == 0 && ps.type.group;
-  if (perRank) by = by * ps.type.group->size;
-  // A dimension that depends on the number of ranks alone may never divide (moe_gemm's
-  // per-rank blocks): check some rank counts before accepting.
-  if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} && (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
-    bool ever = false;
-    for (int64_t P = 1; P <= 64 && !ever; ++P) {
-      auto n = ps.type.shape[dim].evaluate({{"world.size", P}}), d = by.evaluate({{"world.size", P}});
-      ever = n && d && *d > 0 && *n % *d == 0;
-    }
-    if (!ever)
-      return c.fail(pos[0], ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +
-                                         ") never divides into " + by.str() + " parts; chunk another dimension with 'dim'");
-  }
-  if (dim == 0 && ps.kind == StageKind::Matmul && ps.type.rank() >= 3) {
-    // A matmul's chunks are counted in rows of its product (every dimension but the last): a
-    // rank's block of B / P samples of S tokens splits into chunks of B * S / (P * chunks) rows,
-    // so B = 8, S = 1024 pipelines in 4 chunks on 4 ranks. (The reduce_scatter itself needs
-    // B % P == 0.) Without a scatter the whole product's rows split into the chunks.
-    SizeExpr rows = ps.type.shape[0];
-    std::string names = ps.type.shape[0].str();
-    for (int k = 1; k + 1 < ps.type.rank(); ++k) {
-      rows = rows * ps.type.shape[k];
-      names += "*" + ps.type.shape[k].str();
-    }
-    requireDivisible(p, rows, by,
-                     "overlap of " + quote(ps.name) + " splits the " + names + " rows of its product into " +
-                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
-  } else {
-    requireDivisible(p, ps.type.shape[dim], by,
-                     "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
-                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
-  }
+  const bool runTimeChunks = dim == 0 && ((ps.kind == StageKind::Matmul && first == StageKind::ReduceScatter) ||
+                                          ((ps.kind == StageKind::Matmul || ps.kind == StageKind::Gemv) && first == StageKind::AllReduce));
+  if (!runTimeChunks && !requireChunksDivide(c, ps, pos[0], chunks, dim, scatters)) return false;
   p.overlaps.push_back({ps.name, consumer, chunks, dim, c.step.loc});
   return true;
 }
