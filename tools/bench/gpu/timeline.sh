@@ -13,6 +13,9 @@
 #   NAME=VALUE  the program's sizes and scalars (-D of the driver)
 # COCONET_TIMELINE_CALL picks the call (default 10: the driver's 5 warm-up calls, then the 5th
 # timed one).
+# TIMELINE_WORK=DIR keeps the build in DIR (reused when DIR holds a built driver) and
+# TIMELINE_BUILD_ONLY=1 stops after the build: several timelines can build at once, then run
+# one after another.
 # Example: bash tools/bench/gpu/timeline.sh adam_ce samples/adam/adam.cnet samples/adam/adam.sched \
 #            'tune(f, algorithm = copy_engines);' 4 N=268435456 t=1
 set -euo pipefail
@@ -23,17 +26,24 @@ b=.gpu-bundle
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1 || true)
 export NCCL_ROOT="${NCCL_ROOT:-$NC}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${TIMELINE_WORK:-}" ]; then
+  work=$TIMELINE_WORK; mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 s="$work/prog.sched"
 if [ "$sched" = - ]; then : > "$s"; else cp "$sched" "$s"; fi
 [ -z "$knobs" ] || printf '\n%s\n' "$knobs" >> "$s"
 flags=(--schedule "$s")
 [ -s "$s" ] || flags=(--schedule none)
-LD_LIBRARY_PATH="$b/lib" "$b/bin/coconetc" compile "$prog" "${flags[@]}" --timeline -o "$work/gen" > /dev/null
-{ cmake -S "$work/gen" -B "$work/gen/build" -DNCCL_ROOT="$NCCL_ROOT" && cmake --build "$work/gen/build" -j 8; } > "$work/build.log" 2>&1 ||
-  { echo "build FAILED:"; tail -n 30 "$work/build.log"; exit 1; }
+if ! ls "$work"/gen/build/*_main > /dev/null 2>&1; then
+  LD_LIBRARY_PATH="$b/lib" "$b/bin/coconetc" compile "$prog" "${flags[@]}" --timeline -o "$work/gen" > /dev/null
+  { cmake -S "$work/gen" -B "$work/gen/build" -DNCCL_ROOT="$NCCL_ROOT" && cmake --build "$work/gen/build" -j 8; } > "$work/build.log" 2>&1 ||
+    { echo "build FAILED:"; tail -n 30 "$work/build.log"; exit 1; }
+fi
 exe=$(ls "$work"/gen/build/*_main)
+[ -z "${TIMELINE_BUILD_ONLY:-}" ] || exit 0
 defs=()
 for kv in "$@"; do defs+=(-D "$kv"); done
 res="${OUT:-.}/timeline-$name.txt"
