@@ -34,9 +34,13 @@ variant() {
   { cat "$root/samples/$s/$s.sched"; printf '%s\n' "$knobs"; } > "$b/$s-$name.sched"
   "$root/build/coconetc" compile "$root/samples/$s/$s.cnet" --schedule "$b/$s-$name.sched" -o "$b/gen/$s@$name" >/dev/null
 }
-# Adam's device-API kernel in 5 pipelined rounds; LAMB's head and tail groups in 3 each.
+# Adam's device-API kernel in 5 pipelined rounds; LAMB's head and tail groups in 3 each; @split5
+# and @split3 the same rounds with the blocks in roles (tune(G, roles = split): movers push and
+# pull the chunks, workers compute them).
 variant chunks5 adam 'tune(f, chunks = 5);'
 variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
+variant split5 adam 'tune(f, chunks = 5, roles = split);'
+variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chunks = 3, roles = split);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

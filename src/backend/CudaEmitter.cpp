@@ -178,7 +178,8 @@ std::string Emitter::sourceText() {
       << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
       << "// and alternates between its two halves (parity).\n"
       << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
-      << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "];\n  int parity[" << k << "] = {};\n};\n\n"
+      << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "];\n  int parity[" << k << "] = {};\n"
+      << "  coconet_rt::RoleFlags roles;  // the hand-off counters of kernels whose blocks take roles\n};\n\n"
       << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"
       << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run.\n"
       << "bool " << cls_ << "::devReady(const char* stage) { return dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage); }\n\n";
@@ -203,7 +204,7 @@ std::string Emitter::sourceText() {
   s << cls_ << "::~" << cls_ << "() {\n"
     << (!usesDevice() ? "" :
         "  if (dev_) {\n    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
-        "    dev_->dc.destroy(comm_);\n    delete dev_;\n  }\n")
+        "    dev_->roles.release();\n    dev_->dc.destroy(comm_);\n    delete dev_;\n  }\n")
     << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
     << (chunked_.empty() ? "" :
         "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"

@@ -102,6 +102,8 @@ void Emitter::planDeviceGroups() {
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
     dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
+    if (auto r = f.knobs.find("roles"); r != f.knobs.end()) dg.splitRoles = r->second == "split";
+    dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
@@ -133,7 +135,6 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   const std::string gi = std::to_string(dg.index);
   params = {"ncclDevComm dc"};
   hostArgs = {"dev_->dc.comm"};
-  std::string rounds;  // rounds by size: of the reduce-scatter's input, else of the gathered tensor
   if (dg.head()) {
     int x = p_.stages[dg.rs].operands[0];
     std::string XT = storageType(p_.stages[x].type.dtype);
@@ -143,14 +144,10 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
       params.push_back("const " + XT + "* __restrict__ rsIn");
       hostArgs.push_back(L.rsIn);
     }
-    rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(x) + ") * sizeof(" + XT + "))";
   }
   if (dg.tail()) {
     params.insert(params.end(), {"ncclWindow_t sliceWin", "size_t sliceOff"});
     hostArgs.insert(hostArgs.end(), {"dev_->slice[" + gi + "].win", L.sliceOff});
-    if (!dg.head())
-      rounds = "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(dg.ag) + ") * sizeof(" +
-               storageType(p_.stages[dg.ag].type.dtype) + "))";
   }
   const std::string plusOff = L.off == "0" ? "" : " + " + L.off;
   for (int id : dg.written) {
@@ -199,8 +196,21 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     hostArgs.insert(hostArgs.end(), {L.lo, L.hi.empty() ? L.nSlice : L.hi, L.pull});
     return;
   }
+  // (the host code declares `rounds` and `split`: emitDeviceGroup)
   params.push_back("int rounds");
-  hostArgs.push_back(dg.rounds > 0 ? std::to_string(dg.rounds) : rounds);
+  hostArgs.push_back("rounds");
+  if (dg.splitRoles) {
+    params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
+    hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
+  }
+}
+
+// A device group's rounds: tune(f, chunks = K), else by size (devAutoRounds of the
+// reduce-scatter's input, else of the gathered tensor).
+std::string Emitter::devRounds(const DevGroup& dg) const {
+  if (dg.rounds > 0) return std::to_string(dg.rounds);
+  const int t = dg.head() ? p_.stages[dg.rs].operands[0] : dg.ag;
+  return "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
 }
 
 std::string Emitter::emitDevKernel(const DevGroup& dg) {
@@ -273,6 +283,15 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
+  if (dg.preloaded || !dg.splitRoles)
+    K << "  const coconet_rt::Part pt = coconet_rt::gridPart();  // this block's elements\n";
+  else
+    K << "  // this block's elements: with roles split (movers > 0), part b of the movers' or of the\n"
+      << "  // workers' (coconet_device.cuh, roleSignal)\n"
+      << "  const bool mover = static_cast<int>(blockIdx.x) < movers;\n"
+      << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
+      << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
+      << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
   if (head) K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
   if (tail)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
@@ -301,7 +320,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   K << E.str()
     << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
     << "  // partition either way), then the elements after the last unit.\n"
-    << "  coconet_rt::forUnits<V>(lo, hi, vec, [&](long long i0) {\n";
+    << "  coconet_rt::forUnits<V>(pt, lo, hi, vec, [&](long long i0) {\n";
   if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
   for (int k : others) {
     std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
@@ -331,9 +350,73 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n");
-  const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
-  const std::string pull = "coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, " +
-                           (head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)") + ", vec)";
+  const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
+  auto pullOf = [&](const std::string& range) {
+    return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
+  };
+  const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
+  std::ostringstream FO;  // the blocks' partial results of the folded reductions
+  for (size_t q = 0; q < dg.folds.size(); ++q) {
+    const std::string f = std::to_string(dg.folds[q]);
+    FO << "  {\n    // this block's partial result of " << p_.stages[dg.folds[q]].name << "\n"
+       << "    __shared__ " << foldOps[q] << "::Acc sh[coconet_rt::kDevThreads];\n"
+       << "    acc" << f << " = coconet_rt::blockReduce<" << foldOps[q] << ">(acc" << f << ", sh);\n"
+       << "    if (threadIdx.x == 0) part" << f << "[pt.index] = acc" << f << ";\n  }\n";
+  }
+  const std::string folds = FO.str();
+  const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+  // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
+  // them; they hand chunks over through the counters roles[kReady] and roles[kDone].
+  if (!dg.preloaded && dg.splitRoles) {
+    auto indent = [](const std::string& t) {  // two more spaces on every line
+      std::string o;
+      std::istringstream in(t);
+      for (std::string line; std::getline(in, line);) o += "  " + line + "\n";
+      return o;
+    };
+    const std::string ready = "roles + coconet_rt::kReady", done = "roles + coconet_rt::kDone";
+    K << "  if (movers > 0) {\n"
+      << "    const unsigned workers = gridDim.x - movers;\n    (void)workers;\n"
+      << "    if (mover) {\n";
+    if (dg.full())
+      K << "      // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
+        << "      for (int r = 0; r <= rounds; ++r) {\n"
+        << "        if (r < rounds) " << push << ";\n"
+        << "        if (r >= 1) coconet_rt::roleWait(" << done << ", workers * r);\n"
+        << "        // every rank pushed chunk r and published chunk r-1 of this part\n"
+        << "        " << sync
+        << "        if (r < rounds) coconet_rt::roleSignal(" << ready << ");\n"
+        << "        if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
+        << "      }\n";
+    else if (head)
+      K << "      // push chunk r; barrier; chunk r is ready\n"
+        << "      for (int r = 0; r < rounds; ++r) {\n"
+        << "        " << push << ";\n"
+        << "        // every rank pushed chunk r of this part\n"
+        << "        " << sync
+        << "        coconet_rt::roleSignal(" << ready << ");\n"
+        << "      }\n"
+        << "      // every worker read its slots; then every rank's (before any rank's next call pushes)\n"
+        << "      coconet_rt::roleWait(" << done << ", workers * rounds);\n"
+        << "      " << sync;
+    else
+      K << "      // once every worker published chunk r, barrier; pull chunk r\n"
+        << "      for (int r = 0; r < rounds; ++r) {\n"
+        << "        coconet_rt::roleWait(" << done << ", workers * (r + 1));\n"
+        << "        // every rank published chunk r of this part\n"
+        << "        " << sync
+        << "        " << pullOf("edge(r), edge(r + 1)") << ";\n"
+        << "      }\n";
+    K << "    } else {\n"
+      << "      // compute chunk r once every mover counted it ready" << (tail ? "; publish it" : "") << "\n"
+      << "      for (int r = 0; r < rounds; ++r) {\n"
+      << (head ? "        coconet_rt::roleWait(" + ready + ", static_cast<unsigned>(movers) * (r + 1));\n" : "")
+      << "        compute(edge(r), edge(r + 1));\n"
+      << "        coconet_rt::roleSignal(" << done << ");\n"
+      << "      }\n"
+      << indent(indent(folds)) << "    }\n"
+      << "    coconet_rt::roleExit(roles);\n    return;\n  }\n";
+  }
   if (dg.preloaded)
     K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
@@ -362,14 +445,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "    if (r >= 1) " << pull << ";\n"
       << "    // every rank published chunk r of this block's elements\n"
       << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
-  for (size_t q = 0; q < dg.folds.size(); ++q) {
-    const std::string f = std::to_string(dg.folds[q]);
-    K << "  {\n    // this block's partial result of " << p_.stages[dg.folds[q]].name << "\n"
-      << "    __shared__ " << foldOps[q] << "::Acc sh[coconet_rt::kDevThreads];\n"
-      << "    acc" << f << " = coconet_rt::blockReduce<" << foldOps[q] << ">(acc" << f << ", sh);\n"
-      << "    if (threadIdx.x == 0) part" << f << "[blockIdx.x] = acc" << f << ";\n  }\n";
-  }
-  K << "}\n\n";
+  K << folds << "}\n\n";
   return kname;
 }
 
@@ -435,18 +511,30 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   emitDevVec(dg, L, others, "      ");
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
+  if (!dg.copyEngines) {
+    // With tune(f, roles = split), in two rounds or more `movers` blocks move the chunks and
+    // `workers` compute them (coconet_device.cuh, roleBlocks).
+    b << "      const int rounds = " << devRounds(dg) << ";\n";
+    if (dg.splitRoles)
+      b << "      int movers = rounds >= 2 ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
+        << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(&" << kname << "), " << n << " / "
+        << V << ", movers, " << prog << ", " << name << ") : 0;\n"
+        << "      const int blocks = movers > 0 ? workers : " << grid << ";  // the blocks that compute\n";
+    else
+      b << "      const int blocks = " << grid << ";\n";
+    grid = "blocks";
+  }
   if (!dg.folds.empty()) {
     // (by copy engines: a launch per round, each writing its own partial results)
     b << "      " << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
     for (int f : dg.folds)
       b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
         << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
-    if (!dg.copyEngines) grid = foldBlocks;
   }
   if (dg.copyEngines) {
     emitCopyEngineGroup(dg, kname, grid, L);
   } else {
-    b << "      " << kname << "<<<" << grid << ", coconet_rt::kDevThreads, 0, stream_>>>(";
+    b << "      " << kname << "<<<" << (dg.splitRoles ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
   }

@@ -288,6 +288,12 @@ private:
     // them where a chunk's copy to each peer would be under 8 MiB (coconet_rt::overlapChunks with
     // kCeMinCopyBytes), or the most that divide the rows per rank at every size.
     bool mergeChunks = true;
+    // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute
+    // the chunks (coconet_device.cuh, roleSignal), or every block does both (the default: with
+    // the push and pull loops as they are, the movers' transfers scale with their blocks, so
+    // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles).
+    bool splitRoles = false;
+    int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;
@@ -402,6 +408,7 @@ private:
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
   std::string ceRounds(const DevGroup& dg) const;
+  std::string devRounds(const DevGroup& dg) const;
   // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
   // of the pulls of the round before (emitCopyRounds).
   struct CopyRounds {

@@ -14,11 +14,12 @@ const std::map<std::string, std::vector<std::string>> kChoices = {
     {"algorithm", {"one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
+    {"roles", {"split", "shared"}},
 };
 }  // namespace
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -63,7 +64,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail or merge");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles or movers");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst[k] = v;
   return true;

@@ -12,6 +12,7 @@
 // interpreter does.
 #pragma once
 
+#include <cuda/atomic>
 #include <nccl_device.h>
 
 #include <algorithm>
@@ -171,9 +172,16 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
 // go through `elem` in turn. The partition is the same either way, so ranks that differ in the
 // alignment of their buffers still give block b the same elements (per-block barriers order
 // exactly the conflicting accesses).
+// A block's share of the work: part `index` of `count` (the grid's blocks, or in a kernel whose
+// blocks take roles, the blocks of one role).
+struct Part {
+  int index, count;
+};
+__device__ __forceinline__ Part gridPart() { return Part{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)}; }
+
 template <int V, class Unit, class Elem>
-__device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+__device__ __forceinline__ void forUnits(Part pt, long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
+  const long long tid = pt.index * (long long)blockDim.x + threadIdx.x, nth = (long long)pt.count * blockDim.x;
   if (lo >= hi) return;
   const long long v0 = (lo + V - 1) / V, v1 = hi / V;
   if (v0 >= v1) {  // no whole unit inside
@@ -190,15 +198,19 @@ __device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, U
   }
   for (long long i = v1 * V + tid; i < hi; i += nth) elem(i);
 }
+template <int V, class Unit, class Elem>
+__device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
+  forUnits<V>(gridPart(), lo, hi, vec, static_cast<Unit&&>(unit), static_cast<Elem&&>(elem));
+}
 
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
 // V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
 // area (P slots of m elements at byte `stageOff` of window w).
 template <class T, int V>
-__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+__device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
                                            long long lo, long long hi, bool vec) {
   forUnits<V>(
-      lo, hi, vec,
+      pt, lo, hi, vec,
       [&](long long i0) {
         for (int p = 0; p < P; ++p) {
           Vec<T, V> x;
@@ -209,6 +221,11 @@ __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int 
       [&](long long i) {
         for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
       });
+}
+template <class T, int V>
+__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+                                           long long lo, long long hi, bool vec) {
+  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec);
 }
 
 // The sum over the P slots of this rank's staging area of elements i0 .. i0+V-1, in rank order.
@@ -242,10 +259,10 @@ template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long
 // out[p*m + i] = rank p's slice (m elements at byte `sliceOff` of window w), for
 // every rank p but `skip` (this rank, which wrote its part already).
 template <class T, int V>
-__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, long long lo,
-                                           long long hi, bool vec) {
+__device__ __forceinline__ void pullSlices(Part pt, ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m,
+                                           long long lo, long long hi, bool vec) {
   forUnits<V>(
-      lo, hi, vec,
+      pt, lo, hi, vec,
       [&](long long i0) {
         for (int p = 0; p < P; ++p) {
           if (p == skip) continue;
@@ -259,6 +276,11 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
           if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
       });
 }
+template <class T, int V>
+__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, long long lo,
+                                           long long hi, bool vec) {
+  pullSlices<T, V>(gridPart(), w, sliceOff, P, skip, out, m, lo, hi, vec);
+}
 
 // A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, chunks = K),
 // else devAutoRounds): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
@@ -269,6 +291,85 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
   const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
   const long long lo = c * per * unit;
   return lo < m ? lo : m;
+}
+
+// Roles (tune(f, roles = split); in two rounds or more; not the default, see kDevMovers): the
+// kernel's first `movers` blocks move the chunks (push, barrier, pull; part b of each chunk in
+// block b, and the LSA barrier b) and the other blocks ("workers") compute them, so that one
+// chunk's transfers overlap another's computation inside every rank. (With roles shared, each
+// block pushes, then computes, and the two hardly overlap: on 4x H200 a 512 MiB LAMB
+// reduce-scatter group took about the push's time plus the computation's.) The two roles split
+// the chunk's elements differently, so they hand chunks over through counters of whole roles
+// (RoleFlags, in global memory): counter kReady counts (mover, chunk) pairs whose slots arrived
+// (a mover adds 1 after its barrier), kDone (worker, chunk) pairs computed and published; a
+// chunk is ready when every mover counted it. The last block to finish (kExit) resets the
+// three, so every launch starts from 0. Every block of the grid must be resident at once, as
+// for the LSA barriers: roleBlocks sizes the grid by the kernel's occupancy.
+constexpr int kReady = 0, kDone = 1, kExit = 2;
+// Makes the block's writes (and what it saw) visible, then adds 1 to *counter (every thread calls it).
+__device__ __forceinline__ void roleSignal(unsigned* counter) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();  // (peers read what workers publish once the movers' barrier passed)
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+// Waits until *counter >= value (every thread calls it; thread 0 polls).
+__device__ __forceinline__ void roleWait(unsigned* counter, unsigned value) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> c(*counter);
+    while (c.load(cuda::memory_order_acquire) < value) __nanosleep(20);
+  }
+  __syncthreads();
+}
+// The block is done with the counters: the last of the grid's blocks resets them.
+__device__ __forceinline__ void roleExit(unsigned* counters) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> exits(counters[kExit]);
+    if (exits.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+      counters[kReady] = 0;
+      counters[kDone] = 0;
+      exits.store(0u, cuda::memory_order_release);
+    }
+  }
+}
+
+// The counters of split kernels (kReady, kDone, kExit), zero between launches. One set serves
+// every group of a program: its kernels run one after another on the program's stream.
+struct RoleFlags {
+  unsigned* ptr = nullptr;
+  unsigned* get(cudaStream_t stream, const char* program, const char* stage) {
+    if (!ptr) {
+      check(cudaMalloc(&ptr, 4 * sizeof(unsigned)), program, stage, "cudaMalloc (role counters)");
+      check(cudaMemsetAsync(ptr, 0, 4 * sizeof(unsigned), stream), program, stage, "cudaMemsetAsync (role counters)");
+    }
+    return ptr;
+  }
+  void release() {
+    if (ptr) cudaFree(ptr);
+    ptr = nullptr;
+  }
+};
+
+// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)). On 4x H200 (Adam,
+// docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles) the kernel at 2^28 parameters took
+// 4976, 3140 and 2582 us with 16, 32 and 64 movers (2672 with roles shared): each mover's
+// pushes and pulls are latency-bound, so the transfers scale with the movers.
+constexpr int kDevMovers = 64;
+// The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
+// one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
+// resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.
+inline int roleBlocks(const void* kernel, long long units, int& movers, const char* program, const char* stage) {
+  const int blocks = static_cast<int>(std::min<long long>(1 << 20, std::max<long long>(1, (units + kDevThreads - 1) / kDevThreads)));
+  int dev = 0, sms = 0, perSm = 0;
+  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int resident = std::max(2, perSm * sms);
+  movers = std::max(1, std::min({movers, blocks, kDevMaxBlocks, resident / 2}));
+  return std::max(1, std::min(blocks, resident - movers));
 }
 
 // Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:

@@ -19,7 +19,12 @@ w16 = f16(w'). Rows:
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
   coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
                         moments and apply): the kernels in K pipelined rounds whatever the
-                        size (transfers of one chunk overlap the update of another)
+                        size (transfers of one chunk overlap the update of another: separate
+                        blocks move and compute the chunks)
+  coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
+                        more, 64 blocks (coconet_rt::kDevMovers) push and pull the chunks and
+                        the others compute them (the default, roles shared: every block does
+                        both, one after the other)
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
@@ -117,7 +122,7 @@ def compiled(fn):
     return _COMPILED[fn]
 
 
-ROUNDS = [4, 16]  # pipelined rounds of the device-API kernels measured (Adam, LAMB)
+ROUNDS = [4]  # pipelined rounds of the device-API kernels measured (Adam, LAMB)
 
 
 class OptimizerWorkload:
@@ -137,6 +142,10 @@ class OptimizerWorkload:
             self.programs[f"{kind}_chunks{k}"] = dict(
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, chunks = {k});\n" for g in groups))
+        # Separate blocks move and compute the chunks (tune(G, roles = split)).
+        self.programs[f"{kind}_split"] = dict(
+            source=source, schedule=schedule,
+            schedule_append="".join(f"tune({g}, roles = split);\n" for g in groups))
         # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size
         # (coconet_rt::ceAutoRounds: one below 64 MiB, else two).
         self.programs[f"{kind}_copy_engines"] = dict(
@@ -287,6 +296,7 @@ class OptimizerWorkload:
             ("coconetc_nccl", lambda: self.coconetc(cfg, ctx, f"{self.kind}_nccl")),
             *[(f"coconetc_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_chunks{k}"))
               for k in self.rounds],
+            ("coconetc_split", lambda: self.coconetc(cfg, ctx, f"{self.kind}_split")),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
