@@ -206,16 +206,26 @@ __device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, U
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
 // V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
 // area (P slots of m elements at byte `stageOff` of window w).
+// Peers whose loads a push or a pull issues together, before its stores: a thread's unit moves
+// this many vectors at a time (a pull's loads cross NVLink and take microseconds each, so one at
+// a time leaves the links idle unless very many blocks move; more than 4 at once doubled the
+// registers of LAMB's reduce-scatter kernel, 64 -> 128).
+constexpr int kPeersInFlight = 4;
+
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
                                            long long lo, long long hi, bool vec) {
   forUnits<V>(
       pt, lo, hi, vec,
       [&](long long i0) {
-        for (int p = 0; p < P; ++p) {
-          Vec<T, V> x;
-          load_vec(x, in + p * m + i0);
-          store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
+        for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+          Vec<T, V> x[kPeersInFlight];
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P) load_vec(x[q], in + (p0 + q) * m + i0);
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
         }
       },
       [&](long long i) {
@@ -264,11 +274,14 @@ __device__ __forceinline__ void pullSlices(Part pt, ncclWindow_t w, size_t slice
   forUnits<V>(
       pt, lo, hi, vec,
       [&](long long i0) {
-        for (int p = 0; p < P; ++p) {
-          if (p == skip) continue;
-          Vec<T, V> y;
-          load_vec_rw(y, peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p));
-          store_vec(out + p * m + i0, y);
+        for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+          Vec<T, V> y[kPeersInFlight];
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P && p0 + q != skip) load_vec_rw(y[q], peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p0 + q));
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P && p0 + q != skip) store_vec(out + (p0 + q) * m + i0, y[q]);
         }
       },
       [&](long long i) {
