@@ -463,7 +463,7 @@ void Emitter::emitBody() {
     }
   }
   // Stages in order (with --timeline, a mark on stream_ after each).
-  if (o_.timeline) b << "  tl_.begin(stream_, rank_, \"" << p_.name << "\");\n";
+  if (o_.timeline) b << "  tl_.begin(stream_, comm_, rank_, \"" << p_.name << "\");\n";
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;

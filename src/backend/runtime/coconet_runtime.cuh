@@ -443,9 +443,12 @@ struct Buffer {
 // stream that did the work after every stage, copy-engine round and overlap chunk, in the
 // COCONET_TIMELINE_CALL-th call (default 10: past a benchmark's warm-up); when that call ends,
 // the host waits for its events and prints one line per mark to stderr, in microseconds from the
-// call's start: "timeline PROGRAM rank R call N: T us STREAM LABEL". The call before it counts
-// its marks and creates their events, so that the recorded call creates none; other calls
-// record nothing.
+// call's start: "timeline PROGRAM rank R call N: T us STREAM LABEL". The recorded call starts
+// with an NCCL allreduce of one value on the program's communicator, so that the ranks' zeros
+// agree within its skew (microseconds) and a kernel's end on one rank compares with another's
+// (without it, the ranks' calls start at different moments and barrier waits look like work).
+// The call before it counts its marks and creates their events and the allreduce's buffer, so
+// that the recorded call creates none; other calls record nothing.
 class Timeline {
  public:
   Timeline() = default;
@@ -454,8 +457,9 @@ class Timeline {
   ~Timeline() {
     for (Mark& m : marks_)
       if (m.ev) cudaEventDestroy(m.ev);
+    if (align_) cudaFree(align_);
   }
-  void begin(cudaStream_t s, int rank, const char* program) {
+  void begin(cudaStream_t s, ncclComm_t comm, int rank, const char* program) {
     if (calls_ == 0) {
       const char* e = std::getenv("COCONET_TIMELINE_CALL");
       at_ = e && *e ? std::atoll(e) : 10;
@@ -466,6 +470,12 @@ class Timeline {
     used_ = 0;
     rank_ = rank;
     program_ = program;
+    if (counting_ && !align_) {
+      check(cudaMalloc(&align_, sizeof(int)), program_, "timeline", "cudaMalloc");
+      check(cudaMemsetAsync(align_, 0, sizeof(int), s), program_, "timeline", "cudaMemsetAsync");
+    }
+    if (on_ && align_)  // (align_ is null only where the recorded call is the first)
+      check(ncclAllReduce(align_, align_, 1, ncclInt32, ncclMax, comm, s), program_, "timeline", "ncclAllReduce (aligning the ranks' starts)");
     mark(s, "stream_", "start");
   }
   void mark(cudaStream_t s, const char* stream, const char* label, long long index = -1) {
@@ -515,6 +525,7 @@ class Timeline {
   bool on_ = false, counting_ = false;
   int rank_ = 0;
   const char* program_ = "";
+  int* align_ = nullptr;  // the allreduce's value
 };
 
 }  // namespace coconet_rt
