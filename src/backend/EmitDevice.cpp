@@ -196,7 +196,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     hostArgs.insert(hostArgs.end(), {L.lo, L.hi.empty() ? L.nSlice : L.hi, L.pull});
     return;
   }
-  // (the host code declares `rounds` and `split`: emitDeviceGroup)
+  // (the host code declares `rounds` and, with roles split, `movers`: emitDeviceGroup)
   params.push_back("int rounds");
   hostArgs.push_back("rounds");
   if (dg.splitRoles) {

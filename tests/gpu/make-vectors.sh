@@ -44,7 +44,7 @@ vectors sgd@odd "$root/samples/sgd/sgd.cnet" -D N=4100
 vectors adam@odd "$root/samples/adam/adam.cnet" -D N=1028
 vectors lamb@odd "$root/samples/lamb/lamb.cnet" -D N=1028
 # Slices over several blocks (16 parts of 4096 elements per rank at 4 ranks), so that the
-# @chunks builds' roles hand over many parts of every chunk.
+# @split builds' roles hand over many parts of every chunk.
 vectors adam@big "$root/samples/adam/adam.cnet" -D N=262144
 vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).

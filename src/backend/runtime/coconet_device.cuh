@@ -164,14 +164,6 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
   return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
 }
 
-// Elements [lo, hi) of a kernel's work in units of V: thread t of the grid takes the elements
-// before the first whole unit one by one (none when lo is a multiple of V), units t, t + nth,
-// ..., then the elements after the last whole unit one by one. An empty range does nothing
-// (chunkLo clamps the chunks past the end to [m, m), and m need not be a multiple of V). `unit`
-// handles a unit with vector accesses, `elem` one element; without `vec` the units' elements
-// go through `elem` in turn. The partition is the same either way, so ranks that differ in the
-// alignment of their buffers still give block b the same elements (per-block barriers order
-// exactly the conflicting accesses).
 // A block's share of the work: part `index` of `count` (the grid's blocks, or in a kernel whose
 // blocks take roles, the blocks of one role).
 struct Part {
@@ -179,6 +171,14 @@ struct Part {
 };
 __device__ __forceinline__ Part gridPart() { return Part{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)}; }
 
+// Elements [lo, hi) of a kernel's work in units of V: thread t of the part's blocks (the grid's,
+// unless the blocks take roles) takes the elements before the first whole unit one by one (none
+// when lo is a multiple of V), units t, t + nth, ..., then the elements after the last whole unit one by one. An empty range does nothing
+// (chunkLo clamps the chunks past the end to [m, m), and m need not be a multiple of V). `unit`
+// handles a unit with vector accesses, `elem` one element; without `vec` the units' elements
+// go through `elem` in turn. The partition is the same either way, so ranks that differ in the
+// alignment of their buffers still give block b the same elements (per-block barriers order
+// exactly the conflicting accesses).
 template <int V, class Unit, class Elem>
 __device__ __forceinline__ void forUnits(Part pt, long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
   const long long tid = pt.index * (long long)blockDim.x + threadIdx.x, nth = (long long)pt.count * blockDim.x;
@@ -203,15 +203,15 @@ __device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, U
   forUnits<V>(gridPart(), lo, hi, vec, static_cast<Unit&&>(unit), static_cast<Elem&&>(elem));
 }
 
-// Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
-// V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
-// area (P slots of m elements at byte `stageOff` of window w).
 // Peers whose loads a push or a pull issues together, before its stores: a thread's unit moves
 // this many vectors at a time (a pull's loads cross NVLink and take microseconds each, so one at
 // a time leaves the links idle unless very many blocks move; more than 4 at once doubled the
 // registers of LAMB's reduce-scatter kernel, 64 -> 128).
 constexpr int kPeersInFlight = 4;
 
+// Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
+// V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
+// area (P slots of m elements at byte `stageOff` of window w).
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
                                            long long lo, long long hi, bool vec) {

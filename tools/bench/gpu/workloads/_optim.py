@@ -19,8 +19,7 @@ w16 = f16(w'). Rows:
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
   coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
                         moments and apply): the kernels in K pipelined rounds whatever the
-                        size (transfers of one chunk overlap the update of another: separate
-                        blocks move and compute the chunks)
+                        size (transfers of one chunk overlap the update of another)
   coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
                         more, 64 blocks (coconet_rt::kDevMovers) push and pull the chunks and
                         the others compute them (the default, roles shared: every block does
