@@ -812,11 +812,14 @@ std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::v
     case EOp::Dropout: {
       std::string seed = n.args.size() > 2 ? "static_cast<unsigned long long>(static_cast<long long>(" + args[2] + "))" : "seed";
       std::string p = "static_cast<float>(" + args[1] + ")";
-      e = "(coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p + " ? " +
-          std::string(fl ? "0.0f" : "0.0") + " : " +
-          (fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))"
-              : a(0) + " / (1.0 - (double)(" + args[1] + "))") + ")";
-      break;
+      // The kept value first, as its own statement: inside the select, nvcc turned the select
+      // into a branch around a division per element (the division's operand is the same for
+      // every element, and out of the select it is hoisted from the loop).
+      const std::string kept = fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))"
+                                  : a(0) + " / (1.0 - (double)(" + args[1] + "))";
+      return "    const " + CT + " " + v + "_kept = " + kept + ";\n" +
+             "    const " + CT + " " + v + " = (coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p +
+             " ? " + std::string(fl ? "0.0f" : "0.0") + " : " + v + "_kept);\n";
     }
   }
   return "    const " + CT + " " + v + " = " + e + ";\n";
@@ -889,7 +892,10 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         int o = s.operands[n.index];
         opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex.at(o));
       }
-      m << ind << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
+      // nodeCode's statements (one, or two for a dropout) at this indentation
+      std::string code = nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
+      for (size_t at = 0; (at = code.find("\n    ", at)) != std::string::npos; at += 1 + ind.size()) code.replace(at, 5, "\n" + ind);
+      m << ind << code;
     }
     std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
     std::string T = storageType(s.type.dtype);

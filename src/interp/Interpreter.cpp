@@ -86,7 +86,9 @@ static uint64_t splitmix(uint64_t x) {
 }
 
 float dropoutUniform(uint64_t seed, uint64_t salt, uint64_t index) {
-  uint64_t h = splitmix(seed ^ splitmix(salt ^ splitmix(index)));
+  // The stream key (seed and salt mixed), then one mix with the element's index: the
+  // runtime's coconet_rt::dropout_uniform, bit for bit.
+  const uint64_t h = splitmix(splitmix(seed ^ splitmix(salt)) ^ index);
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
 }
 
