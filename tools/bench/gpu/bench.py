@@ -238,13 +238,18 @@ class Ctx:
         self.dist.all_reduce(t, op=getattr(self.dist.ReduceOp, op), group=self.control)
         return t.tolist()
 
-    def max_over_ranks(self, times: list[float]) -> list[float]:
-        """Per iteration, the maximum over the ranks."""
+    def per_rank(self, times: list[float]) -> list[list[float]]:
+        """Every rank's per-iteration times, in rank order."""
         torch = self.torch
         t = torch.tensor(times, dtype=torch.float64)
         parts = [torch.empty_like(t) for _ in range(self.world)]
         self.dist.all_gather(parts, t, group=self.control)
-        return torch.stack(parts).max(dim=0).values.tolist()
+        return [p.tolist() for p in parts]
+
+    @staticmethod
+    def max_over_ranks(ranks: list[list[float]]) -> list[float]:
+        """Per iteration, the maximum over the ranks."""
+        return [max(col) for col in zip(*ranks)]
 
 
 class OutOfStep(Exception):
@@ -406,7 +411,12 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         if status:
             rr["time"] = {"status": "error", "error": msgs}
         else:
-            rr["time"] = dict(status="ok", **stats(ctx.max_over_ranks(times)))
+            ranks = ctx.per_rank(times)
+            slowest = ctx.max_over_ranks(ranks)
+            # the iterations in order (the slowest rank's, and each rank's): a spread that is
+            # two clusters rather than one shows here
+            rr["time"] = dict(status="ok", **stats(slowest), iters_us=[round(x, 1) for x in slowest],
+                              rank_iters_us=[[round(x, 1) for x in r] for r in ranks])
             if rr.get("bytes"):
                 sec = rr["time"]["median_us"] * 1e-6
                 rr["algbw_gbps"] = round(rr["bytes"] / sec / 1e9, 3)
@@ -537,8 +547,8 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
         module = importlib.import_module(f"workloads.{name}")
         cfgs = list(module.configs(ctx.world, args.quick))
         if args.configs:
-            keep = set(args.configs.split(","))
-            cfgs = [c for c in cfgs if c.get("name") in keep]
+            keep = set(args.configs.split(","))   # names with '_' for ' ' match too (BENCH_ARGS splits at spaces)
+            cfgs = [c for c in cfgs if c.get("name") in keep or str(c.get("name")).replace(" ", "_") in keep]
     except Exception:
         status, msg = 2, traceback.format_exc(limit=5)
     status, msgs = ctx.agree(status, msg, collectives=False)
@@ -655,7 +665,7 @@ def main() -> int:
                     help="results folder (raw JSON goes to OUT/raw/)")
     ap.add_argument("--build", type=Path, help="build.py's JSON (libraries of the programs)")
     ap.add_argument("--workloads", help="comma list (default: every module in workloads/)")
-    ap.add_argument("--configs", help="only these config names (developer option)")
+    ap.add_argument("--configs", help="only these config names, comma-separated, '_' for ' ' (developer option)")
     ap.add_argument("--quick", action="store_true", help="small sizes, few iterations")
     ap.add_argument("--warmup", type=int, help="warm-up iterations (default 10; quick 3)")
     ap.add_argument("--iters", type=int, help="timed iterations (default 50; quick 10)")
