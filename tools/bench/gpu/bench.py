@@ -8,7 +8,7 @@ For every workload and config, in the same processes on the same GPUs:
   check mode: each row is built, run once and compared with the reference row (the first row
     whose `check` is true and that ran), output by output, within the row's tolerances;
   time mode: each row that passed (or computes a floor, check=False) is built again, warmed
-    up, then timed: every iteration between two CUDA events on the current stream, no host
+    up (10 steps, then more until 1 s has passed: clocks settle under sustained load), then timed: every iteration between two CUDA events on the current stream, no host
     synchronisation inside the loop; per iteration the slowest rank counts.
 One row at a time: a row's memory is freed before the next is built. A row that raises is
 recorded as failed with its message and the others go on; all ranks agree on every outcome
@@ -404,7 +404,7 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         try:
             row = factory()
             row_meta(rr, row)
-            times = time_row(ctx, row, args.warmup, args.iters)
+            times = time_row(ctx, row, args.warmup, args.iters, args.warmup_seconds)
         except Exception:
             status, msg = 2, traceback.format_exc(limit=6)
         status, msgs = ctx.agree(status, msg)
@@ -465,16 +465,27 @@ def check_against(ctx: Ctx, out: dict, reference, tol) -> dict:
             **({"worst": worst.strip("; ")} if worst else {})}
 
 
-def time_row(ctx: Ctx, row, warmup: int, iters: int) -> list[float]:
-    """Per-iteration times on this rank, in microseconds."""
+def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0) -> list[float]:
+    """Per-iteration times on this rank, in microseconds. Warm-up: `warmup` steps, then more
+    until about `warmup_seconds` have passed (the same count on every rank), so that every row
+    is timed at the clocks it settles to: on 2x H200 the overlapped Megatron layer's first 20
+    timed steps took 2,144 us and its last 100 of 200 2,313 (eager's 2,918 and 2,965), the GPUs
+    slowing their clocks under the power the overlap draws (session15-megatron-warm)."""
     torch, dist = ctx.torch, ctx.dist
     if getattr(row, "reset", None):
         row.reset()
     ctx.sync()
     dist.barrier()
+    t0 = time.perf_counter()
     for _ in range(warmup):
         row.step()
     ctx.sync()
+    if warmup_seconds > 0:
+        per_step = (time.perf_counter() - t0) / max(warmup, 1)
+        more = ctx.reduce([math.ceil(max(warmup_seconds - per_step * warmup, 0.0) / max(per_step, 1e-6))], "MAX")[0]
+        for _ in range(int(min(more, 100000))):
+            row.step()
+        ctx.sync()
     dist.barrier()
     if ctx.device.type == "cuda":
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
@@ -504,7 +515,7 @@ def metadata(args, torch, device, world) -> dict:
             "host": socket.gethostname(), "python": sys.version.split()[0],
             "command": args.command or os.environ.get("COCONET_BENCH_COMMAND")
             or "torchrun ... " + " ".join(sys.argv),
-            "worker_argv": sys.argv, "warmup": args.warmup, "iters": args.iters,
+            "worker_argv": sys.argv, "warmup": args.warmup, "warmup_seconds": args.warmup_seconds, "iters": args.iters,
             "quick": args.quick, "skip_coconetc": args.skip_coconetc,
             "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
             "nccl_root": os.environ.get("NCCL_ROOT")}
@@ -668,6 +679,8 @@ def main() -> int:
     ap.add_argument("--configs", help="only these config names, comma-separated, '_' for ' ' (developer option)")
     ap.add_argument("--quick", action="store_true", help="small sizes, few iterations")
     ap.add_argument("--warmup", type=int, help="warm-up iterations (default 10; quick 3)")
+    ap.add_argument("--warmup-seconds", type=float, help="then warm up until about this long has passed "
+                    "(default 1; quick 0): the GPUs' clocks settle under sustained load")
     ap.add_argument("--iters", type=int, help="timed iterations (default 50; quick 10)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                     help="cpu: gloo on the host (developer runs of the peer rows)")
@@ -688,6 +701,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.warmup is None:
         args.warmup = 3 if args.quick else 10
+    if args.warmup_seconds is None:
+        args.warmup_seconds = 0.0 if args.quick else 1.0
     if args.iters is None:
         args.iters = 10 if args.quick else 50
     if args.pending:

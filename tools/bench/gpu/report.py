@@ -150,7 +150,9 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
     w, P = raw.get("workload"), raw.get("world")
     lines = [f"### {w}, {P} GPU{'s' if P != 1 else ''}", ""]
     lines.append(f"{machine_line(meta)}; `{meta.get('command', '?')}`; "
-                 f"{meta.get('warmup', '?')} warm-up + {meta.get('iters', '?')} timed iterations"
+                 f"{meta.get('warmup', '?')} warm-up iterations"
+                 + (f" then more to {meta['warmup_seconds']:g} s" if meta.get("warmup_seconds") else "")
+                 + f" + {meta.get('iters', '?')} timed iterations"
                  + ("; **quick run: sizes and iterations reduced, not results**" if meta.get("quick") else "")
                  + ("; **CPU developer run: timings meaningless**" if meta.get("device") == "cpu" else ""))
     lines.append("")
