@@ -19,7 +19,7 @@
 # torchrun starts bench.py, which writes OUT/raw/WORKLOAD-pP.json; report.py writes
 # OUT/results.md and OUT/plots/*.png. A workload that fails is recorded as failed and the
 # others go on: when a worker dies or hangs, the workloads it had not reached run in a new one.
-# Logs: OUT/logs/.
+# Logs: OUT/logs/ (with gpu-clocks.csv: nvidia-smi's clocks, power and clock-event reasons every 250 ms).
 set -uo pipefail
 cmdline="bash tools/bench/gpu/run.sh${*:+ $*}"
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
@@ -98,7 +98,17 @@ else
   status=1
 fi
 
-# 2. One worker per world size (again for the workloads a dead worker did not reach).
+# 2. One worker per world size (again for the workloads a dead worker did not reach). The GPUs'
+# clocks, power and the reasons for lowered clocks are sampled meanwhile into
+# logs/gpu-clocks.csv (power capping slows GEMM-heavy rows: session15-megatron-sustained).
+smi_pid=
+if command -v nvidia-smi > /dev/null && [ "$ngpu" -gt 0 ] && [[ " ${BENCH_ARGS:-} " != *" --device cpu "* ]]; then
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv -lms 250 > "$out/logs/gpu-clocks.csv" 2>&1 &
+  smi_pid=$!
+  trap 'kill "$smi_pid" 2> /dev/null' EXIT
+  trap 'exit 143' TERM INT
+fi
 tmo="${BENCH_TIMEOUT:-14400}"
 for P in ${gpus_opt//,/ }; do
   if [ "$P" -gt "$ngpu" ]; then
@@ -131,6 +141,8 @@ for P in ${gpus_opt//,/ }; do
     fi
   done
 done
+
+[ -z "$smi_pid" ] || kill "$smi_pid" 2> /dev/null
 
 # 3. The report.
 python3 "$here/report.py" --results "$out" 2>&1 | tee "$out/logs/report.log"
