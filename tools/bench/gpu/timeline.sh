@@ -12,7 +12,9 @@
 #   RANKS     processes (one GPU each)
 #   NAME=VALUE  the program's sizes and scalars (-D of the driver)
 # COCONET_TIMELINE_CALL picks the call (default 10: the driver's 5 warm-up calls, then the 5th
-# timed one).
+# timed one). TIMELINE_WARMUP=K makes the driver warm up for K calls instead of 5 (and the
+# default call K + 5), so that the timeline shows the clocks a sustained load settles to (a few
+# hundred calls of a millisecond or more: session15-megatron-warm).
 # TIMELINE_WORK=DIR keeps the build in DIR (reused when DIR holds a built driver) and
 # TIMELINE_BUILD_ONLY=1 stops after the build: several timelines can build at once, then run
 # one after another.
@@ -47,14 +49,16 @@ exe=$(ls "$work"/gen/build/*_main)
 defs=()
 for kv in "$@"; do defs+=(-D "$kv"); done
 res="${OUT:-.}/timeline-$name.txt"
+warm=${TIMELINE_WARMUP:-5}
+export COCONET_TIMELINE_CALL="${COCONET_TIMELINE_CALL:-$((warm + 5))}"
 {
   echo "# timeline $name: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) x$ranks, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "# command: bash tools/bench/gpu/timeline.sh $name $prog $sched '$knobs' $ranks $*"
-  echo "# (compiled with the bundled coconetc --timeline; call ${COCONET_TIMELINE_CALL:-10}; times from the call's start on each rank)"
+  echo "# (compiled with the bundled coconetc --timeline; call $COCONET_TIMELINE_CALL after $warm warm-up calls; times from the call's start on each rank)"
 } > "$res"
-timeout 300 "$exe" --spawn "$ranks" --bench --timeout 240 ${defs[@]+"${defs[@]}"} > "$work/run.out" 2> "$work/run.err" ||
+timeout 300 "$exe" --spawn "$ranks" --bench --warmup "$warm" --timeout 240 ${defs[@]+"${defs[@]}"} > "$work/run.out" 2> "$work/run.err" ||
   { echo "run FAILED:" >> "$res"; tail -n 20 "$work/run.out" "$work/run.err" >> "$res"; cat "$res"; exit 1; }
 cat "$work/run.out" >> "$res"
 grep '^timeline ' "$work/run.err" | sort -t' ' -k4,4n -s >> "$res" ||
-  echo "no timeline lines: the driver ran 25 calls (5 warm-up, 20 timed); COCONET_TIMELINE_CALL must be at most that" >> "$res"
+  echo "no timeline lines: the driver ran $((warm + 20)) calls ($warm warm-up, 20 timed); COCONET_TIMELINE_CALL must be at most that" >> "$res"
 cat "$res"
