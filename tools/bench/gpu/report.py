@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -201,6 +202,20 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
         if ref:
             lines += ratio_table(f"Speed-up over the reference `{ref}` (its time / the row's time):",
                                  ref, True)
+
+    # Rows still drifting in their timed steps (the median of the last 10 against the first 10),
+    # from the per-step times bench.py keeps: their median depends on where the clocks were.
+    drifting = []
+    for cfg in cfgs:
+        for c in cols:
+            t = ((rows_of(cfg).get(c) or {}).get("time") or {}).get("iters_us") or []
+            if len(t) >= 20:
+                a, b = statistics.median(t[:10]), statistics.median(t[-10:])
+                if a > 0 and abs(b / a - 1) > 0.03:
+                    drifting.append(f"{cfg['name']} `{c}` {a:,.1f} -> {b:,.1f} us")
+    if drifting:
+        lines += ["Rows whose timed steps drifted by more than 3% (median of the first 10 -> of the "
+                  "last 10; tools/bench/gpu/drift.py tabulates every row): " + "; ".join(drifting) + ".", ""]
 
     # Bus bandwidth.
     bw_cols = [c for c in cols if any(rows_of(cfg).get(c, {}).get("busbw_gbps") for cfg in cfgs)]
