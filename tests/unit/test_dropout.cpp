@@ -27,7 +27,7 @@ template <class F> double bothDropped(F pred) {
 }
 }  // namespace
 
-TEST_CASE("dropout uniforms are uniform in [0, 1)", "[dropout]") {
+TEST_CASE("dropout uniforms are uniform below 1", "[dropout]") {
   double sum = 0;
   uint64_t dropped = 0, low = 0, outside = 0;
   for (uint64_t i = 0; i < kN; ++i) {
@@ -44,7 +44,7 @@ TEST_CASE("dropout uniforms are uniform in [0, 1)", "[dropout]") {
   CHECK(dropoutUniform(1234, kSalt, 77) == dropoutUniform(1234, kSalt, 77));  // a function of its inputs
 }
 
-TEST_CASE("dropout masks are independent across seeds, sites, elements, instances and ranks", "[dropout]") {
+TEST_CASE("dropout masks are independent across seeds and sites and elements and instances and ranks", "[dropout]") {
   const double pp = static_cast<double>(kP) * kP, m = 0.001;
   // consecutive seeds (a training loop's steps)
   CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(8, kSalt, i)}; }) == Approx(pp).margin(m));
