@@ -755,7 +755,7 @@ void Emitter::emitMaps(int id, const std::vector<int>& operands) {
 }
 
 std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
-                     const std::string& operand, const std::string& scalar) {
+                     const std::string& operand, const std::string& scalar, const std::string& ind) {
   std::string CT = computeType(n.dtype);
   auto a = [&](int k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
   bool fl = std::string(CT) == "float", db = std::string(CT) == "double";
@@ -817,12 +817,12 @@ std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::v
       // every element, and out of the select it is hoisted from the loop).
       const std::string kept = fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))"
                                   : a(0) + " / (1.0 - (double)(" + args[1] + "))";
-      return "    const " + CT + " " + v + "_kept = " + kept + ";\n" +
-             "    const " + CT + " " + v + " = (coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p +
+      return ind + "const " + CT + " " + v + "_kept = " + kept + ";\n" +
+             ind + "const " + CT + " " + v + " = (coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p +
              " ? " + std::string(fl ? "0.0f" : "0.0") + " : " + v + "_kept);\n";
     }
   }
-  return "    const " + CT + " " + v + " = " + e + ";\n";
+  return ind + "const " + CT + " " + v + " = " + e + ";\n";
 }
 
 std::string Emitter::fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod) {
@@ -892,10 +892,7 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         int o = s.operands[n.index];
         opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex.at(o));
       }
-      // nodeCode's statements (one, or two for a dropout) at this indentation
-      std::string code = nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i)).substr(4);
-      for (size_t at = 0; (at = code.find("\n    ", at)) != std::string::npos; at += 1 + ind.size()) code.replace(at, 5, "\n" + ind);
-      m << ind << code;
+      m << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i), ind);
     }
     std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
     std::string T = storageType(s.type.dtype);

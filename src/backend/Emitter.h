@@ -179,10 +179,11 @@ private:
   void emitMaps(int id) { emitMaps(id, p_.stages[id].operands); }
   void emitMaps(int id, const std::vector<int>& operands);
 
-  // One expression node as a C++ statement. `v` names the node's variable; `operand` gives the
-  // expression of an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize.
+  // One expression node as C++ statements (one; a dropout's kept value takes a second), each
+  // line at indentation `ind`. `v` names the node's variable; `operand` gives the expression of
+  // an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize.
   std::string nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
-                       const std::string& operand, const std::string& scalar);
+                       const std::string& operand, const std::string& scalar, const std::string& ind);
 
   // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
   // stages of a fused group with one shape, layout and group. Inside the kernel a member's
