@@ -203,8 +203,11 @@ std::string Emitter::sourceText() {
     << "}\n\n";
   s << cls_ << "::~" << cls_ << "() {\n"
     << (!usesDevice() ? "" :
-        "  if (dev_) {\n    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
-        "    dev_->roles.release();\n    dev_->dc.destroy(comm_);\n    delete dev_;\n  }\n")
+        // Teardown in the order of NCCL's device-API examples: this rank's calls finished, then
+        // the device communicator, then the windows it knew (deregistered, then freed).
+        "  if (dev_) {\n    cudaStreamSynchronize(stream_);\n    dev_->dc.destroy(comm_);\n"
+        "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
+        "    dev_->roles.release();\n    delete dev_;\n  }\n")
     << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
     << (chunked_.empty() ? "" :
         "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
