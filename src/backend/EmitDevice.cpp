@@ -102,7 +102,10 @@ void Emitter::planDeviceGroups() {
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
     dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
-    if (auto r = f.knobs.find("roles"); r != f.knobs.end()) dg.splitRoles = r->second == "split";
+    if (auto r = f.knobs.find("roles"); r != f.knobs.end()) {
+      dg.splitRoles = r->second == "split" || r->second == "auto";
+      dg.autoRoles = r->second == "auto";
+    }
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
@@ -512,11 +515,11 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   if (!dg.copyEngines) {
-    // With tune(f, roles = split), in two rounds or more `movers` blocks move the chunks and
+    // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
     b << "      const int rounds = " << devRounds(dg) << ";\n";
     if (dg.splitRoles)
-      b << "      int movers = rounds >= 2 ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
+      b << "      int movers = rounds >= " << (dg.autoRoles ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
         << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(&" << kname << "), " << n << " / "
         << V << ", movers, " << prog << ", " << name << ") : 0;\n"
         << "      const int blocks = movers > 0 ? workers : " << grid << ";  // the blocks that compute\n";

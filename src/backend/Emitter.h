@@ -292,8 +292,12 @@ private:
     // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute
     // the chunks (coconet_device.cuh, roleSignal), or every block does both (the default: with
     // the push and pull loops as they are, the movers' transfers scale with their blocks, so
-    // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles).
+    // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles,
+    // -session16-lamb-rerun).
     bool splitRoles = false;
+    // tune(f, roles = auto): the split kernel, with movers only from coconet_rt::kRolesAutoRounds
+    // rounds (fewer: every block does both).
+    bool autoRoles = false;
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;

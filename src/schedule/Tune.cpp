@@ -14,7 +14,7 @@ const std::map<std::string, std::vector<std::string>> kChoices = {
     {"algorithm", {"one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
-    {"roles", {"split", "shared"}},
+    {"roles", {"split", "shared", "auto"}},
 };
 }  // namespace
 
