@@ -282,8 +282,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   }
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+  // Block b's LSA barrier is barrier b, and the device communicator has kDevMaxBlocks of them: a
+  // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks
+  // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks; with roles the
+  // workers (block indices up to the resident limit) take none and leave before it is made.
+  const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
+  const bool roles = !dg.preloaded && dg.splitRoles;
   K << ") {\n  (void)seed;\n"
-    << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n"
+    << (roles ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
   if (dg.preloaded || !dg.splitRoles)
@@ -370,7 +376,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunks over through the counters roles[kReady] and roles[kDone].
-  if (!dg.preloaded && dg.splitRoles) {
+  if (roles) {
     auto indent = [](const std::string& t) {  // two more spaces on every line
       std::string o;
       std::istringstream in(t);
@@ -378,47 +384,48 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       return o;
     };
     const std::string ready = "roles + coconet_rt::kReady", done = "roles + coconet_rt::kDone";
-    K << "  if (movers > 0) {\n"
-      << "    const unsigned workers = gridDim.x - movers;\n    (void)workers;\n"
-      << "    if (mover) {\n";
+    K << "  if (movers > 0 && !mover) {\n"
+      << "    // a worker: compute chunk r once every mover counted it ready" << (tail ? "; publish it" : "") << "\n"
+      << "    for (int r = 0; r < rounds; ++r) {\n"
+      << (head ? "      coconet_rt::roleWait(" + ready + ", static_cast<unsigned>(movers) * (r + 1));\n" : "")
+      << "      compute(edge(r), edge(r + 1));\n"
+      << "      coconet_rt::roleSignal(" << done << ");\n"
+      << "    }\n"
+      << indent(folds) << "    coconet_rt::roleExit(roles);\n    return;\n  }\n"
+      << "  // the blocks that take barriers: the movers, or every block without roles\n"
+      << "  " << barrier
+      << "  if (movers > 0) {\n"
+      << "    const unsigned workers = gridDim.x - movers;\n";
     if (dg.full())
-      K << "      // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
-        << "      for (int r = 0; r <= rounds; ++r) {\n"
-        << "        if (r < rounds) " << push << ";\n"
-        << "        if (r >= 1) coconet_rt::roleWait(" << done << ", workers * r);\n"
-        << "        // every rank pushed chunk r and published chunk r-1 of this part\n"
-        << "        " << sync
-        << "        if (r < rounds) coconet_rt::roleSignal(" << ready << ");\n"
-        << "        if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
-        << "      }\n";
+      K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
+        << "    for (int r = 0; r <= rounds; ++r) {\n"
+        << "      if (r < rounds) " << push << ";\n"
+        << "      if (r >= 1) coconet_rt::roleWait(" << done << ", workers * r);\n"
+        << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
+        << "      " << sync
+        << "      if (r < rounds) coconet_rt::roleSignal(" << ready << ");\n"
+        << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
+        << "    }\n";
     else if (head)
-      K << "      // push chunk r; barrier; chunk r is ready\n"
-        << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        " << push << ";\n"
-        << "        // every rank pushed chunk r of this part\n"
-        << "        " << sync
-        << "        coconet_rt::roleSignal(" << ready << ");\n"
-        << "      }\n"
-        << "      // every worker read its slots; then every rank's (before any rank's next call pushes)\n"
-        << "      coconet_rt::roleWait(" << done << ", workers * rounds);\n"
-        << "      " << sync;
+      K << "    // push chunk r; barrier; chunk r is ready\n"
+        << "    for (int r = 0; r < rounds; ++r) {\n"
+        << "      " << push << ";\n"
+        << "      // every rank pushed chunk r of this part\n"
+        << "      " << sync
+        << "      coconet_rt::roleSignal(" << ready << ");\n"
+        << "    }\n"
+        << "    // every worker read its slots; then every rank's (before any rank's next call pushes)\n"
+        << "    coconet_rt::roleWait(" << done << ", workers * rounds);\n"
+        << "    " << sync;
     else
-      K << "      // once every worker published chunk r, barrier; pull chunk r\n"
-        << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        coconet_rt::roleWait(" << done << ", workers * (r + 1));\n"
-        << "        // every rank published chunk r of this part\n"
-        << "        " << sync
-        << "        " << pullOf("edge(r), edge(r + 1)") << ";\n"
-        << "      }\n";
-    K << "    } else {\n"
-      << "      // compute chunk r once every mover counted it ready" << (tail ? "; publish it" : "") << "\n"
-      << "      for (int r = 0; r < rounds; ++r) {\n"
-      << (head ? "        coconet_rt::roleWait(" + ready + ", static_cast<unsigned>(movers) * (r + 1));\n" : "")
-      << "        compute(edge(r), edge(r + 1));\n"
-      << "        coconet_rt::roleSignal(" << done << ");\n"
-      << "      }\n"
-      << indent(indent(folds)) << "    }\n"
-      << "    coconet_rt::roleExit(roles);\n    return;\n  }\n";
+      K << "    // once every worker published chunk r, barrier; pull chunk r\n"
+        << "    for (int r = 0; r < rounds; ++r) {\n"
+        << "      coconet_rt::roleWait(" << done << ", workers * (r + 1));\n"
+        << "      // every rank published chunk r of this part\n"
+        << "      " << sync
+        << "      " << pullOf("edge(r), edge(r + 1)") << ";\n"
+        << "    }\n";
+    K << "    coconet_rt::roleExit(roles);\n    return;\n  }\n";
   }
   if (dg.preloaded)
     K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"

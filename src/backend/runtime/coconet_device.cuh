@@ -317,7 +317,11 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
 // (a mover adds 1 after its barrier), kDone (worker, chunk) pairs computed and published; a
 // chunk is ready when every mover counted it. The last block to finish (kExit) resets the
 // three, so every launch starts from 0. Every block of the grid must be resident at once, as
-// for the LSA barriers: roleBlocks sizes the grid by the kernel's occupancy.
+// for the LSA barriers: roleBlocks sizes the grid by the kernel's occupancy. Only the movers take
+// LSA barriers (block b barrier b, b < kDevMaxBlocks): the workers, whose indices run up to the
+// resident limit, never make a barrier session (a session reads its barrier's epoch when made
+// and writes it back when destroyed; a worker's would have written past the barriers' epochs
+// into other barriers' inboxes).
 constexpr int kReady = 0, kDone = 1, kExit = 2;
 // Makes the block's writes (and what it saw) visible, then adds 1 to *counter (every thread calls it).
 __device__ __forceinline__ void roleSignal(unsigned* counter) {
