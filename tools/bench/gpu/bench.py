@@ -538,6 +538,14 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
     raw = {"schema": "coconet-bench-raw/1", "workload": name, "world": ctx.world,
            "status": "running", "meta": meta, "configs": []}
     path = raw_path(args.out, name, ctx.world)
+    # A workload whose worker died in one of its configs (mark_failed: "interrupted") goes on in
+    # this worker from the configs it had not reached; every rank reads the file before rank 0
+    # rewrites it (the first save comes after the ranks agreed below).
+    prior = json.loads(path.read_text()) if path.exists() else None
+    if prior and prior.get("status") == "interrupted":
+        raw["configs"] = prior.get("configs", [])
+        raw["interruptions"] = prior.get("interruptions", [])
+    done = {c.get("name") for c in raw["configs"]}
 
     def save():
         if ctx.rank == 0:
@@ -551,7 +559,6 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
         raw["status"], raw["error"] = "failed", msg
         save()
 
-    save()
     status, msg, cfgs = 0, "", []
     try:
         sys.path.insert(0, str(HERE))
@@ -563,6 +570,7 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
     except Exception:
         status, msg = 2, traceback.format_exc(limit=5)
     status, msgs = ctx.agree(status, msg, collectives=False)
+    save()
     if status:
         raw["status"], raw["error"] = "failed", "; ".join(msgs)
         save()
@@ -571,9 +579,12 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
     if not cfgs:
         raw["note"] = f"no configs at {ctx.world} GPUs"
     for cfg in cfgs:
+        if str(cfg.get("name")) in done:
+            continue
         rec = {"name": str(cfg.get("name")), "params": {k: v for k, v in cfg.items() if k != "name"},
                "reference": None, "rows": []}
         raw["configs"].append(rec)
+        save()   # (so that a worker dying in this config leaves it on record: mark_failed)
         log(f"{name} P={ctx.world} {rec['name']}")
         t0 = time.perf_counter()
         try:
@@ -642,20 +653,28 @@ def worker(args) -> int:
 # -- helpers for run.sh (no torchrun) ------------------------------------------------------------
 
 def pending(args) -> int:
-    """Prints the workloads (comma list) whose result for --world is not written yet."""
-    todo = [w for w in workload_names(args.workloads)
-            if not raw_path(args.out, w, args.world).exists()]
+    """Prints the workloads (comma list) whose result for --world is not written yet, or that a
+    worker left "interrupted" (it died in one config; the others are still to run)."""
+    def waiting(w):
+        path = raw_path(args.out, w, args.world)
+        return not path.exists() or json.loads(path.read_text()).get("status") == "interrupted"
+    todo = [w for w in workload_names(args.workloads) if waiting(w)]
     print(",".join(todo))
     return 0
 
 
 def mark_failed(args) -> int:
-    """Marks the results for --world of the workloads still "running" as failed (the worker
-    died in them), or with --absent those not started at all (the worker died before)."""
+    """Marks the results for --world of the workloads still "running" (the worker died in them),
+    or with --absent those not started at all (the worker died before). A workload whose worker
+    died inside a config it had started in that run becomes "interrupted": that config is
+    recorded as failed and a new worker runs the configs after it (pending). One that died with
+    no config of its own started fails as a whole, so every new worker makes progress."""
     for w in workload_names(args.workloads):
         path = raw_path(args.out, w, args.world)
         raw = json.loads(path.read_text()) if path.exists() else None
-        if args.absent:
+        if args.absent and raw is not None and raw.get("status") == "interrupted":
+            pass   # the worker after its interruption made no progress: it fails here
+        elif args.absent:
             if raw is not None:
                 continue
             raw = {"schema": "coconet-bench-raw/1", "workload": w, "world": args.world,
@@ -663,8 +682,21 @@ def mark_failed(args) -> int:
                                            or os.environ.get("COCONET_BENCH_COMMAND")}}
         elif raw is None or raw.get("status") != "running":
             continue
+        reason = args.reason + (f" (log: {args.log})" if args.log else "")
+        last = (raw.get("configs") or [None])[-1]
+        if not args.absent and last is not None and "seconds" not in last and "error" not in last:
+            last["error"] = reason
+            for r in last.get("rows", []):
+                if r.get("time", {}).get("status") != "ok":
+                    r["time"] = {"status": "error", "error": f"the worker died in this config: {reason}"}
+            raw.setdefault("interruptions", []).append({"config": last.get("name"), "reason": reason})
+            raw["status"] = "interrupted"
+            raw["error"] = f"the worker died in config {last.get('name')}: {reason}"
+            write_json(path, raw)
+            print(f"{w} P={args.world}: interrupted in {last.get('name')}; the configs after it go on in a new worker")
+            continue
         raw["status"] = "failed"
-        raw["error"] = args.reason + (f" (log: {args.log})" if args.log else "")
+        raw["error"] = reason
         write_json(path, raw)
         print(f"{w} P={args.world}: marked failed: {raw['error']}")
     return 0

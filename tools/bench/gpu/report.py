@@ -159,6 +159,9 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
     lines.append("")
     if raw.get("status") != "complete":
         lines += [f"**{str(raw.get('status', '?')).upper()}**: {brief(raw.get('error'), 600)}", ""]
+    for i in raw.get("interruptions", []):   # a worker died in that config; the rest ran in a new one
+        lines += [f"**Worker died** in config {i.get('config')} (its rows without a time are errors; "
+                  f"the configs after it ran in a new worker): {brief(i.get('reason'), 300)}", ""]
     cfgs = raw.get("configs", [])
     if not cfgs:
         lines += [raw.get("note", "No configs ran."), ""]

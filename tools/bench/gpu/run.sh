@@ -122,6 +122,7 @@ for P in ${gpus_opt//,/ }; do
     [ -n "$todo" ] || break
     attempt=$((attempt + 1))
     log="$out/logs/bench-p$P-$attempt.log"
+    before=$(cat "$out"/raw/*-p"$P".json 2> /dev/null | cksum)
     echo "P=$P: $todo (log: $log)"
     timeout --kill-after=60 "$tmo" python3 -m torch.distributed.run --standalone \
       --nproc-per-node "$P" "$here/bench.py" --build "$out/build.json" --out "$out" \
@@ -130,12 +131,15 @@ for P in ${gpus_opt//,/ }; do
     grep '^bench: ' "$log" | sed 's/^bench: /  /' | tail -n 400 || true
     [ $rc = 0 ] && continue
     status=1
+    progress=no   # did it write any result (a config started counts)?
+    [ "$(cat "$out"/raw/*-p"$P".json 2> /dev/null | cksum)" = "$before" ] || progress=yes
     reason="the worker exited with status $rc"
     [ $rc = 124 ] && reason="the worker ran past BENCH_TIMEOUT ($tmo s) and was stopped"
     python3 "$here/bench.py" --mark-failed --out "$out" --world "$P" --workloads "$todo" \
       --reason "$reason" --log "$log"
-    after=$(python3 "$here/bench.py" --pending --out "$out" --world "$P" --workloads "$workloads")
-    if [ "$after" = "$todo" ]; then   # it died before starting any: do not loop
+    # A workload it died in goes on in the next worker from its next config (bench.py
+    # --mark-failed: "interrupted"); one it never reached runs there too.
+    if [ $progress = no ]; then   # it died before writing anything: do not loop
       python3 "$here/bench.py" --mark-failed --absent --out "$out" --world "$P" \
         --workloads "$todo" --reason "$reason before starting" --log "$log"
     fi
