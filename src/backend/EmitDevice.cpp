@@ -102,10 +102,8 @@ void Emitter::planDeviceGroups() {
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
     dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
-    if (auto r = f.knobs.find("roles"); r != f.knobs.end()) {
-      dg.splitRoles = r->second == "split" || r->second == "auto";
-      dg.autoRoles = r->second == "auto";
-    }
+    if (auto r = f.knobs.find("roles"); r != f.knobs.end())
+      dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
@@ -202,7 +200,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   // (the host code declares `rounds` and, with roles split, `movers`: emitDeviceGroup)
   params.push_back("int rounds");
   hostArgs.push_back("rounds");
-  if (dg.splitRoles) {
+  if (dg.splitRoles()) {
     params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
     hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
   }
@@ -287,12 +285,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks; with roles the
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
-  const bool roles = !dg.preloaded && dg.splitRoles;
+  const bool roles = !dg.preloaded && dg.splitRoles();
   K << ") {\n  (void)seed;\n"
     << (roles ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
-  if (dg.preloaded || !dg.splitRoles)
+  if (!roles)
     K << "  const coconet_rt::Part pt = coconet_rt::gridPart();  // this block's elements\n";
   else
     K << "  // this block's elements: with roles split (movers > 0), part b of the movers' or of the\n"
@@ -525,8 +523,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
     b << "      const int rounds = " << devRounds(dg) << ";\n";
-    if (dg.splitRoles)
-      b << "      int movers = rounds >= " << (dg.autoRoles ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
+    if (dg.splitRoles())
+      b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
         << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(&" << kname << "), " << n << " / "
         << V << ", movers, " << prog << ", " << name << ") : 0;\n"
         << "      const int blocks = movers > 0 ? workers : " << grid << ";  // the blocks that compute\n";
@@ -544,7 +542,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (dg.copyEngines) {
     emitCopyEngineGroup(dg, kname, grid, L);
   } else {
-    b << "      " << kname << "<<<" << (dg.splitRoles ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
+    b << "      " << kname << "<<<" << (dg.splitRoles() ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
   }

@@ -294,10 +294,10 @@ private:
     // the push and pull loops as they are, the movers' transfers scale with their blocks, so
     // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles,
     // -session16-lamb-rerun).
-    bool splitRoles = false;
     // tune(f, roles = auto): the split kernel, with movers only from coconet_rt::kRolesAutoRounds
     // rounds (fewer: every block does both).
-    bool autoRoles = false;
+    enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
+    bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;

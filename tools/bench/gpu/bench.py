@@ -672,14 +672,12 @@ def mark_failed(args) -> int:
     for w in workload_names(args.workloads):
         path = raw_path(args.out, w, args.world)
         raw = json.loads(path.read_text()) if path.exists() else None
-        if args.absent and raw is not None and raw.get("status") == "interrupted":
-            pass   # the worker after its interruption made no progress: it fails here
-        elif args.absent:
-            if raw is not None:
-                continue
-            raw = {"schema": "coconet-bench-raw/1", "workload": w, "world": args.world,
-                   "configs": [], "meta": {"date": utc_now(), "command": args.command
-                                           or os.environ.get("COCONET_BENCH_COMMAND")}}
+        if args.absent:
+            if raw is not None and raw.get("status") != "interrupted":
+                continue   # (an interrupted one: the worker resuming it made no progress; it fails)
+            raw = raw or {"schema": "coconet-bench-raw/1", "workload": w, "world": args.world,
+                          "configs": [], "meta": {"date": utc_now(), "command": args.command
+                                                  or os.environ.get("COCONET_BENCH_COMMAND")}}
         elif raw is None or raw.get("status") != "running":
             continue
         reason = args.reason + (f" (log: {args.log})" if args.log else "")

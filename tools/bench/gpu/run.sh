@@ -18,7 +18,8 @@
 # Steps: build.py compiles and builds every program the workloads declare; then per world size
 # torchrun starts bench.py, which writes OUT/raw/WORKLOAD-pP.json; report.py writes
 # OUT/results.md and OUT/plots/*.png. A workload that fails is recorded as failed and the
-# others go on: when a worker dies or hangs, the workloads it had not reached run in a new one.
+# others go on: when a worker dies or hangs, the workloads it had not reached run in a new one,
+# and the one it died in goes on there from the config after the one it died in.
 # Logs: OUT/logs/ (with gpu-clocks.csv: nvidia-smi's clocks, power and clock-event reasons every 250 ms).
 set -uo pipefail
 cmdline="bash tools/bench/gpu/run.sh${*:+ $*}"
@@ -98,7 +99,7 @@ else
   status=1
 fi
 
-# 2. One worker per world size (again for the workloads a dead worker did not reach). The GPUs'
+# 2. One worker per world size (again for what a dead worker did not reach). The GPUs'
 # clocks, power and the reasons for lowered clocks are sampled meanwhile into
 # logs/gpu-clocks.csv (power capping slows GEMM-heavy rows: session15-megatron-sustained).
 smi_pid=
