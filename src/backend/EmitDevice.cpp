@@ -940,7 +940,10 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
   args.push_back("seed");
   // The kernel.
   auto& K = kernels_;
-  K << "// " << sc.name << ": one thread; the allreduces as " << sc.exchanges.size()
+  // One block: its threads combine the blocks' partials (a serial loop over a few hundred of them
+  // took ~15 us of LAMB's step at 4x H200, session14-timelines); every thread then computes the
+  // scalars (the same values), thread 0 alone stores to peers and to the outputs.
+  K << "// " << sc.name << ": one block (partials combined by its threads); the allreduces as " << sc.exchanges.size()
     << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
   for (int id : sc.stages) {
     const Stage& s = p_.stages[id];
@@ -966,7 +969,10 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     if (step >= 0 && p_.stages[step].kind == StageKind::Reduce) {
       const std::string f = std::to_string(step), op = reduceOpStruct(step);
       K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n"
-        << "  for (int q = 0; q < blocks" << f << "; ++q) acc" << f << " = " << op << "::combine(acc" << f << ", part" << f << "[q]);\n"
+        << "  for (int q = threadIdx.x; q < blocks" << f << "; q += blockDim.x) acc" << f << " = " << op << "::combine(acc" << f
+        << ", part" << f << "[q]);\n"
+        << "  {\n    __shared__ " << op << "::Acc sh[coconet_rt::kDevThreads];\n    acc" << f << " = coconet_rt::blockReduce<" << op
+        << ">(acc" << f << ", sh);\n  }\n"
         << storeAs(step, op + "::finish(acc" + f + ", count" + f + ")");
       known.insert(step);
     } else if (step >= 0) {
@@ -979,11 +985,11 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
       const auto& ex = sc.exchanges[static_cast<size_t>(e)];
       const std::string region = "(" + std::to_string(e) + " * P + me) * " + std::to_string(sc.width);
       K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
-        << "  for (int p = 0; p < P; ++p) {\n";
+        << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
       for (size_t k = 0; k < ex.size(); ++k)
-        K << "    *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
+        K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
           << value(p_.stages[ex[k]].operands[0]) << ";\n";
-      K << "  }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+      K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
         << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * "
         << sc.width << ";\n";
       for (size_t k = 0; k < ex.size(); ++k) {
@@ -999,7 +1005,11 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
       }
     }
   }
-  for (int id : sc.written) K << "  out" << id << "[0] = s" << id << ";\n";
+  if (!sc.written.empty()) {
+    K << "  if (threadIdx.x == 0) {\n";
+    for (int id : sc.written) K << "    out" << id << "[0] = s" << id << ";\n";
+    K << "  }\n";
+  }
   K << "}\n\n";
   // Host code.
   b << "\n  // " << sc.name << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
@@ -1008,7 +1018,7 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
     << " * sizeof(float) + 255) / 256 * 256), " << prog << ", " << name << "))\n"
     << "      dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-    << "    " << kname << "<<<1, 1, 0, stream_>>>(";
+    << "    " << kname << "<<<1, coconet_rt::kDevThreads, 0, stream_>>>(";
   for (size_t k = 0; k < args.size(); ++k) b << (k ? ", " : "") << args[k];
   b << ");\n    CHECK(cudaGetLastError(), " << name << ");\n"
     << "    dev_->parity[" << gi << "] ^= 1;\n"
