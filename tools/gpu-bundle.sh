@@ -41,9 +41,9 @@ variant chunks5 adam 'tune(f, chunks = 5);'
 variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
 variant split5 adam 'tune(f, chunks = 5, roles = split);'
 variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chunks = 3, roles = split);'
-# LAMB's sample schedule gives its groups roles = auto (movers from 8 rounds, which the test
-# sizes never reach by size): @chunks8 sets 8 rounds, so its kernels run with movers.
-variant chunks8 lamb $'tune(moments, chunks = 8);\ntune(apply, chunks = 8);'
+# roles = auto (movers from 8 rounds, which the test sizes never reach by size) with 8 rounds:
+# its kernels run with movers.
+variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chunks = 8, roles = auto);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

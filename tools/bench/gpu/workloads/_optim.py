@@ -23,8 +23,8 @@ w16 = f16(w'). Rows:
   coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
                         more, 64 blocks (coconet_rt::kDevMovers) push and pull the chunks and
                         the others compute them (Adam's default, roles shared: every block
-                        does both, one after the other; LAMB's sample sets roles = auto:
-                        movers from 8 rounds, i.e. 2^26 parameters)
+                        does both, one after the other; LAMB's too since session 17: its
+                        split form gave wrong results once at 2^28)
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
