@@ -294,7 +294,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "  const coconet_rt::Part pt = coconet_rt::gridPart();  // this block's elements\n";
   else
     K << "  // this block's elements: with roles split (movers > 0), part b of the movers' or of the\n"
-      << "  // workers' (coconet_device.cuh, roleSignal)\n"
+      << "  // workers' (coconet_device.cuh, roleReady)\n"
       << "  const bool mover = static_cast<int>(blockIdx.x) < movers;\n"
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
@@ -373,7 +373,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   const std::string folds = FO.str();
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
-  // them; they hand chunks over through the counters roles[kReady] and roles[kDone].
+  // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
   if (roles) {
     auto indent = [](const std::string& t) {  // two more spaces on every line
       std::string o;
@@ -381,15 +381,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       for (std::string line; std::getline(in, line);) o += "  " + line + "\n";
       return o;
     };
-    const std::string ready = "roles + coconet_rt::kReady", done = "roles + coconet_rt::kDone";
+    auto ready = [](const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; };
+    auto done = [](const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; };
     K << "  if (movers > 0 && !mover) {\n"
       << "    // a worker: compute chunk r once every mover counted it ready" << (tail ? "; publish it" : "") << "\n"
       << "    for (int r = 0; r < rounds; ++r) {\n"
-      << (head ? "      coconet_rt::roleWait(" + ready + ", static_cast<unsigned>(movers) * (r + 1));\n" : "")
+      << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
-      << "      coconet_rt::roleSignal(" << done << ");\n"
+      << "      coconet_rt::roleSignal(" << done("r") << ");\n"
       << "    }\n"
-      << indent(folds) << "    coconet_rt::roleExit(roles);\n    return;\n  }\n"
+      << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
       << "  // the blocks that take barriers: the movers, or every block without roles\n"
       << "  " << barrier
       << "  if (movers > 0) {\n"
@@ -398,10 +399,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
         << "    for (int r = 0; r <= rounds; ++r) {\n"
         << "      if (r < rounds) " << push << ";\n"
-        << "      if (r >= 1) coconet_rt::roleWait(" << done << ", workers * r);\n"
+        << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
         << "      " << sync
-        << "      if (r < rounds) coconet_rt::roleSignal(" << ready << ");\n"
+        << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
         << "    }\n";
     else if (head)
@@ -410,20 +411,21 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
         << "      " << push << ";\n"
         << "      // every rank pushed chunk r of this part\n"
         << "      " << sync
-        << "      coconet_rt::roleSignal(" << ready << ");\n"
+        << "      coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "    }\n"
-        << "    // every worker read its slots; then every rank's (before any rank's next call pushes)\n"
-        << "    coconet_rt::roleWait(" << done << ", workers * rounds);\n"
+        << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
+        << "    // with all); then every rank's (before any rank's next call pushes)\n"
+        << "    coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
         << "    " << sync;
     else
       K << "    // once every worker published chunk r, barrier; pull chunk r\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      coconet_rt::roleWait(" << done << ", workers * (r + 1));\n"
+        << "      coconet_rt::roleWait(" << done("r") << ", workers);\n"
         << "      // every rank published chunk r of this part\n"
         << "      " << sync
         << "      " << pullOf("edge(r), edge(r + 1)") << ";\n"
         << "    }\n";
-    K << "    coconet_rt::roleExit(roles);\n    return;\n  }\n";
+    K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
   if (dg.preloaded)
     K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"

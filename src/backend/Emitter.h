@@ -290,7 +290,7 @@ private:
     // kCeMinCopyBytes), or the most that divide the rows per rank at every size.
     bool mergeChunks = true;
     // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute
-    // the chunks (coconet_device.cuh, roleSignal), or every block does both (the default: with
+    // the chunks (coconet_device.cuh, roleReady), or every block does both (the default: with
     // the push and pull loops as they are, the movers' transfers scale with their blocks, so
     // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles,
     // -session16-lamb-rerun).

@@ -312,17 +312,26 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
 // chunk's transfers overlap another's computation inside every rank. (With roles shared, each
 // block pushes, then computes, and the two hardly overlap: on 4x H200 a 512 MiB LAMB
 // reduce-scatter group took about the push's time plus the computation's.) The two roles split
-// the chunk's elements differently, so they hand chunks over through counters of whole roles
-// (RoleFlags, in global memory): counter kReady counts (mover, chunk) pairs whose slots arrived
-// (a mover adds 1 after its barrier), kDone (worker, chunk) pairs computed and published; a
-// chunk is ready when every mover counted it. The last block to finish (kExit) resets the
-// three, so every launch starts from 0. Every block of the grid must be resident at once, as
-// for the LSA barriers: roleBlocks sizes the grid by the kernel's occupancy. Only the movers take
-// LSA barriers (block b barrier b, b < kDevMaxBlocks): the workers, whose indices run up to the
-// resident limit, never make a barrier session (a session reads its barrier's epoch when made
-// and writes it back when destroyed; a worker's would have written past the barriers' epochs
-// into other barriers' inboxes).
-constexpr int kReady = 0, kDone = 1, kExit = 2;
+// the chunk's elements differently, so they hand chunks over through counters in global memory
+// (RoleFlags), one pair per round: ready[r] counts the movers whose slots of chunk r arrived (a
+// mover adds 1 after its barrier), done[r] the workers that computed (and published) chunk r;
+// chunk r is ready when ready[r] == movers, computed when done[r] == workers. (One counter summed
+// over the rounds, as before session 17, is wrong: a mover or worker that runs a round ahead of
+// the others counts chunk r+1 before a slow one counted chunk r, and the sum reaches its mark
+// while part of chunk r is missing. Movers meet only their own index's movers on other ranks and
+// workers in a tail wait for nothing, so they do drift: LAMB's split form at 2^28 parameters, 16
+// rounds, computed moments from slots that had not arrived.) The last block to finish (exits)
+// resets the counters its kernel used, so every launch starts from 0. Every block of the grid
+// must be resident at once, as for the LSA barriers: roleBlocks sizes the grid by the kernel's
+// occupancy. Only the movers take LSA barriers (block b barrier b, b < kDevMaxBlocks): the
+// workers, whose indices run up to the resident limit, never make a barrier session (a session
+// reads its barrier's epoch when made and writes it back when destroyed; a worker's would have
+// written past the barriers' epochs into other barriers' inboxes).
+// Layout: [0] exits, then ready[kMaxRoleRounds], then done[kMaxRoleRounds] (tune(f, chunks = K)
+// allows K up to 65535).
+constexpr int kMaxRoleRounds = 65535;
+__device__ __forceinline__ unsigned* roleReady(unsigned* roles, int r) { return roles + 1 + r; }
+__device__ __forceinline__ unsigned* roleDone(unsigned* roles, int r) { return roles + 1 + kMaxRoleRounds + r; }
 // Makes the block's writes (and what it saw) visible, then adds 1 to *counter (every thread calls it).
 __device__ __forceinline__ void roleSignal(unsigned* counter) {
   __syncthreads();
@@ -339,27 +348,31 @@ __device__ __forceinline__ void roleWait(unsigned* counter, unsigned value) {
   }
   __syncthreads();
 }
-// The block is done with the counters: the last of the grid's blocks resets them.
-__device__ __forceinline__ void roleExit(unsigned* counters) {
+// The block is done with the counters: the last of the grid's blocks resets those of rounds
+// [0, rounds).
+__device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> exits(counters[kExit]);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> exits(roles[0]);
     if (exits.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
-      counters[kReady] = 0;
-      counters[kDone] = 0;
+      for (int r = 0; r < rounds; ++r) {
+        *roleReady(roles, r) = 0;
+        *roleDone(roles, r) = 0;
+      }
       exits.store(0u, cuda::memory_order_release);
     }
   }
 }
 
-// The counters of split kernels (kReady, kDone, kExit), zero between launches. One set serves
-// every group of a program: its kernels run one after another on the program's stream.
+// The counters of split kernels (see roleReady), zero between launches. One set serves every
+// group of a program: its kernels run one after another on the program's stream.
 struct RoleFlags {
   unsigned* ptr = nullptr;
   unsigned* get(cudaStream_t stream, const char* program, const char* stage) {
     if (!ptr) {
-      check(cudaMalloc(&ptr, 4 * sizeof(unsigned)), program, stage, "cudaMalloc (role counters)");
-      check(cudaMemsetAsync(ptr, 0, 4 * sizeof(unsigned), stream), program, stage, "cudaMemsetAsync (role counters)");
+      const size_t bytes = (1 + 2 * static_cast<size_t>(kMaxRoleRounds)) * sizeof(unsigned);
+      check(cudaMalloc(&ptr, bytes), program, stage, "cudaMalloc (role counters)");
+      check(cudaMemsetAsync(ptr, 0, bytes, stream), program, stage, "cudaMemsetAsync (role counters)");
     }
     return ptr;
   }
