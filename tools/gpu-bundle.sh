@@ -41,6 +41,10 @@ variant chunks5 adam 'tune(f, chunks = 5);'
 variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
 variant split5 adam 'tune(f, chunks = 5, roles = split);'
 variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chunks = 3, roles = split);'
+# 16 rounds in roles, for the @many vectors (192 workers at 4 ranks): the rounds and blocks of
+# the sizes where per-round hand-over matters (session 17).
+variant split16 adam 'tune(f, chunks = 16, roles = split);'
+variant split16 lamb $'tune(moments, chunks = 16, roles = split);\ntune(apply, chunks = 16, roles = split);'
 # roles = auto (movers from 8 rounds, which the test sizes never reach by size) with 8 rounds:
 # its kernels run with movers.
 variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chunks = 8, roles = auto);'

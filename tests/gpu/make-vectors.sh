@@ -47,6 +47,14 @@ vectors lamb@odd "$root/samples/lamb/lamb.cnet" -D N=1028
 # @split builds' roles hand over many parts of every chunk.
 vectors adam@big "$root/samples/adam/adam.cnet" -D N=262144
 vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
+# Split-role kernels with more than 128 workers (192 at 4 ranks: 786432 elements per rank) and,
+# with the @split16 builds, 16 rounds: many movers and workers that may drift rounds apart, where
+# session 17 found the hand-over counters summed over the rounds wrong (at 2^28 parameters on
+# GPUs). 4 ranks only, and only the builds that the file `builds` names (their globs).
+vectors adam@many "$root/samples/adam/adam.cnet" -D N=3145728 --ranks 4
+echo 'adam@split*' > "$d/adam@many/builds"
+vectors lamb@many "$root/samples/lamb/lamb.cnet" -D N=3145728 --ranks 4
+echo 'lamb@split* lamb@chunks8' > "$d/lamb@many/builds"
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
 vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).

@@ -70,6 +70,16 @@ for d0 in "$b"/dumps/*@*/; do
   for bdir in "$b/gen/$n" "$b"/gen/"$n"@*; do
     build=$(basename "$bdir")
     keep "$build" || continue
+    # a set with a file `builds` (globs) runs with those builds only
+    if [ -f "$d0/builds" ]; then
+      ok="" globs=()
+      read -r -a globs < "$d0/builds"
+      for g in "${globs[@]}"; do
+        # shellcheck disable=SC2254
+        case "$build" in $g) ok=1 ;; esac
+      done
+      [ -n "$ok" ] || continue
+    fi
     exe="$b/gen/$build/build/${n}_main"
     [ -x "$exe" ] || continue
     for P in 1 2 4; do
