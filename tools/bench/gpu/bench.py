@@ -392,8 +392,8 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
                 rr.setdefault("warnings", []).extend(errs)
             attempts += 1
             failed += result["status"] != "pass"
-            if failed <= 1 and (result["status"] != "pass" or "check" not in rr):
-                rr["check"] = result
+            if attempts == 1 or (result["status"] != "pass" and failed == 1):
+                rr["check"] = result   # the first attempt, then the first failure
             if not compared or attempts >= args.check_repeats:
                 break
         if attempts > 1:
