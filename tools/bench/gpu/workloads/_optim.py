@@ -23,11 +23,10 @@ w16 = f16(w'). Rows:
   coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
                         more, 64 blocks (coconet_rt::kDevMovers) push and pull the chunks and
                         the others compute them (Adam's default, roles shared: every block
-                        does both, one after the other; LAMB's too since session 17: its
-                        split form gave wrong results at 2^28 with the hand-over counters
-                        summed over the rounds)
+                        does both, one after the other)
   coconetc_auto         coconetc with tune(G, roles = auto): split from 8 rounds (2^26
-                        parameters), every block both below
+                        parameters), every block both below (Adam only: LAMB's sample
+                        schedule sets it, so there it is the coconetc row)
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
@@ -49,11 +48,14 @@ moments (12 bytes per parameter held), not the f16 weights every row keeps whole
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 import torch.distributed as dist
 
 from workloads import Row, quantized_grad, scalar_values, slice_bounds
 
+REPO = Path(__file__).resolve().parents[4]
 T = 3   # the step number used by every row (bias correction 1 - beta^t)
 
 
@@ -149,10 +151,13 @@ class OptimizerWorkload:
         self.programs[f"{kind}_split"] = dict(
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, roles = split);\n" for g in groups))
-        # Roles split only from coconet_rt::kRolesAutoRounds rounds (tune(G, roles = auto)).
-        self.programs[f"{kind}_auto"] = dict(
-            source=source, schedule=schedule,
-            schedule_append="".join(f"tune({g}, roles = auto);\n" for g in groups))
+        # Roles split only from coconet_rt::kRolesAutoRounds rounds (tune(G, roles = auto)),
+        # unless the sample's schedule already says so (then it is the default build).
+        self.auto_row = "roles = auto" not in (REPO / schedule).read_text()
+        if self.auto_row:
+            self.programs[f"{kind}_auto"] = dict(
+                source=source, schedule=schedule,
+                schedule_append="".join(f"tune({g}, roles = auto);\n" for g in groups))
         # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size
         # (coconet_rt::ceAutoRounds: one below 64 MiB, else two).
         self.programs[f"{kind}_copy_engines"] = dict(
@@ -304,7 +309,8 @@ class OptimizerWorkload:
             *[(f"coconetc_chunks{k}", lambda k=k: self.coconetc(cfg, ctx, f"{self.kind}_chunks{k}"))
               for k in self.rounds],
             ("coconetc_split", lambda: self.coconetc(cfg, ctx, f"{self.kind}_split")),
-            ("coconetc_auto", lambda: self.coconetc(cfg, ctx, f"{self.kind}_auto")),
+            *([("coconetc_auto", lambda: self.coconetc(cfg, ctx, f"{self.kind}_auto"))]
+              if self.auto_row else []),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
