@@ -33,6 +33,7 @@ void Emitter::run(std::vector<std::string>& files) {
   planInlinedReductions();
   planFoldedReductions();
   planScalarChains();
+  planChainPrologues();
   planDeviceSends();
   std::filesystem::create_directories(o_.outDir);
   write("coconet_runtime.cuh", kRuntimeHeader, files);
@@ -176,9 +177,11 @@ std::string Emitter::sourceText() {
     s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
       << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
       << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
-      << "// and alternates between its two halves (parity).\n"
+      << "// and alternates between its two halves (parity); a scalar chain computed at the start of a\n"
+      << "// group's kernel counts its calls (epoch: what its exchange slots hold beside the values).\n"
       << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
       << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "];\n  int parity[" << k << "] = {};\n"
+      << "  unsigned epoch[" << k << "] = {};\n"
       << "  coconet_rt::RoleFlags roles;  // the hand-off counters of kernels whose blocks take roles\n};\n\n"
       << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"
       << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run.\n"

@@ -204,6 +204,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
     hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
   }
+  if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }
 
 // A device group's rounds: tune(f, chunks = K), else by size (devAutoRounds of the
@@ -290,6 +291,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     << (roles ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
+  // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
+  std::set<int> fromChain;
+  if (dg.chain >= 0) {
+    const ScalarChain& sc = scalarChains_.at(dg.chain);
+    fromChain.insert(sc.written.begin(), sc.written.end());
+    K << "  // first, in every block: " << sc.name << "\n" << scalarChainCode(sc, true);
+  }
   if (!roles)
     K << "  const coconet_rt::Part pt = coconet_rt::gridPart();  // this block's elements\n";
   else
@@ -317,6 +325,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << ">::from(static_cast<double>(coconet_rt::sumSlot(slots, nSlice, P, i)));\n";
   auto scalarOperand = [&](int k) {
     if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+    if (fromChain.count(dg.ext[static_cast<size_t>(k)])) return "coconet_rt::to_f(s" + std::to_string(dg.ext[static_cast<size_t>(k)]) + ")";
     return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
   };
   E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
@@ -331,7 +340,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
   for (int k : others) {
     std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
-    if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+    if (dg.acc[k] == Access::Scalar && fromChain.count(dg.ext[k]))
+      K << "    const " << T << " x" << kk << " = s" << dg.ext[k] << ";  // made by the chain above\n";
+    else if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
     else
       K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (aliased_.count(dg.ext[k]) ? "_rw" : "")
         << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
@@ -912,56 +923,82 @@ void Emitter::planScalarChains() {
   flush(cur);
 }
 
-void Emitter::emitScalarChain(const ScalarChain& sc) {
-  auto& b = body_;
-  const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
-  const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
-                    prog = "\"" + p_.name + "\"";
-  std::vector<int> computes;
-  for (int id : sc.stages)
-    if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
-  std::vector<std::string> params{"ncclDevComm dc", "ncclWindow_t win", "size_t half"}, args{"dev_->dc.comm", "w.win",
-                                                                                             "dev_->parity[" + gi + "] * (w.bytes / 2)"};
+void Emitter::planChainPrologues() {
+  for (auto& [first, sc] : scalarChains_) {
+    // The next stage that makes code must be a device group's first: nothing runs between them.
+    int next = -1;
+    for (size_t i = static_cast<size_t>(sc.stages.back()) + 1; i < p_.stages.size() && next < 0; ++i) {
+      const StageKind k = p_.stages[i].kind;
+      if (k != StageKind::Input && k != StageKind::State && !inlinedInto_.count(static_cast<int>(i))) next = static_cast<int>(i);
+    }
+    auto it = devGroups_.find(next);
+    if (it == devGroups_.end()) continue;
+    DevGroup& dg = it->second;
+    if (dg.preloaded || dg.copyEngines || dg.chain >= 0) continue;  // (a kernel per round, or inside an overlap)
+    std::set<int> inside(dg.run.begin(), dg.run.end());
+    inside.insert(dg.calc.begin(), dg.calc.end());
+    if (dg.head()) inside.insert(dg.rs);
+    if (dg.tail()) inside.insert(dg.ag);
+    // Only the group reads the chain's values, one element each (its blocks take them from registers).
+    bool ok = true;
+    for (int w : sc.written) {
+      ok = ok && !neededOutside(w, inside);
+      if (auto k = dg.extIndex.find(w); k != dg.extIndex.end()) ok = ok && dg.acc[static_cast<size_t>(k->second)] == Access::Scalar;
+    }
+    if (!ok) continue;
+    sc.into = next;
+    dg.chain = first;
+  }
+}
+
+void Emitter::scalarChainSignature(const ScalarChain& sc, bool folded, std::vector<std::string>& params,
+                                   std::vector<std::string>& args) const {
+  const std::string gi = std::to_string(sc.index);
+  if (folded) {
+    params.insert(params.end(), {"ncclWindow_t chainWin", "size_t chainHalf", "unsigned chainEpoch"});
+    args.insert(args.end(), {"dev_->oneShot[" + gi + "].win", "dev_->parity[" + gi + "] * (dev_->oneShot[" + gi + "].bytes / 2)",
+                             "dev_->epoch[" + gi + "]"});
+  } else {
+    params.insert(params.end(), {"ncclDevComm dc", "ncclWindow_t win", "size_t half"});
+    args.insert(args.end(), {"dev_->dc.comm", "w.win", "dev_->parity[" + gi + "] * (w.bytes / 2)"});
+  }
   for (int id : sc.written) {
     params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
     args.push_back(var(id));
   }
   for (int o : sc.ext) {
-    params.push_back("const " + std::string(storageType(p_.stages[o].type.dtype)) + "* __restrict__ a" + std::to_string(o));
+    params.push_back("const " + std::string(storageType(p_.stages[o].type.dtype)) + "* __restrict__ " + (folded ? "ca" : "a") +
+                     std::to_string(o));
     args.push_back(var(o));
   }
   for (int id : sc.stages)
     if (p_.stages[id].kind == StageKind::Reduce) {
       const std::string f = std::to_string(id), op = reduceOpStruct(id);
       params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
-      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)",
-                               foldBlocksVar(foldedInto_.at(id)), reduceCount(id)});
+      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)", foldBlocksVar(foldedInto_.at(id)), reduceCount(id)});
     }
-  runParams(computes, params, args);
-  params.push_back("unsigned long long seed");
-  args.push_back("seed");
-  // The kernel.
-  auto& K = kernels_;
-  // One block: its threads combine the blocks' partials (a serial loop over a few hundred of them
-  // took ~15 us of LAMB's step at 4x H200, session14-timelines); every thread then computes the
-  // scalars (the same values), thread 0 alone stores to peers and to the outputs.
-  K << "// " << sc.name << ": one block (partials combined by its threads); the allreduces as " << sc.exchanges.size()
-    << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
-  for (int id : sc.stages) {
-    const Stage& s = p_.stages[id];
-    K << "// " << s.name << " = "
-      << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
-          : s.kind == StageKind::AllReduce ? std::string("allreduce(") + reduceOpName(s.op) + ", " + p_.stages[s.operands[0]].name + ")"
-                                           : exprTextFor(s))
-      << "\n";
+  std::vector<int> computes;
+  for (int id : sc.stages)
+    if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
+  std::vector<std::string> rp, ra;
+  runParams(computes, rp, ra);
+  for (size_t k = 0; k < rp.size(); ++k)  // folded: the group may take the same parameter already
+    if (std::find(params.begin(), params.end(), rp[k]) == params.end()) {
+      params.push_back(rp[k]);
+      args.push_back(ra[k]);
+    }
+  if (!folded) {
+    params.push_back("unsigned long long seed");
+    args.push_back("seed");
   }
-  K << "__global__ void " << kname << "(";
-  for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
-  K << ") {\n  (void)seed;\n  const unsigned long long key = 0;\n  (void)key;\n"
-    << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};\n"
-    << "  const int P = dc.lsaSize, me = dc.lsaRank;\n";
+}
+
+std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
+  std::ostringstream K;
+  K << "  const unsigned long long key = 0;\n  (void)key;\n";
   std::set<int> known;
-  auto value = [&](int o) { return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(a" + std::to_string(o) + "[0])"; };
+  const std::string extPrefix = folded ? "ca" : "a";
+  auto value = [&](int o) { return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(" + extPrefix + std::to_string(o) + "[0])"; };
   auto storeAs = [&](int id, const std::string& v) {
     const std::string T = storageType(p_.stages[id].type.dtype), i = std::to_string(id);
     return "  const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(" + v + "));\n  const auto r" + i +
@@ -985,34 +1022,109 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     } else {
       const int e = -1 - step;
       const auto& ex = sc.exchanges[static_cast<size_t>(e)];
-      const std::string region = "(" + std::to_string(e) + " * P + me) * " + std::to_string(sc.width);
-      K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
-        << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
-      for (size_t k = 0; k < ex.size(); ++k)
-        K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
-          << value(p_.stages[ex[k]].operands[0]) << ";\n";
-      K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
-        << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * "
-        << sc.width << ";\n";
+      const std::string es = std::to_string(e), w = std::to_string(sc.width);
+      const std::string region = "(" + es + " * P + me) * " + w;
+      if (folded) {
+        K << "  // exchange " << e << ": block 0 stores this rank's value(s), with this call's epoch, into its slot on every\n"
+          << "  // rank; every block waits until each rank's slot holds this call's epoch, then combines them in rank order\n"
+          << "  if (blockIdx.x == 0 && threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
+        for (size_t k = 0; k < ex.size(); ++k)
+          K << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + " << k << ") * sizeof(unsigned long long), p, "
+            << value(p_.stages[ex[k]].operands[0]) << ", chainEpoch);\n";
+        K << "    }\n"
+          << "  const unsigned long long* slots" << e << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + "
+          << es << " * P * " << w << ";\n"
+          << "  if (threadIdx.x == 0)  // one thread waits; the others then find the slots filled\n"
+          << "    for (int p = 0; p < P; ++p)\n      for (int k = 0; k < " << ex.size() << "; ++k) (void)coconet_rt::waitEpochSlot(slots" << e
+          << " + p * " << w << " + k, chainEpoch);\n"
+          << "  __syncthreads();\n";
+      } else {
+        K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
+          << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
+        for (size_t k = 0; k < ex.size(); ++k)
+          K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
+            << value(p_.stages[ex[k]].operands[0]) << ";\n";
+        K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+          << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * " << w << ";\n";
+      }
       for (size_t k = 0; k < ex.size(); ++k) {
         const Stage& a = p_.stages[ex[k]];
-        const std::string i = std::to_string(ex[k]), w = std::to_string(sc.width);
+        const std::string i = std::to_string(ex[k]);
         const bool sum = a.op == ReduceOp::Sum;  // as sumSlot: from 0, in rank order
         const std::string comb = sum ? "__fadd_rn(x" + i + ", y)" : a.op == ReduceOp::Max ? "fmaxf(x" + i + ", y)" : "fminf(x" + i + ", y)";
-        K << "  float x" << i << " = " << (sum ? "0.0f" : "slots" + std::to_string(e) + "[" + std::to_string(k) + "]") << ";\n"
-          << "  for (int p = " << (sum ? 0 : 1) << "; p < P; ++p) {\n    const float y = slots" << e << "[p * " << w << " + " << k
-          << "];\n    x" << i << " = " << comb << ";\n  }\n"
+        auto slot = [&](const std::string& p) {
+          const std::string at = "slots" + es + "[" + (p == "0" ? std::to_string(k) : p + " * " + w + " + " + std::to_string(k)) + "]";
+          return folded ? "coconet_rt::waitEpochSlot(&" + at + ", chainEpoch)" : at;
+        };
+        K << "  float x" << i << " = " << (sum ? "0.0f" : slot("0")) << ";\n"
+          << "  for (int p = " << (sum ? 0 : 1) << "; p < P; ++p) {\n    const float y = " << slot("p") << ";\n    x" << i << " = " << comb
+          << ";\n  }\n"
           << storeAs(ex[k], "x" + i);
         known.insert(ex[k]);
       }
     }
   }
   if (!sc.written.empty()) {
-    K << "  if (threadIdx.x == 0) {\n";
+    K << (folded ? "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n" : "  if (threadIdx.x == 0) {\n");
     for (int id : sc.written) K << "    out" << id << "[0] = s" << id << ";\n";
     K << "  }\n";
   }
-  K << "}\n\n";
+  return K.str();
+}
+
+void Emitter::emitScalarChain(const ScalarChain& sc) {
+  auto& b = body_;
+  const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
+  const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
+                    prog = "\"" + p_.name + "\"";
+  if (sc.into >= 0) {
+    // Computed at the start of the next group's kernel (its arguments: devSignature): here its
+    // window, zeroed when made (so that no slot holds a stale epoch), and this call's epoch and half.
+    b << "\n  // " << sc.name << ": computed first in every block of fused group '" << devGroups_.at(sc.into).name
+      << "''s kernel where every rank is load/store reachable (exchanges through slots holding value and epoch)\n"
+      << "  if (devReady(" << name << ")) {\n"
+      << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+      << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
+      << " * sizeof(unsigned long long) + 255) / 256 * 256), " << prog << ", " << name << ")) {\n"
+      << "      dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      CHECK(cudaMemsetAsync(w.ptr, 0, w.bytes, stream_), " << name << ");\n"
+      << "      coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 0);  // zeroed on every rank\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "    }\n"
+      << "    if (++dev_->epoch[" << gi << "] == 0) dev_->epoch[" << gi << "] = 1;  // (0: a slot never written)\n"
+      << "    dev_->parity[" << gi << "] ^= 1;\n"
+      << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
+    for (int id : sc.stages) {
+      b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
+      emitIndented("  ", [&] { emitStage(id); });
+      b << "    }\n";
+    }
+    b << "  }\n";
+    return;
+  }
+  std::vector<std::string> params, args;
+  scalarChainSignature(sc, false, params, args);
+  // The kernel.
+  auto& K = kernels_;
+  // One block: its threads combine the blocks' partials (a serial loop over a few hundred of them
+  // took ~15 us of LAMB's step at 4x H200, session14-timelines); every thread then computes the
+  // scalars (the same values), thread 0 alone stores to peers and to the outputs.
+  K << "// " << sc.name << ": one block (partials combined by its threads); the allreduces as " << sc.exchanges.size()
+    << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
+  for (int id : sc.stages) {
+    const Stage& s = p_.stages[id];
+    K << "// " << s.name << " = "
+      << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
+          : s.kind == StageKind::AllReduce ? std::string("allreduce(") + reduceOpName(s.op) + ", " + p_.stages[s.operands[0]].name + ")"
+                                           : exprTextFor(s))
+      << "\n";
+  }
+  K << "__global__ void " << kname << "(";
+  for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+  K << ") {\n  (void)seed;\n"
+    << "  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, 0};\n"
+    << "  const int P = dc.lsaSize, me = dc.lsaRank;\n"
+    << scalarChainCode(sc, false) << "}\n\n";
   // Host code.
   b << "\n  // " << sc.name << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
     << "  if (devReady(" << name << ")) {\n"

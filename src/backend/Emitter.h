@@ -304,6 +304,9 @@ private:
     std::vector<Access> acc;
     std::vector<int> folds;  // reductions whose per-block partial sums the kernel writes (planFoldedReductions)
     std::vector<int> calc;   // what the kernel computes per element: the members, then the folds' computed elements
+    // The scalar chain (its first stage) that the kernel computes first, in every block, instead
+    // of a kernel of its own (planChainPrologues); -1: none.
+    int chain = -1;
     std::string name;
     bool head() const { return rs >= 0; }
     bool tail() const { return ag >= 0; }
@@ -561,6 +564,7 @@ private:
     std::vector<int> ext, written;         // values read from memory / stored for later stages
     size_t width = 0;                      // the most allreduces in one exchange
     std::string name;
+    int into = -1;  // the device group (its first stage) whose kernel computes the chain first; -1: its own kernel
   };
   std::map<int, ScalarChain> scalarChains_;  // by the first stage
   std::map<int, int> scalarChainOf_;         // stage -> the first stage of its chain
@@ -577,6 +581,19 @@ private:
   void planScalarChains();
 
   void emitScalarChain(const ScalarChain& sc);
+
+  // A chain whose values only the device group right after it reads (LAMB's trust ratio before
+  // `apply`) is computed at the start of that group's kernel, by every block, rather than by a
+  // kernel of its own: no launch and no barrier between them. Its exchanges then go through
+  // 64-bit slots holding the value and the call's epoch: block 0 stores the rank's values into
+  // its slot on every rank, and every block waits until each rank's slot holds this call's
+  // epoch (the window's two halves still alternate, and it is zeroed when made).
+  void planChainPrologues();
+  // The chain's kernel parameters and the host's arguments; `folded`: as the prologue of a
+  // device group's kernel (names that cannot clash with the group's).
+  void scalarChainSignature(const ScalarChain& sc, bool folded, std::vector<std::string>& params, std::vector<std::string>& args) const;
+  // The chain's code inside a kernel (after `P` and `me`); `folded`: the epoch-slot exchanges.
+  std::string scalarChainCode(const ScalarChain& sc, bool folded);
 
   // ---- Reductions that compute their elements ----
   // An element-wise stage that only a reduction reads (and, recursively, element-wise stages of

@@ -164,6 +164,25 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
   return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
 }
 
+// The exchange slots of a scalar chain computed at the start of a group's kernel: one 64-bit
+// word per value, a float's bits in the low half and the call's epoch in the high half, stored
+// and loaded whole, so that a reader that sees this call's epoch sees this call's value. No
+// barrier: block 0 of every rank stores, every block of every rank waits for each slot.
+__device__ __forceinline__ void putEpochSlot(ncclWindow_t w, size_t byteOffset, int peer, float v, unsigned epoch) {
+  const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(v);
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
+  slot.store(word, cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ float waitEpochSlot(const unsigned long long* p, unsigned epoch) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(p));
+  unsigned long long word = slot.load(cuda::memory_order_relaxed);
+  while (static_cast<unsigned>(word >> 32) != epoch) {
+    __nanosleep(20);
+    word = slot.load(cuda::memory_order_relaxed);
+  }
+  return __uint_as_float(static_cast<unsigned>(word));
+}
+
 // A block's share of the work: part `index` of `count` (the grid's blocks, or in a kernel whose
 // blocks take roles, the blocks of one role).
 struct Part {
