@@ -15,7 +15,8 @@ w16 = f16(w'). Rows:
   coconetc              the sample with its schedule (ZeRO-style: w, m, v sliced), compiled
                         as by default: each fused group one kernel over NCCL's device API (its
                         pipelined rounds chosen by size); LAMB's norms folded into `moments`
-                        and its scalars (one exchange for both norms) one kernel
+                        and its scalars (one exchange for both norms) computed at the start
+                        of `apply`'s kernel
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
   coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
                         moments and apply): the kernels in K pipelined rounds whatever the
