@@ -1077,6 +1077,16 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
   const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
   const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
                     prog = "\"" + p_.name + "\"";
+  // Where not every rank is load/store reachable: the stages one by one (closes the device branch).
+  auto fallback = [&] {
+    b << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
+    for (int id : sc.stages) {
+      b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
+      emitIndented("  ", [&] { emitStage(id); });
+      b << "    }\n";
+    }
+    b << "  }\n";
+  };
   if (sc.into >= 0) {
     // Computed at the start of the next group's kernel (its arguments: devSignature): here its
     // window, zeroed when made (so that no slot holds a stale epoch), and this call's epoch and half.
@@ -1092,14 +1102,8 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
       << "    }\n"
       << "    if (++dev_->epoch[" << gi << "] == 0) dev_->epoch[" << gi << "] = 1;  // (0: a slot never written)\n"
-      << "    dev_->parity[" << gi << "] ^= 1;\n"
-      << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
-    for (int id : sc.stages) {
-      b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
-      emitIndented("  ", [&] { emitStage(id); });
-      b << "    }\n";
-    }
-    b << "  }\n";
+      << "    dev_->parity[" << gi << "] ^= 1;\n";
+    fallback();
     return;
   }
   std::vector<std::string> params, args;
@@ -1135,14 +1139,8 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     << "    " << kname << "<<<1, coconet_rt::kDevThreads, 0, stream_>>>(";
   for (size_t k = 0; k < args.size(); ++k) b << (k ? ", " : "") << args[k];
   b << ");\n    CHECK(cudaGetLastError(), " << name << ");\n"
-    << "    dev_->parity[" << gi << "] ^= 1;\n"
-    << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
-  for (int id : sc.stages) {
-    b << "    // " << p_.stages[id].name << "\n    if (" << countVar(id) << " > 0) {\n";
-    emitIndented("  ", [&] { emitStage(id); });
-    b << "    }\n";
-  }
-  b << "  }\n";
+    << "    dev_->parity[" << gi << "] ^= 1;\n";
+  fallback();
 }
 
 bool Emitter::storedBefore(int id, int before) const {
