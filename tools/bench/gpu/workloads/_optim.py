@@ -49,14 +49,13 @@ moments (12 bytes per parameter held), not the f16 weights every row keeps whole
 """
 from __future__ import annotations
 
-from pathlib import Path
+import re
 
 import torch
 import torch.distributed as dist
 
-from workloads import Row, quantized_grad, scalar_values, slice_bounds
+from workloads import REPO, Row, quantized_grad, scalar_values, slice_bounds
 
-REPO = Path(__file__).resolve().parents[4]
 T = 3   # the step number used by every row (bias correction 1 - beta^t)
 
 
@@ -154,7 +153,7 @@ class OptimizerWorkload:
             schedule_append="".join(f"tune({g}, roles = split);\n" for g in groups))
         # Roles split only from coconet_rt::kRolesAutoRounds rounds (tune(G, roles = auto)),
         # unless the sample's schedule already says so (then it is the default build).
-        self.auto_row = "roles = auto" not in (REPO / schedule).read_text()
+        self.auto_row = "roles = auto" not in re.sub(r"//[^\n]*", "", (REPO / schedule).read_text())
         if self.auto_row:
             self.programs[f"{kind}_auto"] = dict(
                 source=source, schedule=schedule,
