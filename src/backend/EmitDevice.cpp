@@ -313,9 +313,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
   for (size_t q = 0; q < dg.folds.size(); ++q)
     K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
-  K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
-    << (tail ? ", publish" : "") << ".\n"
-    << "  auto compute = [&](long long lo, long long hi) {\n";
+  // The element code is made first: the values it hoists (hoist_) go before it.
+  Hoisted hoisted;
+  hoist_ = &hoisted;
   // One element i (the elements after the last whole unit, or every element when not aligned).
   std::ostringstream E;
   E << "  auto elem = [&](long long i) {\n"
@@ -333,6 +333,22 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     << fold("    ", scalarOperand);
   if (tail) E << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
   E << "  };\n";
+  // The unit of V elements' members.
+  std::vector<int> writtenVec = dg.written;
+  const bool srcWritten = tail && std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
+  if (tail && !srcWritten) writtenVec.push_back(src);
+  auto vecOperand = [&](int k) {
+    std::string kk = std::to_string(k);
+    if (k == rsk) return std::string("coconet_rt::to_f(srs)");
+    return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+  };
+  const std::string unitMembers = runMembers(dg.calc, dg.extIndex, writtenVec, "      ", vecOperand,
+                                             [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
+  hoist_ = nullptr;
+  if (!hoisted.names.empty()) K << "  // the same for every element\n" << hoisted.code.str();
+  K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
+    << (tail ? ", publish" : "") << ".\n"
+    << "  auto compute = [&](long long lo, long long hi) {\n";
   K << E.str()
     << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
     << "  // partition either way), then the elements after the last unit.\n"
@@ -348,21 +364,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
         << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
   }
   for (int id : dg.written) K << "    coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
-  const bool srcWritten = tail && std::find(dg.written.begin(), dg.written.end(), src) != dg.written.end();
   if (tail && !srcWritten) K << "    coconet_rt::Vec<" << ST << ", V> o" << src << ";\n";
   K << "#pragma unroll\n    for (int e = 0; e < V; ++e) {\n      const long long i = i0 + e;\n"
     << "      const unsigned long long key = static_cast<unsigned long long>(om.gbase + off + i) ^ om.keyXor;\n      (void)key;\n";
   if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
-  std::vector<int> writtenVec = dg.written;
-  if (tail && !srcWritten) writtenVec.push_back(src);
-  auto vecOperand = [&](int k) {
-    std::string kk = std::to_string(k);
-    if (k == rsk) return std::string("coconet_rt::to_f(srs)");
-    return dg.acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
-  };
-  K << runMembers(dg.calc, dg.extIndex, writtenVec, "      ", vecOperand,
-                  [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; })
-    << fold("      ", vecOperand) << "    }\n";
+  K << unitMembers << fold("      ", vecOperand) << "    }\n";
   for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
   if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
   K << "  }, elem);\n"

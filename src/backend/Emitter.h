@@ -214,6 +214,17 @@ private:
   std::string runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
                          const std::string& ind, const std::function<std::string(int)>& operand,
                          const std::function<std::string(int)>& store, bool uniqueNames = false);
+  // Values that are the same for every element (constants, program parameters, group
+  // coordinates and what only they make, e.g. `1 - pow(beta1, t)`): where a kernel sets
+  // hoist_, runMembers computes each of them once, at the kernel's start (hoist_->code, which
+  // the kernel writes before its loops), and its element code reads the result. nvcc does not
+  // take such values out of the loops itself where they branch (powf: LAMB's `moments` computed
+  // two powf per element). The same statements, evaluated once: the results are unchanged.
+  struct Hoisted {
+    std::ostringstream code;
+    std::set<std::string> names;
+  };
+  Hoisted* hoist_ = nullptr;
 
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "");
