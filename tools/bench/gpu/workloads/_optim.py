@@ -22,9 +22,10 @@ w16 = f16(w'). Rows:
                         moments and apply): the kernels in K pipelined rounds whatever the
                         size (transfers of one chunk overlap the update of another)
   coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
-                        more, 64 blocks (coconet_rt::kDevMovers) push and pull the chunks and
-                        the others compute them (Adam's default, roles shared: every block
-                        does both, one after the other)
+                        more, 64 blocks (coconet_rt::kDevMovers; LAMB's moments 32, as its
+                        sample's schedule sets) push and pull the chunks and the others
+                        compute them (Adam's default, roles shared: every block does both,
+                        one after the other)
   coconetc_auto         coconetc with tune(G, roles = auto): split from 8 rounds (2^26
                         parameters), every block both below (Adam only: LAMB's sample
                         schedule sets it, so there it is the coconetc row)
