@@ -968,10 +968,13 @@ void Emitter::scalarChainSignature(const ScalarChain& sc, bool folded, std::vect
     params.insert(params.end(), {"ncclDevComm dc", "ncclWindow_t win", "size_t half"});
     args.insert(args.end(), {"dev_->dc.comm", "w.win", "dev_->parity[" + gi + "] * (w.bytes / 2)"});
   }
-  for (int id : sc.written) {
-    params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
-    args.push_back(var(id));
-  }
+  // Folded, the group takes the chain's values from registers (planChainPrologues: nothing else
+  // reads them; the NCCL fallback computes them again): no stores.
+  if (!folded)
+    for (int id : sc.written) {
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + "* __restrict__ out" + std::to_string(id));
+      args.push_back(var(id));
+    }
   for (int o : sc.ext) {
     params.push_back("const " + std::string(storageType(p_.stages[o].type.dtype)) + "* __restrict__ " + (folded ? "ca" : "a") +
                      std::to_string(o));
@@ -1070,8 +1073,8 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
       }
     }
   }
-  if (!sc.written.empty()) {
-    K << (folded ? "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n" : "  if (threadIdx.x == 0) {\n");
+  if (!folded && !sc.written.empty()) {
+    K << "  if (threadIdx.x == 0) {\n";
     for (int id : sc.written) K << "    out" << id << "[0] = s" << id << ";\n";
     K << "  }\n";
   }
