@@ -10,7 +10,9 @@ wrote (lamb.cu) into a copy with %globaltimer stamps at every round of `moments`
            (moments) or the last round's pull (apply) between them, so that no transfer waits
            for a barrier's round trip
   VARIANT-mK  either with K movers instead of kDevMovers (64)
-Usage: proto_lamb_rounds.py GENERATED_DIR OUT_DIR VARIANT[-mK]
+  VARIANT-oK  `moments`' kernel with __launch_bounds__(kDevThreads, K): K blocks per SM (K = 2:
+              64 registers, some spilled, instead of ~124 and one block)
+Usage: proto_lamb_rounds.py GENERATED_DIR OUT_DIR VARIANT[-mK][-oK]
 The output lines: `TL rank R kernel SERIES round us` (us since the call's `moments` started).
 """
 import pathlib
@@ -50,8 +52,10 @@ static unsigned tlCallHost = 0;
 
 def main() -> None:
     src, dst, variant = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
-    variant, _, movers = variant.partition("-m")
+    variant, *opts = variant.split("-")
     assert variant in ("stamps", "split"), variant
+    movers = next((o[1:] for o in opts if o.startswith("m")), "")
+    occupancy = next((o[1:] for o in opts if o.startswith("o")), "")
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
@@ -171,6 +175,9 @@ def main() -> None:
     end = app.rindex("\n}\n")  # the kernel's closing brace (comments of the next kernel follow)
     app = app[:end] + "\n  if (blockIdx.x == 0) TLS(1, 7, 0);" + app[end:]
     cu = cu[:m0] + mom + cu[m1:a0] + app + cu[a1:]
+    if occupancy:
+        cu = sub(cu, "__launch_bounds__(coconet_rt::kDevThreads) k_5_moments_device",
+                 f"__launch_bounds__(coconet_rt::kDevThreads, {int(occupancy)}) k_5_moments_device")
     (dst / "lamb.cu").write_text(cu)
     if movers:
         dev = dst / "coconet_device.cuh"
