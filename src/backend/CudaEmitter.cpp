@@ -894,6 +894,7 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
       const ENode& n = s.expr.nodes[i];
       std::vector<std::string> args;
       for (int a : n.args) args.push_back(pre + std::to_string(a));
+      const std::string name = pre + std::to_string(i), scalar = "gv" + std::to_string(id) + "_" + std::to_string(i);
       if (hoist_) {
         bool u = n.op == EOp::Const || n.op == EOp::Param || n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize;
         if (!u && n.op != EOp::Operand && n.op != EOp::Dropout && !n.args.empty()) {
@@ -902,9 +903,7 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         }
         uniform[i] = u;
         if (u) {
-          const std::string name = pre + std::to_string(i);
-          if (hoist_->names.insert(name).second)
-            hoist_->code << nodeCode(n, name, args, "", "gv" + std::to_string(id) + "_" + std::to_string(i), "  ");
+          if (hoist_->names.insert(name).second) hoist_->code << nodeCode(n, name, args, "", scalar, "  ");
           continue;
         }
       }
@@ -913,7 +912,7 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         int o = s.operands[n.index];
         opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex.at(o));
       }
-      m << nodeCode(n, pre + std::to_string(i), args, opnd, "gv" + std::to_string(id) + "_" + std::to_string(i), ind);
+      m << nodeCode(n, name, args, opnd, scalar, ind);
     }
     std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
     std::string T = storageType(s.type.dtype);
@@ -1002,46 +1001,46 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   };
   if (!fast) {
     loops << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
-             << "    const long long i = j + om.first;\n"
-             << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
-             << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
-             << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
+          << "    const long long i = j + om.first;\n"
+          << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
+          << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
+          << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
     for (size_t k = 0; k < ext.size(); ++k)
       loops << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
     loops << members("    ", [](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[i" + std::to_string(k) + "])"; },
-                        [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   } else {
     auto scalarIndex = [&](size_t k, const std::string& i) { return fastIndex(acc[k], k, i, i); };
     loops << "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;\n"
-             << "  long long start = 0;\n  if (vec) {\n    constexpr int V = " << V << ";\n    const long long nv = om.n / V;\n"
-             << "    for (long long jv = tid; jv < nv; jv += nth) {\n      const long long i0 = om.first + jv * V;\n";
+          << "  long long start = 0;\n  if (vec) {\n    constexpr int V = " << V << ";\n    const long long nv = om.n / V;\n"
+          << "    for (long long jv = tid; jv < nv; jv += nth) {\n      const long long i0 = om.first + jv * V;\n";
     for (size_t k = 0; k < ext.size(); ++k) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[ext[k]].type.dtype);
       if (acc[k] == Access::Scalar) {
         loops << "      const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
       } else {
         loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (aliased_.count(ext[k]) ? "_rw" : "")
-                 << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
+              << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
       }
     }
     for (int id : written)
       loops << "      coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
     loops << "#pragma unroll\n      for (int e = 0; e < V; ++e) {\n        const long long i = i0 + e;\n"
-             << "        const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n        (void)key;\n";
+          << "        const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n        (void)key;\n";
     loops << members("        ",
-                        [&](int k) {
-                          std::string kk = std::to_string(k);
-                          return acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
-                        },
-                        [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
+                     [&](int k) {
+                       std::string kk = std::to_string(k);
+                       return acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+                     },
+                     [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
     loops << "      }\n";
     for (int id : written) loops << "      coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     loops << "    }\n    start = nv * V;\n  }\n"
-             << "  for (long long j = start + tid; j < om.n; j += nth) {\n    const long long i = om.first + j;\n"
-             << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n";
+          << "  for (long long j = start + tid; j < om.n; j += nth) {\n    const long long i = om.first + j;\n"
+          << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n";
     loops << members("    ", [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + scalarIndex(k, "i") + "])"; },
-                        [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   }
   hoist_ = nullptr;
