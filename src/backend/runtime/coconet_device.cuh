@@ -351,11 +351,14 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
 constexpr int kMaxRoleRounds = 65535;
 __device__ __forceinline__ unsigned* roleReady(unsigned* roles, int r) { return roles + 1 + r; }
 __device__ __forceinline__ unsigned* roleDone(unsigned* roles, int r) { return roles + 1 + kMaxRoleRounds + r; }
-// Makes the block's writes (and what it saw) visible, then adds 1 to *counter (every thread calls it).
+// Makes the block's writes (and what it saw) visible on this GPU, then adds 1 to *counter (every
+// thread calls it). A device-scope fence is enough for what peers read too: a worker's writes
+// reach the movers through this release and their acquire in roleWait, and peers through the
+// movers' system-scope barrier after it (causality order is transitive across the two scopes).
 __device__ __forceinline__ void roleSignal(unsigned* counter) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence_system();  // (peers read what workers publish once the movers' barrier passed)
+    __threadfence();
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(1u, cuda::memory_order_release);
   }
 }
