@@ -13,7 +13,8 @@
 # .gpu-bundle/bin/coconetc, else build/coconetc), NCCL_ROOT (default: PyTorch's NCCL),
 # WORK (sources, generated code and builds; default /tmp/coconet-bench), BENCH_TIMEOUT
 # (seconds one worker may run, default 14400), ROW_TIMEOUT (seconds one row may take, default
-# 900), BUILD_ARGS / BENCH_ARGS (extra options of build.py / bench.py).
+# 900), BUILD_ARGS / BENCH_ARGS (extra options of build.py / bench.py), BENCH_ROUNDS (Adam's and
+# LAMB's `coconetc_chunksK` rows, default 4; "4,8,16" sweeps the rounds in one run).
 #
 # Steps: build.py compiles and builds every program the workloads declare; then per world size
 # torchrun starts bench.py, which writes OUT/raw/WORKLOAD-pP.json; report.py writes

@@ -50,6 +50,7 @@ moments (12 bytes per parameter held), not the f16 weights every row keeps whole
 """
 from __future__ import annotations
 
+import os
 import re
 
 import torch
@@ -128,7 +129,9 @@ def compiled(fn):
     return _COMPILED[fn]
 
 
-ROUNDS = [4]  # pipelined rounds of the device-API kernels measured (Adam, LAMB)
+# Pipelined rounds of the device-API kernels measured as rows `coconetc_chunksK` (Adam, LAMB);
+# BENCH_ROUNDS="4,8,16" measures others (a knob sweep in the same run as the defaults).
+ROUNDS = [int(k) for k in os.environ.get("BENCH_ROUNDS", "4").split(",") if k.strip()]
 
 
 class OptimizerWorkload:
