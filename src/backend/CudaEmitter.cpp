@@ -992,7 +992,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   kernels_ << ") {\n  (void)seed;\n";
   // The kernel's loops go to `loops`, after the values they hoist (hoist_).
   Hoisted hoisted;
-  hoist_ = &hoisted;
+  HoistScope hoisting(hoist_, hoisted);
   std::ostringstream loops;
   // The members of one element: operand(k) reads external operand k, store(id) writes member id.
   auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand,
@@ -1043,9 +1043,8 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
                      [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   }
-  hoist_ = nullptr;
-  if (!hoisted.names.empty()) kernels_ << "  // the same for every element\n" << hoisted.code.str();
-  kernels_ << loops.str();
+  hoisting.end();
+  kernels_ << hoisted.prologue() << loops.str();
   emitMaps(ref, ext);
   std::string n = countVar(ref);
   if (!first.empty()) {

@@ -315,7 +315,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
   // The element code is made first: the values it hoists (hoist_) go before it.
   Hoisted hoisted;
-  hoist_ = &hoisted;
+  HoistScope hoisting(hoist_, hoisted);
   // One element i (the elements after the last whole unit, or every element when not aligned).
   std::ostringstream E;
   E << "  auto elem = [&](long long i) {\n"
@@ -344,8 +344,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   };
   const std::string unitMembers = runMembers(dg.calc, dg.extIndex, writtenVec, "      ", vecOperand,
                                              [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
-  hoist_ = nullptr;
-  if (!hoisted.names.empty()) K << "  // the same for every element\n" << hoisted.code.str();
+  hoisting.end();
+  K << hoisted.prologue();
   K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
     << (tail ? ", publish" : "") << ".\n"
     << "  auto compute = [&](long long lo, long long hi) {\n";

@@ -223,8 +223,19 @@ private:
   struct Hoisted {
     std::ostringstream code;
     std::set<std::string> names;
+    // What the kernel writes before its loops ("" when nothing was hoisted).
+    std::string prologue() const { return names.empty() ? "" : "  // the same for every element\n" + code.str(); }
   };
   Hoisted* hoist_ = nullptr;
+  // Sets hoist_ to `h` for the element code made until end() (or its end of life).
+  struct HoistScope {
+    Hoisted*& slot;
+    HoistScope(Hoisted*& s, Hoisted& h) : slot(s) { slot = &h; }
+    ~HoistScope() { end(); }
+    void end() { slot = nullptr; }
+    HoistScope(const HoistScope&) = delete;
+    HoistScope& operator=(const HoistScope&) = delete;
+  };
 
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "");
