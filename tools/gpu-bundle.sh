@@ -48,6 +48,10 @@ variant split16 lamb $'tune(moments, chunks = 16, roles = split);\ntune(apply, c
 # roles = auto (movers from 8 rounds, which the test sizes never reach by size) with 8 rounds:
 # its kernels run with movers.
 variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chunks = 8, roles = auto);'
+# Tapered chunks (chunkLo: the end chunks halve) past what the defaults take: 7 rounds with
+# taper 3 (1, 2, 4, 8, 4, 2, 1) on the head, and 6 rounds with taper 8 on the tail (clamped to
+# 3: 1, 2, 4, 4, 2, 1, no middle chunk).
+variant taper lamb $'tune(moments, chunks = 7, roles = split, taper = 3);\ntune(apply, chunks = 6, roles = split, taper = 8);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

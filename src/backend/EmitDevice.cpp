@@ -105,6 +105,7 @@ void Emitter::planDeviceGroups() {
     if (auto r = f.knobs.find("roles"); r != f.knobs.end())
       dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
+    if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // 0 allowed
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
@@ -371,9 +372,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   K << unitMembers << fold("      ", vecOperand) << "    }\n";
   for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
   if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
+  // the chunks' taper (chunkLo): the schedule's, else kRolesTaper while the blocks are in roles
+  const std::string taper = dg.taper > 0  ? ", " + std::to_string(dg.taper)
+                            : dg.taper == 0 || !roles ? std::string()
+                                                      : std::string(", movers > 0 ? coconet_rt::kRolesTaper : 0");
   K << "  }, elem);\n"
     << "  };\n"
-    << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n");
+    << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
   const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
   auto pullOf = [&](const std::string& range) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";

@@ -321,6 +321,9 @@ private:
     enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
     bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
+    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); -1:
+    // coconet_rt::kRolesTaper while the blocks are in roles, else alike.
+    int taper = -1;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

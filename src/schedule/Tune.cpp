@@ -9,17 +9,20 @@
 namespace coconet::schedule {
 
 namespace {
-// Knobs that take one of a few words; the others are integers in [1, 65535].
+// Knobs that take one of a few words; the others are integers in [1, 65535] but for those in
+// kRanges.
 const std::map<std::string, std::vector<std::string>> kChoices = {
     {"algorithm", {"one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},
 };
+// taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike)
+const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}};
 }  // namespace
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -39,11 +42,13 @@ bool tune(StepContext& c) {
         return false;
       }
     } else {
+      auto range = kRanges.find(k.key);
+      const auto [lo, hi] = range != kRanges.end() ? range->second : std::pair<int, int>{1, 65535};
       int v = 0;
       auto [ptr, ec] = std::from_chars(k.value.data(), k.value.data() + k.value.size(), v);
-      if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < 1 || v > 65535) {
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [1, 65535], got " +
-                                 quote(k.value), k.length);
+      if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < lo || v > hi) {
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(lo) + ", " +
+                                 std::to_string(hi) + "], got " + quote(k.value), k.length);
         return false;
       }
     }
@@ -64,7 +69,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles or movers");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers or taper");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst[k] = v;
   return true;

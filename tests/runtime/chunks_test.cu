@@ -1,0 +1,75 @@
+// Host checks of the device runtime's chunk edges (coconet_device.cuh, chunkLo): every kernel
+// that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
+// ranks, must agree on the same partition. Built with nvcc and run on the build machine (the
+// function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "coconet_device.cuh"
+
+namespace {
+int failures = 0;
+void expect(bool ok, const char* what, int rounds, int taper, long long m, int unit, int c) {
+  if (ok) return;
+  if (++failures <= 20)
+    std::printf("FAIL %s: rounds %d taper %d m %lld unit %d chunk %d\n", what, rounds, taper, m, unit, c);
+}
+}  // namespace
+
+int main() {
+  using coconet_rt::chunkLo;
+  const long long sizes[] = {0, 1, 7, 8, 9, 63, 64, 65, 1000, 4097, 1 << 20, (1 << 20) + 3, 1LL << 28, (1LL << 33) + 5};
+  for (long long m : sizes)
+    for (int unit : {1, 2, 4, 8})
+      for (int rounds = 1; rounds <= 40; ++rounds)
+        for (int taper = 0; taper <= 8; ++taper) {
+          // a partition of [0, m): starts at 0, ends at m, never goes back; every inner edge a
+          // whole number of units (the kernels' vector accesses)
+          expect(chunkLo(0, rounds, m, unit, taper) == 0, "first edge 0", rounds, taper, m, unit, 0);
+          expect(chunkLo(rounds, rounds, m, unit, taper) == m, "last edge m", rounds, taper, m, unit, rounds);
+          for (int c = 0; c < rounds; ++c) {
+            const long long lo = chunkLo(c, rounds, m, unit, taper), hi = chunkLo(c + 1, rounds, m, unit, taper);
+            expect(lo <= hi, "edges in order", rounds, taper, m, unit, c);
+            expect(lo == m || lo % unit == 0, "edge on a unit", rounds, taper, m, unit, c);
+          }
+          // taper 0: the chunks as before tapering existed (ceil(units / rounds) units each)
+          if (taper == 0) {
+            const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
+            for (int c = 0; c <= rounds; ++c) {
+              const long long want = std::min(m, c * per * unit);
+              expect(chunkLo(c, rounds, m, unit, 0) == want, "taper 0 alike", rounds, taper, m, unit, c);
+            }
+          }
+          // tapered, large slices: chunk c's share of the units is its weight (1, 2, ...,
+          // 2^(t-1), then 2^t, then back down; t = min(taper, rounds / 2)) over the weights' sum,
+          // to one unit
+          const int t = std::min(taper, rounds / 2);
+          if (t > 0 && m >= (1 << 20)) {
+            std::vector<long long> w(rounds, 1LL << t);
+            for (int c = 0; c < t; ++c) w[c] = w[rounds - 1 - c] = 1LL << c;
+            long long total = 0;
+            for (long long x : w) total += x;
+            const long long units = (m + unit - 1) / unit;
+            for (int c = 0; c < rounds; ++c) {
+              const long long got = (std::min(m, chunkLo(c + 1, rounds, m, unit, taper)) - chunkLo(c, rounds, m, unit, taper) + unit - 1) / unit;
+              const long double want = static_cast<long double>(units) * w[c] / total;
+              expect(got >= want - 1 && got <= want + 1, "chunk share", rounds, taper, m, unit, c);
+            }
+          }
+        }
+  // the ends of a tapered pipeline are small: 8 rounds, taper 2 over 2^26 elements in units of 8
+  {
+    const long long m = 1LL << 26;
+    const long long first = chunkLo(1, 8, m, 8, 2), mid = chunkLo(4, 8, m, 8, 2) - chunkLo(3, 8, m, 8, 2);
+    const long long last = m - chunkLo(7, 8, m, 8, 2);
+    expect(mid >= 4 * first - 40 && mid <= 4 * first + 40, "first chunk a quarter of a middle one", 8, 2, m, 8, 0);
+    expect(last == first || last == first + 8 || last == first - 8, "last chunk as the first", 8, 2, m, 8, 7);
+  }
+  if (failures) {
+    std::printf("%d failures\n", failures);
+    return 1;
+  }
+  std::printf("chunk edges: all checks passed\n");
+  return 0;
+}
