@@ -372,10 +372,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   K << unitMembers << fold("      ", vecOperand) << "    }\n";
   for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
   if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
-  // the chunks' taper (chunkLo): the schedule's, else kRolesTaper while the blocks are in roles
-  const std::string taper = dg.taper > 0  ? ", " + std::to_string(dg.taper)
-                            : dg.taper == 0 || !roles ? std::string()
-                                                      : std::string(", movers > 0 ? coconet_rt::kRolesTaper : 0");
+  // the chunks' taper (chunkLo): the schedule's; alike without it
+  const std::string taper = dg.taper > 0 ? ", " + std::to_string(dg.taper) : std::string();
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");

@@ -321,8 +321,8 @@ private:
     enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
     bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
-    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); -1:
-    // coconet_rt::kRolesTaper while the blocks are in roles, else alike.
+    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); -1
+    // (no knob) or 0: the chunks alike.
     int taper = -1;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;

@@ -319,12 +319,15 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
 // chunkLo(c+1)), a multiple of `unit` long but for the last.
-// With taper t > 0 (tune(f, taper = t), or kRolesTaper for a kernel in roles) the chunks are
-// not all alike: the first t grow and the last t shrink by halves, 1/2^t, ..., 1/2 of a middle
-// chunk, for t = min(taper, rounds / 2). A pipeline of movers and workers (roles split) waits
-// for the first chunk's transfer before any computation starts and for the last chunk's
-// computation (or pull) after the last transfer: small end chunks shorten that fill and drain
-// while the middle chunks keep the transfers long.
+// With taper t > 0 (tune(f, taper = t); 0 without the knob) the chunks are not all alike: the
+// first t grow and the last t shrink by halves, 1/2^t, ..., 1/2 of a middle chunk, for
+// t = min(taper, rounds / 2). A pipeline of movers and workers (roles split) waits for the first
+// chunk's transfer before any computation starts and for the last chunk's computation (or pull)
+// after the last transfer; small end chunks shorten that fill and drain while the middle chunks
+// keep the transfers long. Not the default: on 2x H200 LAMB with taper 2 chosen at run time (114
+// registers in `moments`, as with chunks alike) was no faster than chunks alike in another call
+// (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); the builds with a literal taper that
+// ran 10% faster there had `moments` compiled to 64 registers, two blocks per SM.
 __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0) {
   if (c >= rounds) return m;
   const long long units = (m + unit - 1) / unit;
@@ -433,10 +436,6 @@ constexpr int kDevMovers = 64;
 // against 246.9, 799.3 and 2,990 shared; Adam's one kernel (push and pull in each round) lost
 // split at every size (session16-optim), so it stays shared.
 constexpr int kRolesAutoRounds = 8;
-// The taper of a kernel's chunks (chunkLo) while its blocks are in roles, unless the schedule
-// sets it (tune(f, taper = K)); with every block doing both, the chunks are alike (a round waits
-// for its push and its computation together, so a small chunk beside a large one gains nothing).
-constexpr int kRolesTaper = 2;
 // The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
 // one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
 // resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.
