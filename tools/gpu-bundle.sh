@@ -52,6 +52,9 @@ variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chu
 # taper 3 (1, 2, 4, 8, 4, 2, 1) on the head, and 6 rounds with taper 8 on the tail (clamped to
 # 3: 1, 2, 4, 4, 2, 1, no middle chunk).
 variant taper lamb $'tune(moments, chunks = 7, roles = split, taper = 3);\ntune(apply, chunks = 6, roles = split, taper = 8);'
+# `moments` at two blocks per SM (tune(f, occupancy = 2): 64 registers, twice the workers) with
+# movers (8 rounds, roles auto).
+variant occ2 lamb $'tune(moments, chunks = 8, roles = auto, occupancy = 2);\ntune(apply, chunks = 8, roles = auto);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

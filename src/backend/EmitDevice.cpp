@@ -106,6 +106,7 @@ void Emitter::planDeviceGroups() {
       dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
     if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // 0 allowed
+    dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
@@ -280,7 +281,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       if (inlinedInto_.count(c) && inlinedInto_.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
     K << "\n";
   }
-  K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads) " << kname << "(";
+  // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
+  // must), so that a split kernel's roleBlocks finds room for K times the workers.
+  K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads" << (dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy) : "")
+    << ") " << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
   // Block b's LSA barrier is barrier b, and the device communicator has kDevMaxBlocks of them: a
   // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks

@@ -324,6 +324,10 @@ private:
     // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); -1
     // (no knob) or 0: the chunks alike.
     int taper = -1;
+    // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
+    // none asked, ptxas takes the registers it wants). Only a split kernel's grid grows with it
+    // (roleBlocks sizes the workers by the occupancy); without roles it is at most kDevMaxBlocks.
+    int occupancy = 1;
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

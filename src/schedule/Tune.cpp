@@ -18,11 +18,12 @@ const std::map<std::string, std::vector<std::string>> kChoices = {
     {"roles", {"split", "shared", "auto"}},
 };
 // taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike)
-const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}};
+// occupancy: blocks of 512 threads per SM (an SM holds 2048 threads)
+const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}, {"occupancy", {1, 4}}};
 }  // namespace
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "occupancy"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -69,7 +70,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers or taper");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper or occupancy");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst[k] = v;
   return true;
