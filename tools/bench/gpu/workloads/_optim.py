@@ -29,6 +29,10 @@ w16 = f16(w'). Rows:
   coconetc_auto         coconetc with tune(G, roles = auto): split from 8 rounds (2^26
                         parameters), every block both below (Adam only: LAMB's sample
                         schedule sets it, so there it is the coconetc row)
+  coconetc_occ2         coconetc with tune(G, occupancy = 2) for its groups: each kernel asks
+                        for two blocks of 512 threads per SM (64 registers), so a kernel in
+                        roles gets twice the workers (only where the sample's schedule gives
+                        its groups roles: LAMB)
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
@@ -162,6 +166,14 @@ class OptimizerWorkload:
             self.programs[f"{kind}_auto"] = dict(
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, roles = auto);\n" for g in groups))
+        # Two blocks per SM (tune(G, occupancy = 2)) where the sample's groups have roles: the
+        # workers double (session 21: LAMB's drivers at 2 GPUs ~10% faster with `moments` at 64
+        # registers); without roles the grid does not grow, so Adam has no such row.
+        self.occ_row = not self.auto_row
+        if self.occ_row:
+            self.programs[f"{kind}_occ2"] = dict(
+                source=source, schedule=schedule,
+                schedule_append="".join(f"tune({g}, occupancy = 2);\n" for g in groups))
         # The groups' transfers by copy engines (tune(G, algorithm = copy_engines)), rounds by size
         # (coconet_rt::ceAutoRounds: one below 64 MiB, else two).
         self.programs[f"{kind}_copy_engines"] = dict(
@@ -315,6 +327,8 @@ class OptimizerWorkload:
             ("coconetc_split", lambda: self.coconetc(cfg, ctx, f"{self.kind}_split")),
             *([("coconetc_auto", lambda: self.coconetc(cfg, ctx, f"{self.kind}_auto"))]
               if self.auto_row else []),
+            *([("coconetc_occ2", lambda: self.coconetc(cfg, ctx, f"{self.kind}_occ2"))]
+              if self.occ_row else []),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
