@@ -105,7 +105,7 @@ void Emitter::planDeviceGroups() {
     if (auto r = f.knobs.find("roles"); r != f.knobs.end())
       dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
-    if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // 0 allowed
+    if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
     dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;

@@ -321,9 +321,9 @@ private:
     enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
     bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
-    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); -1
-    // (no knob) or 0: the chunks alike.
-    int taper = -1;
+    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); 0:
+    // the chunks alike.
+    int taper = 0;
     // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
     // none asked, ptxas takes the registers it wants). Only a split kernel's grid grows with it
     // (roleBlocks sizes the workers by the occupancy); without roles it is at most kDevMaxBlocks.

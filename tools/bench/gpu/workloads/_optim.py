@@ -161,7 +161,8 @@ class OptimizerWorkload:
             schedule_append="".join(f"tune({g}, roles = split);\n" for g in groups))
         # Roles split only from coconet_rt::kRolesAutoRounds rounds (tune(G, roles = auto)),
         # unless the sample's schedule already says so (then it is the default build).
-        self.auto_row = "roles = auto" not in re.sub(r"//[^\n]*", "", (REPO / schedule).read_text())
+        sample_roles = "roles = auto" in re.sub(r"//[^\n]*", "", (REPO / schedule).read_text())
+        self.auto_row = not sample_roles
         if self.auto_row:
             self.programs[f"{kind}_auto"] = dict(
                 source=source, schedule=schedule,
@@ -169,7 +170,7 @@ class OptimizerWorkload:
         # Two blocks per SM (tune(G, occupancy = 2)) where the sample's groups have roles: the
         # workers double (session 21: LAMB's drivers at 2 GPUs ~10% faster with `moments` at 64
         # registers); without roles the grid does not grow, so Adam has no such row.
-        self.occ_row = not self.auto_row
+        self.occ_row = sample_roles
         if self.occ_row:
             self.programs[f"{kind}_occ2"] = dict(
                 source=source, schedule=schedule,
