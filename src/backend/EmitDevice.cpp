@@ -106,7 +106,10 @@ void Emitter::planDeviceGroups() {
       dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
     dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
     if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
-    dg.occupancy = knobInt(f.knobs, "occupancy", 1);
+    if (auto o = f.knobs.find("occupancy"); o != f.knobs.end() && o->second == "auto")
+      dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
+    else
+      dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
@@ -282,9 +285,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "\n";
   }
   // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
-  // must), so that a split kernel's roleBlocks finds room for K times the workers.
-  K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads" << (dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy) : "")
-    << ") " << kname << "(";
+  // must), so that a split kernel's roleBlocks finds room for K times the workers; with
+  // occupancy = auto a template over K, instantiated for 1 and 2 (the launch picks one).
+  if (dg.occupancyByRanks()) K << "template <int kOccupancy>\n";
+  K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
+    << (dg.occupancyByRanks() ? std::string(", kOccupancy") : dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy) : "") << ") "
+    << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
   // Block b's LSA barrier is barrier b, and the device communicator has kDevMaxBlocks of them: a
   // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks
@@ -545,14 +551,20 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   emitDevVec(dg, L, others, "      ");
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
+  // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
+  const std::string kcall = dg.occupancyByRanks() ? kname + "_k" : kname, kptr = dg.occupancyByRanks() ? kname + "_k" : "&" + kname;
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
     b << "      const int rounds = " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
-      b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n"
-        << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(&" << kname << "), " << n << " / "
-        << V << ", movers, " << prog << ", " << name << ") : 0;\n"
+      b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
+    if (dg.occupancyByRanks())
+      b << "      // tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
+        << "      auto* const " << kname << "_k = coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &" << kname << "<2> : &" << kname << "<1>;\n";
+    if (dg.splitRoles())
+      b << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
+        << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
         << "      const int blocks = movers > 0 ? workers : " << grid << ";  // the blocks that compute\n";
     else
       b << "      const int blocks = " << grid << ";\n";
@@ -568,7 +580,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (dg.copyEngines) {
     emitCopyEngineGroup(dg, kname, grid, L);
   } else {
-    b << "      " << kname << "<<<" << (dg.splitRoles() ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
+    b << "      " << kcall << "<<<" << (dg.splitRoles() ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
     for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
     b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
   }

@@ -327,7 +327,10 @@ private:
     // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
     // none asked, ptxas takes the registers it wants). Only a split kernel's grid grows with it
     // (roleBlocks sizes the workers by the occupancy); without roles it is at most kDevMaxBlocks.
+    // 0 (tune(f, occupancy = auto)): a split kernel is a template over its occupancy, and the
+    // launch takes coconet_rt::devAutoOccupancy's (from the ranks and the movers); without roles, 1.
     int occupancy = 1;
+    bool occupancyByRanks() const { return occupancy == 0 && !preloaded && splitRoles(); }
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

@@ -18,8 +18,11 @@ const std::map<std::string, std::vector<std::string>> kChoices = {
     {"roles", {"split", "shared", "auto"}},
 };
 // taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike)
-// occupancy: blocks of 512 threads per SM (an SM holds 2048 threads)
+// occupancy: blocks of 512 threads per SM (an SM holds 2048 threads), or auto (by the ranks at
+// run time: coconet_rt::devAutoOccupancy)
 const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}, {"occupancy", {1, 4}}};
+// integer knobs that also take a word
+const std::map<std::string, std::string> kIntOrWord = {{"occupancy", "auto"}};
 }  // namespace
 
 bool tune(StepContext& c) {
@@ -42,14 +45,18 @@ bool tune(StepContext& c) {
                       k.length);
         return false;
       }
+    } else if (auto w = kIntOrWord.find(k.key); w != kIntOrWord.end() && k.value == w->second) {
+      // (the word; checked below like the others)
     } else {
       auto range = kRanges.find(k.key);
       const auto [lo, hi] = range != kRanges.end() ? range->second : std::pair<int, int>{1, 65535};
       int v = 0;
       auto [ptr, ec] = std::from_chars(k.value.data(), k.value.data() + k.value.size(), v);
       if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < lo || v > hi) {
+        const auto w = kIntOrWord.find(k.key);
         c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(lo) + ", " +
-                                 std::to_string(hi) + "], got " + quote(k.value), k.length);
+                                 std::to_string(hi) + "]" + (w != kIntOrWord.end() ? " or " + w->second : "") + ", got " +
+                                 quote(k.value), k.length);
         return false;
       }
     }

@@ -451,6 +451,16 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
   return std::max(1, std::min(blocks, resident - movers));
 }
 
+// tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
+// ranks and the movers. Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
+// so the fewer the ranks, the more the workers weigh against the movers' transfers: at two
+// ranks two blocks per SM (registers spilled, about twice the workers) are faster, at four they
+// are not. 4x H200, bench rows `coconetc` and `coconetc_occ2` of one run
+// (docs/benchmarks/gpu/2026-11-22-4xH200-session22): LAMB at 2 GPUs 728.2 / 2,581 us against
+// 792.9 / 2,819 at 2^26 / 2^28 parameters; at 4 GPUs 744.8 / 2,651 against 748.6 / 2,612.
+// Without movers the grid does not grow with the occupancy, so one block per SM.
+inline int devAutoOccupancy(int ranks, int movers) { return movers > 0 && ranks <= 2 ? 2 : 1; }
+
 // Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
 // one below 16 MiB (the barriers would cost more than the overlap gains), then
 // 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
