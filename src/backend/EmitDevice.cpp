@@ -286,10 +286,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   }
   // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
   // must), so that a split kernel's roleBlocks finds room for K times the workers; with
-  // occupancy = auto a template over K, instantiated for 1 and 2 (the launch picks one).
+  // occupancy = auto a template over K, instantiated for 1 and 2 (the launch picks one). K = 1
+  // asks 0 blocks, i.e. nothing (no .minnctapersm), as without the knob: ptxas then chooses the
+  // registers as before (an explicit 1 gave LAMB's `apply` 80 registers, one block per SM,
+  // where it takes 64 unasked).
   if (dg.occupancyByRanks()) K << "template <int kOccupancy>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
-    << (dg.occupancyByRanks() ? std::string(", kOccupancy") : dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy) : "") << ") "
+    << (dg.occupancyByRanks() ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
+        : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
+                              : "")
+    << ") "
     << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
   // Block b's LSA barrier is barrier b, and the device communicator has kDevMaxBlocks of them: a
