@@ -30,27 +30,10 @@
 #include <functional>
 #include <vector>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    auto e_ = (x);                                                                             \
-    if ((int)e_ != 0) {                                                                        \
-      std::printf("error %d at %s:%d: %s\n", (int)e_, __FILE__, __LINE__, #x);                \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "micro.cuh"
 
 constexpr int kMaxG = 8;
 constexpr int kIters = 20, kWarm = 3;
-
-__global__ void fill(__half* p, long long n, unsigned seed) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    p[i] = __float2half(((h & 0xffff) / 65536.f - 0.5f));
-  }
-}
 
 // out[i] = own[i] + sum over s of stage[s * n + i], s < peers: 16-byte vectors (n % 8 == 0).
 __global__ void __launch_bounds__(512) sum_parts(__half* __restrict__ out, const __half* __restrict__ own,
@@ -124,7 +107,7 @@ int main(int argc, char** argv) {
     g[d].ev.resize(4096);
     for (auto& e : g[d].ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     g[d].sms = prop.multiProcessorCount;
-    fill<<<1024, 256>>>(g[d].in, maxBytes / 2, 17u + d);
+    fill<<<1024, 256>>>(g[d].in, maxBytes / 2, 17u + d, 1.f);
     CK(cudaGetLastError());
   }
   auto syncAll = [&] {

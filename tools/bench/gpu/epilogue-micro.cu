@@ -14,17 +14,9 @@
 
 #include "coconet_runtime.cuh"
 
-#define CK(x) do { auto e_ = (x); if ((int)e_ != 0) { std::printf("error %d at %s:%d: %s\n", (int)e_, __FILE__, __LINE__, #x); std::exit(1); } } while (0)
+#include "micro.cuh"
 
 using coconet_rt::Vec;
-
-__global__ void fill(__half* p, long long n, unsigned seed) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2half(((h & 0xffff) / 65536.f - 0.5f));
-  }
-}
 
 // i % b by a 32-bit remainder where both fit (session 15 tried it in generated code, as
 // coconet_rt::wrap_index, and dropped it: no faster than the 64-bit remainder here).
@@ -122,9 +114,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&mine, n * sizeof(__half)));
   CK(cudaMalloc(&own, n * sizeof(__half)));
   CK(cudaMalloc(&ref, n * sizeof(__half)));
-  fill<<<1024, 256>>>(slots, 2 * n, 1);
-  fill<<<1024, 256>>>(bias, H, 2);
-  fill<<<1024, 256>>>(res, n, 3);
+  fill<<<1024, 256>>>(slots, 2 * n, 1, 1.f);
+  fill<<<1024, 256>>>(bias, H, 2, 1.f);
+  fill<<<1024, 256>>>(res, n, 3, 1.f);
   CK(cudaDeviceSynchronize());
   const double bytes = 6.0 * n * sizeof(__half);
   std::printf("# epilogue-micro: %s, %d SMs; %lld rows x %lld (%.1f MB moved per launch)\n", prop.name, sms, rows, H, bytes / 1e6);

@@ -30,15 +30,7 @@
 
 #include "coconet_runtime.cuh"
 
-#define CK(x) do { auto e_ = (x); if ((int)e_ != 0) { std::printf("error %d at %s:%d: %s\n", (int)e_, __FILE__, __LINE__, #x); std::exit(1); } } while (0)
-
-__global__ void fill(__half* p, long long n, unsigned seed, float scale) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2half(((h & 0xffff) / 65536.f - 0.5f) * scale);
-  }
-}
+#include "micro.cuh"
 
 // The generated GeLU kernel's body (moe_gemm.cu, k_*_h): 8 halves per thread per step.
 __global__ void gelu8(__half* __restrict__ out, const __half* __restrict__ in, long long n) {
