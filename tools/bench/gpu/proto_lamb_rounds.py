@@ -11,7 +11,8 @@ wrote (lamb.cu) into a copy with %globaltimer stamps at every round of `moments`
            for a barrier's round trip
   VARIANT-mK  either with K movers instead of kDevMovers (64)
   VARIANT-oK  `moments`' kernel with __launch_bounds__(kDevThreads, K): K blocks per SM (K = 2:
-              64 registers, some spilled, instead of ~124 and one block)
+              64 registers, some spilled, instead of ~124 and one block); where the schedule
+              has occupancy = auto (its template), K = 1 or 2 picks that instantiation
 Usage: proto_lamb_rounds.py GENERATED_DIR OUT_DIR VARIANT[-mK][-oK]
 The output lines: `TL rank R kernel SERIES round us` (us since the call's `moments` started).
 """
@@ -61,7 +62,8 @@ def main() -> None:
     shutil.copytree(src, dst)
     cu = (dst / "lamb.cu").read_text()
     # the stamps' buffer after the includes
-    first_kernel = cu.index("__global__ void __launch_bounds__(coconet_rt::kDevThreads) k_5_moments_device")
+    # (`moments` is a template over its blocks per SM where the schedule asks occupancy = auto)
+    first_kernel = re.search(r"(template <int kOccupancy>\n)?__global__ void __launch_bounds__\([^)]*\) k_5_moments_device", cu).start()
     cu = cu[:first_kernel] + HEADER + cu[first_kernel:]
     # kernel parameters and launch arguments: the host's call count
     cu = sub(cu, "int vec, int rounds, int movers, unsigned* __restrict__ roles) {",
@@ -175,7 +177,11 @@ def main() -> None:
     end = app.rindex("\n}\n")  # the kernel's closing brace (comments of the next kernel follow)
     app = app[:end] + "\n  if (blockIdx.x == 0) TLS(1, 7, 0);" + app[end:]
     cu = cu[:m0] + mom + cu[m1:a0] + app + cu[a1:]
-    if occupancy:
+    if occupancy and "k_5_moments_device<2>" in cu:  # the template: the launch takes instantiation K
+        assert occupancy in ("1", "2"), "with occupancy = auto in the schedule, -o1 or -o2"
+        cu = sub(cu, "coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &k_5_moments_device<2>",
+                 f"{int(occupancy)} == 2 ? &k_5_moments_device<2>")
+    elif occupancy:
         cu = sub(cu, "__launch_bounds__(coconet_rt::kDevThreads) k_5_moments_device",
                  f"__launch_bounds__(coconet_rt::kDevThreads, {int(occupancy)}) k_5_moments_device")
     (dst / "lamb.cu").write_text(cu)
