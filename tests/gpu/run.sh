@@ -6,6 +6,7 @@
 # device-API collectives with each process as its own NCCL host. Writes a summary
 # to $OUT/gpu-results.txt (or ./gpu-results.txt) and the logs as gpu-logs.tgz beside it.
 set -uo pipefail
+mkdir -p "${OUT:-.}" || exit 1   # (a missing OUT folder once lost a whole run's results)
 res="${OUT:-.}/gpu-results.txt"
 out="$(mktemp -d)"   # logs; packed into gpu-logs.tgz beside the results at the end
 b=.gpu-bundle
