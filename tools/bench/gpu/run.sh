@@ -109,8 +109,12 @@ if command -v nvidia-smi > /dev/null && [ "$ngpu" -gt 0 ] && [[ " ${BENCH_ARGS:-
     --format=csv -lms 250 > "$out/logs/gpu-clocks.csv" 2>&1 &
   smi_pid=$!
   trap 'kill "$smi_pid" 2> /dev/null' EXIT
-  trap 'exit 143' TERM INT
 fi
+# A worker runs in the background and this script waits for it, so that a TERM or INT (a
+# timeout around run.sh, Ctrl-C) stops it at once: bash runs a trap only after its foreground
+# command ends, and a worker in the foreground kept a timed-out run.sh alive until BENCH_TIMEOUT.
+worker=
+trap '[ -z "$worker" ] || kill -TERM "$worker" 2> /dev/null; exit 143' TERM INT
 tmo="${BENCH_TIMEOUT:-14400}"
 for P in ${gpus_opt//,/ }; do
   if [ "$P" -gt "$ngpu" ]; then
@@ -128,8 +132,11 @@ for P in ${gpus_opt//,/ }; do
     echo "P=$P: $todo (log: $log)"
     timeout --kill-after=60 "$tmo" python3 -m torch.distributed.run --standalone \
       --nproc-per-node "$P" "$here/bench.py" --build "$out/build.json" --out "$out" \
-      --workloads "$todo" --row-timeout "${ROW_TIMEOUT:-900}" $quick "${bench_args[@]}" > "$log" 2>&1
+      --workloads "$todo" --row-timeout "${ROW_TIMEOUT:-900}" $quick "${bench_args[@]}" > "$log" 2>&1 &
+    worker=$!
+    wait "$worker"
     rc=$?
+    worker=
     grep '^bench: ' "$log" | sed 's/^bench: /  /' | tail -n 400 || true
     [ $rc = 0 ] && continue
     status=1
