@@ -416,12 +416,12 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         if check is None:
             rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
         row = None
-        status, msg, times = 0, "", []
+        status, msg, times, extra = 0, "", [], {}
         ctx.watchdog.arm(f"config {rec['name']}, row {name}, time mode", fail)
         try:
             row = factory()
             row_meta(rr, row)
-            times = time_row(ctx, row, args.warmup, args.iters, args.warmup_seconds)
+            times, extra = time_row(ctx, row, args.warmup, args.iters, args.warmup_seconds)
         except Exception:
             status, msg = 2, traceback.format_exc(limit=6)
         status, msgs = ctx.agree(status, msg)
@@ -432,7 +432,13 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             slowest = ctx.max_over_ranks(ranks)
             # the iterations in order (the slowest rank's, and each rank's): a spread that is
             # two clusters rather than one shows here
-            rr["time"] = dict(status="ok", **stats(slowest), iters_us=[round(x, 1) for x in slowest],
+            # host_us and queued_us (see time_row): the slowest rank's
+            keys = [k for k in ("host_us", "queued_us", "queued_ok") if k in extra]
+            worst = [max(col) if k != "queued_ok" else min(col)
+                     for k, col in zip(keys, zip(*ctx.per_rank([float(extra[k]) for k in keys])))]
+            more = {k: (bool(v) if k == "queued_ok" else round(v, 1)) for k, v in zip(keys, worst)}
+            rr["time"] = dict(status="ok", **stats(slowest), **more,
+                              iters_us=[round(x, 1) for x in slowest],
                               rank_iters_us=[[round(x, 1) for x in r] for r in ranks])
             if rr.get("bytes"):
                 sec = rr["time"]["median_us"] * 1e-6
@@ -445,7 +451,9 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             rr.setdefault("warnings", []).extend(errs)
         t = rr["time"]
         log(f"  {name}: " + (f"median {t['median_us']:.1f} us (p10 {t['p10_us']:.1f}, "
-                             f"p90 {t['p90_us']:.1f})" if t["status"] == "ok"
+                             f"p90 {t['p90_us']:.1f}; queued {t.get('queued_us', 0):.1f}"
+                             f"{'' if t.get('queued_ok', True) else ' (host-bound)'}, host "
+                             f"{t['host_us']:.1f} per step)" if t["status"] == "ok"
                              else f"time {t['status']}: {brief(t.get('error') or t.get('reason'))}"))
         save()
     del reference
@@ -482,12 +490,20 @@ def check_against(ctx: Ctx, out: dict, reference, tol) -> dict:
             **({"worst": worst.strip("; ")} if worst else {})}
 
 
-def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0) -> list[float]:
-    """Per-iteration times on this rank, in microseconds. Warm-up: `warmup` steps, then more
-    until about `warmup_seconds` have passed (the same count on every rank), so that every row
-    is timed at the clocks it settles to: on 2x H200 the overlapped Megatron layer's first 20
-    timed steps took 2,144 us and its last 100 of 200 2,313 (eager's 2,918 and 2,965), the GPUs
-    slowing their clocks under the power the overlap draws (session15-megatron-warm)."""
+def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0) -> tuple[list[float], dict]:
+    """Per-iteration times on this rank, in microseconds, and two more figures (`extra`):
+    host_us, the host's time to issue one step (Python, the library's host code, the launches;
+    the timed loop never waits for the GPU, so a step that the host issues more slowly than the
+    GPU runs it is timed from its first launch on, with the host's gaps in it), and queued_us,
+    the GPU's own time per step: `iters` steps issued while the GPU sleeps, so that they run back
+    to back with the host ahead (as in training, where the backward pass keeps the queue full).
+    A row whose median is well above its queued_us was timed by its host path.
+
+    Warm-up: `warmup` steps, then more until about `warmup_seconds` have passed (the same count
+    on every rank), so that every row is timed at the clocks it settles to: on 2x H200 the
+    overlapped Megatron layer's first 20 timed steps took 2,144 us and its last 100 of 200 2,313
+    (eager's 2,918 and 2,965), the GPUs slowing their clocks under the power the overlap draws
+    (session15-megatron-warm)."""
     torch, dist = ctx.torch, ctx.dist
     if getattr(row, "reset", None):
         row.reset()
@@ -507,6 +523,7 @@ def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0
     if ctx.device.type == "cuda":
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        h0 = time.perf_counter()
         for i in range(iters):          # no host synchronisation inside the loop
             starts[i].record()
             row.step()
@@ -515,13 +532,44 @@ def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0
             row.finish()
         torch.cuda.synchronize(ctx.device)
         times = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+        extra = queued(ctx, row, iters, (time.perf_counter() - h0) * 1e6 / max(iters, 1))
     else:                               # developer mode: host clock, gloo is synchronous
         times = []
         for _ in range(iters):
             t0 = time.perf_counter()
             row.step()
             times.append((time.perf_counter() - t0) * 1e6)
-    return times
+        extra = {"host_us": sum(times) / max(len(times), 1)}
+    return times, extra
+
+
+def queued(ctx: Ctx, row, iters: int, loop_us: float) -> dict:
+    """`iters` steps queued behind a sleeping kernel (time_row's queued_us and host_us). The
+    sleep lasts twice what the timed loop took the host (`loop_us` per step) plus 2 ms, the same
+    on every rank (one more, untimed, step is issued first); if the host still took longer to
+    issue the steps (queued_ok false), queued_us has host gaps in it."""
+    torch, dist = ctx.torch, ctx.dist
+    sleep_us = ctx.reduce([2.0 * iters * loop_us + 2000.0], "MAX")[0]
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    dist.barrier()
+    # cycles at 2 GHz (H100 / H200 boost clocks are 1.98 GHz): a rough length is enough
+    torch.cuda._sleep(int(sleep_us * 2000))
+    # one untimed step first: the ranks' sleeps end at different times (their clocks differ),
+    # and the first collective after them waits for the last; timing it would count that wait
+    # (Adam's bare all-reduce at 2^22 read 305.6 us a step so, against a 62.2 us median)
+    row.step()
+    start.record()
+    h0 = time.perf_counter()
+    for _ in range(iters):
+        row.step()
+    host = (time.perf_counter() - h0) * 1e6
+    end.record()
+    if getattr(row, "finish", None):
+        row.finish()
+    torch.cuda.synchronize(ctx.device)
+    return {"host_us": host / max(iters, 1),
+            "queued_us": start.elapsed_time(end) * 1000.0 / max(iters, 1),
+            "queued_ok": host < sleep_us}
 
 
 # -- the worker --------------------------------------------------------------------------------

@@ -220,6 +220,22 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
         lines += ["Rows whose timed steps drifted by more than 3% (median of the first 10 -> of the "
                   "last 10; tools/bench/gpu/drift.py tabulates every row): " + "; ".join(drifting) + ".", ""]
 
+    # The GPU's own time per step with the host ahead, and the host's time to issue a step
+    # (bench.py's time_row): where the median is well above the queued time, the row was timed
+    # by its host path.
+    def q_cell(r):
+        t = (r or {}).get("time") or {}
+        if t.get("queued_us") is None:
+            return "—"
+        return (f"{fmt_us(t['queued_us'])}{'' if t.get('queued_ok', True) else '*'} / "
+                f"{fmt_us(t['host_us'])}")
+    if any(((rows_of(cfg).get(c) or {}).get("time") or {}).get("queued_us") is not None
+           for cfg in cfgs for c in cols):
+        body = [[cfg["name"]] + [q_cell(rows_of(cfg).get(c)) for c in cols] for cfg in cfgs]
+        lines += ["GPU time per step with the host ahead (steps queued behind a sleeping kernel) / "
+                  "the host's time to issue a step, microseconds (* the host did not get ahead):", ""]
+        lines += table(["config"] + cols, body) + [""]
+
     # Bus bandwidth.
     bw_cols = [c for c in cols if any(rows_of(cfg).get(c, {}).get("busbw_gbps") for cfg in cfgs)]
     if bw_cols:
