@@ -305,6 +305,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !dg.preloaded && dg.splitRoles();
   K << ") {\n  (void)seed;\n"
+    << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
+    << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
     << (roles ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
@@ -586,9 +588,11 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (dg.copyEngines) {
     emitCopyEngineGroup(dg, kname, grid, L);
   } else {
-    b << "      " << kcall << "<<<" << (dg.splitRoles() ? "movers + blocks" : "blocks") << ", coconet_rt::kDevThreads, 0, stream_>>>(";
-    for (size_t k = 0; k < hostArgs.size(); ++k) b << (k ? ", " : "") << hostArgs[k];
-    b << ");\n      CHECK(cudaGetLastError(), " << name << ");\n";
+    // (scheduled while the kernel before it ends: coconet_device.cuh, launchDependent)
+    b << "      CHECK(coconet_rt::launchDependent(" << kcall << ", " << (dg.splitRoles() ? "movers + blocks" : "blocks")
+      << ", coconet_rt::kDevThreads, stream_";
+    for (const std::string& a : hostArgs) b << ", " << a;
+    b << "), " << name << ");\n";
   }
   if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
   b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";

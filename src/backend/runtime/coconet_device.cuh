@@ -16,7 +16,10 @@
 #include <nccl_device.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "coconet_runtime.cuh"
@@ -45,6 +48,61 @@ inline size_t copyEngineMinBytes(int P) { return P == 2 ? size_t{64} << 20 : siz
 inline int devBlocks(long long units) {
   long long b = (units + kDevThreads - 1) / kDevThreads;
   return static_cast<int>(b < 1 ? 1 : b > kDevMaxBlocks ? kDevMaxBlocks : b);
+}
+
+// Programmatic dependent launch (compute capability 9.0 and up). A device-group kernel is
+// launched (launchDependent) so that the GPU may schedule it while the kernel before it on the
+// stream still runs, once that kernel's blocks have all started and said so
+// (pdlLaunchDependents, the first thing every device-group kernel does). Its blocks then wait
+// at their own first statement (pdlWait: griddepcontrol.wait returns when every kernel before
+// this one on the stream has completed and its writes are visible), so nothing is read sooner:
+// only the launch and the blocks' start overlap the previous kernel's tail. A block scheduled
+// early holds its SM slot and waits; it cannot keep the running kernel off the SMs, whose
+// blocks were all resident before any of them let it launch, and the kernels whose blocks must
+// all be resident at once (barriers, roles) find every SM free again when their wait returns.
+// Before anything else on the stream (a copy, an event, NCCL's or cuBLAS's kernels) the launch
+// is an ordinary one. COCONET_PDL=0 in the environment turns it off (A/B timings).
+__device__ __forceinline__ void pdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Whether launches on the current device may overlap (its compute capability, read once per
+// device, and COCONET_PDL).
+inline bool pdlEnabled() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("COCONET_PDL");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  static std::atomic<int> known[64] = {};  // per device: 0 not read yet, 1 no, 2 yes
+  int dev = 0;
+  if (!allowed || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  int v = known[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    v = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
+    known[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+template <class... Params, class... Args>
+inline cudaError_t launchDependent(void (*kernel)(Params...), int grid, int block, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(block));
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdlEnabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // Every rank's part of window w, as this GPU addresses it (ncclGetLsaPointer at offset 0).
