@@ -136,7 +136,7 @@ std::string Emitter::headerText() {
   h << "  coconet_rt::Buffer gatherTmp_;\n";
   if (usesDevice())
     h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
-      << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage);\n";
+      << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage, bool solo = false);\n";
   if (!chunked_.empty())
     h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
       << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
@@ -184,8 +184,11 @@ std::string Emitter::sourceText() {
       << "  unsigned epoch[" << k << "] = {};\n"
       << "  coconet_rt::RoleFlags roles;  // the hand-off counters of kernels whose blocks take roles\n};\n\n"
       << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"
-      << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run.\n"
-      << "bool " << cls_ << "::devReady(const char* stage) { return dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage); }\n\n";
+      << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run. On one\n"
+      << "// rank only the stages that move nothing there take it (`solo`: fused groups' kernels, scalar\n"
+      << "// chains); the others' NCCL calls are copies at most.\n"
+      << "bool " << cls_ << "::devReady(const char* stage, bool solo) {\n"
+      << "  return (P_ > 1 || solo) && dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage);\n}\n\n";
   }
   s << cls_ << "::" << cls_ << "(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {\n"
     << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"

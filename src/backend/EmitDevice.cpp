@@ -212,6 +212,16 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }
 
+// Whether the fused groups' kernels and the scalar chains take the device path on one rank too,
+// where their kernels move nothing (emitDevKernel: `solo`): unless a group's kernel is preloaded
+// (copy engines fill its slots, in an overlap or by tune(f, algorithm = copy_engines)); then its
+// folded partials and the chains stay with the NCCL calls, as every other stage on one rank.
+bool Emitter::soloDevice() const {
+  for (const auto& [first, g] : devGroups_)
+    if (g.copyEngines || g.preloaded) return false;
+  return true;
+}
+
 // A device group's rounds: tune(f, chunks = K), else by size (devAutoRounds of the
 // reduce-scatter's input, else of the gathered tensor).
 std::string Emitter::devRounds(const DevGroup& dg) const {
@@ -326,10 +336,18 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
-  if (head) K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+  // On one rank (P == 1) the collectives move nothing: a kernel that pushes its input reads the
+  // input itself as its one slot, and a tail stores its slice into the output alone (the slice
+  // window is what peers pull). Not so in a preloaded kernel, whose slots copy engines fill
+  // (those groups take the NCCL calls on one rank).
+  const bool solo = !dg.preloaded;
+  if (head)
+    K << "  const " << XT << "* slots = "
+      << (dg.pushes() ? "P == 1 ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
   if (tail)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
+  const std::string publish = solo ? "if (P > 1) " : "";
   for (size_t q = 0; q < dg.folds.size(); ++q)
     K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
   // The element code is made first: the values it hoists (hoist_) go before it.
@@ -350,7 +368,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
                   [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
     << fold("    ", scalarOperand);
-  if (tail) E << "    mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
+  if (tail) E << "    " << publish << "mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
   E << "  };\n";
   // The unit of V elements' members.
   std::vector<int> writtenVec = dg.written;
@@ -389,12 +407,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
   K << unitMembers << fold("      ", vecOperand) << "    }\n";
   for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
-  if (tail) K << "    coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
+  if (tail) K << "    " << publish << "coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
   // the chunks' taper (chunkLo): the schedule's; alike without it
   const std::string taper = dg.taper > 0 ? ", " + std::to_string(dg.taper) : std::string();
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
+  // (not on one rank, whose kernel reads rsIn as its slot)
   const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
   auto pullOf = [&](const std::string& range) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
@@ -436,7 +455,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     if (dg.full())
       K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
         << "    for (int r = 0; r <= rounds; ++r) {\n"
-        << "      if (r < rounds) " << push << ";\n"
+        << "      if (r < rounds && P > 1) " << push << ";\n"
         << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
         << "      " << sync
@@ -446,7 +465,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     else if (head)
       K << "    // push chunk r; barrier; chunk r is ready\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      " << push << ";\n"
+        << "      if (P > 1) " << push << ";\n"
         << "      // every rank pushed chunk r of this part\n"
         << "      " << sync
         << "      coconet_rt::roleSignal(" << ready("r") << ");\n"
@@ -475,7 +494,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
                : "  (void)pull;\n");
   else if (dg.full())
     K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
+      << (dg.pushes() ? "    if (r < rounds && P > 1) " + push + ";\n" : "")
       << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
       << "    if (r >= 2) " << pull << ";\n"
       << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
@@ -483,7 +502,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
   else if (head)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
-      << "    if (r < rounds) " << push << ";\n"
+      << "    if (r < rounds && P > 1) " << push << ";\n"
       << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
       << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
       << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
@@ -537,8 +556,9 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     for (int f : dg.folds) b << " " << p_.stages[f].name;
     b << "\n";
   }
+  // (on one rank too where soloDevice())
   b << "  if (" << n << " > 0) {\n"
-    << "    if (devReady(" << name << ")) {\n";
+    << "    if (devReady(" << name << (soloDevice() ? ", true" : "") << ")) {\n";
   if (dg.head()) {
     int x = p_.stages[dg.rs].operands[0];
     b << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(" << countVar(x) << ") * sizeof("
@@ -564,7 +584,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
-    b << "      const int rounds = " << devRounds(dg) << ";\n";
+    // one round on one rank: no transfers to overlap (and so no movers)
+    b << "      const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
       b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
     if (dg.occupancyByRanks())
@@ -1130,7 +1151,7 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     // window, zeroed when made (so that no slot holds a stale epoch), and this call's epoch and half.
     b << "\n  // " << sc.name << ": computed first in every block of fused group '" << devGroups_.at(sc.into).name
       << "''s kernel where every rank is load/store reachable (exchanges through slots holding value and epoch)\n"
-      << "  if (devReady(" << name << ")) {\n"
+      << "  if (devReady(" << name << (soloDevice() ? ", true" : "") << ")) {\n"
       << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
       << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
       << " * sizeof(unsigned long long) + 255) / 256 * 256), " << prog << ", " << name << ")) {\n"
@@ -1169,7 +1190,7 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
     << scalarChainCode(sc, false) << "}\n\n";
   // Host code.
   b << "\n  // " << sc.name << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
-    << "  if (devReady(" << name << ")) {\n"
+    << "  if (devReady(" << name << (soloDevice() ? ", true" : "") << ")) {\n"
     << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
     << "    if (w.ensure(comm_, stream_, 2 * ((static_cast<size_t>(P_) * " << sc.exchanges.size() * sc.width
     << " * sizeof(float) + 255) / 256 * 256), " << prog << ", " << name << "))\n"

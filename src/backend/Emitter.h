@@ -449,6 +449,7 @@ private:
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
   std::string ceRounds(const DevGroup& dg) const;
   std::string devRounds(const DevGroup& dg) const;
+  bool soloDevice() const;
   // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
   // of the pulls of the round before (emitCopyRounds).
   struct CopyRounds {

@@ -173,7 +173,8 @@ struct DevComm {
     decided = true;
     int ok = 0, version = 0;
     // The device API's structures must be those of the NCCL this code was compiled against.
-    if (nRanks >= 2 && ncclGetVersion(&version) == ncclSuccess && version == NCCL_VERSION_CODE) {
+    // (one rank too: the generated code asks only for the stages that move nothing there)
+    if (nRanks >= 1 && ncclGetVersion(&version) == ncclSuccess && version == NCCL_VERSION_CODE) {
       const ncclDevCommRequirements reqs = requirements();
       if (ncclDevCommCreate(c, &reqs, &comm) == ncclSuccess) {
         created = true;
