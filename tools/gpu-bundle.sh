@@ -55,6 +55,9 @@ variant taper lamb $'tune(moments, chunks = 7, roles = split, taper = 3);\ntune(
 # `moments` at two blocks per SM (tune(f, occupancy = 2): 64 registers, twice the workers) with
 # movers (8 rounds, roles auto).
 variant occ2 lamb $'tune(moments, chunks = 8, roles = auto, occupancy = 2);\ntune(apply, chunks = 8, roles = auto);'
+# Adam's kernel at two blocks per SM (64 registers; the default takes 116, one block per SM), the
+# form whose grid grows on one rank (coconet_rt::soloBlocks), where no barrier bounds it.
+variant occ2 adam 'tune(f, occupancy = 2);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

@@ -314,10 +314,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !dg.preloaded && dg.splitRoles();
+  // On one rank (P == 1) the collectives move nothing: a kernel that pushes its input reads the
+  // input itself as its one slot, a tail stores its slice into the output alone (the slice window
+  // is what peers pull), and no block takes a barrier, so the grid may fill the GPU
+  // (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill (those
+  // groups take the NCCL calls on one rank: soloDevice). The other kernels make their barrier
+  // sessions after the one-rank branch.
+  const bool solo = !dg.preloaded;
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
     << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
-    << (roles ? "" : "  " + barrier)
+    << (roles || solo ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
   // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
@@ -336,11 +343,6 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
-  // On one rank (P == 1) the collectives move nothing: a kernel that pushes its input reads the
-  // input itself as its one slot, and a tail stores its slice into the output alone (the slice
-  // window is what peers pull). Not so in a preloaded kernel, whose slots copy engines fill
-  // (those groups take the NCCL calls on one rank).
-  const bool solo = !dg.preloaded;
   if (head)
     K << "  const " << XT << "* slots = "
       << (dg.pushes() ? "P == 1 ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
@@ -431,6 +433,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
+  if (solo) {
+    K << "  if (P == 1) {\n"
+      << "    // one rank: nothing to move and no barrier; the blocks compute the slice in one pass\n"
+      << "    compute(0, nSlice);\n"
+      << folds << "    return;\n  }\n";
+    if (!roles) K << "  " << barrier;
+  }
   if (roles) {
     auto indent = [](const std::string& t) {  // two more spaces on every line
       std::string o;
@@ -591,12 +600,15 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     if (dg.occupancyByRanks())
       b << "      // tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
         << "      auto* const " << kname << "_k = coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &" << kname << "<2> : &" << kname << "<1>;\n";
+    // (on one rank no barriers: as many blocks as fit at once)
+    const std::string solo = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
+                             std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
     if (dg.splitRoles())
       b << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
         << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
-        << "      const int blocks = movers > 0 ? workers : " << grid << ";  // the blocks that compute\n";
+        << "      const int blocks = movers > 0 ? workers : " << solo << ";  // the blocks that compute\n";
     else
-      b << "      const int blocks = " << grid << ";\n";
+      b << "      const int blocks = " << solo << ";\n";
     grid = "blocks";
   }
   if (!dg.folds.empty()) {

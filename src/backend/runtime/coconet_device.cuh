@@ -510,6 +510,18 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
   return std::max(1, std::min(blocks, resident - movers));
 }
 
+// A device-group kernel's grid on one rank, where its blocks take no barrier (so kDevMaxBlocks
+// does not bound them): as many as are resident at once, at most one per kDevThreads units.
+inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
+  int dev = 0, sms = 0, perSm = 0;
+  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const long long want = (units + kDevThreads - 1) / kDevThreads;
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, perSm * sms))));
+}
+
 // tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
 // ranks and the movers. Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
 // so the fewer the ranks, the more the workers weigh against the movers' transfers: at two

@@ -31,8 +31,8 @@ w16 = f16(w'). Rows:
                         schedule sets it, so there it is the coconetc row)
   coconetc_occ2         coconetc with tune(G, occupancy = 2) for its groups: each kernel asks
                         for two blocks of 512 threads per SM (64 registers), so a kernel in
-                        roles gets twice the workers (only where the sample's schedule gives
-                        its groups roles: LAMB)
+                        roles gets twice the workers, and on one GPU (no barriers) every
+                        kernel twice the blocks
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
@@ -167,10 +167,12 @@ class OptimizerWorkload:
             self.programs[f"{kind}_auto"] = dict(
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, roles = auto);\n" for g in groups))
-        # Two blocks per SM (tune(G, occupancy = 2)) where the sample's groups have roles: the
-        # workers double (session 21: LAMB's drivers at 2 GPUs ~10% faster with `moments` at 64
-        # registers); without roles the grid does not grow, so Adam has no such row.
-        self.occ_row = sample_roles
+        # Two blocks per SM (tune(G, occupancy = 2)): where the groups have roles the workers
+        # double (session 21: LAMB's drivers at 2 GPUs ~10% faster with `moments` at 64
+        # registers), and on one rank every kernel's grid fills the GPU (coconet_rt::soloBlocks;
+        # session 24: Adam's driver at 2^26 on one H100 722 against 1,110 us). Without roles on
+        # several ranks the grid stays at kDevMaxBlocks and the row is Adam's default kernel again.
+        self.occ_row = True
         if self.occ_row:
             self.programs[f"{kind}_occ2"] = dict(
                 source=source, schedule=schedule,
