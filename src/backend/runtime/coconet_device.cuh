@@ -483,6 +483,17 @@ struct RoleFlags {
   }
 };
 
+// Blocks of kDevThreads threads of `kernel` resident at once on the current device (its
+// registers and shared memory per SM, times the SMs).
+inline int residentBlocks(const void* kernel, const char* program, const char* stage) {
+  int dev = 0, sms = 0, perSm = 0;
+  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return perSm * sms;
+}
+
 // Movers of a split kernel unless the schedule sets them (tune(f, movers = K)). On 4x H200 (Adam,
 // docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles) the kernel at 2^28 parameters took
 // 4976, 3140 and 2582 us with 16, 32 and 64 movers (2672 with roles shared): each mover's
@@ -500,12 +511,7 @@ constexpr int kRolesAutoRounds = 8;
 // resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.
 inline int roleBlocks(const void* kernel, long long units, int& movers, const char* program, const char* stage) {
   const int blocks = static_cast<int>(std::min<long long>(1 << 20, std::max<long long>(1, (units + kDevThreads - 1) / kDevThreads)));
-  int dev = 0, sms = 0, perSm = 0;
-  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int resident = std::max(2, perSm * sms);
+  const int resident = std::max(2, residentBlocks(kernel, program, stage));
   movers = std::max(1, std::min({movers, blocks, kDevMaxBlocks, resident / 2}));
   return std::max(1, std::min(blocks, resident - movers));
 }
@@ -513,13 +519,8 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // A device-group kernel's grid on one rank, where its blocks take no barrier (so kDevMaxBlocks
 // does not bound them): as many as are resident at once, at most one per kDevThreads units.
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
-  int dev = 0, sms = 0, perSm = 0;
-  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const long long want = (units + kDevThreads - 1) / kDevThreads;
-  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, perSm * sms))));
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
 }
 
 // tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
