@@ -415,7 +415,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
-  // (not on one rank, whose kernel reads rsIn as its slot)
+  // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
   auto pullOf = [&](const std::string& range) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
@@ -464,7 +464,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     if (dg.full())
       K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
         << "    for (int r = 0; r <= rounds; ++r) {\n"
-        << "      if (r < rounds && P > 1) " << push << ";\n"
+        << "      if (r < rounds) " << push << ";\n"
         << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
         << "      " << sync
@@ -474,7 +474,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     else if (head)
       K << "    // push chunk r; barrier; chunk r is ready\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      if (P > 1) " << push << ";\n"
+        << "      " << push << ";\n"
         << "      // every rank pushed chunk r of this part\n"
         << "      " << sync
         << "      coconet_rt::roleSignal(" << ready("r") << ");\n"
@@ -503,7 +503,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
                : "  (void)pull;\n");
   else if (dg.full())
     K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-      << (dg.pushes() ? "    if (r < rounds && P > 1) " + push + ";\n" : "")
+      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
       << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
       << "    if (r >= 2) " << pull << ";\n"
       << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
@@ -511,7 +511,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
   else if (head)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
-      << "    if (r < rounds && P > 1) " << push << ";\n"
+      << "    if (r < rounds) " << push << ";\n"
       << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
       << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
       << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
@@ -593,7 +593,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
-    // one round on one rank: no transfers to overlap (and so no movers)
+    // one round on one rank: no transfers to overlap, and so no movers (the kernel's one-rank
+    // branch computes over gridPart(), which only a grid without movers partitions once)
     b << "      const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
       b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";

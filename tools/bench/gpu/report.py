@@ -461,7 +461,7 @@ def best_point(cfg: dict, den: str, label: str, prefix: str = "coconetc", time=m
         return point(cfg, prefix, den, label, time)
     pr = point(cfg, names[0], den, label, time)
     pr["bad"] = any(row_problem(rs[n]) == "check FAILED" for n in names)
-    why = [f"{n}: {row_problem(rs[n])}" for n in names]
+    why = [f"{n}: {row_problem(rs[n]) or 'no such figure'}" for n in names]
     if time(rs.get(den)) is None:
         why.append(f"{den}: {row_problem(rs.get(den)) or 'no such figure'}")
     pr["why"] = ", ".join(why)
