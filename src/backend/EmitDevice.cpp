@@ -300,7 +300,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // asks 0 blocks, i.e. nothing (no .minnctapersm), as without the knob: ptxas then chooses the
   // registers as before (an explicit 1 gave LAMB's `apply` 80 registers, one block per SM,
   // where it takes 64 unasked).
-  if (dg.occupancyByRanks()) K << "template <int kOccupancy>\n";
+  //
+  // On one rank (P == 1) the collectives move nothing: a kernel that pushes its input reads the
+  // input itself as its one slot, a tail stores its slice into the output alone (the slice window
+  // is what peers pull), and no block takes a barrier. That kernel is its own instantiation,
+  // kSolo = true, which keeps only the computation (no transfer or barrier code to take registers:
+  // Adam's kernel needs 101 with them, one block of kDevThreads per SM), and its grid may fill the
+  // GPU (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill
+  // (those groups take the NCCL calls on one rank: soloDevice).
+  const bool solo = !dg.preloaded;
+  if (dg.occupancyByRanks()) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
+  else if (solo) K << "template <bool kSolo>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
     << (dg.occupancyByRanks() ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
         : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
@@ -314,13 +324,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !dg.preloaded && dg.splitRoles();
-  // On one rank (P == 1) the collectives move nothing: a kernel that pushes its input reads the
-  // input itself as its one slot, a tail stores its slice into the output alone (the slice window
-  // is what peers pull), and no block takes a barrier, so the grid may fill the GPU
-  // (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill (those
-  // groups take the NCCL calls on one rank: soloDevice). The other kernels make their barrier
-  // sessions after the one-rank branch.
-  const bool solo = !dg.preloaded;
+  // (the kernels with a one-rank form make their barrier sessions after its branch)
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
     << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
@@ -345,11 +349,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
   if (head)
     K << "  const " << XT << "* slots = "
-      << (dg.pushes() ? "P == 1 ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+      << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
   if (tail)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
-  const std::string publish = solo ? "if (P > 1) " : "";
+  const std::string publish = solo ? "if (!kSolo) " : "";
   for (size_t q = 0; q < dg.folds.size(); ++q)
     K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
   // The element code is made first: the values it hoists (hoist_) go before it.
@@ -434,7 +438,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
   if (solo) {
-    K << "  if (P == 1) {\n"
+    K << "  if constexpr (kSolo) {\n"
       << "    // one rank: nothing to move and no barrier; the blocks compute the slice in one pass\n"
       << "    compute(0, nSlice);\n"
       << folds << "    return;\n  }\n";
@@ -589,7 +593,9 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
-  const std::string kcall = dg.occupancyByRanks() ? kname + "_k" : kname, kptr = dg.occupancyByRanks() ? kname + "_k" : "&" + kname;
+  const bool solo = !dg.preloaded;  // (emitDevKernel: a template over kSolo)
+  const std::string kcall = dg.occupancyByRanks() || solo ? kname + "_k" : kname,
+                    kptr = dg.occupancyByRanks() || solo ? kname + "_k" : "&" + kname;
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).
@@ -599,17 +605,22 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     if (dg.splitRoles())
       b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
     if (dg.occupancyByRanks())
-      b << "      // tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << "      auto* const " << kname << "_k = coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &" << kname << "<2> : &" << kname << "<1>;\n";
-    // (on one rank no barriers: as many blocks as fit at once)
-    const std::string solo = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
-                             std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
+      b << "      // the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
+        << "      auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &"
+        << kname << "<2, false> : &" << kname << "<1, false>;\n";
+    else if (solo)
+      b << "      auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true> : &" << kname << "<false>;  // the one-rank form, or not\n";
+    // (on one rank no barriers: a block per kDevThreads units, or where blocks leave partial
+    // results or combine them first, as many as fit at once)
+    const bool flat = dg.folds.empty() && dg.chain < 0;
+    const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
+                                 std::to_string(V) + ", " + prog + ", " + name + (flat ? ", true" : ", false") + ") : " + grid;
     if (dg.splitRoles())
       b << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
         << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
-        << "      const int blocks = movers > 0 ? workers : " << solo << ";  // the blocks that compute\n";
+        << "      const int blocks = movers > 0 ? workers : " << soloGrid << ";  // the blocks that compute\n";
     else
-      b << "      const int blocks = " << solo << ";\n";
+      b << "      const int blocks = " << soloGrid << ";\n";
     grid = "blocks";
   }
   if (!dg.folds.empty()) {
