@@ -610,11 +610,9 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
         << kname << "<2, false> : &" << kname << "<1, false>;\n";
     else if (solo)
       b << "      auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true> : &" << kname << "<false>;  // the one-rank form, or not\n";
-    // (on one rank no barriers: a block per kDevThreads units, or where blocks leave partial
-    // results or combine them first, as many as fit at once)
-    const bool flat = dg.folds.empty() && dg.chain < 0;
+    // (on one rank no barriers: as many blocks as fit at once)
     const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
-                                 std::to_string(V) + ", " + prog + ", " + name + (flat ? ", true" : ", false") + ") : " + grid;
+                                 std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
     if (dg.splitRoles())
       b << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
         << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"

@@ -19,7 +19,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -518,16 +517,15 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 }
 
 // A device-group kernel's grid on one rank, where its blocks take no barrier (so kDevMaxBlocks
-// does not bound them): one block per kDevThreads units (each thread takes one unit) where
-// `flat`, else as many as are resident at once, at most that. Flat where the blocks neither leave
-// partial results of folded reductions nor combine a scalar chain's first (every block reads
-// every partial). One H100, Adam's element loop (tools/bench/gpu/optim-micro.cu,
-// docs/benchmarks/gpu/2026-11-26-1xH100-session25): 2,523 us at 2^28 parameters flat against
-// 2,742 with two resident blocks per SM looping over the units (2.98 against 2.74 TB/s).
-inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage, bool flat) {
-  const long long want = std::max<long long>(1, (units + kDevThreads - 1) / kDevThreads);
-  if (flat) return static_cast<int>(std::min<long long>(want, std::numeric_limits<int>::max()));
-  return static_cast<int>(std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage))));
+// does not bound them): as many as are resident at once, at most one per kDevThreads units.
+// (A flat grid, one block per kDevThreads units, ran Adam's element loop alone 8% faster on one
+// H100 (tools/bench/gpu/optim-micro.cu), but the generated one-rank kernel on it 1.39x slower than
+// torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run:
+// each thread then computes the kernel's element-invariant values (two powf) for one unit only.
+// docs/benchmarks/gpu/2026-11-26-4xH200-session25.)
+inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
+  const long long want = (units + kDevThreads - 1) / kDevThreads;
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
 }
 
 // tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
