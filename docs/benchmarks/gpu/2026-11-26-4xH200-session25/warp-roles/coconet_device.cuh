@@ -1,0 +1,705 @@
+// coconet_device.cuh: collectives as kernels over NCCL's device API, for programs compiled with
+// `coconetc compile --device-collectives`. Written into the output folder beside
+// coconet_runtime.cuh when a program uses it.
+//
+// Every rank of the (single-node) communicator owns symmetric windows (ncclMemAlloc'd and
+// registered with ncclCommWindowRegister); ncclGetLsaPointer turns (window, offset, peer) into
+// an address this GPU loads from or stores to over NVLink. Kernels synchronize the ranks with
+// LSA barriers, one per block index: block b of every rank handles the same elements, so a
+// barrier of block b orders exactly the accesses that conflict.
+//
+// Reductions sum the ranks' values in rank order in f32 and round once, as the reference
+// interpreter does.
+#pragma once
+
+#include <cuda/atomic>
+#include <nccl_device.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "coconet_runtime.cuh"
+
+namespace coconet_rt {
+
+constexpr int kDevThreads = 512;    // threads per block of every device-collective kernel
+constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
+// An allreduce of at most this many bytes per rank runs one-shot: every rank pushes its whole
+// buffer to every rank and sums locally (one barrier); larger ones run two-shot: a
+// reduce-scatter by pushes, then an all-gather by pulls (two barriers, half the traffic).
+constexpr size_t kOneShotMaxBytes = 512 * 1024;
+// Above this many bytes per rank an allreduce left to the backend calls NCCL: its ring moves
+// large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB; the kernel takes 8%
+// longer at 64 MiB and 17% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
+constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
+// From this size per rank an allreduce left to the backend moves its bytes by copy engines
+// (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds unless
+// tuned). On 2 H200 it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at
+// 64 MiB (1.24x), tied at 256 MiB and won at 1 GiB (0.96x)
+// (docs/benchmarks/gpu/2026-11-21-4xH200-session11-allreduce; the two-shot kernel runs up to
+// 16 MiB, NCCL's call between).
+inline size_t copyEngineMinBytes(int P) { return P == 2 ? size_t{64} << 20 : size_t{1} << 30; }
+
+// Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
+inline int devBlocks(long long units) {
+  long long b = (units + kDevThreads - 1) / kDevThreads;
+  return static_cast<int>(b < 1 ? 1 : b > kDevMaxBlocks ? kDevMaxBlocks : b);
+}
+
+// Programmatic dependent launch (compute capability 9.0 and up). A device-group kernel is
+// launched (launchDependent) so that the GPU may schedule it while the kernel before it on the
+// stream still runs, once that kernel's blocks have all started and said so
+// (pdlLaunchDependents, the first thing every device-group kernel does). Its blocks then wait
+// at their own first statement (pdlWait: griddepcontrol.wait returns when every kernel before
+// this one on the stream has completed and its writes are visible), so nothing is read sooner:
+// only the launch and the blocks' start overlap the previous kernel's tail. A block scheduled
+// early holds its SM slot and waits; it cannot keep the running kernel off the SMs, whose
+// blocks were all resident before any of them let it launch, and the kernels whose blocks must
+// all be resident at once (barriers, roles) find every SM free again when their wait returns.
+// Before anything else on the stream (a copy, an event, NCCL's or cuBLAS's kernels) the launch
+// is an ordinary one. COCONET_PDL=0 in the environment turns it off (A/B timings).
+__device__ __forceinline__ void pdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Whether launches on the current device may overlap (its compute capability, read once per
+// device, and COCONET_PDL).
+inline bool pdlEnabled() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("COCONET_PDL");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  static std::atomic<int> known[64] = {};  // per device: 0 not read yet, 1 no, 2 yes
+  int dev = 0;
+  if (!allowed || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  int v = known[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    v = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
+    known[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+template <class... Params, class... Args>
+inline cudaError_t launchDependent(void (*kernel)(Params...), int grid, int block, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(block));
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdlEnabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// Every rank's part of window w, as this GPU addresses it (ncclGetLsaPointer at offset 0).
+static __global__ void window_bases(ncclWindow_t w, int P, void** out) {
+  for (int p = threadIdx.x; p < P; p += blockDim.x) out[p] = ncclGetLsaPointer(w, 0, p);
+}
+
+// A symmetric window: ncclMemAlloc'd memory registered on every rank of the communicator
+// (registration is collective: every rank grows its windows at the same call, as sizes agree).
+struct Window {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  ncclWindow_t win{};
+  std::vector<void*> bases;  // every rank's part, as this GPU addresses it (peerBases)
+  // The addresses of every rank's part of the window (asked of the device API once per
+  // registration): copy engines write to peers through them (cudaMemcpyAsync).
+  const std::vector<void*>& peerBases(int P, cudaStream_t stream, const char* program, const char* stage) {
+    if (static_cast<int>(bases.size()) == P) return bases;
+    std::vector<void*> got(P, nullptr);  // kept only when every step succeeded
+    void** dev = nullptr;
+    check(cudaMalloc(&dev, P * sizeof(void*)), program, stage, "cudaMalloc");
+    window_bases<<<1, 32, 0, stream>>>(win, P, dev);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), dev, P * sizeof(void*), cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    cudaFree(dev);
+    check(e, program, stage, "window_bases (the peers' addresses of a window)");
+    bases = std::move(got);
+    return bases;
+  }
+  // Grows the window to `want` bytes; true when it registered a new one.
+  bool ensure(ncclComm_t comm, cudaStream_t stream, size_t want, const char* program, const char* stage) {
+    if (want <= bytes) return false;
+    if (ptr) {
+      // Peers may still read or write this window in kernels of earlier calls: wait for this
+      // rank's, then for everyone's (an allreduce no rank enters before its own work is done).
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      check(ncclAllReduce(ptr, ptr, 1, ncclInt8, ncclMax, comm, stream), program, stage, "ncclAllReduce (window barrier)");
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      release(comm);
+    }
+    check(ncclMemAlloc(&ptr, want), program, stage, "ncclMemAlloc");
+    check(ncclCommWindowRegister(comm, ptr, want, &win, NCCL_WIN_COLL_SYMMETRIC), program, stage, "ncclCommWindowRegister");
+    bytes = want;
+    return true;
+  }
+  void release(ncclComm_t comm) {
+    bases.clear();
+    if (!ptr) return;
+    ncclCommWindowDeregister(comm, win);
+    ncclMemFree(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+};
+
+// The device communicator: used where every rank of the communicator is load/store reachable
+// (one NVLink domain, more than one rank, the NCCL library the code was compiled against), and
+// created again after windows were registered, as NCCL's examples register windows before they
+// create it. The calls are collective: every rank makes them at the same point of the same run.
+struct DevComm {
+  ncclDevComm comm{};
+  bool decided = false, created = false, usable = false;
+  // At the first use: is the device path usable? (false: the caller runs NCCL calls.) Every rank
+  // must answer the same, so the ranks agree through an allreduce (min) of their answers.
+  bool ready(ncclComm_t c, cudaStream_t stream, int rank, int nRanks, const char* program, const char* stage) {
+    if (decided) return usable;
+    decided = true;
+    int ok = 0, version = 0;
+    // The device API's structures must be those of the NCCL this code was compiled against.
+    // (one rank too: the generated code asks only for the stages that move nothing there)
+    if (nRanks >= 1 && ncclGetVersion(&version) == ncclSuccess && version == NCCL_VERSION_CODE) {
+      const ncclDevCommRequirements reqs = requirements();
+      if (ncclDevCommCreate(c, &reqs, &comm) == ncclSuccess) {
+        created = true;
+        ok = comm.lsaSize == nRanks && comm.lsaRank == rank;
+      }
+    }
+    if (nRanks >= 2) {
+      int* flag = nullptr;
+      check(cudaMalloc(&flag, sizeof(int)), program, stage, "cudaMalloc");
+      check(cudaMemcpyAsync(flag, &ok, sizeof(int), cudaMemcpyHostToDevice, stream), program, stage, "cudaMemcpyAsync");
+      check(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMin, c, stream), program, stage, "ncclAllReduce (device path agreement)");
+      check(cudaMemcpyAsync(&ok, flag, sizeof(int), cudaMemcpyDeviceToHost, stream), program, stage, "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+      cudaFree(flag);
+    }
+    usable = ok == 1;
+    return usable;
+  }
+  // After windows grew: a fresh device communicator that knows them.
+  void refresh(ncclComm_t c, cudaStream_t stream, const char* program, const char* stage) {
+    check(cudaStreamSynchronize(stream), program, stage, "cudaStreamSynchronize");
+    check(ncclDevCommDestroy(c, &comm), program, stage, "ncclDevCommDestroy");
+    created = false;
+    create(c, program, stage);
+  }
+  void destroy(ncclComm_t c) {
+    if (created) ncclDevCommDestroy(c, &comm);
+    created = false;
+  }
+
+ private:
+  static ncclDevCommRequirements requirements() {  // one LSA barrier per block
+    ncclDevCommRequirements reqs;
+    std::memset(&reqs, 0, sizeof reqs);
+    reqs.lsaBarrierCount = kDevMaxBlocks;
+    return reqs;
+  }
+  void create(ncclComm_t c, const char* program, const char* stage) {
+    const ncclDevCommRequirements reqs = requirements();
+    check(ncclDevCommCreate(c, &reqs, &comm), program, stage, "ncclDevCommCreate");
+    created = true;
+  }
+};
+
+template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t byteOffset, int peer) {
+  return static_cast<T*>(ncclGetLsaPointer(w, byteOffset, peer));
+}
+
+// The exchange slots of a scalar chain computed at the start of a group's kernel: one 64-bit
+// word per value, a float's bits in the low half and the call's epoch in the high half, stored
+// and loaded whole, so that a reader that sees this call's epoch sees this call's value. No
+// barrier: block 0 of every rank stores, every block of every rank waits for each slot.
+__device__ __forceinline__ void putEpochSlot(ncclWindow_t w, size_t byteOffset, int peer, float v, unsigned epoch) {
+  const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(v);
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
+  slot.store(word, cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ float waitEpochSlot(const unsigned long long* p, unsigned epoch) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(p));
+  unsigned long long word = slot.load(cuda::memory_order_relaxed);
+  while (static_cast<unsigned>(word >> 32) != epoch) {
+    __nanosleep(20);
+    word = slot.load(cuda::memory_order_relaxed);
+  }
+  return __uint_as_float(static_cast<unsigned>(word));
+}
+
+// A block's share of the work: part `index` of `count` (the grid's blocks, or in a kernel whose
+// blocks take roles, the blocks of one role), done by `nt` of its threads from thread `t0` (0: all
+// of them; a kernel whose warps take roles gives each role its own threads of every block).
+struct Part {
+  int index, count;
+  int t0 = 0, nt = 0;
+};
+__device__ __forceinline__ Part gridPart() { return Part{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)}; }
+
+// Items [first, end) of a part, tile by tile: the items are cut into tiles of blockDim.x, tile k
+// belongs to block k mod count of the part, and within a tile the part's nt threads take items
+// t, t + nt, ... So which block takes an item does not depend on how many of its threads work on
+// it: a block's pushing warps and its computing warps cover the same elements.
+template <class F>
+__device__ __forceinline__ void forPartItems(Part pt, long long first, long long end, F&& f) {
+  const int T = blockDim.x;
+  const int nt = pt.nt > 0 ? pt.nt : T, lt = static_cast<int>(threadIdx.x) - pt.t0;
+  const long long stride = static_cast<long long>(pt.count) * T;
+  if (nt == T) {
+    for (long long i = first + static_cast<long long>(pt.index) * T + lt; i < end; i += stride) f(i);
+    return;
+  }
+  for (long long base = first + static_cast<long long>(pt.index) * T; base < end; base += stride)
+    for (long long i = base + lt; i < base + T && i < end; i += nt) f(i);
+}
+
+// Elements [lo, hi) of a kernel's work in units of V: the part's threads (forPartItems) take the
+// elements before the first whole unit one by one (none
+// when lo is a multiple of V), then the units, then the elements after the last whole unit one by one. An empty range does nothing
+// (chunkLo clamps the chunks past the end to [m, m), and m need not be a multiple of V). `unit`
+// handles a unit with vector accesses, `elem` one element; without `vec` the units' elements
+// go through `elem` in turn. The partition is the same either way, so ranks that differ in the
+// alignment of their buffers still give block b the same elements (per-block barriers order
+// exactly the conflicting accesses).
+template <int V, class Unit, class Elem>
+__device__ __forceinline__ void forUnits(Part pt, long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
+  if (lo >= hi) return;
+  const long long v0 = (lo + V - 1) / V, v1 = hi / V;
+  if (v0 >= v1) {  // no whole unit inside
+    forPartItems(pt, lo, hi, elem);
+    return;
+  }
+  forPartItems(pt, lo, v0 * V, elem);
+  forPartItems(pt, v0, v1, [&](long long jv) {
+    if (vec) {
+      unit(jv * V);
+    } else {
+      for (int e = 0; e < V; ++e) elem(jv * V + e);
+    }
+  });
+  forPartItems(pt, v1 * V, hi, elem);
+}
+template <int V, class Unit, class Elem>
+__device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, Unit&& unit, Elem&& elem) {
+  forUnits<V>(gridPart(), lo, hi, vec, static_cast<Unit&&>(unit), static_cast<Elem&&>(elem));
+}
+
+// Peers whose loads a push or a pull issues together, before its stores: a thread's unit moves
+// this many vectors at a time (a pull's loads cross NVLink and take microseconds each, so one at
+// a time leaves the links idle unless very many blocks move; more than 4 at once doubled the
+// registers of LAMB's reduce-scatter kernel, 64 -> 128).
+constexpr int kPeersInFlight = 4;
+
+// Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
+// V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
+// area (P slots of m elements at byte `stageOff` of window w).
+template <class T, int V>
+__device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+                                           long long lo, long long hi, bool vec) {
+  forUnits<V>(
+      pt, lo, hi, vec,
+      [&](long long i0) {
+        for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+          Vec<T, V> x[kPeersInFlight];
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P) load_vec(x[q], in + (p0 + q) * m + i0);
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
+        }
+      },
+      [&](long long i) {
+        for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+      });
+}
+template <class T, int V>
+__device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+                                           long long lo, long long hi, bool vec) {
+  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec);
+}
+
+// The sum over the P slots of this rank's staging area of elements i0 .. i0+V-1, in rank order.
+template <class T, int V>
+__device__ __forceinline__ void sumSlots(const T* stage, long long m, int P, long long i0, float (&s)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) s[e] = 0.0f;
+  for (int q = 0; q < P; ++q) {
+    Vec<T, V> x;
+    load_vec_rw(x, stage + q * m + i0);
+#pragma unroll
+    for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
+  }
+}
+// The same sums rounded to T, as one vector (what an allreduce's kernels store).
+template <class T, int V> __device__ __forceinline__ Vec<T, V> sumSlotsRounded(const T* stage, long long m, int P, long long i0) {
+  float s[V];
+  sumSlots<T, V>(stage, m, P, i0, s);
+  Vec<T, V> y;
+#pragma unroll
+  for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+  return y;
+}
+template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long long m, int P, long long i) {
+  float s = 0.0f;
+  for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(stage[q * m + i]));
+  return s;
+}
+
+// Phase "pull" of an all-gather, for the elements [lo, hi) of every slice (lo a multiple of V):
+// out[p*m + i] = rank p's slice (m elements at byte `sliceOff` of window w), for
+// every rank p but `skip` (this rank, which wrote its part already).
+template <class T, int V>
+__device__ __forceinline__ void pullSlices(Part pt, ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m,
+                                           long long lo, long long hi, bool vec) {
+  forUnits<V>(
+      pt, lo, hi, vec,
+      [&](long long i0) {
+        for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+          Vec<T, V> y[kPeersInFlight];
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P && p0 + q != skip) load_vec_rw(y[q], peerPtr<const T>(w, sliceOff + i0 * sizeof(T), p0 + q));
+#pragma unroll
+          for (int q = 0; q < kPeersInFlight; ++q)
+            if (p0 + q < P && p0 + q != skip) store_vec(out + (p0 + q) * m + i0, y[q]);
+        }
+      },
+      [&](long long i) {
+        for (int p = 0; p < P; ++p)
+          if (p != skip) out[p * m + i] = *peerPtr<const T>(w, sliceOff + i * sizeof(T), p);
+      });
+}
+template <class T, int V>
+__device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int P, int skip, T* __restrict__ out, long long m, long long lo,
+                                           long long hi, bool vec) {
+  pullSlices<T, V>(gridPart(), w, sliceOff, P, skip, out, m, lo, hi, vec);
+}
+
+// A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, chunks = K),
+// else devAutoRounds): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
+// barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
+// transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
+// chunkLo(c+1)), a multiple of `unit` long but for the last.
+// With taper t > 0 (tune(f, taper = t); 0 without the knob) the chunks are not all alike: the
+// first t grow and the last t shrink by halves, 1/2^t, ..., 1/2 of a middle chunk, for
+// t = min(taper, rounds / 2). A pipeline of movers and workers (roles split) waits for the first
+// chunk's transfer before any computation starts and for the last chunk's computation (or pull)
+// after the last transfer; small end chunks shorten that fill and drain while the middle chunks
+// keep the transfers long. Not the default: on 2x H200 LAMB with taper 2 chosen at run time (114
+// registers in `moments`, as with chunks alike) was no faster than chunks alike in another call
+// (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); the builds with a literal taper that
+// ran 10% faster there had `moments` compiled to 64 registers, two blocks per SM.
+__host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0) {
+  if (c >= rounds) return m;
+  const long long units = (m + unit - 1) / unit;
+  const int t = taper < rounds / 2 ? taper : rounds / 2;
+  long long lo;
+  if (t <= 0) {
+    lo = c * ((units + rounds - 1) / rounds) * unit;
+  } else {
+    // weights in units of 1/2^t of a middle chunk: 1, 2, ..., 2^(t-1), then 2^t each, then back
+    // down; s is the sum of the weights of chunks [0, c)
+    const long long full = 1LL << t, ramp = full - 1, total = 2 * ramp + (rounds - 2 * t) * full;
+    const long long s = c <= t ? (1LL << c) - 1 : c <= rounds - t ? ramp + (c - t) * full : total - ((1LL << (rounds - c)) - 1);
+    lo = units * s / total * unit;
+  }
+  return lo < m ? lo : m;
+}
+
+// Roles (tune(f, roles = split); in two rounds or more; not the default, see kDevMovers): the
+// kernel's first `movers` blocks move the chunks (push, barrier, pull; part b of each chunk in
+// block b, and the LSA barrier b) and the other blocks ("workers") compute them, so that one
+// chunk's transfers overlap another's computation inside every rank. (With roles shared, each
+// block pushes, then computes, and the two hardly overlap: on 4x H200 a 512 MiB LAMB
+// reduce-scatter group took about the push's time plus the computation's.) The two roles split
+// the chunk's elements differently, so they hand chunks over through counters in global memory
+// (RoleFlags), one pair per round: ready[r] counts the movers whose slots of chunk r arrived (a
+// mover adds 1 after its barrier), done[r] the workers that computed (and published) chunk r;
+// chunk r is ready when ready[r] == movers, computed when done[r] == workers. (One counter summed
+// over the rounds, as before session 17, is wrong: a mover or worker that runs a round ahead of
+// the others counts chunk r+1 before a slow one counted chunk r, and the sum reaches its mark
+// while part of chunk r is missing. Movers meet only their own index's movers on other ranks and
+// workers in a tail wait for nothing, so they do drift: LAMB's split form at 2^28 parameters, 16
+// rounds, computed moments from slots that had not arrived.) The last block to finish (exits)
+// resets the counters its kernel used, so every launch starts from 0. Every block of the grid
+// must be resident at once, as for the LSA barriers: roleBlocks sizes the grid by the kernel's
+// occupancy. Only the movers take LSA barriers (block b barrier b, b < kDevMaxBlocks): the
+// workers, whose indices run up to the resident limit, never make a barrier session (a session
+// reads its barrier's epoch when made and writes it back when destroyed; a worker's would have
+// written past the barriers' epochs into other barriers' inboxes).
+// Layout: [0] exits, then ready[kMaxRoleRounds], then done[kMaxRoleRounds] (tune(f, chunks = K)
+// allows K up to 65535).
+constexpr int kMaxRoleRounds = 65535;
+__device__ __forceinline__ unsigned* roleReady(unsigned* roles, int r) { return roles + 1 + r; }
+__device__ __forceinline__ unsigned* roleDone(unsigned* roles, int r) { return roles + 1 + kMaxRoleRounds + r; }
+// Makes the block's writes (and what it saw) visible on this GPU, then adds 1 to *counter (every
+// thread calls it). A device-scope fence is enough for what peers read too: a worker's writes
+// reach the movers through this release and their acquire in roleWait, and peers through the
+// movers' system-scope barrier after it (causality order is transitive across the two scopes).
+__device__ __forceinline__ void roleSignal(unsigned* counter) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+// Waits until *counter >= value (every thread calls it; thread 0 polls).
+__device__ __forceinline__ void roleWait(unsigned* counter, unsigned value) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> c(*counter);
+    while (c.load(cuda::memory_order_acquire) < value) __nanosleep(20);
+  }
+  __syncthreads();
+}
+// The block is done with the counters: the last of the grid's blocks resets those of rounds
+// [0, rounds).
+__device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> exits(roles[0]);
+    if (exits.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+      for (int r = 0; r < rounds; ++r) {
+        *roleReady(roles, r) = 0;
+        *roleDone(roles, r) = 0;
+      }
+      exits.store(0u, cuda::memory_order_release);
+    }
+  }
+}
+
+// The counters of split kernels (see roleReady), zero between launches. One set serves every
+// group of a program: its kernels run one after another on the program's stream.
+struct RoleFlags {
+  unsigned* ptr = nullptr;
+  unsigned* get(cudaStream_t stream, const char* program, const char* stage) {
+    if (!ptr) {
+      const size_t bytes = (1 + 2 * static_cast<size_t>(kMaxRoleRounds)) * sizeof(unsigned);
+      check(cudaMalloc(&ptr, bytes), program, stage, "cudaMalloc (role counters)");
+      check(cudaMemsetAsync(ptr, 0, bytes, stream), program, stage, "cudaMemsetAsync (role counters)");
+    }
+    return ptr;
+  }
+  void release() {
+    if (ptr) cudaFree(ptr);
+    ptr = nullptr;
+  }
+};
+
+// Blocks of kDevThreads threads of `kernel` resident at once on the current device (its
+// registers and shared memory per SM, times the SMs).
+inline int residentBlocks(const void* kernel, const char* program, const char* stage) {
+  int dev = 0, sms = 0, perSm = 0;
+  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kDevThreads, 0), program, stage,
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return perSm * sms;
+}
+
+// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)). On 4x H200 (Adam,
+// docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles) the kernel at 2^28 parameters took
+// 4976, 3140 and 2582 us with 16, 32 and 64 movers (2672 with roles shared): each mover's
+// pushes and pulls are latency-bound, so the transfers scale with the movers.
+constexpr int kDevMovers = 64;
+// tune(f, roles = auto): movers from this many rounds (devAutoRounds: 128 MiB of the kernel's
+// reduce-scatter input, or of its gathered tensor), every block both below. On 4x H200
+// (docs/benchmarks/gpu/2026-11-22-4xH200-session16-lamb-rerun, 1-s warm-up) LAMB's two kernels
+// split took 264.6, 772.3 and 2,684 us at 2^24, 2^26 and 2^28 parameters (4, 8 and 16 rounds)
+// against 246.9, 799.3 and 2,990 shared; Adam's one kernel (push and pull in each round) lost
+// split at every size (session16-optim), so it stays shared.
+constexpr int kRolesAutoRounds = 8;
+// The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
+// one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
+// resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.
+inline int roleBlocks(const void* kernel, long long units, int& movers, const char* program, const char* stage) {
+  const int blocks = static_cast<int>(std::min<long long>(1 << 20, std::max<long long>(1, (units + kDevThreads - 1) / kDevThreads)));
+  const int resident = std::max(2, residentBlocks(kernel, program, stage));
+  movers = std::max(1, std::min({movers, blocks, kDevMaxBlocks, resident / 2}));
+  return std::max(1, std::min(blocks, resident - movers));
+}
+
+// A device-group kernel's grid on one rank, where its blocks take no barrier (so kDevMaxBlocks
+// does not bound them): as many as are resident at once, at most one per kDevThreads units.
+inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
+  const long long want = (units + kDevThreads - 1) / kDevThreads;
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
+}
+
+// tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
+// ranks and the movers. Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
+// so the fewer the ranks, the more the workers weigh against the movers' transfers: at two
+// ranks two blocks per SM (registers spilled, about twice the workers) are faster, at four they
+// are not. 4x H200, bench rows `coconetc` and `coconetc_occ2` of one run
+// (docs/benchmarks/gpu/2026-11-22-4xH200-session22): LAMB at 2 GPUs 728.2 / 2,581 us against
+// 792.9 / 2,819 at 2^26 / 2^28 parameters; at 4 GPUs 744.8 / 2,651 against 748.6 / 2,612.
+// Without movers the grid does not grow with the occupancy, so one block per SM.
+inline int devAutoOccupancy(int ranks, int movers) { return movers > 0 && ranks <= 2 ? 2 : 1; }
+
+// Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
+// one below 16 MiB (the barriers would cost more than the overlap gains), then
+// 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
+// On 4x H200 (Adam, f16 gradients; docs/benchmarks/gpu/2026-11-21-4xH200-session4) the fastest
+// of 1, 4 and 16 rounds was 1 up to 2^22 elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
+inline int devAutoRounds(long long bytes) {
+  if (bytes < (16LL << 20)) return 1;
+  int l = 0;
+  for (long long q = bytes / (8LL << 20); q > 1; q >>= 1) ++l;
+  return std::min(16, 1 << (1 + l / 2));
+}
+
+// Rounds of a device group by copy engines when the schedule does not set them (tune(f, chunks = R)),
+// from the bytes of the reduce-scatter's input (else the gathered tensor): one below 64 MiB, else two.
+// Each round costs every copy engine a fixed start and the ranks a barrier, so a copy-engine
+// group wants few rounds: in tools/bench/gpu/ce-allreduce-micro.cu (4x H200, one process,
+// docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce) the all-reduce in 1, 2, 4, 8, 16 rounds took
+// 137, 201, 390, 823, 1737 us at 16 MiB, 360, 495, 494, 873, 2202 at 64 MiB and 4552, 4228, 4578,
+// 5249, 6477 at 1 GiB; groups that took devAutoRounds (4 at 32 MiB, 16 at 512 MiB) ran 1.6-1.9x
+// (Adam) and 1.4-1.5x (LAMB) the time of the kernels' own transfers at 2^24..2^28 (session12-optim).
+inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
+
+// Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
+// `out` and the slice window, barrier, pull the other ranks' slices. The staging area is at
+// byte 0 of `stage`, the slice at byte 0 of `slice`.
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_two_shot(ncclDevComm dc, ncclWindow_t stage, ncclWindow_t slice, const T* __restrict__ in, T* __restrict__ out, long long m,
+                           int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  const int P = dc.lsaSize, me = dc.lsaRank;
+  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
+  const T* st = static_cast<const T*>(ncclGetLocalPointer(stage, 0));
+  T* mine = static_cast<T*>(ncclGetLocalPointer(slice, 0));
+  forUnits<V>(
+      0, m, vec,
+      [&](long long i0) {
+        const Vec<T, V> y = sumSlotsRounded<T, V>(st, m, P, i0);
+        store_vec(mine + i0, y);
+        store_vec(out + me * m + i0, y);
+      },
+      [&](long long i) {
+        const T y = Store<T>::from(sumSlot(st, m, P, i));
+        mine[i] = y;
+        out[me * m + i] = y;
+      });
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank published its slice
+  pullSlices<T, V>(slice, 0, P, me, out, m, 0, m, vec);
+}
+
+// Every rank of the device communicator reaches this point before any goes on (one CTA, LSA
+// barrier `index`): copy-engine transfers issued before it on each rank's stream are complete
+// and visible everywhere after it. No other device-API kernel using the same barrier may run
+// beside it: the all_to_all pipeline launches it on its second stream (index 0); the
+// copy-engine allreduce on its copy stream (index 0) and on the main stream (index 1).
+static __global__ void __launch_bounds__(kDevThreads) dev_barrier(ncclDevComm dc, int index) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, static_cast<uint32_t>(index)};
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
+// The copy-engine allreduce's sum of one round: this rank's part of the round, `piece`
+// elements, summed over the ranks in rank order (rank me's from `own`, this rank's input; rank
+// q's from slot q of `stage`, where q's copy engine put it), rounded once, stored into `out`
+// (this rank's result) and `red` (the window the other ranks' copy engines pull it from).
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads) ce_sum_parts(T* __restrict__ out, T* __restrict__ red, const T* __restrict__ own,
+                                                            const T* __restrict__ stage, long long piece, int P, int me, int vec) {
+  forUnits<V>(
+      0, piece, vec,
+      [&](long long i0) {
+        float s[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) s[e] = 0.0f;
+        for (int q = 0; q < P; ++q) {
+          Vec<T, V> x;
+          load_vec(x, (q == me ? own : stage + q * piece) + i0);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
+        }
+        Vec<T, V> y;
+#pragma unroll
+        for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
+        store_vec(out + i0, y);
+        store_vec(red + i0, y);
+      },
+      [&](long long i) {
+        float s = 0.0f;
+        for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(q == me ? own[i] : stage[q * piece + i]));
+        const T y = Store<T>::from(s);
+        out[i] = y;
+        red[i] = y;
+      });
+}
+
+// Point-to-point exchange of n elements where every rank sends to one rank (`to`) and receives
+// from one (the ranks' targets are a permutation: a send to the next or previous rank or group):
+// push into `to`'s window at byte `base`, a barrier, then copy what arrived into `out`. Callers
+// alternate between two such areas, as for the one-shot allreduce.
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_send_recv(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int to, int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec(x, in + i0);
+        store_vec(peerPtr<T>(w, base + i0 * sizeof(T), to), x);
+      },
+      [&](long long i) { *peerPtr<T>(w, base + i * sizeof(T), to) = in[i]; });
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // what this block's elements of every rank's window receive has arrived
+  const T* got = static_cast<const T*>(ncclGetLocalPointer(w, base));
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec_rw(x, got + i0);
+        store_vec(out + i0, x);
+      },
+      [&](long long i) { out[i] = got[i]; });
+}
+
+// One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots
+// start at byte `base` of w; callers alternate between two such areas, so that a fast rank's next call cannot
+// overwrite a slot that a slow rank still reads (it would first have to pass the next call's
+// barrier, which the slow rank reaches only after this call's kernel ended).
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_one_shot(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  const int P = dc.lsaSize, me = dc.lsaRank;
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec(x, in + i0);
+        for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, base + (me * n + i0) * sizeof(T), p), x);
+      },
+      [&](long long i) {
+        const T x = in[i];
+        for (int p = 0; p < P; ++p) *peerPtr<T>(w, base + (me * n + i) * sizeof(T), p) = x;
+      });
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's buffer has arrived
+  const T* stage = static_cast<const T*>(ncclGetLocalPointer(w, base));
+  forUnits<V>(
+      0, n, vec,
+      [&](long long i0) { store_vec(out + i0, sumSlotsRounded<T, V>(stage, n, P, i0)); },
+      [&](long long i) { out[i] = Store<T>::from(sumSlot(stage, n, P, i)); });
+}
+
+}  // namespace coconet_rt
