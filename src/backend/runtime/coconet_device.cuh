@@ -520,8 +520,8 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // does not bound them): as many as are resident at once, at most one per kDevThreads units.
 // (A flat grid, one block per kDevThreads units, ran Adam's element loop alone 8% faster on one
 // H100 (tools/bench/gpu/optim-micro.cu), but the generated one-rank kernel on it 1.39x slower than
-// torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run:
-// each thread then computes the kernel's element-invariant values (two powf) for one unit only.
+// torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run,
+// likely because each thread then computes the element-invariant values (two powf) for one unit.
 // docs/benchmarks/gpu/2026-11-26-4xH200-session25.)
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
   const long long want = (units + kDevThreads - 1) / kDevThreads;
