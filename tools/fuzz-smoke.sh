@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the parse + check fuzz target for a bounded time, seeded with every sample, stdlib
+# Runs the fuzz target (parse, check; with a schedule also apply, verify and emit CUDA) for a
+# bounded time, seeded with every sample, stdlib
 # module and test input. Exit 77 (skipped) when the fuzz build is absent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -1,13 +1,20 @@
 // libFuzzer target: parse + check arbitrary bytes as a .cnet program, and when the input
-// holds a line "%%", the text after it as a schedule: lower, apply it, and verify the result
-// for 2 ranks. Any crash, sanitizer report, internal compiler error or hang is a bug;
-// diagnostics are the expected outcome.
+// holds a line "%%", the text after it as a schedule: lower, apply it, verify the result for 2
+// ranks, and write its CUDA code (into a scratch folder, with device collectives on odd input
+// sizes and NCCL calls only on even ones). Any crash, sanitizer report, internal compiler error
+// or hang is a bug; diagnostics (and the backend's refusals, std::runtime_error) are the
+// expected outcome.
 #include <cstdint>
+#include <filesystem>
+#include <stdexcept>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
+#include "backend/CudaEmitter.h"
 #include "ir/Lower.h"
 #include "schedule/Schedule.h"
 #include "sema/Sema.h"
@@ -46,6 +53,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::cerr << "a schedule that applied does not verify:\n" << out.str() << err.str() << "\n--- schedule\n"
                   << sched << "\n";
         std::abort();
+      }
+      // The backend: every scheduled program must give CUDA code or a refusal.
+      // (emptied before each program, so that its folder holds one program's files; removed at exit)
+      static const std::string scratch = [] {
+        auto d = std::filesystem::temp_directory_path() / ("coconetc-fuzz-" + std::to_string(::getpid()));
+        std::atexit([] {
+          std::error_code ec;
+          std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("coconetc-fuzz-" + std::to_string(::getpid())), ec);
+        });
+        return d.string();
+      }();
+      std::filesystem::remove_all(scratch);
+      std::filesystem::create_directories(scratch);
+      coconet::backend::CompileOptions co;
+      co.outDir = scratch;
+      co.deviceCollectives = size % 2 == 1;
+      co.scheduleText = coconet::schedule::printScript(trace);
+      try {
+        coconet::backend::emitCuda(p, co);
+      } catch (const std::runtime_error&) {
+        // a construct the CUDA backend refuses, with a message (the driver reports it)
       }
     } catch (const coconet::InternalError& e) {
       std::cerr << "internal compiler error: " << e.what() << "\n";
