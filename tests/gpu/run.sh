@@ -20,15 +20,19 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}"
 } > "$res"
 pass=0; fail=0
 # The vectors: made here (the bundle does not carry them).
 if ! bash tests/gpu/make-vectors.sh "$b/dumps" > "$out/make-vectors.log" 2>&1; then
   echo "make-vectors FAILED:" >> "$res"; tail -n 5 "$out/make-vectors.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
 fi
-# GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs.
+# GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs;
+# GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
+# and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 only="${GPU_TESTS_ONLY:-}"
+ranks="${GPU_TESTS_RANKS:-1 2 4}"
+hasRank() { [[ " $ranks " == *" $1 "* ]]; }
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 # check_run LABEL EXE P DUMPDIR: one driver run on P GPUs against verify vectors, counted and reported.
 check_run() {
@@ -57,7 +61,7 @@ for dir in "$b"/gen/*/; do
   p=${n%@*}   # NAME@VARIANT: NAME compiled another way, checked with NAME's vectors
   exe="$dir/build/${p}_main"
   [ -x "$exe" ] || { echo "$n: not built" >> "$res"; fail=$((fail+1)); continue; }
-  for P in 1 2 4; do
+  for P in $ranks; do
     [ "$P" -le "$gpus" ] || continue
     d="$b/dumps/$p/ranks$P"
     [ -f "$d/manifest.txt" ] || { echo "$n P=$P: no vectors (verify skipped this rank count)" >> "$res"; continue; }
@@ -83,14 +87,14 @@ for d0 in "$b"/dumps/*@*/; do
     fi
     exe="$b/gen/$build/build/${n}_main"
     [ -x "$exe" ] || continue
-    for P in 1 2 4; do
+    for P in $ranks; do
       [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
       check_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
     done
   done
 done
 # The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.
-if python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
+if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
     keep "$n" || continue
@@ -131,7 +135,7 @@ sanitizerWhy() {
 }
 # compute-sanitizer on the 1-GPU runs.
 for tool in memcheck racecheck; do
-  [ "${SANITIZE:-1}" = 1 ] || break
+  [ "${SANITIZE:-1}" = 1 ] && hasRank 1 || break
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
     keep "$n" || continue
@@ -158,7 +162,7 @@ done
 # Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which
 # must take the NCCL fallback there.
 for n in megatron_row adam lamb norm_clip scalar_chain pipeline sends moe_gemm a2a_ffn; do
-  keep "$n" && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
+  keep "$n" && hasRank 2 && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
   if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"
   else
