@@ -305,7 +305,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // input itself as its one slot, a tail stores its slice into the output alone (the slice window
   // is what peers pull), and no block takes a barrier. That kernel is its own instantiation,
   // kSolo = true, which keeps only the computation (no transfer or barrier code to take registers:
-  // Adam's kernel needs 101 with them, one block of kDevThreads per SM), and its grid may fill the
+  // Adam's kernel takes 64 so, 114 with them, one block of kDevThreads per SM), and its grid may fill the
   // GPU (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill
   // (those groups take the NCCL calls on one rank: soloDevice).
   const bool solo = !dg.preloaded;
@@ -593,9 +593,9 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
-  const bool solo = !dg.preloaded;  // (emitDevKernel: a template over kSolo)
-  const std::string kcall = dg.occupancyByRanks() || solo ? kname + "_k" : kname,
-                    kptr = dg.occupancyByRanks() || solo ? kname + "_k" : "&" + kname;
+  // (a kernel with a one-rank form, as every one but a preloaded, is a template: emitDevKernel)
+  const bool solo = !dg.preloaded;
+  const std::string kcall = solo ? kname + "_k" : kname, kptr = solo ? kname + "_k" : "&" + kname;
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
     // `workers` compute them (coconet_device.cuh, roleBlocks).

@@ -5,11 +5,11 @@
 // or hang is a bug; diagnostics (and the backend's refusals, std::runtime_error) are the
 // expected outcome.
 #include <cstdint>
-#include <filesystem>
-#include <stdexcept>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <unistd.h>
@@ -56,13 +56,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       // The backend: every scheduled program must give CUDA code or a refusal.
       // (emptied before each program, so that its folder holds one program's files; removed at exit)
-      static const std::string scratch = [] {
-        auto d = std::filesystem::temp_directory_path() / ("coconetc-fuzz-" + std::to_string(::getpid()));
+      static const std::string& scratch = []() -> const std::string& {
+        static const std::string d = (std::filesystem::temp_directory_path() / ("coconetc-fuzz-" + std::to_string(::getpid()))).string();
         std::atexit([] {
           std::error_code ec;
-          std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("coconetc-fuzz-" + std::to_string(::getpid())), ec);
+          std::filesystem::remove_all(d, ec);
         });
-        return d.string();
+        return d;
       }();
       std::filesystem::remove_all(scratch);
       std::filesystem::create_directories(scratch);
