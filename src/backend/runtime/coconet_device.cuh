@@ -523,8 +523,21 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run,
 // likely because each thread then computes the element-invariant values (two powf) for one unit.
 // docs/benchmarks/gpu/2026-11-26-4xH200-session25.)
+// COCONET_SOLO_UNITS=K (for A/B runs of the grid, as COCONET_PDL for the launches): one block per
+// K * kDevThreads units instead, however many are resident (K = 1: the flat grid); unset or 0:
+// the resident grid.
+inline long long soloUnitsPerThread() {
+  static const long long k = [] {
+    const char* e = std::getenv("COCONET_SOLO_UNITS");
+    const long long v = e ? std::atoll(e) : 0;
+    return v > 0 ? v : 0LL;
+  }();
+  return k;
+}
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
   const long long want = (units + kDevThreads - 1) / kDevThreads;
+  if (const long long k = soloUnitsPerThread(); k > 0)
+    return static_cast<int>(std::max<long long>(1, std::min<long long>((want + k - 1) / k, 1LL << 30)));
   return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
 }
 
