@@ -522,7 +522,9 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // H100 (tools/bench/gpu/optim-micro.cu), but the generated one-rank kernel on it 1.39x slower than
 // torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run,
 // likely because each thread then computes the element-invariant values (two powf) for one unit.
-// docs/benchmarks/gpu/2026-11-26-4xH200-session25.)
+// docs/benchmarks/gpu/2026-11-26-4xH200-session25. On this grid one H200 ran Adam in 1,921 us at
+// 2^28, 1.07x torch.compile's 1,793, and LAMB 1.03x; 256-thread blocks, 4 units per thread or
+// three blocks per SM were no faster: docs/benchmarks/gpu/2026-11-26-{1xH200,4xH200}-session26.)
 // COCONET_SOLO_UNITS=K (for A/B runs of the grid, as COCONET_PDL for the launches): one block per
 // K * kDevThreads units instead, however many are resident (K = 1: the flat grid); unset or 0:
 // the resident grid.
