@@ -15,7 +15,8 @@
 #   --reps    repetitions of the whole set, the folders interleaved in each (default 1)
 #   --raw     a folder for each run's whole output (run-NAME-pP-rREP.txt, NAME the folder's name)
 #   --env     settings separated by ';', each "" (none) or NAME=VALUE[ NAME=VALUE...] (default: none)
-#   -D        program sizes and scalars, passed to the driver
+#   -D        program sizes and scalars, passed to the driver (every size and every scalar without
+#             a default: Adam's and LAMB's step, e.g. -D t=10, or the driver refuses to run)
 #
 # Output lines: `ENV P=P DIR [rep R]: median_us MEDIAN min MIN max MAX` (the driver's JSON, the
 # slowest rank per iteration). NCCL_ROOT: the NCCL to build against (default: PyTorch's).
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --raw) raw="${2:?}"; shift 2 ;;
     --env) envs="${2?}"; shift 2 ;;
     -D) defs+=(-D "${2:?}"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) dirs+=("$1"); shift ;;
   esac
 done
