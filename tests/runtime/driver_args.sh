@@ -37,6 +37,9 @@ expect "adam_main: unknown option --frobnicate" --frobnicate
 # Every size and every scalar without a default (Adam's step t) must be given:
 expect "adam_main: scalar t has no default: pass -D t=VALUE (or --check DIR)" -D N=1024
 expect "adam_main: size N is not given: pass -D N=VALUE (or --check DIR)" -D t=1
+# A launcher's rank and world size are read the same way:
+RANK=4 WORLD_SIZE=4 expect "adam_main: RANK: 4 is more than 3" -D N=8 -D t=1
+RANK=0 WORLD_SIZE=four expect "adam_main: WORLD_SIZE: 'four' is not an integer" -D N=8 -D t=1
 # Good values are read whole (the defines are applied in order, so the error names only Q):
 expect "adam_main: -D Q: adam has no parameter 'Q'" -D N=3*2^20 -D t=2^3 -D lr=1e-3 --iters 2^4 -D Q=1
 [ "$fails" = 0 ] && echo "driver_args: all passed" || { echo "driver_args: $fails failed"; exit 1; }
