@@ -38,6 +38,11 @@ w16 = f16(w'). Rows:
                         round, around a kernel per round that sums and updates
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
+  nccl_reduce_scatter   dist.reduce_scatter_tensor of g16 alone, and nccl_all_gather
+  nccl_all_gather       dist.all_gather_into_tensor of the f16 weights' slices alone: the
+                        floor's two halves (not checked; two GPUs or more, N % P == 0), against
+                        which the two kernels of LAMB (moments: the reduce-scatter's pipeline;
+                        apply: the all-gather's) can be set in event timelines
 Every row starts from the same state and gradient and uses the program's scalars (t = 3 and
 the declared defaults, f32-rounded), so after one step all rows hold the same values.
 Outputs compared: w16 (whole) and this rank's slice of w, m and v.
@@ -317,6 +322,21 @@ class OptimizerWorkload:
         return Row(step=lambda: dist.all_reduce(g16), outputs=lambda: {}, check=False,
                    bytes=2 * n, note="dist.all_reduce of the f16 gradients alone, in place")
 
+    def halves(self, cfg, ctx, which: str) -> Row:
+        """The floor's halves: NCCL's reduce-scatter of the gradients, or its all-gather of
+        the f16 weights' slices, alone."""
+        n, P = cfg["N"], ctx.world
+        if n % P:
+            raise ValueError(f"N = {n} is not a multiple of P = {P} (reduce_scatter_tensor)")
+        g16 = quantized_grad(ctx, n, 4)
+        part = torch.empty(n // P, dtype=torch.float16, device=ctx.device)
+        if which == "reduce_scatter":
+            return Row(step=lambda: dist.reduce_scatter_tensor(part, g16), outputs=lambda: {}, check=False,
+                       bytes=2 * n, note="dist.reduce_scatter_tensor of the f16 gradients alone")
+        part.copy_(g16.narrow(0, ctx.rank * (n // P), n // P))
+        return Row(step=lambda: dist.all_gather_into_tensor(g16, part), outputs=lambda: {}, check=False,
+                   bytes=2 * n, note="dist.all_gather_into_tensor of the f16 slices alone")
+
     def rows(self, cfg: dict, ctx, mode: str):
         """Eager first: it is the reference of the check."""
         return [
@@ -335,4 +355,7 @@ class OptimizerWorkload:
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
+            *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),
+               ("nccl_all_gather", lambda: self.halves(cfg, ctx, "all_gather"))]
+              if ctx.world > 1 else []),
         ]
