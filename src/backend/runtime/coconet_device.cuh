@@ -532,7 +532,7 @@ inline long long soloUnitsPerThread() {
   static const long long k = [] {
     const char* e = std::getenv("COCONET_SOLO_UNITS");
     const long long v = e ? std::atoll(e) : 0;
-    return v > 0 ? v : 0LL;
+    return v > 0 ? std::min(v, 1LL << 30) : 0LL;
   }();
   return k;
 }
