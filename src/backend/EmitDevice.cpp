@@ -308,7 +308,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // Adam's kernel takes 64 so, 114 with them, one block of kDevThreads per SM), and its grid may fill the
   // GPU (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill
   // (those groups take the NCCL calls on one rank: soloDevice).
-  const bool solo = !dg.preloaded;
+  const bool solo = dg.soloForm();
   if (dg.occupancyByRanks()) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
   else if (solo) K << "template <bool kSolo>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
@@ -593,8 +593,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
-  // (a kernel with a one-rank form, as every one but a preloaded, is a template: emitDevKernel)
-  const bool solo = !dg.preloaded;
+  // (a kernel with a one-rank form is a template: emitDevKernel)
+  const bool solo = dg.soloForm();
   const std::string kcall = solo ? kname + "_k" : kname, kptr = solo ? kname + "_k" : "&" + kname;
   if (!dg.copyEngines) {
     // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and

@@ -331,6 +331,9 @@ private:
     // launch takes coconet_rt::devAutoOccupancy's (from the ranks and the movers); without roles, 1.
     int occupancy = 1;
     bool occupancyByRanks() const { return occupancy == 0 && !preloaded && splitRoles(); }
+    // The kernel is a template over kSolo, its one-rank form (emitDevKernel), unless copy engines
+    // fill its slots (preloaded).
+    bool soloForm() const { return !preloaded; }
     std::vector<int> run, ext, written;
     std::map<int, int> extIndex;
     std::vector<Access> acc;

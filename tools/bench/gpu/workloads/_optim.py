@@ -333,7 +333,8 @@ class OptimizerWorkload:
         if which == "reduce_scatter":
             return Row(step=lambda: dist.reduce_scatter_tensor(part, g16), outputs=lambda: {}, check=False,
                        bytes=2 * n, note="dist.reduce_scatter_tensor of the f16 gradients alone")
-        part.copy_(g16.narrow(0, ctx.rank * (n // P), n // P))
+        lo, hi = slice_bounds(n, ctx.rank, P)
+        part.copy_(g16[lo:hi])
         return Row(step=lambda: dist.all_gather_into_tensor(g16, part), outputs=lambda: {}, check=False,
                    bytes=2 * n, note="dist.all_gather_into_tensor of the f16 slices alone")
 
