@@ -1085,16 +1085,32 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
     return "  const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(" + v + "));\n  const auto r" + i +
            " = coconet_rt::to_f(s" + i + ");\n  (void)r" + i + ";\n";
   };
-  for (int step : sc.order) {
-    if (step >= 0 && p_.stages[step].kind == StageKind::Reduce) {
-      const std::string f = std::to_string(step), op = reduceOpStruct(step);
-      K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n"
-        << "  for (int q = threadIdx.x; q < blocks" << f << "; q += blockDim.x) acc" << f << " = " << op << "::combine(acc" << f
-        << ", part" << f << "[q]);\n"
-        << "  {\n    __shared__ " << op << "::Acc sh[coconet_rt::kDevThreads];\n    acc" << f << " = coconet_rt::blockReduce<" << op
-        << ">(acc" << f << ", sh);\n  }\n"
-        << storeAs(step, op + "::finish(acc" + f + ", count" + f + ")");
-      known.insert(step);
+  auto isReduce = [&](int step) { return step >= 0 && p_.stages[step].kind == StageKind::Reduce; };
+  for (size_t j = 0; j < sc.order.size(); ++j) {
+    const int step = sc.order[j];
+    if (isReduce(step)) {
+      // Reductions next to each other in the chain read their partial results in one loop, so that
+      // their loads are in flight together (each thread adds its partials in the same order as
+      // alone: the same bits), then reduce over the block one after another.
+      size_t end = j;
+      while (end < sc.order.size() && isReduce(sc.order[end])) ++end;
+      std::string cond, body;
+      for (size_t r = j; r < end; ++r) {
+        const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]);
+        K << "  " << op << "::Acc acc" << f << " = " << op << "::init();\n";
+        cond += (r > j ? " || q < blocks" : "q < blocks") + f;
+        body += end - j == 1 ? "acc" + f + " = " + op + "::combine(acc" + f + ", part" + f + "[q]);"
+                             : "\n    if (q < blocks" + f + ") acc" + f + " = " + op + "::combine(acc" + f + ", part" + f + "[q]);";
+      }
+      K << "  for (int q = threadIdx.x; " << cond << "; q += blockDim.x)" << (end - j == 1 ? " " + body + "\n" : " {" + body + "\n  }\n");
+      for (size_t r = j; r < end; ++r) {
+        const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]);
+        K << "  {\n    __shared__ " << op << "::Acc sh[coconet_rt::kDevThreads];\n    acc" << f << " = coconet_rt::blockReduce<" << op
+          << ">(acc" << f << ", sh);\n  }\n"
+          << storeAs(sc.order[r], op + "::finish(acc" + f + ", count" + f + ")");
+        known.insert(sc.order[r]);
+      }
+      j = end - 1;
     } else if (step >= 0) {
       std::map<int, int> ids;
       for (int o : p_.stages[step].operands) ids[o] = o;
@@ -1106,36 +1122,64 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
       const std::string es = std::to_string(e), w = std::to_string(sc.width);
       const std::string region = "(" + es + " * P + me) * " + w;
       if (folded) {
-        K << "  // exchange " << e << ": block 0 stores this rank's value(s), with this call's epoch, into its slot on every\n"
-          << "  // rank; every block waits until each rank's slot holds this call's epoch, then combines them in rank order\n"
-          << "  if (blockIdx.x == 0 && threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
-        for (size_t k = 0; k < ex.size(); ++k)
-          K << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + " << k << ") * sizeof(unsigned long long), p, "
-            << value(p_.stages[ex[k]].operands[0]) << ", chainEpoch);\n";
-        K << "    }\n"
+        // The stores and the waits are spread over threads so that their round trips overlap: one
+        // store per thread of block 0, and warp 0 of every block waits for 32 ranks' slots at a
+        // time. (One thread storing and waiting for every slot in turn took 6-9 us of LAMB's step
+        // at 4 GPUs, docs/benchmarks/gpu/2026-11-26-4xH200-session27.) The values are combined in
+        // rank order as before, so the results are the same bits.
+        const std::string n = std::to_string(ex.size());
+        std::string pick;  // value k of the exchange
+        for (size_t k = 0; k + 1 < ex.size(); ++k) pick += "k == " + std::to_string(k) + " ? " + value(p_.stages[ex[k]].operands[0]) + " : ";
+        pick += value(p_.stages[ex.back()].operands[0]);
+        K << "  // exchange " << e << ": block 0's threads store this rank's value(s), with this call's epoch, into its slot on\n"
+          << "  // every rank; warp 0 of every block waits until each rank's slot holds this call's epoch and combines\n"
+          << "  // them in rank order; the block takes the results from shared memory\n"
+          << "  if (blockIdx.x == 0)\n"
+          << "    for (int t = threadIdx.x; t < P * " << n << "; t += blockDim.x) {\n"
+          << "      const int p = t / " << n << ", k = t - p * " << n << ";\n"
+          << "      (void)k;\n"
+          << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + k) * sizeof(unsigned long long), p, " << pick
+          << ", chainEpoch);\n"
+          << "    }\n"
           << "  const unsigned long long* slots" << e << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + "
           << es << " * P * " << w << ";\n"
-          << "  if (threadIdx.x == 0)  // one thread waits; the others then find the slots filled\n"
-          << "    for (int p = 0; p < P; ++p)\n      for (int k = 0; k < " << ex.size() << "; ++k) (void)coconet_rt::waitEpochSlot(slots" << e
-          << " + p * " << w << " + k, chainEpoch);\n"
-          << "  __syncthreads();\n";
-      } else {
-        K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
-          << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
-        for (size_t k = 0; k < ex.size(); ++k)
-          K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
-            << value(p_.stages[ex[k]].operands[0]) << ";\n";
-        K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
-          << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * " << w << ";\n";
+          << "  __shared__ float xs" << e << "[" << n << "];\n"
+          << "  if (threadIdx.x < 32) {\n";
+        for (size_t k = 0; k < ex.size(); ++k) {
+          const Stage& a = p_.stages[ex[k]];
+          const bool sum = a.op == ReduceOp::Sum;  // as sumSlot: from 0, in rank order
+          const std::string comb = sum ? "__fadd_rn(x, y)" : a.op == ReduceOp::Max ? "fmaxf(x, y)" : "fminf(x, y)";
+          K << "    {\n      float x = 0.0f;\n"
+            << "      for (int p0 = 0; p0 < P; p0 += 32) {\n"
+            << "        const float yl = coconet_rt::laneSlot(slots" << e << ", P, " << w << ", " << k << ", p0, chainEpoch);\n"
+            << "        for (int q = 0; q < 32 && p0 + q < P; ++q) {\n"
+            << "          const float y = __shfl_sync(0xffffffffu, yl, q);\n"
+            << "          x = " << (sum ? comb : "p0 + q == 0 ? y : " + comb) << ";\n"
+            << "        }\n      }\n"
+            << "      if (threadIdx.x == 0) xs" << e << "[" << k << "] = x;\n    }\n";
+        }
+        K << "  }\n  __syncthreads();\n";
+        for (size_t k = 0; k < ex.size(); ++k) {
+          const std::string i = std::to_string(ex[k]);
+          K << "  const float x" << i << " = xs" << e << "[" << k << "];\n" << storeAs(ex[k], "x" + i);
+          known.insert(ex[k]);
+        }
+        continue;
       }
+      K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
+        << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
+      for (size_t k = 0; k < ex.size(); ++k)
+        K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
+          << value(p_.stages[ex[k]].operands[0]) << ";\n";
+      K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+        << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * " << w << ";\n";
       for (size_t k = 0; k < ex.size(); ++k) {
         const Stage& a = p_.stages[ex[k]];
         const std::string i = std::to_string(ex[k]);
         const bool sum = a.op == ReduceOp::Sum;  // as sumSlot: from 0, in rank order
         const std::string comb = sum ? "__fadd_rn(x" + i + ", y)" : a.op == ReduceOp::Max ? "fmaxf(x" + i + ", y)" : "fminf(x" + i + ", y)";
         auto slot = [&](const std::string& p) {
-          const std::string at = "slots" + es + "[" + (p == "0" ? std::to_string(k) : p + " * " + w + " + " + std::to_string(k)) + "]";
-          return folded ? "coconet_rt::waitEpochSlot(&" + at + ", chainEpoch)" : at;
+          return "slots" + es + "[" + (p == "0" ? std::to_string(k) : p + " * " + w + " + " + std::to_string(k)) + "]";
         };
         K << "  float x" << i << " = " << (sum ? "0.0f" : slot("0")) << ";\n"
           << "  for (int p = " << (sum ? 0 : 1) << "; p < P; ++p) {\n    const float y = " << slot("p") << ";\n    x" << i << " = " << comb

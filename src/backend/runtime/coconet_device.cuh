@@ -242,6 +242,14 @@ __device__ __forceinline__ float waitEpochSlot(const unsigned long long* p, unsi
   return __uint_as_float(static_cast<unsigned>(word));
 }
 
+// Warp 0 of a block waits for an exchange's slots 32 ranks at a time: lane l takes value k of rank
+// p0 + l (0 past the last rank), so that the 32 waits overlap instead of following one another
+// (each a round trip to memory that peers write).
+__device__ __forceinline__ float laneSlot(const unsigned long long* slots, int P, int width, int k, int p0, unsigned epoch) {
+  const int p = p0 + static_cast<int>(threadIdx.x % 32);
+  return p < P ? waitEpochSlot(slots + static_cast<long long>(p) * width + k, epoch) : 0.0f;
+}
+
 // A block's share of the work: part `index` of `count` (the grid's blocks, or in a kernel whose
 // blocks take roles, the blocks of one role).
 struct Part {
