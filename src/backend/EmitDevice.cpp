@@ -209,7 +209,16 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
     hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
   }
+  if (takesLastBarrier(dg)) {
+    params.push_back("int lastBarrier");
+    hostArgs.push_back("lastBarrier");
+  }
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
+}
+
+const Emitter::DevGroup* Emitter::devSuccessor(const DevGroup& dg) const {
+  auto it = devGroups_.upper_bound(dg.first());  // the groups in stage order, as run() launches them
+  return it == devGroups_.end() ? nullptr : &it->second;
 }
 
 // Whether the fused groups' kernels and the scalar chains take the device path on one rank too,
@@ -282,7 +291,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   else if (head)
     K << "// push slices to their ranks' staging windows; barrier; sum this rank's slots and compute the members\n"
       << "// (in `rounds` pipelined rounds over chunks of the slice: coconet_device.cuh, chunkLo); a last barrier\n"
-      << "// (every rank has read its slots before any rank's next call pushes).\n";
+      << "// (every rank has read its slots before any rank's next call pushes) unless a later group of the call\n"
+      << "// runs (lastBarrier = 0: its barriers or exchange order that).\n";
   else
     K << "// compute the members and publish the all-gather's slice (in the half `sliceOff` of the slice window);\n"
       << "// barrier; pull the other ranks' slices (in `rounds` pipelined rounds over chunks of the slice).\n";
@@ -484,9 +494,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
         << "      coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "    }\n"
         << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
-        << "    // with all); then every rank's (before any rank's next call pushes)\n"
-        << "    coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
-        << "    " << sync;
+        << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
+        << "    if (lastBarrier) {\n"
+        << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
+        << "      " << sync << "    }\n";
     else
       K << "    // once every worker published chunk r, barrier; pull chunk r\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
@@ -517,8 +528,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) " << push << ";\n"
       << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
-      << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots)\n"
-      << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+      << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots, unless\n"
+      << "    // a later group of the call orders that: lastBarrier = 0)\n"
+      << "    if (r < rounds || lastBarrier) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
   else
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) compute(edge(r), edge(r + 1));\n"
@@ -627,6 +639,13 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     for (int f : dg.folds)
       b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
         << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
+  }
+  if (takesLastBarrier(dg)) {
+    if (const DevGroup* next = devSuccessor(dg))
+      b << "      // the barrier after the last round only where fused group '" << next->name << "' (later in this call) does not run\n"
+        << "      const int lastBarrier = " << countVar(next->ref) << " > 0 ? 0 : 1;\n";
+    else
+      b << "      const int lastBarrier = 1;  // no device group after this one in the call\n";
   }
   if (dg.copyEngines) {
     emitCopyEngineGroup(dg, kname, grid, L);

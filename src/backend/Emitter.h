@@ -453,6 +453,13 @@ private:
   std::string ceRounds(const DevGroup& dg) const;
   std::string devRounds(const DevGroup& dg) const;
   bool soloDevice() const;
+  // A reduce-scatter head that pushes ends with a barrier after its last round only so that no
+  // rank's next call pushes into slots that another rank still reads. A later device group of the
+  // same call orders that already where it runs (every device kernel meets the other ranks at a
+  // barrier or an exchange, which a rank reaches only after its earlier kernels ended), so the
+  // head's kernel takes `lastBarrier` (0 where that group runs): its successor here, or null.
+  const DevGroup* devSuccessor(const DevGroup& dg) const;
+  bool takesLastBarrier(const DevGroup& dg) const { return dg.pushes() && !dg.tail(); }
   // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
   // of the pulls of the round before (emitCopyRounds).
   struct CopyRounds {
