@@ -1153,14 +1153,18 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
         K << "  // exchange " << e << ": block 0's threads store this rank's value(s), with this call's epoch, into its slot on\n"
           << "  // every rank; warp 0 of every block waits until each rank's slot holds this call's epoch and combines\n"
           << "  // them in rank order; the block takes the results from shared memory\n"
-          << "  if (blockIdx.x == 0)\n"
-          << "    for (int t = threadIdx.x; t < P * " << n << "; t += blockDim.x) {\n"
-          << "      const int p = t / " << n << ", k = t - p * " << n << ";\n"
-          << "      (void)k;\n"
-          << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + k) * sizeof(unsigned long long), p, " << pick
-          << ", chainEpoch);\n"
-          << "    }\n"
-          << "  const unsigned long long* slots" << e << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + "
+          << "  if (blockIdx.x == 0)\n";
+        if (ex.size() == 1)
+          K << "    for (int p = threadIdx.x; p < P; p += blockDim.x)\n"
+            << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + 0) * sizeof(unsigned long long), p, " << pick
+            << ", chainEpoch);\n";
+        else
+          K << "    for (int t = threadIdx.x; t < P * " << n << "; t += blockDim.x) {\n"
+            << "      const int p = t / " << n << ", k = t - p * " << n << ";\n"
+            << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + k) * sizeof(unsigned long long), p, " << pick
+            << ", chainEpoch);\n"
+            << "    }\n";
+        K << "  const unsigned long long* slots" << e << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + "
           << es << " * P * " << w << ";\n"
           << "  __shared__ float xs" << e << "[" << n << "];\n"
           << "  if (threadIdx.x < 32) {\n";
