@@ -435,15 +435,27 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
   };
   const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
-  std::ostringstream FO;  // the blocks' partial results of the folded reductions
-  for (size_t q = 0; q < dg.folds.size(); ++q) {
-    const std::string f = std::to_string(dg.folds[q]);
-    FO << "  {\n    // this block's partial result of " << p_.stages[dg.folds[q]].name << "\n"
-       << "    __shared__ " << foldOps[q] << "::Acc sh[coconet_rt::kDevThreads];\n"
-       << "    acc" << f << " = coconet_rt::blockReduce<" << foldOps[q] << ">(acc" << f << ", sh);\n"
-       << "    if (threadIdx.x == 0) part" << f << "[pt.index] = acc" << f << ";\n  }\n";
+  // the blocks' partial results of the folded reductions: one tree pass for all of them
+  // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
+  std::string folds;
+  if (!dg.folds.empty()) {
+    std::string names, ops, shs, accs, stores;
+    for (size_t q = 0; q < dg.folds.size(); ++q) {
+      const std::string f = std::to_string(dg.folds[q]), sep = q ? ", " : "";
+      names += sep + p_.stages[dg.folds[q]].name;
+      ops += sep + foldOps[q];
+      shs += sep + "sh" + f;
+      accs += sep + "acc" + f;
+      stores += " part" + f + "[pt.index] = acc" + f + ";";
+    }
+    std::ostringstream FO;
+    FO << "  {\n    // this block's partial result" << (dg.folds.size() > 1 ? "s" : "") << " of " << names << "\n";
+    for (size_t q = 0; q < dg.folds.size(); ++q)
+      FO << "    __shared__ " << foldOps[q] << "::Acc sh" << dg.folds[q] << "[coconet_rt::kDevThreads];\n";
+    FO << "    coconet_rt::blockReduceEach<" << ops << ">(" << shs << ", " << accs << ");\n"
+       << "    if (threadIdx.x == 0) {" << stores << " }\n  }\n";
+    folds = FO.str();
   }
-  const std::string folds = FO.str();
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
@@ -1110,7 +1122,7 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
     if (isReduce(step)) {
       // Reductions next to each other in the chain read their partial results in one loop, so that
       // their loads are in flight together (each thread adds its partials in the same order as
-      // alone: the same bits), then reduce over the block one after another.
+      // alone: the same bits).
       size_t end = j;
       while (end < sc.order.size() && isReduce(sc.order[end])) ++end;
       std::string cond, body;
@@ -1122,11 +1134,20 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
                              : "\n    if (q < blocks" + f + ") acc" + f + " = " + op + "::combine(acc" + f + ", part" + f + "[q]);";
       }
       K << "  for (int q = threadIdx.x; " << cond << "; q += blockDim.x)" << (end - j == 1 ? " " + body + "\n" : " {" + body + "\n  }\n");
+      // then over the block, in one tree pass for all of them (blockReduceEach: the same bits)
+      std::string ops, shs, accs;
+      K << "  {\n";
+      for (size_t r = j; r < end; ++r) {
+        const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]), sep = r > j ? ", " : "";
+        K << "    __shared__ " << op << "::Acc sh" << f << "[coconet_rt::kDevThreads];\n";
+        ops += sep + op;
+        shs += sep + "sh" + f;
+        accs += sep + "acc" + f;
+      }
+      K << "    coconet_rt::blockReduceEach<" << ops << ">(" << shs << ", " << accs << ");\n  }\n";
       for (size_t r = j; r < end; ++r) {
         const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]);
-        K << "  {\n    __shared__ " << op << "::Acc sh[coconet_rt::kDevThreads];\n    acc" << f << " = coconet_rt::blockReduce<" << op
-          << ">(acc" << f << ", sh);\n  }\n"
-          << storeAs(sc.order[r], op + "::finish(acc" + f + ", count" + f + ")");
+        K << storeAs(sc.order[r], op + "::finish(acc" + f + ", count" + f + ")");
         known.insert(sc.order[r]);
       }
       j = end - 1;

@@ -235,30 +235,41 @@ __global__ void reduce_thread(Src x, YT* __restrict__ y, long long outer, long l
 }
 // The block's values combined as a tree (blockDim.x a power of two): element i with element i + w,
 // w halving from blockDim.x / 2, through shared memory while w >= 32, then the last five levels by
-// shuffles in warp 0 (the same pairs, so the same bits, with five barriers fewer: a chain's
-// prologue takes two of these after another kernel's end). Every thread gets the result.
+// shuffles in warp 0 (the same pairs, so the same bits, with five barriers fewer).
+// blockReduceEach<OpA, OpB, ...>(shA, shB, ..., a, b, ...) runs that tree for several values at
+// once, each with its own operator and shared array: every value gets exactly the bits it would
+// get alone, and the barriers are taken once for all (a fused group's folded reductions at its
+// end, a scalar chain's neighbouring reductions). Every thread gets the results, in place.
 template <class Op>
-__device__ typename Op::Acc blockReduce(typename Op::Acc v, typename Op::Acc* sh) {
-  sh[threadIdx.x] = v;
+__device__ __forceinline__ void warpTreeTail(typename Op::Acc* sh, int w, unsigned lanes) {
+  typename Op::Acc x = sh[threadIdx.x];
+  for (; w > 0; w /= 2) {
+    const typename Op::Acc y = __shfl_down_sync(lanes, x, w);
+    if (static_cast<int>(threadIdx.x) < w) x = Op::combine(x, y);
+  }
+  if (threadIdx.x == 0) sh[0] = x;
+}
+template <class... Ops>
+__device__ void blockReduceEach(typename Ops::Acc*... sh, typename Ops::Acc&... v) {
+  ((sh[threadIdx.x] = v), ...);
   __syncthreads();
   int w = blockDim.x / 2;
   for (; w >= 32; w /= 2) {
-    if (threadIdx.x < w) sh[threadIdx.x] = Op::combine(sh[threadIdx.x], sh[threadIdx.x + w]);
+    if (threadIdx.x < w) ((sh[threadIdx.x] = Ops::combine(sh[threadIdx.x], sh[threadIdx.x + w])), ...);
     __syncthreads();
   }
   if (threadIdx.x < 32) {
     const unsigned lanes = blockDim.x >= 32 ? 0xffffffffu : (1u << blockDim.x) - 1u;
-    typename Op::Acc x = sh[threadIdx.x];
-    for (; w > 0; w /= 2) {
-      const typename Op::Acc y = __shfl_down_sync(lanes, x, w);
-      if (static_cast<int>(threadIdx.x) < w) x = Op::combine(x, y);
-    }
-    if (threadIdx.x == 0) sh[0] = x;
+    (warpTreeTail<Ops>(sh, w, lanes), ...);
   }
   __syncthreads();
-  typename Op::Acc r = sh[0];
+  ((v = sh[0]), ...);
   __syncthreads();
-  return r;
+}
+template <class Op>
+__device__ typename Op::Acc blockReduce(typename Op::Acc v, typename Op::Acc* sh) {
+  blockReduceEach<Op>(sh, v);
+  return v;
 }
 template <class Op, class Src, class YT>
 __global__ void reduce_block(Src x, YT* __restrict__ y, long long outer, long long len, long long inner, double count) {
