@@ -4,6 +4,23 @@
 
 namespace coconet::backend::detail {
 
+namespace {
+// Reductions `ids` (operator structs `ops`) over the block in one tree pass: a shared array per
+// value, then one coconet_rt::blockReduceEach call on the accumulators acc<id>, each line
+// indented by `ind`.
+std::string blockReduceEachCode(const std::vector<int>& ids, const std::vector<std::string>& ops, const std::string& ind) {
+  std::string decls, opList, shs, accs;
+  for (size_t q = 0; q < ids.size(); ++q) {
+    const std::string f = std::to_string(ids[q]), sep = q ? ", " : "";
+    decls += ind + "__shared__ " + ops[q] + "::Acc sh" + f + "[coconet_rt::kDevThreads];\n";
+    opList += sep + ops[q];
+    shs += sep + "sh" + f;
+    accs += sep + "acc" + f;
+  }
+  return decls + ind + "coconet_rt::blockReduceEach<" + opList + ">(" + shs + ", " + accs + ");\n";
+}
+}  // namespace
+
 bool Emitter::analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool partial) const {
   if (m.size() < 2) return false;
   auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
@@ -439,22 +456,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
   std::string folds;
   if (!dg.folds.empty()) {
-    std::string names, ops, shs, accs, stores;
+    std::string names, stores;
     for (size_t q = 0; q < dg.folds.size(); ++q) {
-      const std::string f = std::to_string(dg.folds[q]), sep = q ? ", " : "";
-      names += sep + p_.stages[dg.folds[q]].name;
-      ops += sep + foldOps[q];
-      shs += sep + "sh" + f;
-      accs += sep + "acc" + f;
+      const std::string f = std::to_string(dg.folds[q]);
+      names += (q ? ", " : "") + p_.stages[dg.folds[q]].name;
       stores += " part" + f + "[pt.index] = acc" + f + ";";
     }
-    std::ostringstream FO;
-    FO << "  {\n    // this block's partial result" << (dg.folds.size() > 1 ? "s" : "") << " of " << names << "\n";
-    for (size_t q = 0; q < dg.folds.size(); ++q)
-      FO << "    __shared__ " << foldOps[q] << "::Acc sh" << dg.folds[q] << "[coconet_rt::kDevThreads];\n";
-    FO << "    coconet_rt::blockReduceEach<" << ops << ">(" << shs << ", " << accs << ");\n"
-       << "    if (threadIdx.x == 0) {" << stores << " }\n  }\n";
-    folds = FO.str();
+    folds = "  {\n    // this block's partial result" + std::string(dg.folds.size() > 1 ? "s" : "") + " of " + names + "\n" +
+            blockReduceEachCode(dg.folds, foldOps, "    ") + "    if (threadIdx.x == 0) {" + stores + " }\n  }\n";
   }
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
@@ -1135,16 +1144,10 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
       }
       K << "  for (int q = threadIdx.x; " << cond << "; q += blockDim.x)" << (end - j == 1 ? " " + body + "\n" : " {" + body + "\n  }\n");
       // then over the block, in one tree pass for all of them (blockReduceEach: the same bits)
-      std::string ops, shs, accs;
-      K << "  {\n";
-      for (size_t r = j; r < end; ++r) {
-        const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]), sep = r > j ? ", " : "";
-        K << "    __shared__ " << op << "::Acc sh" << f << "[coconet_rt::kDevThreads];\n";
-        ops += sep + op;
-        shs += sep + "sh" + f;
-        accs += sep + "acc" + f;
-      }
-      K << "    coconet_rt::blockReduceEach<" << ops << ">(" << shs << ", " << accs << ");\n  }\n";
+      const std::vector<int> run(sc.order.begin() + static_cast<long>(j), sc.order.begin() + static_cast<long>(end));
+      std::vector<std::string> ops;
+      for (int r : run) ops.push_back(reduceOpStruct(r));
+      K << "  {\n" << blockReduceEachCode(run, ops, "    ") << "  }\n";
       for (size_t r = j; r < end; ++r) {
         const std::string f = std::to_string(sc.order[r]), op = reduceOpStruct(sc.order[r]);
         K << storeAs(sc.order[r], op + "::finish(acc" + f + ", count" + f + ")");
