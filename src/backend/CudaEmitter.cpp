@@ -1148,7 +1148,7 @@ std::string Emitter::exprTextFor(const Stage& s) const {
   return s.expr.str(names);
 }
 
-void Emitter::emitGemm(int id, const std::string& blk) {
+void Emitter::emitGemm(int id) {
   const Stage& s = p_.stages[id];
   DType dt = s.type.dtype;
   std::string ty = cudaDataType(dt);
@@ -1169,17 +1169,15 @@ void Emitter::emitGemm(int id, const std::string& blk) {
     }
   } else {
     int rb = p_.stages[bop].type.rank();
-    // A block of dimension 0: of the rows (rank 2) or of the leading batch dimension.
     const std::string rows = shapeVar(a) + "[" + std::to_string(ra - 2) + "]";
-    const std::string cA = blk.empty() ? countVar(a) : "(" + countVar(a) + " / G)", cC = blk.empty() ? countVar(id) : "(" + countVar(id) + " / G)";
-    b << "    const long long M = " << (blk.empty() || ra > 2 ? rows : "(" + rows + " / G)") << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
+    const std::string cA = countVar(a), cC = countVar(id);
+    b << "    const long long M = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
       << shapeVar(bop) << "[" << rb - 1 << "];\n"
       << "    const long long batchA = " << cA << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
       << cC << " / (M * N);\n"
       << "    long long Mx = M, batch = batchC, strideA = M * K, strideB = K * N, strideC = M * N;\n"
       << "    long long reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n"
       << "    long long batchA_ = batchA, batchB_ = batchB;\n";
-    if (!blk.empty()) b << "    baseA = " << blk << " * " << cA << ";  // this block of A\n";
     // The result sliced along batch dimension 0 while an operand holds that dimension whole:
     // the operand starts at this rank's slice.
     const TensorType& ct = s.type;
@@ -1209,7 +1207,7 @@ void Emitter::emitGemm(int id, const std::string& blk) {
     << in << "  CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
     << "), static_cast<int>(K), &alpha, " << var(bop) << " + baseB + r * stepB, " << ty << ", static_cast<int>(N), strideB, " << var(a)
     << " + baseA + r * stepA, " << ty << ", static_cast<int>(K), strideA, &beta, " << var(id)
-    << (blk.empty() ? std::string() : " + " + blk + " * (" + countVar(id) + " / G)") << " + r * stepC, " << ty
+    << " + r * stepC, " << ty
     << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
     << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
   if (s.kind == StageKind::Gemv && !f64) b << "    }\n";

@@ -359,7 +359,10 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << ind << "  CHECK(ncclGroupEnd(), " << xn << ");\n"
     << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n" << ind << "}\n";
   if (ce) b << "    }\n";
-  b << "    for (long long i = 0; i < G; ++i) {\n"
+  emitOwnSplit(ch);
+  b << "    for (long long step = 0; step < G + parts - 1; ++step) {\n"
+    << "      const long long i = step < G ? step : 0;  // step G: the rest of this rank's own block\n"
+    << "      const long long r0 = step == G ? U1 : 0, r1 = step == 0 && parts == 2 ? U1 : U;  // the block's rows this step computes\n"
     << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
     << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
   // The names the step's stages read x and write the result under.
@@ -386,8 +389,8 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     b << "      " << stageComment(s) << "\n      {\n";
     // The stage's code is written for the top level of run(): indent it into the loop.
     emitIndented("    ", [&] {
-      if (s.kind == StageKind::Matmul) emitGemm(q, "blk");
-      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
+      if (s.kind == StageKind::Matmul) emitBlockGemm(q);
+      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G) + r0 * " + lastDim(q), "(r1 - r0) * " + lastDim(q));
     });
     b << "      }\n";
   }
@@ -399,9 +402,10 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   if (yDirect) {
     b << "      if (i == 0) continue;  // computed in place\n";
   } else {
-    b << "      if (i == 0) {\n"
-      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + me * outBlock, " << var(last) << " + me * outBlock, outBlock * sizeof(" << BT
-      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+    const std::string rows = " + me * outBlock + r0 * " + lastDim(ch.back);
+    b << "      if (i == 0) {  // this part of our block into place\n"
+      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << rows << ", " << var(last) << rows << ", (r1 - r0) * " << lastDim(ch.back)
+      << " * sizeof(" << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
       << "        continue;\n      }\n";
   }
   ind = "      ";
@@ -428,6 +432,86 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << ind << "CHECK(ncclGroupEnd(), " << bn << ");\n";
   if (ce) b << "      }\n";
   b << "    }\n" << joinComm(bn) << "  }\n";
+}
+
+std::string Emitter::lastDim(int id) const {
+  const int r = p_.stages[id].type.rank();
+  return r >= 1 ? shapeVar(id) + "[" + std::to_string(r - 1) + "]" : std::string("1");
+}
+
+// Every stage of the chain has x's leading dimensions (element-wise stages keep their operand's
+// shape, a matmul its left operand's rows), so a block is U rows of each stage's last dimension,
+// and rows [r0, r1) of one stage's block are computed from the same rows of the stages before.
+// This rank's own block, which needs no transfer, is computed in two parts: the first at step 0
+// (while the first remote block arrives, as before) and the rest after the last remote block, so
+// that the last result sent to this rank (the GEMM into our window, the barrier, the copy into
+// place) travels while this rank still computes instead of after it. A matmul's part is whole
+// batches of the block, or rows of its one batch; where a weight that repeats over the batches
+// would not start each part at its first batch, the block stays whole.
+void Emitter::emitOwnSplit(const Chunked& ch) {
+  auto& b = body_;
+  b << "    // this rank's block in two parts where its rows split, the second computed last (after the\n"
+    << "    // other ranks' blocks), so that the last result sent here arrives while this rank computes\n"
+    << "    const long long U = (" << countVar(ch.producer) << " / G) / " << lastDim(ch.producer) << ";  // rows per block\n";
+  int mm = -1;
+  for (int q : ch.run)
+    if (p_.stages[q].kind == StageKind::Matmul) {
+      mm = q;
+      break;
+    }
+  if (mm < 0) {
+    b << "    const long long U1 = U / 2;\n"
+      << "    const long long parts = G > 1 && U1 > 0 ? 2 : 1;\n";
+    return;
+  }
+  const int a = p_.stages[mm].operands[0], ra = p_.stages[a].type.rank();
+  const std::string rows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
+  b << "    const long long Mr = " << rows << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
+    << "    const long long U1 = Br >= 2 ? (Br / 2) * Mr : Mr / 2;  // whole batches, or rows of the one batch\n"
+    << "    bool splits = true;\n";
+  for (int q : ch.run) {
+    const Stage& s = p_.stages[q];
+    if (s.kind != StageKind::Matmul) continue;
+    const int qa = s.operands[0], w = s.operands[1];
+    const int qra = p_.stages[qa].type.rank(), rb = p_.stages[w].type.rank();
+    const std::string kn = shapeVar(qa) + "[" + std::to_string(qra - 1) + "] * " + shapeVar(w) + "[" + std::to_string(rb - 1) + "]";
+    b << "    {  // " << s.name << ": each part starts at the weight's first batch\n"
+      << "      const long long kn = " << kn << ", wb = kn > 0 ? " << countVar(w) << " / kn : 1;\n"
+      << "      splits = splits && (Br == 1 || wb == 1 || wb == Br || ((Br / 2) % wb == 0 && Br % wb == 0));\n"
+      << "    }\n";
+  }
+  b << "    const long long parts = G > 1 && splits && U1 > 0 && U1 < U ? 2 : 1;\n";
+}
+
+// Row-major C[M, N] = A[M, K] B[K, N] as column-major C^T = B^T A^T (as emitGemm) on rows
+// [r0, r1) of block blk of the left operand and the product.
+void Emitter::emitBlockGemm(int id) {
+  auto& b = body_;
+  const Stage& s = p_.stages[id];
+  const int a = s.operands[0], w = s.operands[1];
+  const int ra = p_.stages[a].type.rank(), rb = p_.stages[w].type.rank();
+  const bool f64 = s.type.dtype == DType::F64;
+  const std::string ty = cudaDataType(s.type.dtype);
+  const std::string rows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
+  b << "    const long long M0 = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
+    << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w) << " / (K * N) : 1;  // batches of the block, of the weight\n"
+    << "    // rows [r0, r1) of the block: whole batches, or rows of its one batch\n"
+    << "    const long long M = Ba > 1 ? M0 : r1 - r0, batchA = Ba > 1 ? (r1 - r0) / M0 : 1;\n"
+    << "    const long long batchB = wb == Ba && Ba > 1 ? batchA : wb;  // a weight per batch: the part's\n"
+    << "    const long long baseA = blk * (" << countVar(a) << " / G) + r0 * K, baseB = wb == Ba && Ba > 1 ? (r0 / M0) * K * N : 0;\n"
+    << "    long long Mx = M, batch = batchA, strideA = M0 * K, strideB = K * N, strideC = M0 * N, reps = 1, stepA = 0, stepC = 0;\n"
+    << "    if (batchB == 1) { Mx = M * batchA; batch = 1; strideB = 0; }  // fold the batches into rows\n"
+    << "    else if (batchB < batchA && batchA % batchB == 0) {  // the weight repeats over the leading batches\n"
+    << "      batch = batchB; reps = batchA / batchB; stepA = batchB * M0 * K; stepC = batchB * M0 * N;\n"
+    << "    } else if (batchB != batchA) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
+    << "': batch dimensions that broadcast partially are not supported\");\n"
+    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << "    for (long long r = 0; r < reps; ++r)\n"
+    << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Mx), static_cast<int>(K), &alpha, "
+    << var(w) << " + baseB, " << ty << ", static_cast<int>(N), strideB, " << var(a) << " + baseA + r * stepA, " << ty
+    << ", static_cast<int>(K), strideA, &beta, " << var(id) << " + blk * (" << countVar(id) << " / G) + r0 * N + r * stepC, " << ty
+    << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
+    << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
 }
 
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {

@@ -140,6 +140,8 @@ private:
   std::map<int, std::string> varAs_;
   std::string shapeVar(int id) const { return "sh" + std::to_string(id); }
   std::string countVar(int id) const { return "n" + std::to_string(id); }
+  // The extent of stage id's last dimension (an expression; "1" for a scalar).
+  std::string lastDim(int id) const;
 
   std::string commOf(const GroupInfo* g) const;
   int groupIndex(const GroupInfo* g) const;
@@ -555,6 +557,12 @@ private:
   std::map<int, std::string> blockOnly_;  // pipeline stages stored one block: stage -> its group's size
   std::set<int> ncclOnly_;                // pipelines' x stored only where NCCL pairs move it (not copy engines)
   void emitExchangePipeline(const Chunked& ch);
+  // The pipeline's split of this rank's own block: `parts` (1, or 2 where the block's rows split),
+  // U rows per block, the first part's U1 rows (variables of the emitted scope).
+  void emitOwnSplit(const Chunked& ch);
+  // Matmul `id` of a pipeline on rows [r0, r1) of block blk (variables of the emitted scope):
+  // whole batches of the block, or rows of its one batch.
+  void emitBlockGemm(int id);
   bool hasExchangePipeline() const;
 
   void emitChunked(const Chunked& ch);
@@ -689,9 +697,7 @@ private:
 
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
   // accumulation (f64 for f64), batched when both operands carry batch dimensions.
-  // `blk`: only block `blk` of G (a variable of the emitted scope) along dimension 0 of the
-  // left operand and the product; the weight does not vary along it.
-  void emitGemm(int id, const std::string& blk = "");
+  void emitGemm(int id);
 
   void emitEmbedding(int id);
 

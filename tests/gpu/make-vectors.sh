@@ -92,4 +92,13 @@ vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D
 # or not at 4 ranks (b, c): the copy-engine build (gen/allreduces@ce) takes both forms of its sum;
 # gen/allreduces@ce_rounds (4, 1, 3 rounds) divides them too (c = 12 x 21846).
 vectors allreduces@ce "$root/tests/gpu/programs/allreduces.cnet" -D A=1048576 -D B=65544 -D C=262152
+# all_to_all pipelines whose own block splits unevenly: moe_gemm with 3 experts per rank (parts of
+# 1 and 2 whole batches), with 1 expert of 5 rows (rows 2 and 3 of its one batch), a2a_ffn with 5
+# rows per block (a rank-2 left operand). An odd capacity is not for moe_gemm@capacity (its
+# schedule chunks C in two): the pipeline's builds only.
+vectors moe_gemm@x3 "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm.sched" -D X=3 -D C=5
+echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x3/builds"
+vectors moe_gemm@x1 "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm.sched" -D X=1 -D C=5
+echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x1/builds"
+vectors a2a_ffn@odd "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$root/tests/gpu/programs/a2a_ffn.sched" -D T=5
 du -sh "$d"
