@@ -1,5 +1,7 @@
 // Overlaps: a producer (matmul, GEMV, gather) chunked along its rows and pipelined with its
 // collectives on a second stream (copy engines and device-API kernels where the ranks share NVLink).
+#include <algorithm>
+
 #include "backend/Emitter.h"
 
 namespace coconet::backend::detail {
@@ -359,11 +361,12 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << ind << "  CHECK(ncclGroupEnd(), " << xn << ");\n"
     << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n" << ind << "}\n";
   if (ce) b << "    }\n";
-  emitOwnSplit(ch);
+  const bool rows = emitOwnSplit(ch);
   b << "    for (long long step = 0; step < G + parts - 1; ++step) {\n"
     << "      const long long i = step < G ? step : 0;  // step G: the rest of this rank's own block\n"
     << "      const long long r0 = step == G ? U1 : 0, r1 = step == 0 && parts == 2 ? U1 : U;  // the block's rows this step computes\n"
     << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
+    << (rows ? "" : "      (void)r0;\n      (void)r1;\n")
     << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
   // The names the step's stages read x and write the result under.
   if (xDirect) {
@@ -389,8 +392,9 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     b << "      " << stageComment(s) << "\n      {\n";
     // The stage's code is written for the top level of run(): indent it into the loop.
     emitIndented("    ", [&] {
-      if (s.kind == StageKind::Matmul) emitBlockGemm(q);
-      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G) + r0 * " + lastDim(q), "(r1 - r0) * " + lastDim(q));
+      if (s.kind == StageKind::Matmul) emitBlockGemm(q, rows);
+      else if (rows) emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G) + r0 * " + lastDim(q), "(r1 - r0) * " + lastDim(q));
+      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
     });
     b << "      }\n";
   }
@@ -402,10 +406,11 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   if (yDirect) {
     b << "      if (i == 0) continue;  // computed in place\n";
   } else {
-    const std::string rows = " + me * outBlock + r0 * " + lastDim(ch.back);
+    const std::string at = rows ? " + me * outBlock + r0 * " + lastDim(ch.back) : " + me * outBlock";
+    const std::string count = rows ? "(r1 - r0) * " + lastDim(ch.back) : "outBlock";
     b << "      if (i == 0) {  // this part of our block into place\n"
-      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << rows << ", " << var(last) << rows << ", (r1 - r0) * " << lastDim(ch.back)
-      << " * sizeof(" << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << at << ", " << var(last) << at << ", " << count << " * sizeof(" << BT
+      << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
       << "        continue;\n      }\n";
   }
   ind = "      ";
@@ -436,20 +441,32 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
 
 std::string Emitter::lastDim(int id) const {
   const int r = p_.stages[id].type.rank();
-  return r >= 1 ? shapeVar(id) + "[" + std::to_string(r - 1) + "]" : std::string("1");
+  return r >= 2 ? shapeVar(id) + "[" + std::to_string(r - 1) + "]" : std::string("1");
 }
 
-// Every stage of the chain has x's leading dimensions (element-wise stages keep their operand's
-// shape, a matmul its left operand's rows), so a block is U rows of each stage's last dimension,
-// and rows [r0, r1) of one stage's block are computed from the same rows of the stages before.
+// Where every stage of the chain has x's leading dimensions (element-wise stages keep their
+// operand's shape, a matmul its left operand's rows unless its weight's batches broadcast them),
+// a block is U rows of each stage's last dimension (of one element at rank 1), and rows [r0, r1)
+// of one stage's block are computed from the same rows of the stages before; otherwise (false)
+// every step computes whole blocks.
 // This rank's own block, which needs no transfer, is computed in two parts: the first at step 0
 // (while the first remote block arrives, as before) and the rest after the last remote block, so
 // that the last result sent to this rank (the GEMM into our window, the barrier, the copy into
 // place) travels while this rank still computes instead of after it. A matmul's part is whole
 // batches of the block, or rows of its one batch; where a weight that repeats over the batches
 // would not start each part at its first batch, the block stays whole.
-void Emitter::emitOwnSplit(const Chunked& ch) {
+bool Emitter::emitOwnSplit(const Chunked& ch) {
   auto& b = body_;
+  const ir::Shape& xs = p_.stages[ch.producer].type.shape;
+  bool rows = true;
+  for (int q : ch.run) {
+    const ir::Shape& qs = p_.stages[q].type.shape;
+    rows = rows && qs.size() == xs.size() && (xs.size() < 2 || std::equal(xs.begin(), xs.end() - 1, qs.begin()));
+  }
+  if (!rows) {
+    b << "    const long long U = 1, U1 = 0, parts = 1;  // whole blocks: a stage's rows are not x's\n";
+    return false;
+  }
   b << "    // this rank's block in two parts where its rows split, the second computed last (after the\n"
     << "    // other ranks' blocks), so that the last result sent here arrives while this rank computes\n"
     << "    const long long U = (" << countVar(ch.producer) << " / G) / " << lastDim(ch.producer) << ";  // rows per block\n";
@@ -462,11 +479,11 @@ void Emitter::emitOwnSplit(const Chunked& ch) {
   if (mm < 0) {
     b << "    const long long U1 = U / 2;\n"
       << "    const long long parts = G > 1 && U1 > 0 ? 2 : 1;\n";
-    return;
+    return true;
   }
   const int a = p_.stages[mm].operands[0], ra = p_.stages[a].type.rank();
-  const std::string rows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
-  b << "    const long long Mr = " << rows << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
+  const std::string mRows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
+  b << "    const long long Mr = " << mRows << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
     << "    const long long U1 = Br >= 2 ? (Br / 2) * Mr : Mr / 2;  // whole batches, or rows of the one batch\n"
     << "    bool splits = true;\n";
   for (int q : ch.run) {
@@ -481,26 +498,30 @@ void Emitter::emitOwnSplit(const Chunked& ch) {
       << "    }\n";
   }
   b << "    const long long parts = G > 1 && splits && U1 > 0 && U1 < U ? 2 : 1;\n";
+  return true;
 }
 
-// Row-major C[M, N] = A[M, K] B[K, N] as column-major C^T = B^T A^T (as emitGemm) on rows
-// [r0, r1) of block blk of the left operand and the product.
-void Emitter::emitBlockGemm(int id) {
+// Row-major C[M, N] = A[M, K] B[K, N] as column-major C^T = B^T A^T (as emitGemm) on block blk
+// of the left operand and the product: its rows [r0, r1) where `rows`, else all of it.
+void Emitter::emitBlockGemm(int id, bool rows) {
   auto& b = body_;
   const Stage& s = p_.stages[id];
   const int a = s.operands[0], w = s.operands[1];
   const int ra = p_.stages[a].type.rank(), rb = p_.stages[w].type.rank();
   const bool f64 = s.type.dtype == DType::F64;
   const std::string ty = cudaDataType(s.type.dtype);
-  const std::string rows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
-  b << "    const long long M0 = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
+  const std::string mRows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
+  b << "    const long long M0 = " << mRows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
     << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w) << " / (K * N) : 1;  // batches of the block, of the weight\n"
-    << "    // rows [r0, r1) of the block: whole batches, or rows of its one batch\n"
-    << "    const long long M = Ba > 1 ? M0 : r1 - r0, batchA = Ba > 1 ? (r1 - r0) / M0 : 1;\n"
-    << "    const long long batchB = wb == Ba && Ba > 1 ? batchA : wb;  // a weight per batch: the part's\n"
-    << "    const long long baseA = blk * (" << countVar(a) << " / G) + r0 * K, baseB = wb == Ba && Ba > 1 ? (r0 / M0) * K * N : 0;\n"
+    << (rows ? "    // rows [r0, r1) of the block: whole batches, or rows of its one batch\n"
+               "    const long long M = Ba > 1 ? M0 : r1 - r0, batchA = Ba > 1 ? (r1 - r0) / M0 : 1;\n"
+               "    const long long batchB = wb == Ba && Ba > 1 ? batchA : wb;  // a weight per batch: the part's\n"
+             : "    const long long M = M0, batchA = Ba, batchB = wb;\n")
+    << "    const long long baseA = blk * (" << countVar(a) << " / G)" << (rows ? " + r0 * K" : "")
+    << ", baseB = " << (rows ? "wb == Ba && Ba > 1 ? (r0 / M0) * K * N : 0" : "0") << ";\n"
     << "    long long Mx = M, batch = batchA, strideA = M0 * K, strideB = K * N, strideC = M0 * N, reps = 1, stepA = 0, stepC = 0;\n"
     << "    if (batchB == 1) { Mx = M * batchA; batch = 1; strideB = 0; }  // fold the batches into rows\n"
+    << (rows ? "" : "    else if (batchA == 1) { batch = batchB; strideA = 0; }  // the left operand's one batch for each of the weight's\n")
     << "    else if (batchB < batchA && batchA % batchB == 0) {  // the weight repeats over the leading batches\n"
     << "      batch = batchB; reps = batchA / batchB; stepA = batchB * M0 * K; stepC = batchB * M0 * N;\n"
     << "    } else if (batchB != batchA) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
@@ -509,7 +530,7 @@ void Emitter::emitBlockGemm(int id) {
     << "    for (long long r = 0; r < reps; ++r)\n"
     << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Mx), static_cast<int>(K), &alpha, "
     << var(w) << " + baseB, " << ty << ", static_cast<int>(N), strideB, " << var(a) << " + baseA + r * stepA, " << ty
-    << ", static_cast<int>(K), strideA, &beta, " << var(id) << " + blk * (" << countVar(id) << " / G) + r0 * N + r * stepC, " << ty
+    << ", static_cast<int>(K), strideA, &beta, " << var(id) << " + blk * (" << countVar(id) << " / G)" << (rows ? " + r0 * N" : "") << " + r * stepC, " << ty
     << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
     << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
 }

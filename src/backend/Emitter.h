@@ -558,11 +558,12 @@ private:
   std::set<int> ncclOnly_;                // pipelines' x stored only where NCCL pairs move it (not copy engines)
   void emitExchangePipeline(const Chunked& ch);
   // The pipeline's split of this rank's own block: `parts` (1, or 2 where the block's rows split),
-  // U rows per block, the first part's U1 rows (variables of the emitted scope).
-  void emitOwnSplit(const Chunked& ch);
-  // Matmul `id` of a pipeline on rows [r0, r1) of block blk (variables of the emitted scope):
-  // whole batches of the block, or rows of its one batch.
-  void emitBlockGemm(int id);
+  // U rows per block, the first part's U1 rows (variables of the emitted scope); false where the
+  // chain's stages do not share x's rows (whole blocks, parts = 1).
+  bool emitOwnSplit(const Chunked& ch);
+  // Matmul `id` of a pipeline on block blk (a variable of the emitted scope): with `rows`, its rows
+  // [r0, r1) (whole batches of the block, or rows of its one batch).
+  void emitBlockGemm(int id, bool rows);
   bool hasExchangePipeline() const;
 
   void emitChunked(const Chunked& ch);
