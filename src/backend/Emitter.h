@@ -140,7 +140,8 @@ private:
   std::map<int, std::string> varAs_;
   std::string shapeVar(int id) const { return "sh" + std::to_string(id); }
   std::string countVar(int id) const { return "n" + std::to_string(id); }
-  // The extent of stage id's last dimension (an expression; "1" for a scalar).
+  // The length of stage id's rows: its last dimension (an expression), "1" below rank 2 (a
+  // rank-1 tensor's rows are its elements).
   std::string lastDim(int id) const;
 
   std::string commOf(const GroupInfo* g) const;
