@@ -1170,11 +1170,10 @@ void Emitter::emitGemm(int id) {
   } else {
     int rb = p_.stages[bop].type.rank();
     const std::string rows = shapeVar(a) + "[" + std::to_string(ra - 2) + "]";
-    const std::string cA = countVar(a), cC = countVar(id);
     b << "    const long long M = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
       << shapeVar(bop) << "[" << rb - 1 << "];\n"
-      << "    const long long batchA = " << cA << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
-      << cC << " / (M * N);\n"
+      << "    const long long batchA = " << countVar(a) << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
+      << countVar(id) << " / (M * N);\n"
       << "    long long Mx = M, batch = batchC, strideA = M * K, strideB = K * N, strideC = M * N;\n"
       << "    long long reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n"
       << "    long long batchA_ = batchA, batchB_ = batchB;\n";
@@ -1204,13 +1203,20 @@ void Emitter::emitGemm(int id) {
   const std::string in = s.kind == StageKind::Gemv && !f64 ? "      " : "    ";  // inside the else of the gemv kernel
   b << in << "const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
     << in << "for (long long r = 0; r < reps; ++r)\n"
-    << in << "  CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" << M
-    << "), static_cast<int>(K), &alpha, " << var(bop) << " + baseB + r * stepB, " << ty << ", static_cast<int>(N), strideB, " << var(a)
-    << " + baseA + r * stepA, " << ty << ", static_cast<int>(K), strideA, &beta, " << var(id)
-    << " + r * stepC, " << ty
-    << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
-    << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
+    << in << "  "
+    << gemmCall(dt, M, var(bop) + " + baseB + r * stepB", "strideB", var(a) + " + baseA + r * stepA", "strideA", var(id) + " + r * stepC",
+                "strideC", "batch", "\"" + s.name + "\"");
   if (s.kind == StageKind::Gemv && !f64) b << "    }\n";
+}
+
+std::string Emitter::gemmCall(DType dt, const std::string& M, const std::string& B, const std::string& strideB, const std::string& A,
+                              const std::string& strideA, const std::string& C, const std::string& strideC, const std::string& batch,
+                              const std::string& stage) const {
+  const std::string ty = cudaDataType(dt);
+  return "CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" + M +
+         "), static_cast<int>(K), &alpha, " + B + ", " + ty + ", static_cast<int>(N), " + strideB + ", " + A + ", " + ty +
+         ", static_cast<int>(K), " + strideA + ", &beta, " + C + ", " + ty + ", static_cast<int>(N), " + strideC + ", static_cast<int>(" +
+         batch + "), " + (dt == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + stage + ");\n";
 }
 
 void Emitter::emitEmbedding(int id) {

@@ -234,11 +234,9 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
     << "      // rows [c Rc, (c+1) Rc) of every outer index, written in place in the product\n"
     << "      for (long long q = 0; q < calls; ++q)\n"
-    << "        CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Rc), static_cast<int>(K), &alpha, "
-    << var(w) << ", " << ty << ", static_cast<int>(N), Wn == 1 ? 0 : K * N, " << var(a) << " + (q * batch * R + c * Rc) * K, " << ty
-    << ", static_cast<int>(K), R * K, &beta, " << var(ch.producer) << " + (q * batch * R + c * Rc) * N, " << ty
-    << ", static_cast<int>(N), R * N, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
-    << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+    << "        "
+    << gemmCall(ps.type.dtype, "Rc", var(w), "Wn == 1 ? 0 : K * N", var(a) + " + (q * batch * R + c * Rc) * K", "R * K",
+                var(ch.producer) + " + (q * batch * R + c * Rc) * N", "R * N", "batch", name)
     << handOff(name)
     << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
     << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
@@ -528,11 +526,10 @@ void Emitter::emitBlockGemm(int id, bool rows) {
     << "': batch dimensions that broadcast partially are not supported\");\n"
     << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
     << "    for (long long r = 0; r < reps; ++r)\n"
-    << "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Mx), static_cast<int>(K), &alpha, "
-    << var(w) << " + baseB, " << ty << ", static_cast<int>(N), strideB, " << var(a) << " + baseA + r * stepA, " << ty
-    << ", static_cast<int>(K), strideA, &beta, " << var(id) << " + blk * (" << countVar(id) << " / G)" << (rows ? " + r0 * N" : "") << " + r * stepC, " << ty
-    << ", static_cast<int>(N), strideC, static_cast<int>(batch), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
-    << ", CUBLAS_GEMM_DEFAULT), \"" << s.name << "\");\n";
+    << "      "
+    << gemmCall(s.type.dtype, "Mx", var(w) + " + baseB", "strideB", var(a) + " + baseA + r * stepA", "strideA",
+                var(id) + " + blk * (" + countVar(id) + " / G)" + (rows ? " + r0 * N" : "") + " + r * stepC", "strideC", "batch",
+                "\"" + s.name + "\"");
 }
 
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {
@@ -615,10 +612,8 @@ void Emitter::emitChunked(const Chunked& ch) {
     return "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
            "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
            "      // rows " + range + " of every rank's block: P GEMMs in one call\n"
-           "      CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" + rows + "), "
-           "static_cast<int>(K), &alpha, " + var(w) + ", " + ty + ", static_cast<int>(N), 0, " + var(a) + " + " + lo + " * K, " + ty +
-           ", static_cast<int>(K), (M / P) * K, &beta, st, " + ty + ", static_cast<int>(N), " + rows + " * N, static_cast<int>(P), " +
-           (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + name + ");\n" + handOff(name);
+           "      " + gemmCall(ps.type.dtype, rows, var(w), "0", var(a) + " + " + lo + " * K", "(M / P) * K", "st", rows + " * N", "P", name) +
+           handOff(name);
   };
   if (device) {
     const DevGroup& dg = devChunked_.at(ch.producer);

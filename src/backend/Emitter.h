@@ -700,6 +700,12 @@ private:
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
   // accumulation (f64 for f64), batched when both operands carry batch dimensions.
   void emitGemm(int id);
+  // The checked cuBLAS call of such a GEMM, one statement: M, the operands (pointer and batch
+  // stride), the product's, the batch count and the stage (a quoted string) as expressions; K, N,
+  // alpha and beta are variables of the emitted scope.
+  std::string gemmCall(DType dt, const std::string& M, const std::string& B, const std::string& strideB, const std::string& A,
+                       const std::string& strideA, const std::string& C, const std::string& strideC, const std::string& batch,
+                       const std::string& stage) const;
 
   void emitEmbedding(int id);
 
