@@ -1151,7 +1151,6 @@ std::string Emitter::exprTextFor(const Stage& s) const {
 void Emitter::emitGemm(int id) {
   const Stage& s = p_.stages[id];
   DType dt = s.type.dtype;
-  std::string ty = cudaDataType(dt);
   bool f64 = dt == DType::F64;
   int a = s.operands[0], bop = s.operands[1];
   int ra = p_.stages[a].type.rank();

@@ -210,7 +210,7 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
   int a = ps.operands[0], w = ps.operands[1];
   const TensorType& at = p_.stages[a].type;
   int ra = at.rank(), wb = p_.stages[w].type.rank() - 2;
-  std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype), XT = storageType(x.type.dtype);
+  std::string T = storageType(ps.type.dtype), XT = storageType(x.type.dtype);
   std::string name = "\"" + ps.name + "\"";
   bool f64 = ps.type.dtype == DType::F64;
   const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
@@ -507,7 +507,6 @@ void Emitter::emitBlockGemm(int id, bool rows) {
   const int a = s.operands[0], w = s.operands[1];
   const int ra = p_.stages[a].type.rank(), rb = p_.stages[w].type.rank();
   const bool f64 = s.type.dtype == DType::F64;
-  const std::string ty = cudaDataType(s.type.dtype);
   const std::string mRows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
   b << "    const long long M0 = " << mRows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
     << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w) << " / (K * N) : 1;  // batches of the block, of the weight\n"
@@ -579,7 +578,7 @@ void Emitter::emitChunked(const Chunked& ch) {
   const Stage& ps = p_.stages[ch.producer];
   const Stage& rs = p_.stages[ch.rs];
   int a = ps.operands[0], w = ps.operands[1];
-  std::string T = storageType(ps.type.dtype), ty = cudaDataType(ps.type.dtype);
+  std::string T = storageType(ps.type.dtype);
   std::string name = "\"" + ps.name + "\"";
   bool f64 = ps.type.dtype == DType::F64;
   b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension 0, pipelined with " << rs.name;
