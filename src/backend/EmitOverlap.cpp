@@ -437,6 +437,11 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   b << "    }\n" << joinComm(bn) << "  }\n";
 }
 
+std::string Emitter::blockRows(int a) const {
+  const int ra = p_.stages[a].type.rank();
+  return ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
+}
+
 std::string Emitter::lastDim(int id) const {
   const int r = p_.stages[id].type.rank();
   return r >= 2 ? shapeVar(id) + "[" + std::to_string(r - 1) + "]" : std::string("1");
@@ -479,9 +484,7 @@ bool Emitter::emitOwnSplit(const Chunked& ch) {
       << "    const long long parts = G > 1 && U1 > 0 ? 2 : 1;\n";
     return true;
   }
-  const int a = p_.stages[mm].operands[0], ra = p_.stages[a].type.rank();
-  const std::string mRows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
-  b << "    const long long Mr = " << mRows << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
+  b << "    const long long Mr = " << blockRows(p_.stages[mm].operands[0]) << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
     << "    const long long U1 = Br >= 2 ? (Br / 2) * Mr : Mr / 2;  // whole batches, or rows of the one batch\n"
     << "    bool splits = true;\n";
   for (int q : ch.run) {
@@ -507,8 +510,7 @@ void Emitter::emitBlockGemm(int id, bool rows) {
   const int a = s.operands[0], w = s.operands[1];
   const int ra = p_.stages[a].type.rank(), rb = p_.stages[w].type.rank();
   const bool f64 = s.type.dtype == DType::F64;
-  const std::string mRows = ra > 2 ? shapeVar(a) + "[" + std::to_string(ra - 2) + "]" : "(" + shapeVar(a) + "[0] / G)";
-  b << "    const long long M0 = " << mRows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
+  b << "    const long long M0 = " << blockRows(a) << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
     << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w) << " / (K * N) : 1;  // batches of the block, of the weight\n"
     << (rows ? "    // rows [r0, r1) of the block: whole batches, or rows of its one batch\n"
                "    const long long M = Ba > 1 ? M0 : r1 - r0, batchA = Ba > 1 ? (r1 - r0) / M0 : 1;\n"

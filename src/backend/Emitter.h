@@ -565,6 +565,9 @@ private:
   // Matmul `id` of a pipeline on block blk (a variable of the emitted scope): with `rows`, its rows
   // [r0, r1) (whole batches of the block, or rows of its one batch).
   void emitBlockGemm(int id, bool rows);
+  // The rows of one batch of a pipeline matmul's left operand `a` in a rank's block: its
+  // next-to-last dimension, or at rank 2 its rows over G (an expression).
+  std::string blockRows(int a) const;
   bool hasExchangePipeline() const;
 
   void emitChunked(const Chunked& ch);
