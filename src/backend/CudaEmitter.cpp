@@ -381,6 +381,11 @@ void Emitter::emitBody() {
     if (prm.isSize)
       b << "  if (sz.s_" << prm.name << " <= 0) throw coconet_rt::Error(\"" << p_.name << ": size " << prm.name
         << " is \" + std::to_string(sz.s_" << prm.name << ") + \"; sizes must be positive\");\n";
+  // A size bound at compile time is folded into the shapes: the run must pass the same value.
+  for (auto& prm : p_.params)
+    if (prm.isSize && prm.value)
+      b << "  coconet_rt::checkBoundSize(sz.s_" << prm.name << ", " << prm.ivalue << "LL, \"" << p_.name << "\", \"" << prm.name
+        << "\");\n";
   // Integer scalar parameters must be whole numbers in their type's range (they arrive as doubles).
   for (auto& prm : p_.params) {
     if (prm.isSize || !ast::isInteger(prm.dtype)) continue;

@@ -271,6 +271,9 @@ void Emitter::emitRowwise(int id) {
   kernels_ << "  }\n}\n\n";
   int r = s.type.rank();
   std::string eps = s.eps.param.empty() ? num(s.eps.value) : "sc." + ident(s.eps.param);
+  if (!s.eps.param.empty())
+    body_ << "    coconet_rt::checkPositiveScalar(" << eps << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
+          << s.eps.param << "\");\n";
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
         << ", " << var(id) << ", " << (affine ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "

@@ -360,16 +360,18 @@ private:
     if (auto* n = e.as<NameRef>()) {
       if (auto it = bind_.find(n->target); it != bind_.end() && it->second.inlined)
         return scalar(*it->second.inlined);
-      if (n->target && n->target->param) {
-        if (n->target->param->bound)
-          return {n->target->param->isSize || isInteger(n->target->param->dtype)
-                      ? static_cast<double>(n->target->param->ivalue) : n->target->param->value, ""};
+      if (const ast::Param* prm = n->target ? n->target->param : nullptr) {
+        // A bound size is a constant of the build; a scalar parameter is read when the program
+        // runs, as element-wise code reads it (a bound value is its default).
+        if (prm->bound && prm->isSize) return {static_cast<double>(prm->ivalue), ""};
         return {0, n->name};
       }
     }
     if (auto* u = e.as<Unary>(); u && u->op == UnaryOp::Neg) {
       ScalarRef r = scalar(*u->operand);
-      if (r.param.empty()) r.value = -r.value;
+      // sema admits a negation only where the value is known
+      if (!r.param.empty()) internalError("lowering: negated run-time parameter '" + r.param + "'");
+      r.value = -r.value;
       return r;
     }
     internalError("lowering: expected a constant or a parameter");

@@ -383,22 +383,41 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   for (auto& [n, e] : named)
     if (!expectTensor(*e, name + " argument " + quote(n))) return Type::error();
 
-  // Roots and eps are read by the stage at run time: a literal or a program parameter.
+  // Roots and eps are read by the stage at run time: a literal or a program parameter, written
+  // in the call or passed in through the parameters of the functions that inline here. A root
+  // is never negated; an eps may negate a literal, not a parameter (the stage reads the
+  // parameter's run-time value itself).
   auto constOrParam = [&](Expr* e, const char* what) -> bool {
-    const Expr* x = e;
-    if (auto* u = x->as<Unary>(); u && u->op == UnaryOp::Neg) {
-      if (std::string(what) == "the root") {
+    const bool isRoot = std::string(what) == "the root";
+    auto throughDefs = [](const Expr* x) {
+      while (auto* n = x->as<NameRef>()) {
+        if (!n->member.empty() || !n->target || !n->target->arg) break;
+        x = n->target->arg;
+      }
+      return x;
+    };
+    const Expr* x = throughDefs(e);
+    bool negated = false;
+    while (auto* u = x->as<Unary>()) {
+      if (u->op != UnaryOp::Neg) break;
+      if (isRoot) {
         error(e->loc, "the root of " + name + " is a rank, so it cannot be negative", e->length);
         return false;
       }
-      x = u->operand.get();
+      negated = !negated;
+      x = throughDefs(u->operand.get());
     }
     if (x->as<IntLit>() || x->as<FloatLit>()) return true;
     if (auto* n = x->as<NameRef>(); n && n->member.empty() && n->target && n->target->param) {
       auto v = constantValue(*n);
-      if (std::string(what) == "the root" && v && *v < 0) {
+      if (isRoot && v && *v < 0) {
         error(e->loc, "the root of " + name + " is a rank, so it cannot be negative (" + quote(n->name) + " is " +
                           std::to_string(static_cast<int64_t>(*v)) + ")", e->length);
+        return false;
+      }
+      if (negated) {
+        error(e->loc, std::string(what) + " of " + name + " cannot be the negation of parameter " +
+                          quote(n->name) + "; pass the parameter itself", e->length);
         return false;
       }
       return true;

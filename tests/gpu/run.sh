@@ -108,16 +108,30 @@ if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
     fi
   done
 fi
-# A run-time error path: an i64 scalar that is not a whole number is refused before any launch,
-# naming the parameter (coconet_rt::checkIntegerScalar).
-if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; then
-  want="rank 0: error: megatron_row: scalar parameter 'seed' (i64) is 0.5; it must be a whole number from -2^53 to 2^53"
-  if ! timeout 60 "$b/gen/megatron_row/build/megatron_row_main" --spawn 1 -D B=4 -D S=4 -D H=8 -D seed=0.5 > "$out/error-scalar.log" 2>&1 &&
-     grep -qxF "$want" "$out/error-scalar.log"; then
-    echo "error path megatron_row -D seed=0.5: refused as expected" >> "$res"; pass=$((pass+1))
+# Run-time error paths: each run is refused before any launch with this exact message.
+# error_path LABEL EXE WANT ARGS...: a 1-GPU driver run that must fail with rank 0 printing WANT.
+error_path() {
+  local label=$1 exe=$2 want="rank 0: error: $3" log="$out/error-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_').log"
+  shift 3
+  if ! timeout 60 "$exe" --spawn 1 "$@" > "$log" 2>&1 && grep -qxF "$want" "$log"; then
+    echo "error path $label: refused as expected" >> "$res"; pass=$((pass+1))
   else
-    echo "error path megatron_row -D seed=0.5: FAILED (wanted: $want)" >> "$res"; tail -n 3 "$out/error-scalar.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    echo "error path $label: FAILED (wanted: $want)" >> "$res"; tail -n 3 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
   fi
+}
+# An i64 scalar that is not a whole number, naming the parameter (coconet_rt::checkIntegerScalar).
+if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; then
+  error_path "megatron_row -D seed=0.5" "$b/gen/megatron_row/build/megatron_row_main" \
+    "megatron_row: scalar parameter 'seed' (i64) is 0.5; it must be a whole number from -2^53 to 2^53" \
+    -D B=4 -D S=4 -D H=8 -D seed=0.5
+fi
+# A size bound at compile time passed with another value; a run-time eps that is not positive;
+# a root (with a default, read at run time) outside the world.
+if keep run_args && [ -x "$b/gen/run_args/build/run_args_main" ]; then
+  e="$b/gen/run_args/build/run_args_main"
+  error_path "run_args -D C=32" "$e" "run_args: size C is 32, but the program was compiled for C = 96" -D R=4 -D C=32
+  error_path "run_args -D e=0" "$e" "run_args: stage 'y.y': eps (scalar parameter 'e') is 0; it must be positive" -D R=4 -D e=0
+  error_path "run_args -D root=1" "$e" "run_args: stage 'y.x.y': root 1 is not a rank of group 'world'" -D R=4 -D root=1
 fi
 echo "checks: $pass passed, $fail failed" >> "$res"
 # The first thing a compute-sanitizer log reports: its first finding with the kernel it was in

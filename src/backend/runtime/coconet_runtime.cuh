@@ -54,6 +54,23 @@ inline void checkIntegerScalar(double v, double lo, double hi, const char* progr
   throw Error(os.str());
 }
 
+// A run-time scalar that must be positive (layernorm's eps): names the stage and the parameter.
+inline void checkPositiveScalar(double v, const char* program, const char* stage, const char* what, const char* name) {
+  if (v > 0) return;
+  std::ostringstream os;
+  os.precision(17);
+  os << program << ": stage '" << stage << "': " << what << " (scalar parameter '" << name << "') is " << v
+     << "; it must be positive";
+  throw Error(os.str());
+}
+
+// A size the program was compiled for: the run must pass that value.
+inline void checkBoundSize(long long v, long long compiled, const char* program, const char* name) {
+  if (v == compiled) return;
+  throw Error(std::string(program) + ": size " + name + " is " + std::to_string(v) + ", but the program was compiled for " +
+              name + " = " + std::to_string(compiled));
+}
+
 // ---- Element types -------------------------------------------------------------------------
 __host__ __device__ inline float to_f(__half x) { return __half2float(x); }
 __host__ __device__ inline float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
