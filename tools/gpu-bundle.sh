@@ -45,8 +45,9 @@ variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chu
 # the sizes where per-round hand-over matters (session 17).
 variant split16 adam 'tune(f, chunks = 16, roles = split);'
 variant split16 lamb $'tune(moments, chunks = 16, roles = split);\ntune(apply, chunks = 16, roles = split);'
-# roles = auto (movers from 8 rounds, which the test sizes never reach by size) with 8 rounds:
-# its kernels run with movers.
+# roles = auto (movers from coconet_rt::kRolesAutoRounds = 4 rounds, which the test sizes never
+# reach by size) with 4 and 8 rounds: their kernels run with movers (@chunks3, below, without).
+variant chunks4 lamb $'tune(moments, chunks = 4, roles = auto);\ntune(apply, chunks = 4, roles = auto);'
 variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chunks = 8, roles = auto);'
 # Tapered chunks (chunkLo: the end chunks halve) past what the defaults take: 7 rounds with
 # taper 3 (1, 2, 4, 8, 4, 2, 1) on the head, and 6 rounds with taper 8 on the tail (clamped to

@@ -54,7 +54,7 @@ vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
 vectors adam@many "$root/samples/adam/adam.cnet" -D N=3145728 --ranks 4
 echo 'adam@split*' > "$d/adam@many/builds"
 vectors lamb@many "$root/samples/lamb/lamb.cnet" -D N=3145728 --ranks 4
-echo 'lamb@split* lamb@chunks8 lamb@taper lamb@occ2' > "$d/lamb@many/builds"
+echo 'lamb@split* lamb@chunks4 lamb@chunks8 lamb@taper lamb@occ2' > "$d/lamb@many/builds"
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
 vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).

@@ -507,13 +507,16 @@ inline int residentBlocks(const void* kernel, const char* program, const char* s
 // 4976, 3140 and 2582 us with 16, 32 and 64 movers (2672 with roles shared): each mover's
 // pushes and pulls are latency-bound, so the transfers scale with the movers.
 constexpr int kDevMovers = 64;
-// tune(f, roles = auto): movers from this many rounds (devAutoRounds: 128 MiB of the kernel's
+// tune(f, roles = auto): movers from this many rounds (devAutoRounds: 32 MiB of the kernel's
 // reduce-scatter input, or of its gathered tensor), every block both below. On 4x H200
 // (docs/benchmarks/gpu/2026-11-22-4xH200-session16-lamb-rerun, 1-s warm-up) LAMB's two kernels
 // split took 264.6, 772.3 and 2,684 us at 2^24, 2^26 and 2^28 parameters (4, 8 and 16 rounds)
-// against 246.9, 799.3 and 2,990 shared; Adam's one kernel (push and pull in each round) lost
-// split at every size (session16-optim), so it stays shared.
-constexpr int kRolesAutoRounds = 8;
+// against 246.9, 799.3 and 2,990 shared, so this was 8; since the per-round hand-over counters
+// and 32 movers on `moments` the split form wins at 4 rounds too: LAMB at 2^24 by GPU time
+// 216.0 / 218.5 vs 225.7 / 225.9 us on 4 H200 and 214.6 / 215.5 vs 224.9 / 225.0 on 2 H200
+// (two bench runs each, docs/benchmarks/gpu/2026-11-26-4xH200-session30). Adam's one kernel
+// (push and pull in each round) lost split at every size (session16-optim), so it stays shared.
+constexpr int kRolesAutoRounds = 4;
 // The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
 // one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
 // resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.

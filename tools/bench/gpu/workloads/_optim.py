@@ -26,7 +26,7 @@ w16 = f16(w'). Rows:
                         sample's schedule sets) push and pull the chunks and the others
                         compute them (Adam's default, roles shared: every block does both,
                         one after the other)
-  coconetc_auto         coconetc with tune(G, roles = auto): split from 8 rounds (2^26
+  coconetc_auto         coconetc with tune(G, roles = auto): split from 4 rounds (2^24
                         parameters), every block both below (Adam only: LAMB's sample
                         schedule sets it, so there it is the coconetc row)
   coconetc_occ2         coconetc with tune(G, occupancy = 2) for its groups: each kernel asks
