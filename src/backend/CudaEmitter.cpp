@@ -396,6 +396,19 @@ void Emitter::emitBody() {
     b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \""
       << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\", \"" << range << "\");\n";
   }
+  // A dropout probability that is a scalar parameter must lie in [0, 1) (the compiler checked its
+  // default; a run may pass another). Other run-time probabilities are expressions the kernels
+  // compute, unchecked (docs/language.md, Dropout).
+  std::set<std::string> probabilities;
+  for (auto& s : p_.stages)
+    for (auto& n : s.expr.nodes) {
+      if (n.op != EOp::Dropout || n.args.size() < 2) continue;
+      const ENode* q = &s.expr.nodes[n.args[1]];
+      while (q->op == EOp::Cast && !q->args.empty()) q = &s.expr.nodes[q->args[0]];
+      if (q->op == EOp::Param && probabilities.insert(q->name).second)
+        b << "  coconet_rt::checkProbability(sc." << ident(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
+          << q->name << "\");\n";
+    }
   // Group coordinates (consecutive blocks of ranks, as the language defines).
   b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
   for (size_t gi = 1; gi < p_.groups.size(); ++gi) {

@@ -535,7 +535,8 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
                                describe(*pos[1]) + " is " + layoutWord(pos[1]->type), pos[1]->length);
         return Type::error();
       }
-      double p = constantValue(*pos[1]).value_or(0.5);  // a run-time value is checked when it runs
+      // A run-time parameter is checked by the generated program (coconet_rt::checkProbability).
+      double p = constantValue(*pos[1]).value_or(0.5);
       if (p < 0 || p >= 1) {
         error(pos[1]->loc, "dropout probability " + std::to_string(p).substr(0, 8) +
                                " is outside [0, 1)", pos[1]->length);

@@ -64,6 +64,16 @@ inline void checkPositiveScalar(double v, const char* program, const char* stage
   throw Error(os.str());
 }
 
+// A dropout probability from a scalar parameter: in [0, 1), naming the stage and the parameter.
+inline void checkProbability(double v, const char* program, const char* stage, const char* name) {
+  if (v >= 0 && v < 1) return;
+  std::ostringstream os;
+  os.precision(17);
+  os << program << ": stage '" << stage << "': dropout probability (scalar parameter '" << name << "') is " << v
+     << "; it must lie in [0, 1)";
+  throw Error(os.str());
+}
+
 // A size the program was compiled for: the run must pass that value.
 inline void checkBoundSize(long long v, long long compiled, const char* program, const char* name) {
   if (v == compiled) return;
