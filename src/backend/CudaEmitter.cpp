@@ -406,7 +406,7 @@ void Emitter::emitBody() {
       const ENode* q = &s.expr.nodes[n.args[1]];
       while (q->op == EOp::Cast && !q->args.empty()) q = &s.expr.nodes[q->args[0]];
       if (q->op == EOp::Param && probabilities.insert(q->name).second)
-        b << "  coconet_rt::checkProbability(sc." << ident(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
+        b << "  coconet_rt::checkProbability(" << paramValue(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
           << q->name << "\");\n";
     }
   // Group coordinates (consecutive blocks of ranks, as the language defines).
@@ -668,7 +668,7 @@ void Emitter::emitStage(int id) {
     }
     case StageKind::Broadcast: case StageKind::Reduce1: {
       std::string root = s.root.param.empty() ? std::to_string(static_cast<long long>(s.root.value))
-                                              : "static_cast<long long>(sc." + ident(s.root.param) + ")";
+                                              : "static_cast<long long>(" + paramValue(s.root.param) + ")";
       b << "    const long long root = " << root << ";\n"
         << "    if (root < 0 || root >= " << g(gr, "size") << ") throw coconet_rt::Error(\"" << p_.name << ": stage '"
         << s.name << "': root \" + std::to_string(root) + \" is not a rank of group '" << gr->name << "'\");\n";
@@ -882,6 +882,14 @@ Emitter::Access Emitter::accessOf(int operand, const Stage& out) const {
   return Access::Modulo;  // output dims < R - r vary slowest; a slice of dim 0 keeps whole rows
 }
 
+std::string Emitter::paramValue(const std::string& name) const {
+  for (auto& prm : p_.params)
+    if (prm.name == name && prm.isSize) return "static_cast<double>(sz.s_" + name + ")";
+  return "sc." + ident(name);
+}
+
+std::string Emitter::scalarValue(const ScalarRef& r) const { return r.param.empty() ? num(r.value) : paramValue(r.param); }
+
 void Emitter::runParams(const std::vector<int>& run, std::vector<std::string>& params, std::vector<std::string>& hostArgs) const {
   std::set<std::string> prms;
   for (int id : run) {
@@ -890,9 +898,7 @@ void Emitter::runParams(const std::vector<int>& run, std::vector<std::string>& p
       const ENode& n = s.expr.nodes[i];
       if (n.op == EOp::Param && prms.insert(n.name).second) {
         params.push_back("double prm_" + ident(n.name));
-        bool isSize = false;
-        for (auto& prm : p_.params) isSize = isSize || (prm.name == n.name && prm.isSize);
-        hostArgs.push_back(isSize ? "static_cast<double>(sz.s_" + n.name + ")" : "sc." + ident(n.name));
+        hostArgs.push_back(paramValue(n.name));
       }
       if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
         params.push_back("long long gv" + std::to_string(id) + "_" + std::to_string(i));

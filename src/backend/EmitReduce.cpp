@@ -270,7 +270,7 @@ void Emitter::emitRowwise(int id) {
   }
   kernels_ << "  }\n}\n\n";
   int r = s.type.rank();
-  std::string eps = s.eps.param.empty() ? num(s.eps.value) : "sc." + ident(s.eps.param);
+  std::string eps = scalarValue(s.eps);
   if (!s.eps.param.empty())
     body_ << "    coconet_rt::checkPositiveScalar(" << eps << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
           << s.eps.param << "\");\n";

@@ -207,6 +207,12 @@ private:
 
   Access accessOf(int operand, const Stage& out) const;
 
+  // A program parameter's value in run() as a double: `sc.NAME` for a scalar, the size
+  // `sz.s_NAME` converted for a size.
+  std::string paramValue(const std::string& name) const;
+  // A stage's run-time scalar (a root, an eps): its constant, or paramValue of its parameter.
+  std::string scalarValue(const ScalarRef& r) const;
+
   // The kernel parameters (and host arguments) for the program parameters and group
   // coordinates that a run's expressions use.
   void runParams(const std::vector<int>& run, std::vector<std::string>& params, std::vector<std::string>& hostArgs) const;
