@@ -376,16 +376,16 @@ std::string Emitter::cInterfaceSource() const {
 void Emitter::emitBody() {
   auto& b = body_;
   b << "  (void)sc;\n  (void)seed;\n";
-  // Sizes must be positive; requirements must hold.
-  for (auto& prm : p_.params)
-    if (prm.isSize)
-      b << "  if (sz.s_" << prm.name << " <= 0) throw coconet_rt::Error(\"" << p_.name << ": size " << prm.name
-        << " is \" + std::to_string(sz.s_" << prm.name << ") + \"; sizes must be positive\");\n";
-  // A size bound at compile time is folded into the shapes: the run must pass the same value.
-  for (auto& prm : p_.params)
-    if (prm.isSize && prm.value)
+  // Sizes must be positive, and one bound at compile time (folded into the shapes) must have
+  // that value; requirements must hold.
+  for (auto& prm : p_.params) {
+    if (!prm.isSize) continue;
+    b << "  if (sz.s_" << prm.name << " <= 0) throw coconet_rt::Error(\"" << p_.name << ": size " << prm.name
+      << " is \" + std::to_string(sz.s_" << prm.name << ") + \"; sizes must be positive\");\n";
+    if (prm.value)
       b << "  coconet_rt::checkBoundSize(sz.s_" << prm.name << ", " << prm.ivalue << "LL, \"" << p_.name << "\", \"" << prm.name
         << "\");\n";
+  }
   // Integer scalar parameters must be whole numbers in their type's range (they arrive as doubles).
   for (auto& prm : p_.params) {
     if (prm.isSize || !ast::isInteger(prm.dtype)) continue;
