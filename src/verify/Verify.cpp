@@ -65,6 +65,33 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
         }
       }
     }
+    // A root fixed by the sizes or a bound scalar must name a rank of its stage's group.
+    for (auto& s : p.stages) {
+      if (s.kind != StageKind::Broadcast && s.kind != StageKind::Reduce1) continue;
+      std::optional<int64_t> v;
+      std::string what;
+      if (s.root.param.empty()) {
+        v = static_cast<int64_t>(s.root.value), what = "root " + std::to_string(*v);
+      } else if (c.sizes.count(s.root.param)) {
+        v = c.sizes.at(s.root.param), what = "size " + s.root.param + " = " + std::to_string(*v);
+      } else {
+        for (auto& prm : p.params)
+          if (prm.name == s.root.param && prm.value)
+            v = prm.ivalue, what = "parameter " + prm.name + " = " + std::to_string(*v);
+      }
+      if (!v) continue;  // a free scalar: chooseScalars draws a rank
+      for (int r = 0; r < c.ranks; ++r) {
+        int n = s.type.group ? interp::groupCoord(s.type.group, c, r).size : c.ranks;
+        if (*v < 0 || *v >= n) {
+          if (why)
+            *why = "the root of '" + s.name + "' (" + what + ") is not a rank of its group of " + std::to_string(n) +
+                   (n == 1 ? " rank" : " ranks") +
+                   (c.sizes.count(s.root.param) && *v >= 1 && n == 1 ? " (a size is at least 1: a root that may be 0 is an i32)"
+                                                                     : "");
+          return false;
+        }
+      }
+    }
   } catch (const interp::RunError& e) {
     if (why) *why = e.what();
     return false;
@@ -92,9 +119,30 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
           if (r.op == ast::BinaryOp::Ge || r.op == ast::BinaryOp::Gt || r.op == ast::BinaryOp::Eq)
             least[n] = std::max(least.count(n) ? least[n] : 1, v);
         }
+  // Sizes used as roots are drawn last, as ranks of the smallest root group (never 0: a size
+  // is positive); a group's parts may depend on the other sizes.
+  std::set<std::string> roots;
+  for (const Program* p : {&a, &b})
+    for (auto& s : p->stages)
+      if (!s.root.param.empty()) roots.insert(s.root.param);
+  auto drawRoots = [&] {
+    int smallest = c.ranks;
+    try {
+      for (const Program* p : {&a, &b})
+        for (auto& s : p->stages)
+          if (!s.root.param.empty() && s.type.group)
+            for (int r = 0; r < c.ranks; ++r)
+              smallest = std::min(smallest, interp::groupCoord(s.type.group, c, r).size);
+    } catch (const interp::RunError&) {
+      // the groups do not split with these sizes: requirementsHold says so
+    }
+    for (auto& n : free)
+      if (roots.count(n)) c.sizes[n] = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max(smallest - 1, 1)));
+  };
   for (int t = 0; t < kSizeTries; ++t) {
     int cap = t < kSizeTries / 2 ? 3 : 1;  // later tries look at smaller sizes
     for (auto& n : free) {
+      if (roots.count(n)) continue;
       // A multiple of P times a power of two (chunked, scattered dimensions), or anything small,
       // above the size's lower bound.
       int64_t lo = least.count(n) ? least[n] : 1, v;
@@ -103,10 +151,13 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
       if (v < lo) v = lo % c.ranks == 0 || rng() % 2 ? lo + (rng() % 2 ? 0 : (c.ranks - lo % c.ranks) % c.ranks) : lo;
       c.sizes[n] = v;
     }
+    drawRoots();
     // Sizes the user gave all of are taken up to a larger bound (one try is enough).
     const int64_t most = free.empty() ? kMaxBoundElements : kMaxElements;
     if (free.empty()) return requirementsHold(a, c, most, why) && requirementsHold(b, c, most, why);
-    if (requirementsHold(a, c, most) && requirementsHold(b, c, most)) return true;
+    std::string w;
+    if (requirementsHold(a, c, most, &w) && requirementsHold(b, c, most, &w)) return true;
+    if (why && w.rfind("the root of", 0) == 0) *why = w;  // a reason no draw of the sizes changes
   }
   return false;
 }
@@ -381,8 +432,13 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     if (!chooseSizes(base, sched, c, rng, &why)) {
       std::string reqs;
       for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
-      if (!why.empty())  // every size was given: say what rules them out
+      bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
+        return prm.isSize && !prm.value;
+      });
+      if (!why.empty() && allGiven)  // every size was given: say what rules them out
         out << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
+      else if (!why.empty())
+        out << "  ranks " << P << ": skipped: no sizes run with " << P << " ranks: " << why << "\n";
       else
         out << "  ranks " << P << ": skipped: no sizes meet the requirements" << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P
             << " ranks\n";
@@ -485,7 +541,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
   if (!skipped.empty()) {
     out << "  skipped rank counts:";
     for (int P : skipped) out << " " << P;
-    out << " (the program's requirements admit no sizes for them)\n";
+    out << " (no sizes run with them: see each line)\n";
   }
   if (!anyRun) {
     err << "coconetc: error: " << base.name << " could not run with any of the rank counts given\n";
