@@ -407,6 +407,10 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
     factories = row_factories("time")
     if factories is None:
         return
+    if args.interleave > 1:
+        time_interleaved(ctx, args, rec, factories, rowrec, save, log, fail)
+        ctx.release()
+        return
     for name, factory in factories:
         rr = rowrec(name)
         check = rr.get("check", {}).get("status")
@@ -428,35 +432,138 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         if status:
             rr["time"] = {"status": "error", "error": msgs}
         else:
-            ranks = ctx.per_rank(times)
-            slowest = ctx.max_over_ranks(ranks)
-            # the iterations in order (the slowest rank's, and each rank's): a spread that is
-            # two clusters rather than one shows here
-            # host_us and queued_us (see time_row): the slowest rank's
-            keys = [k for k in ("host_us", "queued_us", "queued_ok") if k in extra]
-            worst = [max(col) if k != "queued_ok" else min(col)
-                     for k, col in zip(keys, zip(*ctx.per_rank([float(extra[k]) for k in keys])))]
-            more = {k: (bool(v) if k == "queued_ok" else round(v, 1)) for k, v in zip(keys, worst)}
-            rr["time"] = dict(status="ok", **stats(slowest), **more,
-                              iters_us=[round(x, 1) for x in slowest],
-                              rank_iters_us=[[round(x, 1) for x in r] for r in ranks])
-            if rr.get("bytes"):
-                sec = rr["time"]["median_us"] * 1e-6
-                rr["algbw_gbps"] = round(rr["bytes"] / sec / 1e9, 3)
-                rr["busbw_gbps"] = round(rr["bytes"] * 2 * (ctx.world - 1) / ctx.world / sec / 1e9, 3)
+            rr["time"] = time_record(ctx, rr, times, extra)
         del row
         errs = ctx.release()
         ctx.watchdog.disarm()
         if errs:
             rr.setdefault("warnings", []).extend(errs)
-        t = rr["time"]
-        log(f"  {name}: " + (f"median {t['median_us']:.1f} us (p10 {t['p10_us']:.1f}, "
-                             f"p90 {t['p90_us']:.1f}; queued {t.get('queued_us', 0):.1f}"
-                             f"{'' if t.get('queued_ok', True) else ' (host-bound)'}, host "
-                             f"{t['host_us']:.1f} per step)" if t["status"] == "ok"
-                             else f"time {t['status']}: {brief(t.get('error') or t.get('reason'))}"))
+        log_time(log, name, rr["time"])
         save()
     del reference
+    ctx.release()
+
+
+def time_record(ctx: Ctx, rr: dict, times: list[float], extra: dict) -> dict:
+    """rr["time"] from this rank's step times and time_row's `extra` (the slowest rank's)."""
+    ranks = ctx.per_rank(times)
+    slowest = ctx.max_over_ranks(ranks)
+    # the iterations in order (the slowest rank's, and each rank's): a spread that is
+    # two clusters rather than one shows here
+    # host_us and queued_us (see time_row): the slowest rank's
+    keys = [k for k in ("host_us", "queued_us", "queued_ok") if k in extra]
+    worst = [max(col) if k != "queued_ok" else min(col)
+             for k, col in zip(keys, zip(*ctx.per_rank([float(extra[k]) for k in keys])))]
+    more = {k: (bool(v) if k == "queued_ok" else round(v, 1)) for k, v in zip(keys, worst)}
+    t = dict(status="ok", **stats(slowest), **more,
+             iters_us=[round(x, 1) for x in slowest],
+             rank_iters_us=[[round(x, 1) for x in r] for r in ranks])
+    if rr.get("bytes"):
+        sec = t["median_us"] * 1e-6
+        rr["algbw_gbps"] = round(rr["bytes"] / sec / 1e9, 3)
+        rr["busbw_gbps"] = round(rr["bytes"] * 2 * (ctx.world - 1) / ctx.world / sec / 1e9, 3)
+    return t
+
+
+def log_time(log, name: str, t: dict):
+    log(f"  {name}: " + (f"median {t['median_us']:.1f} us (p10 {t['p10_us']:.1f}, "
+                         f"p90 {t['p90_us']:.1f}; queued {t.get('queued_us', 0):.1f}"
+                         f"{'' if t.get('queued_ok', True) else ' (host-bound)'}, host "
+                         f"{t['host_us']:.1f} per step)" if t["status"] == "ok"
+                         else f"time {t['status']}: {brief(t.get('error') or t.get('reason'))}"))
+
+
+def take_turns(ctx: Ctx, made, per: list[int], times: dict, host: dict):
+    """time_interleaved's rounds: in round i every row takes one untimed step (the first after
+    another row's), then per[i] timed ones; appends the step times (us) to times[name] and the
+    host's time to issue them to host[name]."""
+    torch = ctx.torch
+    for n in per:
+        for name, _, row in made:
+            ctx.sync()
+            ctx.dist.barrier()
+            row.step()
+            if ctx.device.type == "cuda":
+                starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+                ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+                h0 = time.perf_counter()
+                for i in range(n):
+                    starts[i].record()
+                    row.step()
+                    ends[i].record()
+                if getattr(row, "finish", None):
+                    row.finish()
+                host[name] += (time.perf_counter() - h0) * 1e6
+                torch.cuda.synchronize(ctx.device)
+                times[name] += [s_.elapsed_time(e) * 1000.0 for s_, e in zip(starts, ends)]
+            else:                       # developer mode: host clock
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    row.step()
+                    times[name].append((time.perf_counter() - t0) * 1e6)
+            ctx.sync()
+
+
+def time_interleaved(ctx: Ctx, args, rec: dict, factories, rowrec, save, log, fail):
+    """--interleave K: every row of the config made at once, each warmed up as time_row does,
+    then timed in K rounds of iters / K steps, the rows taking turns (one untimed step before
+    each turn), so that each row's steps are spread over the same stretch of the GPUs' clock
+    and power drift instead of one row timed wholly before the next. queued_us last, row by row."""
+    made = []
+    for name, factory in factories:
+        rr = rowrec(name)
+        check = rr.get("check", {}).get("status")
+        if check in ("skipped", "error", "fail"):
+            rr["time"] = {"status": "skipped", "reason": f"check: {check}"}
+            continue
+        if check is None:
+            rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
+        status, msg, row = 0, "", None
+        ctx.watchdog.arm(f"config {rec['name']}, row {name}, time mode (make, warm-up)", fail)
+        try:
+            row = factory()
+            row_meta(rr, row)
+            warm_up(ctx, row, args.warmup, args.warmup_seconds)
+        except Exception:
+            status, msg = 2, traceback.format_exc(limit=6)
+        status, msgs = ctx.agree(status, msg)
+        ctx.watchdog.disarm()
+        if status:
+            rr["time"] = {"status": "error", "error": msgs}
+            del row
+            continue
+        made.append((name, rr, row))
+    if not made:
+        return
+    k = max(1, min(args.interleave, args.iters))
+    per = [args.iters // k + (1 if i < args.iters % k else 0) for i in range(k)]
+    times = {name: [] for name, _, _ in made}
+    host = {name: 0.0 for name, _, _ in made}   # microseconds the host took to issue the timed steps
+    ctx.watchdog.arm(f"config {rec['name']}, {len(made)} rows interleaved in {k} rounds", fail)
+    status, msg = 0, ""
+    try:
+        take_turns(ctx, made, per, times, host)
+    except Exception:
+        status, msg = 2, traceback.format_exc(limit=6)
+    status, msgs = ctx.agree(status, msg)
+    ctx.watchdog.disarm()
+    if status:
+        for _, rr, _ in made:
+            rr["time"] = {"status": "error", "error": msgs, "note": "interleaved: every row's rounds stopped"}
+        save()
+        return
+    for name, rr, row in made:
+        ctx.watchdog.arm(f"config {rec['name']}, row {name}, queued steps", fail)
+        if ctx.device.type == "cuda":
+            extra = queued(ctx, row, args.iters, host[name] / max(args.iters, 1))
+        else:
+            extra = {"host_us": sum(times[name]) / max(len(times[name]), 1)}
+        ctx.watchdog.disarm()
+        rr["time"] = time_record(ctx, rr, times[name], extra)
+        rr["time"]["interleaved"] = {"rounds": k, "rows": [n_ for n_, _, _ in made]}
+        log_time(log, name, rr["time"])
+        save()
+    del made
     ctx.release()
 
 
@@ -504,22 +611,8 @@ def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0
     overlapped Megatron layer's first 20 timed steps took 2,144 us and its last 100 of 200 2,313
     (eager's 2,918 and 2,965), the GPUs slowing their clocks under the power the overlap draws
     (session15-megatron-warm)."""
-    torch, dist = ctx.torch, ctx.dist
-    if getattr(row, "reset", None):
-        row.reset()
-    ctx.sync()
-    dist.barrier()
-    t0 = time.perf_counter()
-    for _ in range(warmup):
-        row.step()
-    ctx.sync()
-    if warmup_seconds > 0:
-        per_step = (time.perf_counter() - t0) / max(warmup, 1)
-        more = ctx.reduce([math.ceil(max(warmup_seconds - per_step * warmup, 0.0) / max(per_step, 1e-6))], "MAX")[0]
-        for _ in range(int(min(more, 100000))):
-            row.step()
-        ctx.sync()
-    dist.barrier()
+    torch = ctx.torch
+    warm_up(ctx, row, warmup, warmup_seconds)
     if ctx.device.type == "cuda":
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
@@ -541,6 +634,27 @@ def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0
             times.append((time.perf_counter() - t0) * 1e6)
         extra = {"host_us": sum(times) / max(len(times), 1)}
     return times, extra
+
+
+def warm_up(ctx: Ctx, row, warmup: int, warmup_seconds: float):
+    """time_row's warm-up: the row's reset, `warmup` steps, then more until about
+    `warmup_seconds` have passed (the same count on every rank)."""
+    dist = ctx.dist
+    if getattr(row, "reset", None):
+        row.reset()
+    ctx.sync()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        row.step()
+    ctx.sync()
+    if warmup_seconds > 0:
+        per_step = (time.perf_counter() - t0) / max(warmup, 1)
+        more = ctx.reduce([math.ceil(max(warmup_seconds - per_step * warmup, 0.0) / max(per_step, 1e-6))], "MAX")[0]
+        for _ in range(int(min(more, 100000))):
+            row.step()
+        ctx.sync()
+    dist.barrier()
 
 
 def queued(ctx: Ctx, row, iters: int, loop_us: float) -> dict:
@@ -581,6 +695,7 @@ def metadata(args, torch, device, world) -> dict:
             "command": args.command or os.environ.get("COCONET_BENCH_COMMAND")
             or "torchrun ... " + " ".join(sys.argv),
             "worker_argv": sys.argv, "warmup": args.warmup, "warmup_seconds": args.warmup_seconds, "iters": args.iters,
+            "interleave": args.interleave,
             "quick": args.quick, "skip_coconetc": args.skip_coconetc,
             "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
             "nccl_root": os.environ.get("NCCL_ROOT")}
@@ -780,6 +895,9 @@ def main() -> int:
     ap.add_argument("--warmup-seconds", type=float, help="then warm up until about this long has passed "
                     "(default 1; quick 0): the GPUs' clocks settle under sustained load")
     ap.add_argument("--iters", type=int, help="timed iterations (default 50; quick 10)")
+    ap.add_argument("--interleave", type=int, default=0, metavar="K",
+                    help="time a config's rows in K rounds of iters/K steps, taking turns, instead of "
+                         "one row after another (rows drifting with the GPUs' clocks compare at the same times)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                     help="cpu: gloo on the host (developer runs of the peer rows)")
     ap.add_argument("--skip-coconetc", action="store_true", help="leave out the coconetc* rows")
