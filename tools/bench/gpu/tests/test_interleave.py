@@ -119,5 +119,65 @@ class Interleave(unittest.TestCase):
         self.assertEqual(log, ["a"] * 4)
 
 
+
+
+class FakeCuda:
+    """torch.cuda's calls that bench.queued makes, on the host."""
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = 0.0
+
+        def record(self):
+            import time
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1000.0
+
+    @staticmethod
+    def _sleep(cycles):
+        pass
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+
+class Queued(unittest.TestCase):
+    def ctx(self):
+        c = OneRank()
+        c.torch = types.SimpleNamespace(cuda=FakeCuda)
+        c.device = types.SimpleNamespace(type="cuda")
+        return c
+
+    def test_halves_the_steps_while_the_host_waits(self):
+        import time
+
+        class Slow:
+            n = 0
+
+            def step(self):
+                self.n += 1
+                time.sleep(0.001)  # the host waits 1 ms a step: never ahead of a 2-ms sleep
+        row = Slow()
+        r = bench.queued(self.ctx(), row, 40, 0.0)
+        self.assertEqual(r["queued_steps"], 10)
+        self.assertFalse(r["queued_ok"])
+        self.assertEqual(row.n, (1 + 40) + (1 + 20) + (1 + 10))
+
+    def test_keeps_every_step_when_the_host_gets_ahead(self):
+        class Fast:
+            n = 0
+
+            def step(self):
+                self.n += 1
+        row = Fast()
+        r = bench.queued(self.ctx(), row, 40, 0.0)
+        self.assertEqual(r["queued_steps"], 40)
+        self.assertTrue(r["queued_ok"])
+        self.assertEqual(row.n, 41)
+
+
 if __name__ == "__main__":
     unittest.main()
