@@ -60,6 +60,23 @@ class TargetsByGpuTime(unittest.TestCase):
                 for e in (20, 22, 24, 26, 28)]
         self.assertEqual(target(report.Results([raw("adam", cfgs)]), "adam, 4 GPUs: the same by GPU time"), [])
 
+    def test_twenty_percent_less_by_gpu_time(self):
+        # moe_gemm: 21% less by the medians, 18% by GPU time; the other config's coconetc row
+        # has no GPU time (its host waited on the queue), which is said.
+        r = {"workload": "moe_gemm", "world": 4, "status": "complete", "meta": {},
+             "configs": [{"name": "F=8192", "params": {}, "rows": [
+                             row("unfused", 2256.0, 2200.0), row("coconetc", 1789.0, 1804.0)]},
+                         {"name": "F=2048", "params": {}, "rows": [
+                             row("unfused", 945.0, 930.0), row("coconetc", 505.0, 498.0, queued_ok=False)]}]}
+        res = report.Results([r])
+        (med,) = target(res, "moe_gemm: GEMM + all-to-all")
+        (gpu,) = target(res, "moe_gemm: the same by GPU time")
+        self.assertEqual(med[1], "MET")
+        self.assertIn("P=4 F=8192: 21% less (coconetc)", med[2])
+        self.assertEqual(gpu[1], "MISSED")
+        self.assertIn("P=4 F=8192: 18% less (coconetc)", gpu[2])
+        self.assertIn("the host did not get ahead of the queued steps", gpu[2])
+
 
 if __name__ == "__main__":
     unittest.main()
