@@ -44,7 +44,12 @@ done
 
 # NVLink multicast stays off on these machines (docs: shared notes, toolchain).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export COCONET_BENCH_COMMAND="$cmdline"
+# The command as recorded in the results: with the environment that changes what runs.
+envs=""
+for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS; do
+  if [ -n "${!v:-}" ]; then envs+="$v='${!v}' "; fi
+done
+export COCONET_BENCH_COMMAND="$envs$cmdline"
 out="${OUT:-docs/benchmarks/gpu}"
 work="${WORK:-/tmp/coconet-bench}"
 mkdir -p "$out/logs" "$out/raw" "$work"
