@@ -11,6 +11,17 @@
 
 namespace coconet::backend::detail {
 
+// Text for the inside of a C string literal.
+static std::string cStringBody(const std::string& t) {
+  std::string r;
+  for (char c : t) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r;
+}
+
+
 namespace {
 const char* kRuntimeHeader =
 #include "coconet_runtime_text.inc"
@@ -396,18 +407,41 @@ void Emitter::emitBody() {
     b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \""
       << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\", \"" << range << "\");\n";
   }
-  // A dropout probability that is a scalar parameter must lie in [0, 1) (the compiler checked its
-  // default; a run may pass another). Other run-time probabilities are expressions the kernels
-  // compute, unchecked (docs/language.md, Dropout).
+  // A dropout probability from scalar parameters must lie in [0, 1) (the compiler checked the
+  // defaults; a run may pass others): a parameter itself, or arithmetic on parameters and
+  // constants that run() can compute as the kernels do (hostScalar), each checked once.
   std::set<std::string> probabilities;
   for (auto& s : p_.stages)
     for (auto& n : s.expr.nodes) {
       if (n.op != EOp::Dropout || n.args.size() < 2) continue;
       const ENode* q = &s.expr.nodes[n.args[1]];
       while (q->op == EOp::Cast && !q->args.empty()) q = &s.expr.nodes[q->args[0]];
-      if (q->op == EOp::Param && probabilities.insert(q->name).second)
-        b << "  coconet_rt::checkProbability(" << paramValue(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
-          << q->name << "\");\n";
+      if (q->op == EOp::Param) {
+        if (probabilities.insert(q->name).second)
+          b << "  coconet_rt::checkProbability(" << paramValue(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
+            << q->name << "\");\n";
+        continue;
+      }
+      bool params = false;
+      std::vector<char> reach(s.expr.nodes.size(), 0);
+      reach[static_cast<size_t>(n.args[1])] = 1;
+      Expr sub;  // the probability's own nodes, for its text
+      std::map<int, int> at;
+      for (int i = n.args[1]; i >= 0; --i)
+        if (reach[static_cast<size_t>(i)])
+          for (int a : s.expr.nodes[static_cast<size_t>(i)].args) reach[static_cast<size_t>(a)] = 1;
+      for (int i = 0; i <= n.args[1]; ++i) {
+        if (!reach[static_cast<size_t>(i)]) continue;
+        ENode c = s.expr.nodes[static_cast<size_t>(i)];
+        params = params || c.op == EOp::Param;
+        for (int& a : c.args) a = at.at(a);
+        at[i] = sub.add(std::move(c));
+      }
+      auto value = hostScalar(s.expr, n.args[1]);
+      const std::string text = sub.str({});
+      if (!params || !value || !probabilities.insert(text).second) continue;
+      b << "  coconet_rt::checkProbabilityOf(static_cast<double>(static_cast<float>(" << *value << ")), \"" << p_.name << "\", \""
+        << s.name << "\", \"" << cStringBody(text) << "\");\n";
     }
   // Group coordinates (consecutive blocks of ranks, as the language defines).
   b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
@@ -889,6 +923,39 @@ std::string Emitter::paramValue(const std::string& name) const {
 }
 
 std::string Emitter::scalarValue(const ScalarRef& r) const { return r.param.empty() ? num(r.value) : paramValue(r.param); }
+
+std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
+  const ENode& n = e.nodes[static_cast<size_t>(i)];
+  const std::string CT = computeType(n.dtype);
+  const bool flt = CT == "float" || CT == "double", fl = CT == "float";
+  std::vector<std::string> args;
+  for (int a : n.args) {
+    auto t = hostScalar(e, a);
+    if (!t) return std::nullopt;
+    args.push_back(*t);
+  }
+  auto a = [&](size_t k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
+  switch (n.op) {
+    case EOp::Const: return "static_cast<" + CT + ">(" + num(n.value) + ")";
+    case EOp::Param: return "static_cast<" + CT + ">(" + paramValue(n.name) + ")";
+    case EOp::Cast:
+      if (n.dtype != DType::F32 && n.dtype != DType::F64) return std::nullopt;
+      return a(0);
+    case EOp::Neg: return "(-" + a(0) + ")";
+    case EOp::Add: return "(" + a(0) + " + " + a(1) + ")";
+    case EOp::Sub: return "(" + a(0) + " - " + a(1) + ")";
+    case EOp::Mul: return "(" + a(0) + " * " + a(1) + ")";
+    case EOp::Div:
+      if (!flt) return std::nullopt;
+      return "(" + a(0) + " / " + a(1) + ")";
+    case EOp::Min: return "(" + a(0) + " < " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+    case EOp::Max: return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+    case EOp::Sqrt: if (!flt) return std::nullopt; return std::string(fl ? "sqrtf(" : "sqrt(") + a(0) + ")";
+    case EOp::Exp: if (!flt) return std::nullopt; return std::string(fl ? "expf(" : "exp(") + a(0) + ")";
+    case EOp::Log: if (!flt) return std::nullopt; return std::string(fl ? "logf(" : "log(") + a(0) + ")";
+    default: return std::nullopt;
+  }
+}
 
 void Emitter::runParams(const std::vector<int>& run, std::vector<std::string>& params, std::vector<std::string>& hostArgs) const {
   std::set<std::string> prms;

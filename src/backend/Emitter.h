@@ -12,6 +12,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -212,6 +213,10 @@ private:
   std::string paramValue(const std::string& name) const;
   // A stage's run-time scalar (a root, an eps): its constant, or paramValue of its parameter.
   std::string scalarValue(const ScalarRef& r) const;
+  // Node i of e as a host expression in run(), computed in each node's type as the kernels do,
+  // where it is made of constants, program parameters and the arithmetic below; nullopt
+  // otherwise (an operand, a rank, an integer division, a cast to f16, ...).
+  std::optional<std::string> hostScalar(const Expr& e, int i) const;
 
   // The kernel parameters (and host arguments) for the program parameters and group
   // coordinates that a run's expressions use.

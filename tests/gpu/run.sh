@@ -126,13 +126,15 @@ if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; th
     -D B=4 -D S=4 -D H=8 -D seed=0.5
 fi
 # A size bound at compile time passed with another value; a run-time eps that is not positive;
-# a root (with a default, read at run time) outside the world; a dropout probability of 1.
+# a root (with a default, read at run time) outside the world; a dropout probability of 1, and
+# one computed from a parameter (1 - keep) below 0.
 if keep run_args && [ -x "$b/gen/run_args/build/run_args_main" ]; then
   e="$b/gen/run_args/build/run_args_main"
   error_path "run_args -D C=32" "$e" "run_args: size C is 32, but the program was compiled for C = 96" -D R=4 -D C=32
   error_path "run_args -D e=0" "$e" "run_args: stage 'y.x.y': eps (scalar parameter 'e') is 0; it must be positive" -D R=4 -D e=0
   error_path "run_args -D root=1" "$e" "run_args: stage 'y.x.x.y': root 1 is not a rank of group 'world'" -D R=4 -D root=1
   error_path "run_args -D p=1" "$e" "run_args: stage 'y.y': dropout probability (scalar parameter 'p') is 1; it must lie in [0, 1)" -D R=4 -D p=1
+  error_path "run_args -D keep=1.5" "$e" "run_args: stage 'z': dropout probability 1 - keep is -0.5 with this run's parameters; it must lie in [0, 1)" -D R=4 -D keep=1.5
 fi
 echo "checks: $pass passed, $fail failed" >> "$res"
 # The first thing a compute-sanitizer log reports: its first finding with the kernel it was in

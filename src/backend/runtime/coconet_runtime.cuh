@@ -74,6 +74,17 @@ inline void checkProbability(double v, const char* program, const char* stage, c
   throw Error(os.str());
 }
 
+// A dropout probability computed from scalar parameters (`1 - keep`): in [0, 1), naming the
+// stage and the expression.
+inline void checkProbabilityOf(double v, const char* program, const char* stage, const char* expr) {
+  if (v >= 0 && v < 1) return;
+  std::ostringstream os;
+  os.precision(17);
+  os << program << ": stage '" << stage << "': dropout probability " << expr << " is " << v
+     << " with this run's parameters; it must lie in [0, 1)";
+  throw Error(os.str());
+}
+
 // A size the program was compiled for: the run must pass that value.
 inline void checkBoundSize(long long v, long long compiled, const char* program, const char* name) {
   if (v == compiled) return;
