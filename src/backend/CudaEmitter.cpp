@@ -46,6 +46,7 @@ void Emitter::run(std::vector<std::string>& files) {
   planScalarChains();
   planChainPrologues();
   planDeviceSends();
+  planDeviceAllToAlls();
   std::filesystem::create_directories(o_.outDir);
   write("coconet_runtime.cuh", kRuntimeHeader, files);
   if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);
@@ -717,16 +718,41 @@ void Emitter::emitStage(int id) {
       }
       break;
     }
-    case StageKind::AllToAll:
-      b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n"
-        << "    CHECK(ncclGroupStart(), " << name << ");\n"
-        << "    for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
-        << "      CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+    case StageKind::AllToAll: {
+      b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n";
+      std::string ind = "    ";
+      if (auto da = devA2A_.find(id); da != devA2A_.end()) {
+        // Over the device API: each rank pushes block j of its input into slot `pos` of group
+        // rank j's window (two halves, used in turn), a barrier, then copies its window out.
+        // Group rank j is world rank inst * size + j (groups are consecutive blocks of ranks).
+        const std::string gi = std::to_string(da->second), prog = "\"" + p_.name + "\"";
+        const int V = 16 / dtypeBytes(s.type.dtype);
+        b << "    if (devReady(" << name << ")) {\n"
+          << "      const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+          << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+          << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
+          << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+          << "      const bool vec = chunk % " << V << " == 0 && coconet_rt::aligned16(" << in(0) << ", 0) && coconet_rt::aligned16("
+          << var(id) << ", 0);\n"
+          << "      coconet_rt::dev_all_to_all<" << T << ", " << V << "><<<coconet_rt::devBlocks(chunk / " << V
+          << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0)
+          << ", " << var(id) << ", chunk, static_cast<int>(" << g(gr, "inst") << " * " << g(gr, "size") << "), static_cast<int>("
+          << g(gr, "size") << "), static_cast<int>(" << g(gr, "pos") << "), vec);\n"
+          << "      CHECK(cudaGetLastError(), " << name << ");\n"
+          << "      dev_->parity[" << gi << "] ^= 1;\n"
+          << "    } else {\n";
+        ind = "      ";
+      }
+      b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
+        << ind << "for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
+        << ind << "  CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
         << commOf(gr) << ", stream_), " << name << ");\n"
-        << "      CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
-        << commOf(gr) << ", stream_), " << name << ");\n    }\n"
-        << "    CHECK(ncclGroupEnd(), " << name << ");\n";
+        << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+        << commOf(gr) << ", stream_), " << name << ");\n" << ind << "}\n"
+        << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
+      if (devA2A_.count(id)) b << "    }\n";
       break;
+    }
     case StageKind::Send: {
       bool ranks = s.peer == Peer::NextRank || s.peer == Peer::PrevRank;
       bool next = s.peer == Peer::NextRank || s.peer == Peer::NextGroup;

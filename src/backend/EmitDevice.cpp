@@ -971,6 +971,17 @@ void Emitter::planDeviceSends() {
       devSend_[static_cast<int>(i)] = devIndices_++;
 }
 
+// An all_to_all that no overlap or pipeline moves: one device kernel where every rank is
+// load/store reachable (coconet_rt::dev_all_to_all), NCCL's send/receive pairs elsewhere or with
+// tune(X, algorithm = nccl).
+void Emitter::planDeviceAllToAlls() {
+  if (!o_.deviceCollectives) return;
+  for (size_t i = 0; i < p_.stages.size(); ++i)
+    if (p_.stages[i].kind == StageKind::AllToAll && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
+        algorithmOf(p_.stages[i]) != "nccl")
+      devA2A_[static_cast<int>(i)] = devIndices_++;
+}
+
 void Emitter::planScalarChains() {
   if (!o_.deviceCollectives) return;
   auto flush = [&](std::vector<int>& c) {

@@ -644,6 +644,8 @@ private:
   // device API: the runtime's dev_send_recv pushes into the receiver's window.
   std::map<int, int> devSend_;  // stage -> its window's index
   void planDeviceSends();
+  std::map<int, int> devA2A_;  // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
+  void planDeviceAllToAlls();
 
   void planScalarChains();
 

@@ -64,6 +64,10 @@ vectors fold_local@big "$root/tests/gpu/programs/fold_local.cnet" -D N=131072
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
 vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4
+# all_to_all with blocks of whole vectors over many kernel blocks (@vec) and with odd blocks
+# (@odd: the scalar path).
+vectors all_to_all@vec "$root/tests/gpu/programs/all_to_all.cnet" -D B=256 -D D=1024 --ranks 2,4
+vectors all_to_all@odd "$root/tests/gpu/programs/all_to_all.cnet" -D B=8 -D D=3 --ranks 2,4
 # reduce_chains where its reductions take the other kernels: rows and columns one block each
 # (@big), columns split over blocks and rows one thread each (@tall).
 vectors reduce_chains@big "$root/tests/gpu/programs/reduce_chains.cnet" -D R=600 -D C=700

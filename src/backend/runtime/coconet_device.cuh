@@ -687,6 +687,45 @@ __global__ void __launch_bounds__(kDevThreads)
       [&](long long i) { out[i] = got[i]; });
 }
 
+// All-to-all within a group of `size` ranks, world ranks first..first+size-1, this rank at `pos`:
+// block j (`chunk` elements) of `in` goes to slot `pos` of group rank j's window at byte `base`,
+// a barrier, then the window's `size` slots are this rank's output. The blocks of every rank
+// take the same elements i of each slot (forUnits over one chunk), so after block b's barrier
+// what it reads was written by block b everywhere. Callers alternate between two areas, as for
+// the one-shot allreduce.
+template <class T, int V>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_all_to_all(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long chunk,
+                   int first, int size, int pos, int vec) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
+  forUnits<V>(
+      0, chunk, vec,
+      [&](long long i0) {
+        for (int j = 0; j < size; ++j) {
+          Vec<T, V> x;
+          load_vec(x, in + j * chunk + i0);
+          store_vec(peerPtr<T>(w, base + (pos * chunk + i0) * sizeof(T), first + j), x);
+        }
+      },
+      [&](long long i) {
+        for (int j = 0; j < size; ++j) *peerPtr<T>(w, base + (pos * chunk + i) * sizeof(T), first + j) = in[j * chunk + i];
+      });
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // this block's elements of every slot have arrived
+  const T* got = static_cast<const T*>(ncclGetLocalPointer(w, base));
+  forUnits<V>(
+      0, chunk, vec,
+      [&](long long i0) {
+        for (int j = 0; j < size; ++j) {
+          Vec<T, V> x;
+          load_vec_rw(x, got + j * chunk + i0);
+          store_vec(out + j * chunk + i0, x);
+        }
+      },
+      [&](long long i) {
+        for (int j = 0; j < size; ++j) out[j * chunk + i] = got[j * chunk + i];
+      });
+}
+
 // One-shot allreduce (sum) of n elements: push, barrier, sum the P slots locally. The slots
 // start at byte `base` of w; callers alternate between two such areas, so that a fast rank's next call cannot
 // overwrite a slot that a slow rank still reads (it would first have to pass the next call's

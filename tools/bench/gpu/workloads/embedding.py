@@ -13,7 +13,9 @@ Rows:
                         intermediate), all_to_all_single: the stronger PyTorch peer
   coconetc              the sample with its schedule (pooling fused with the all-to-all,
                         pipelined with the lookup)
-  coconetc_unscheduled  the sample without a schedule
+  coconetc_unscheduled  the sample without a schedule (its all_to_all one device kernel where
+                        every rank is load/store reachable)
+  coconetc_unscheduled_nccl  the same compiled with --no-device-collectives (NCCL send/recv pairs)
 Shape (DLRM-like): B = 8192 global batch, T = 8 tables per rank, L = 32 lookups, R = 100000
 rows, D = 128, f32. The table ~ N(0, 1); indices uniform in [0, R), drawn per rank (no skew).
 """
@@ -27,6 +29,7 @@ SOURCE = "samples/dlrm_embedding/dlrm_embedding.cnet"
 PROGRAMS = {
     "dlrm_embedding": dict(source=SOURCE, schedule="samples/dlrm_embedding/dlrm_embedding.sched"),
     "dlrm_embedding_unscheduled": dict(source=SOURCE, schedule=None),
+    "dlrm_embedding_unscheduled_nccl": dict(source=SOURCE, schedule=None, flags=["--no-device-collectives"]),
 }
 
 B_GLOBAL, TABLES, LOOKUPS, ROWS, DIM = 8192, 8, 32, 100000, 128
@@ -103,5 +106,7 @@ def rows(cfg: dict, ctx, mode: str):
         ("coconetc", coconetc("dlrm_embedding", "pooling + all-to-all one kernel, pipelined "
                                                 "with the lookup")),
         ("coconetc_unscheduled", coconetc("dlrm_embedding_unscheduled",
-                                          "no schedule: embedding, sum, all_to_all")),
+                                          "no schedule: embedding, sum, all_to_all (device kernel)")),
+        ("coconetc_unscheduled_nccl", coconetc("dlrm_embedding_unscheduled_nccl",
+                                               "no schedule, --no-device-collectives: the all_to_all by NCCL")),
     ]

@@ -17,7 +17,9 @@ Rows:
   coconetc_nccl         the same pipeline with tune(combined, algorithm = nccl): NCCL send/recv
   coconetc_capacity     moe_gemm_capacity.sched: the second GEMM pipelined with the returning
                         all-to-all, 2 chunks of the capacity
-  coconetc_unscheduled  the sample without a schedule
+  coconetc_unscheduled  the sample without a schedule (its all_to_alls device kernels where every
+                        rank is load/store reachable)
+  coconetc_unscheduled_nccl  the same compiled with --no-device-collectives (NCCL send/recv pairs)
 Shapes: X = 2 experts per rank, capacity C = 1024, H = 4096, f16, with F = 8192 (F = 2H, the
 GEMMs take ~80% of the unfused time at 2 GPUs) and F = 2048 (fine-grained experts, F = H/2,
 as in DeepSeek-style MoE layers: the all-to-alls weigh more). Inputs: tokens ~ N(0, 1),
@@ -38,6 +40,7 @@ PROGRAMS = {
                           schedule_append="tune(combined, algorithm = nccl);\n"),
     "moe_gemm_capacity": dict(source=SOURCE, schedule="samples/moe_gemm/moe_gemm_capacity.sched"),
     "moe_gemm_unscheduled": dict(source=SOURCE, schedule=None),
+    "moe_gemm_unscheduled_nccl": dict(source=SOURCE, schedule=None, flags=["--no-device-collectives"]),
 }
 
 X, C, H = 2, 1024, 4096
@@ -106,5 +109,7 @@ def rows(cfg: dict, ctx, mode: str):
                                                             "with the returning all-to-all (2 chunks of C)")),
         ("coconetc_unscheduled", coconetc("moe_gemm_unscheduled",
                                           "no schedule: all_to_all, matmul, gelu, matmul, "
-                                          "all_to_all")),
+                                          "all_to_all (device kernels)")),
+        ("coconetc_unscheduled_nccl", coconetc("moe_gemm_unscheduled_nccl",
+                                               "no schedule, --no-device-collectives: the all_to_alls by NCCL")),
     ]
