@@ -722,13 +722,15 @@ void Emitter::emitStage(int id) {
       b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n";
       std::string ind = "    ";
       if (auto da = devA2A_.find(id); da != devA2A_.end()) {
-        // Over the device API: each rank pushes block j of its input into slot `pos` of group
-        // rank j's window (two halves, used in turn), a barrier, then copies its window out.
+        // Over the device API, up to kAllToAllDeviceMaxBytes per rank: each rank pushes block j
+        // of its input into slot `pos` of group rank j's window (two halves, used in turn), a
+        // barrier, then copies its window out.
         // Group rank j is world rank inst * size + j (groups are consecutive blocks of ranks).
         const std::string gi = std::to_string(da->second), prog = "\"" + p_.name + "\"";
         const int V = 16 / dtypeBytes(s.type.dtype);
-        b << "    if (devReady(" << name << ")) {\n"
-          << "      const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+        // (bytes is the same on every rank, so all of them ask devReady, a collective, or none)
+        b << "    const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+          << "    if (bytes <= coconet_rt::kAllToAllDeviceMaxBytes && devReady(" << name << ")) {\n"
           << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
           << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
           << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
