@@ -34,8 +34,9 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // An all_to_all outside pipelines of at most this many bytes per rank runs as one device kernel
 // (dev_all_to_all); larger ones call NCCL. The kernel's copy out of its window costs a pass over
-// the output: 4x H200 (session 31, docs/benchmarks/gpu/2026-11-26-4xH200-session31): 30% faster
-// than NCCL's pairs at 4 MiB, 1-10% at 32 MiB, -4% to +1% at 64 MiB (MoE's token exchange).
+// the output. 4x H200 (session 31, docs/benchmarks/gpu/2026-11-26-4xH200-session31), against
+// NCCL's pairs: 30% less time at 4 MiB (the drivers' fastest calls), 0-10% less at 32 MiB (the
+// drivers, the embedding bench), from 4% more to 1% less at 64 MiB (MoE's token exchange).
 constexpr size_t kAllToAllDeviceMaxBytes = size_t(32) << 20;
 // Above this many bytes per rank an allreduce left to the backend calls NCCL: its ring moves
 // large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB; the kernel takes 8%
