@@ -45,8 +45,8 @@ void Emitter::run(std::vector<std::string>& files) {
   planFoldedReductions();
   planScalarChains();
   planChainPrologues();
-  planDeviceSends();
-  planDeviceAllToAlls();
+  planDeviceExchanges(StageKind::Send, devSend_);
+  planDeviceExchanges(StageKind::AllToAll, devA2A_);
   std::filesystem::create_directories(o_.outDir);
   write("coconet_runtime.cuh", kRuntimeHeader, files);
   if (usesDevice()) write("coconet_device.cuh", kDeviceHeader, files);

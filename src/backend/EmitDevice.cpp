@@ -963,23 +963,15 @@ bool Emitter::scalarChainStage(int id) const {
   return true;
 }
 
-void Emitter::planDeviceSends() {
+// Sends, and all_to_alls, that no overlap or pipeline moves: each one device kernel with a
+// window of its own where every rank is load/store reachable (coconet_rt::dev_send_recv,
+// dev_all_to_all), NCCL's calls elsewhere or with tune(X, algorithm = nccl).
+void Emitter::planDeviceExchanges(StageKind kind, std::map<int, int>& windows) {
   if (!o_.deviceCollectives) return;
   for (size_t i = 0; i < p_.stages.size(); ++i)
-    if (p_.stages[i].kind == StageKind::Send && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
+    if (p_.stages[i].kind == kind && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
         algorithmOf(p_.stages[i]) != "nccl")
-      devSend_[static_cast<int>(i)] = devIndices_++;
-}
-
-// An all_to_all that no overlap or pipeline moves: one device kernel where every rank is
-// load/store reachable (coconet_rt::dev_all_to_all), NCCL's send/receive pairs elsewhere or with
-// tune(X, algorithm = nccl).
-void Emitter::planDeviceAllToAlls() {
-  if (!o_.deviceCollectives) return;
-  for (size_t i = 0; i < p_.stages.size(); ++i)
-    if (p_.stages[i].kind == StageKind::AllToAll && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
-        algorithmOf(p_.stages[i]) != "nccl")
-      devA2A_[static_cast<int>(i)] = devIndices_++;
+      windows[static_cast<int>(i)] = devIndices_++;
 }
 
 void Emitter::planScalarChains() {

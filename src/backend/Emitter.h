@@ -642,10 +642,9 @@ private:
 
   // Sends (to the next or previous rank or group: every rank sends and receives) over the
   // device API: the runtime's dev_send_recv pushes into the receiver's window.
-  std::map<int, int> devSend_;  // stage -> its window's index
-  void planDeviceSends();
-  std::map<int, int> devA2A_;  // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
-  void planDeviceAllToAlls();
+  std::map<int, int> devSend_;  // send stage -> its window's index
+  std::map<int, int> devA2A_;   // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
+  void planDeviceExchanges(StageKind kind, std::map<int, int>& windows);
 
   void planScalarChains();
 

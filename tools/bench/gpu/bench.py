@@ -413,12 +413,8 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         return
     for name, factory in factories:
         rr = rowrec(name)
-        check = rr.get("check", {}).get("status")
-        if check in ("skipped", "error", "fail"):
-            rr["time"] = {"status": "skipped", "reason": f"check: {check}"}
+        if not timeable(rr):
             continue
-        if check is None:
-            rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
         row = None
         status, msg, times, extra = 0, "", [], {}
         ctx.watchdog.arm(f"config {rec['name']}, row {name}, time mode", fail)
@@ -442,6 +438,18 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
         save()
     del reference
     ctx.release()
+
+
+def timeable(rr: dict) -> bool:
+    """Whether a row's check lets it be timed; if not, its time record says why. A row that
+    exists in time mode only is recorded as not checked."""
+    check = rr.get("check", {}).get("status")
+    if check in ("skipped", "error", "fail"):
+        rr["time"] = {"status": "skipped", "reason": f"check: {check}"}
+        return False
+    if check is None:
+        rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
+    return True
 
 
 def time_record(ctx: Ctx, rr: dict, times: list[float], extra: dict) -> dict:
@@ -513,12 +521,8 @@ def time_interleaved(ctx: Ctx, args, rec: dict, factories, rowrec, save, log, fa
     made = []
     for name, factory in factories:
         rr = rowrec(name)
-        check = rr.get("check", {}).get("status")
-        if check in ("skipped", "error", "fail"):
-            rr["time"] = {"status": "skipped", "reason": f"check: {check}"}
+        if not timeable(rr):
             continue
-        if check is None:
-            rr["check"] = {"status": "not run", "note": "the row exists in time mode only"}
         status, msg, row = 0, "", None
         ctx.watchdog.arm(f"config {rec['name']}, row {name}, time mode (make, warm-up)", fail)
         try:
