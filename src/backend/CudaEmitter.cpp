@@ -21,7 +21,6 @@ static std::string cStringBody(const std::string& t) {
   return r;
 }
 
-
 namespace {
 const char* kRuntimeHeader =
 #include "coconet_runtime_text.inc"
