@@ -99,7 +99,8 @@ std::string Emitter::cmakeText() {
     << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
     << "# The program compiles once; a static library (for C++ callers and the driver) and a shared one\n"
     << "# (libcoconet_" << cls_ << ".so: the C interface, for Python's ctypes) are made from it.\n"
-    << "add_library(" << cls_ << "_objects OBJECT " << cls_ << ".cu)\n"
+    << (fallbackCls_.empty() ? "" : "# " + fallbackCls_ + ".cu: the program without its schedule, for sizes the schedule excludes.\n")
+    << "add_library(" << cls_ << "_objects OBJECT " << cls_ << ".cu" << (fallbackCls_.empty() ? "" : " " + fallbackCls_ + ".cu") << ")\n"
     << "set_target_properties(" << cls_ << "_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
     << "target_include_directories(" << cls_ << "_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
     << "target_compile_options(" << cls_ << "_objects PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)\n"
@@ -126,7 +127,15 @@ std::string Emitter::manifestText(const std::string& allSources) {
   m["arch"] = o_.arch;
   m["flags"] = {{"arch", o_.arch}, {"device_collectives", o_.deviceCollectives}};
   m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
-  if (usesDevice()) m["files"].push_back("coconet_device.cuh");
+  if (usesDeviceHeader()) m["files"].push_back("coconet_device.cuh");
+  if (!fallbackCls_.empty()) {
+    m["files"].push_back(fallbackCls_ + ".h");
+    m["files"].push_back(fallbackCls_ + ".cu");
+    nlohmann::json own = nlohmann::json::array();
+    for (auto& r : p_.requirements)
+      if (scheduleOwn(r)) own.push_back(r.str());
+    m["unscheduled_fallback"] = {{"class", fallbackCls_}, {"when_not", own}};
+  }
   m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
   m["c_interface"] = nlohmann::json::parse(interfaceJson());
   uint64_t h = 1469598103934665603ull;

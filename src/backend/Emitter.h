@@ -9,6 +9,7 @@
 //   EmitBuild.cpp    the driver program, CMakeLists.txt and manifest.json
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -115,7 +116,8 @@ inline std::string cxx(const SizeExpr& e) {
 
 class Emitter {
 public:
-  Emitter(const Program& p, const CompileOptions& o) : p_(p), o_(o), cls_(ident(p.name)) {}
+  Emitter(const Program& p, const CompileOptions& o)
+      : p_(p), o_(o), cls_(o.className.empty() ? ident(p.name) : o.className) {}
 
   void run(std::vector<std::string>& files);
 
@@ -124,6 +126,19 @@ private:
   const CompileOptions& o_;
   std::string cls_;
   std::ostringstream kernels_, body_;
+  // The fallback's class (CompileOptions::unscheduled), empty if none; the texts it wrote (for
+  // the manifest's hash) and whether it uses the device header.
+  std::string fallbackCls_, fallbackText_;
+  bool fallbackDevice_ = false;
+  bool usesDeviceHeader() const { return usesDevice() || fallbackDevice_; }
+  // A requirement the schedule added (the fallback lacks it): run() takes the fallback where it
+  // does not hold.
+  bool scheduleOwn(const ir::Requirement& r) const {
+    return o_.unscheduled && std::none_of(o_.unscheduled->requirements.begin(), o_.unscheduled->requirements.end(),
+                                          [&](const ir::Requirement& b) { return r.sameCondition(b); });
+  }
+  // run()'s call of the fallback where the schedule's own requirements do not hold.
+  void emitFallbackCall();
 
   void write(const std::string& name, const std::string& text, std::vector<std::string>& files);
 

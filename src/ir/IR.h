@@ -189,6 +189,8 @@ struct Requirement {
   std::string reason;
   SourceLoc loc;
   std::string str() const;
+  // The same condition (the reason and place aside).
+  bool sameCondition(const Requirement& o) const { return op == o.op && lhs == o.lhs && rhs == o.rhs; }
 };
 
 // A state tensor: the stage holding its value on entry and the stage whose value it takes

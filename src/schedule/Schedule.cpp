@@ -1,6 +1,8 @@
 // Parsing .sched files, applying steps in order, and printing applied steps back.
 #include "schedule/Schedule.h"
 
+#include <algorithm>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -256,6 +258,38 @@ std::string printScript(const std::vector<Step>& steps) {
     os << ");\n";
   }
   return os.str();
+}
+
+Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched) {
+  Fallback f;
+  for (auto& r : sched.requirements)
+    if (std::none_of(base.requirements.begin(), base.requirements.end(),
+                     [&](const ir::Requirement& b) { return r.sameCondition(b); }))
+      f.own.push_back(&r);
+  if (f.own.empty()) return f;
+  // The caller's tensors, by name: what the C++ API, the C interface and the driver allocate.
+  auto storage = [](const ir::Program& p) {
+    std::map<std::string, std::string> m;
+    for (auto& s : p.stages)
+      if (s.kind == ir::StageKind::Input) m["input '" + s.name + "'"] = s.type.str();
+    for (size_t i = 0; i < p.outputs.size(); ++i) m["output '" + p.outputNames[i] + "'"] = p.stages[p.outputs[i]].type.str();
+    for (auto& st : p.states) m["state '" + st.name + "'"] = st.type.str();
+    return m;
+  };
+  auto a = storage(base), b = storage(sched);
+  for (auto& [name, type] : b) {
+    auto it = a.find(name);
+    if (it == a.end() || it->second != type) {
+      f.whyNot = "the schedule stores " + name + " as " + type + (it == a.end() ? "" : " (the program: " + it->second + ")");
+      return f;
+    }
+  }
+  if (a.size() != b.size()) {
+    f.whyNot = "the schedule changes the program's tensors";
+    return f;
+  }
+  f.possible = true;
+  return f;
 }
 
 }  // namespace coconet::schedule

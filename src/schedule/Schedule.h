@@ -48,4 +48,16 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
 // The canonical script text of applied steps.
 std::string printScript(const std::vector<Step>& steps);
 
+// What the program does for sizes that meet its own requirements but not those its schedule
+// added (a split's scattered dimension, an overlap's chunks): it runs without the schedule,
+// which computes the same values, provided the schedule left every tensor the caller passes
+// (inputs, outputs, states) stored as the program declares it. A `slice` keeps states sliced
+// between runs, so those programs have no fallback and such sizes remain an error.
+struct Fallback {
+  std::vector<const ir::Requirement*> own;  // the schedule's requirements the program lacks
+  bool possible = false;                    // `own` is not empty and the storage is the same
+  std::string whyNot;                       // `own` is not empty, but: which tensor differs
+};
+Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched);
+
 }  // namespace coconet::schedule

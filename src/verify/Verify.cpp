@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "interp/Interpreter.h"
+#include "schedule/Schedule.h"
 
 namespace coconet::verify {
 
@@ -42,7 +43,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
               : r.op == ast::BinaryOp::Gt ? *l > *rr
                                           : *l >= *rr;
     if (!ok) {
-      if (why) *why = "requirement " + r.str() + " does not hold";
+      if (why) *why = "requirement " + r.str() + " does not hold (" + r.reason + ")";
       return false;
     }
   }
@@ -424,17 +425,39 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
   std::vector<int> skipped;
   for (auto& s : sched.stages)
     if (s.knobs.count("reassociates")) reassoc += (reassoc.empty() ? "" : "; ") + s.knobs.at("reassociates");
+  const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
+    return prm.isSize && !prm.value;
+  });
+  const bool fallback = schedule::unscheduledFallback(base, sched).possible;
   for (int P : opts.ranks) {
     Config c;
     c.ranks = P;
     c.seed = rng();
     std::string why;
     if (!chooseSizes(base, sched, c, rng, &why)) {
+      // Sizes given that meet the program's requirements but not the schedule's: the generated
+      // code runs the program without its schedule (CompileOptions::unscheduled), whose values
+      // are dumped for its GPU check; there is nothing to compare.
+      if (allGiven && fallback && requirementsHold(base, c, kMaxBoundElements)) {
+        chooseScalars(base, c, rng);
+        auto logical = drawInputs(base, c, rng);
+        interp::Values in = storageFor(base, logical, c);
+        interp::Result r;
+        try {
+          r = interp::run(base, c, in);
+        } catch (const interp::RunError& e) {
+          err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
+              << "): " << e.what() << "\n";
+          return 1;
+        }
+        if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, in, r);
+        out << "  ranks " << P << ":" << sizesStr(base, c) << ": runs without its schedule (the schedule's " << why
+            << "; the program's hold): nothing to compare\n";
+        anyRun = true;
+        continue;
+      }
       std::string reqs;
       for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
-      bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
-        return prm.isSize && !prm.value;
-      });
       if (!why.empty() && allGiven)  // every size was given: say what rules them out
         out << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
       else if (!why.empty())

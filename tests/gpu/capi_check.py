@@ -6,7 +6,11 @@ on PyTorch's current stream, with the inputs of `coconetc verify --dump DIR`, an
 output and new state with the dump's expected values (relative Frobenius error, as the C++
 driver's --check does, with the limit of the least precise float type in the program).
 
-    python3 tests/gpu/capi_check.py BUILD_DIR DUMP_DIR/ranksP
+    python3 tests/gpu/capi_check.py BUILD_DIR DUMP_DIR/ranksP [DUMP_DIR2/ranksP ...]
+
+With several dumps (one program, one rank count), one handle runs them in turn: sizes that take
+different paths through run() (the schedule, and the program without it where the schedule's
+own requirements do not hold) on the same instance, one after another.
 
 Exit status 0 when every tensor of every rank matches.
 """
@@ -66,7 +70,7 @@ def bind(lib, name):
     return f
 
 
-def worker(rank, world, lib_path, name, dump, uid, results):
+def worker(rank, world, lib_path, name, dumps, uid, results):
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
     f = bind(ctypes.CDLL(lib_path), name)
@@ -75,11 +79,21 @@ def worker(rank, world, lib_path, name, dump, uid, results):
         if rc != 0:
             raise RuntimeError(f"rank {rank}: {what}: {f('last_error')().decode()}")
 
-    m = read_manifest(dump)
     iface = json.loads(f("interface")())
     stream = torch.cuda.current_stream()
     handle = ctypes.c_void_p()
     ok(f("create")(uid, rank, world, ctypes.c_void_p(stream.cuda_stream), ctypes.byref(handle)), "create")
+    bad, lines = 0, []
+    for dump in dumps:
+        b, ls = run_dump(f, ok, handle, iface, rank, dev, dump)
+        bad += b
+        lines += [(f"{dump}: " if len(dumps) > 1 else "") + line for line in ls]
+    ok(f("destroy")(handle), "destroy")
+    results.put((rank, bad, lines))
+
+
+def run_dump(f, ok, handle, iface, rank, dev, dump):
+    m = read_manifest(dump)
     sizes = (ctypes.c_longlong * max(1, len(iface["sizes"])))(*[m["sizes"][s] for s in iface["sizes"]])
     scal = []
     for s in iface["scalars"]:
@@ -123,13 +137,16 @@ def worker(rank, world, lib_path, name, dump, uid, results):
         good = nan == 0 and rel <= limit
         bad += not good
         lines.append(f"rank {rank}: '{n}' ({dt}): relative error {rel:.3g} (limit {limit:g}){': ok' if good else ': WRONG'}")
-    ok(f("destroy")(handle), "destroy")
-    results.put((rank, bad, lines))
+    return bad, lines
 
 
 def main():
-    build, dump = sys.argv[1], sys.argv[2]
-    m = read_manifest(dump)
+    build, dumps = sys.argv[1], sys.argv[2:]
+    m = read_manifest(dumps[0])
+    for d in dumps[1:]:
+        other = read_manifest(d)
+        if (other["program"], other["ranks"]) != (m["program"], m["ranks"]):
+            sys.exit(f"{d}: {other['program']} at {other['ranks']} ranks, not {m['program']} at {m['ranks']}")
     name = m["program"]
     lib_path = os.path.join(build, f"libcoconet_{name}.so")
     f = bind(ctypes.CDLL(lib_path), name)
@@ -139,7 +156,7 @@ def main():
     world = m["ranks"]
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dump, uid.raw, results)) for r in range(world)]
+    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dumps, uid.raw, results)) for r in range(world)]
     for p in procs:
         p.start()
     bad = 0

@@ -80,6 +80,13 @@ vectors megatron_row@vec "$root/samples/megatron_row/megatron_row.cnet" -D B=16 
 # megatron_row with rows per rank that 4 does not divide (@rows: 12, 6, 3 at 1, 2, 4 ranks): the
 # overlap runs 4, 3, 3 chunks where it keeps them (tune(f, merge = never) builds), 1 by default.
 vectors megatron_row@rows "$root/samples/megatron_row/megatron_row.cnet" -D B=12 -D S=1 -D H=16
+# Sizes that meet the program's requirements but not its schedule's (the split scatters B, the
+# overlap's chunks divide it): the scheduled builds run the program without their schedule there
+# (NAME_unscheduled), at 2 and 4 ranks; 1 rank runs the schedule.
+vectors megatron_row@decode "$root/samples/megatron_row/megatron_row.cnet" -D B=1 -D S=3 -D H=128
+vectors megatron_mlp@decode "$root/samples/megatron_mlp/megatron_mlp.cnet" -D B=1 -D S=2 -D H=64 -D F=256
+vectors pipeline@fallback "$root/samples/pipeline/pipeline.cnet" -D B=1 -D S=4 -D H=64 -D P=2 --ranks 4
+vectors dlrm_embedding@fallback "$root/samples/dlrm_embedding/dlrm_embedding.cnet" -D B=6 -D T=4 -D L=3 -D R=50 -D D=16
 # decode_gemv with F / P >= 2048 rows in w1's GEMV, which then runs the runtime's gemv_rows kernel
 # (cuBLAS below that): 16-byte loads (@big, H = 256) and element by element (@oddk, H = 130).
 vectors decode_gemv@big "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched" -D H=256 -D F=8192

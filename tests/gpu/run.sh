@@ -107,6 +107,20 @@ if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
       echo "capi $n P=2: FAILED" >> "$res"; tail -n 5 "$out/capi-$n.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
     fi
   done
+  # One handle, sizes the schedule runs and sizes only the program without it runs (its
+  # NAME_unscheduled fallback), in turn: the schedule, the fallback, the schedule again.
+  for n in megatron_row megatron_mlp dlrm_embedding; do
+    keep "$n" || continue
+    dir="$b/gen/$n"; v=$(ls -d "$b/dumps/$n"@decode "$b/dumps/$n"@fallback 2>/dev/null | head -n 1)
+    d="$b/dumps/$n/ranks2"
+    [ -f "$dir/build/libcoconet_$n.so" ] && [ -f "$d/manifest.txt" ] && [ -f "$v/ranks2/manifest.txt" ] || continue
+    if timeout 300 python3 tests/gpu/capi_check.py "$dir/build" "$d" "$v/ranks2" "$d" > "$out/capi-turns-$n.log" 2>&1; then
+      echo "capi $n P=2, $(basename "$v") between two runs of the default sizes: ok ($(grep -c ': ok' "$out/capi-turns-$n.log") tensor checks)" >> "$res"; pass=$((pass+1))
+    else
+      echo "capi $n P=2, $(basename "$v") between two runs of the default sizes: FAILED" >> "$res"
+      tail -n 5 "$out/capi-turns-$n.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    fi
+  done
 fi
 # Run-time error paths: each run is refused before any launch with this exact message.
 # error_path LABEL EXE WANT ARGS...: a 1-GPU driver run that must fail with rank 0 printing WANT.

@@ -226,6 +226,8 @@ def main():
     ap.add_argument("--sample-repeats", type=int, default=5,
                     help="compiles of each sample for the compile-time figure (0: skip)")
     ap.add_argument("--no-build", action="store_true", help="compile only (no nvcc)")
+    ap.add_argument("--programs", help="only these program keys, comma-separated (developer option: a row "
+                                       "whose program is left out fails as not built)")
     ap.add_argument("--command", default=os.environ.get("COCONET_BENCH_COMMAND"),
                     help="the command line to record")
     args = ap.parse_args()
@@ -237,6 +239,12 @@ def main():
 
     names = workload_names(args.workloads)
     programs, import_errors = collect_programs(names)
+    if args.programs:
+        wanted = set(args.programs.split(","))
+        unknown = wanted - set(programs)
+        if unknown:
+            sys.exit(f"build.py: --programs: no program {', '.join(sorted(unknown))} in {', '.join(names)}")
+        programs = {k: v for k, v in programs.items() if k in wanted}
     result = {
         "schema": "coconet-bench-build/1",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -48,9 +48,9 @@ Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes. The re
 needs B % world == 0, so 8192 training tokens run as B=32, S=256 and T decode tokens as B=T,
 S=1; the schedule's overlap runs the most chunks up to 4 that divide a rank's B*S / world rows
 (coconet_rt::overlapChunks; before session 13 it required (B*S) % (4*world) == 0 and refused
-T=8 beyond 2 GPUs). T=1 cannot meet B % world == 0 beyond one GPU: the scheduled program refuses
-it when it runs, with the requirement's message, and the row records that (the unscheduled
-program runs every shape). async_tp likewise needs T % world == 0.
+T=8 beyond 2 GPUs). T=1 cannot meet B % world == 0 beyond one GPU: there the scheduled build
+runs the program without its schedule (its megatron_row_unscheduled class, the code of the
+unscheduled row; until 2026-11-27 it refused the shape). async_tp needs T % world == 0.
 
 Inputs: x ~ N(0, 1), w ~ N(0, 1/H) (so x @ w ~ N(0, 1)), bias and residual ~ N(0, 1).
 Dropout: coconetc's counter-based masks differ from PyTorch's, so check mode uses p = 0 and
