@@ -163,9 +163,10 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     std::string XT = storageType(p_.stages[x].type.dtype);
     params.push_back("ncclWindow_t stageWin");
     hostArgs.push_back("dev_->stage[" + gi + "].win");
-    if (dg.pushes()) {
+    // a preloaded kernel pushes rsIn itself where the launch gives one (else nullptr: copy engines did)
+    if (dg.pushes() || dg.preloaded) {
       params.push_back("const " + XT + "* __restrict__ rsIn");
-      hostArgs.push_back(L.rsIn);
+      hostArgs.push_back(L.rsIn.empty() ? "nullptr" : L.rsIn);
     }
   }
   if (dg.tail()) {
@@ -530,7 +531,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
     K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
   if (dg.preloaded)
-    K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"
+    K << (head ? "  // rsIn (a launch without copy engines before it): push slice p of [lo, hi) to slot me of rank p\n"
+                 "  if (rsIn) coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, lo, hi, vec);\n"
+               : "")
+      << "  // every rank's copies of [lo, hi) arrived (they precede its launch, or were pushed just above)\n"
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << "  compute(lo, hi);\n"
       << "  // every rank published [lo, hi)\n"
@@ -719,6 +723,7 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
   round.hi = "hi";
   round.pull = "0";
   round.partOff = "r * blocks";
+  round.rsIn.clear();  // the copy stream pushed the chunk: the kernel does not
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
   devSignature(dg, round, params, hostArgs, others);

@@ -636,8 +636,11 @@ void Emitter::emitChunked(const Chunked& ch) {
     part.pull = "0";
     DevLaunch wholeNoPull = whole;  // after the last chunk with the pulls left to copy engines
     wholeNoPull.pull = "0";
-    std::vector<std::string> params, wholeArgs, partArgs, wholeNoPullArgs;
+    DevLaunch wholePush = whole;  // one chunk: the kernel pushes the GEMM's result itself
+    wholePush.rsIn = "static_cast<const " + T + "*>(stage_[0].ptr)";
+    std::vector<std::string> params, wholeArgs, partArgs, wholeNoPullArgs, wholePushArgs;
     std::vector<int> others;
+    devSignature(dg, wholePush, params, wholePushArgs, others);
     devSignature(dg, whole, params, wholeArgs, others);
     devSignature(dg, part, params, partArgs, others);
     devSignature(dg, wholeNoPull, params, wholeNoPullArgs, others);
@@ -720,6 +723,18 @@ void Emitter::emitChunked(const Chunked& ch) {
         << tlMark("        ", "comm2_", "epilogue") << pulls("", "(M / P) * N", "comm2_") << tlMark("        ", "comm2_", "gather")
         << "      };\n";
     }
+    // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
+    // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
+    // kernel on stream_, pushing the partial sums into the peers' staging windows itself.
+    const bool onePass = !dg.ceGather;
+    if (onePass) {
+      b << "      if (C == 1" << (mayPipe ? " && !pipelined" : "") << (split ? " && tp == 1" : "") << ") {\n"
+        << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
+        << "      // every rank's block: P GEMMs in one call\n"
+        << "      " << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a), "(M / P) * K", "st", "rg * N", "P", name)
+        << tlMark("      ", "stream_", "gemm") << "      " << launch(wholePushArgs, "stream_") << "      CHECK(cudaGetLastError(), "
+        << gname << ");\n" << tlMark("      ", "stream_", "push+epilogue+gather") << "      } else {\n";
+    }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << gemmText(cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange
       << " of rank q's block into this rank's slot of rank q's staging window\n"
@@ -745,6 +760,7 @@ void Emitter::emitChunked(const Chunked& ch) {
         << tlMark(in, "comm2_", "epilogue+gather");
     b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
+      << (onePass ? "      }\n" : "")
       << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << Cs << " chunks dividing this rank's rows\n"
       << chunkDecls("    ", "0");
   }
