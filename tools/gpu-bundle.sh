@@ -90,6 +90,9 @@ variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, mer
 # moe_gemm's expert GEMM chunked along the capacity (moe_gemm_capacity.sched), moe_gemm's vectors.
 # (gen/moe_gemm is its all_to_all pipeline by copy engines; gen/moe_gemm@nccl the same by NCCL.)
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm_capacity.sched" -o "$b/gen/moe_gemm@capacity" >/dev/null
+# moe_gemm without a schedule: its batched expert GEMMs gather their rows by expert where they are
+# read-bound (coconet_rt::gatherBatchedRows; the @decode vectors take that path).
+"$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule none -o "$b/gen/moe_gemm@none" >/dev/null
 # Every allreduce of tests/gpu/programs/allreduces.cnet by copy engines at any size (the default
 # takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"

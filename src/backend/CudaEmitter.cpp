@@ -175,6 +175,9 @@ std::string Emitter::headerText() {
   for (size_t i = 0; i < p_.stages.size(); ++i)
     if (p_.stages[i].kind == StageKind::Reduce)
       h << "  coconet_rt::Buffer red" << i << "_;  // partial results of " << p_.stages[i].name << "\n";
+  for (size_t i = 0; i < p_.stages.size(); ++i)
+    if (p_.stages[i].kind == StageKind::Matmul)
+      h << "  coconet_rt::Buffer bmm" << i << "_[2];  // " << p_.stages[i].name << "'s rows gathered by weight (gatherBatchedRows)\n";
   h << "  coconet_rt::Buffer gatherTmp_;\n";
   if (usesDevice())
     h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
@@ -1385,11 +1388,30 @@ void Emitter::emitGemm(int id) {
   }
   std::string M = s.kind == StageKind::Gemv ? "M" : "Mx";
   const std::string in = s.kind == StageKind::Gemv && !f64 ? "      " : "    ";  // inside the else of the gemv kernel
-  b << in << "const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
-    << in << "for (long long r = 0; r < reps; ++r)\n"
-    << in << "  "
+  const std::string stage = "\"" + s.name + "\"";
+  b << in << "const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
+  if (s.kind == StageKind::Matmul) {
+    // B repeats over A's leading batches with few rows per GEMM: A's rows gathered B-major, one
+    // GEMM per B, the result's rows put back (coconet_rt::gatherBatchedRows).
+    const std::string T = storageType(dt), i = std::to_string(id);
+    b << "    if (stepB == 0 && coconet_rt::gatherBatchedRows(M, K, N, reps)) {\n"
+      << "      bmm" << i << "_[0].ensure(static_cast<size_t>(reps * batch * M * K) * sizeof(" << T << "), \"" << p_.name << "\", " << stage << ");\n"
+      << "      bmm" << i << "_[1].ensure(static_cast<size_t>(reps * batch * M * N) * sizeof(" << T << "), \"" << p_.name << "\", " << stage << ");\n"
+      << "      " << T << "* ga = static_cast<" << T << "*>(bmm" << i << "_[0].ptr);\n"
+      << "      " << T << "* gc = static_cast<" << T << "*>(bmm" << i << "_[1].ptr);\n"
+      << "      coconet_rt::swapLeadingDims(" << var(a) << " + baseA, ga, reps, batch, M * K, stream_);  // [reps][batch] -> [batch][reps]\n"
+      << "      CHECK(cudaGetLastError(), " << stage << ");\n"
+      << "      " << gemmCall(dt, "reps * M", var(bop) + " + baseB", "strideB", "ga", "reps * M * K", "gc", "reps * M * N", "batch", stage)
+      << "      coconet_rt::swapLeadingDims(gc, " << var(id) << ", batch, reps, M * N, stream_);  // and back\n"
+      << "      CHECK(cudaGetLastError(), " << stage << ");\n"
+      << "    } else {\n";
+  }
+  const std::string in2 = s.kind == StageKind::Matmul ? "  " : "";
+  b << in << in2 << "for (long long r = 0; r < reps; ++r)\n"
+    << in << in2 << "  "
     << gemmCall(dt, M, var(bop) + " + baseB + r * stepB", "strideB", var(a) + " + baseA + r * stepA", "strideA", var(id) + " + r * stepC",
-                "strideC", "batch", "\"" + s.name + "\"");
+                "strideC", "batch", stage);
+  if (s.kind == StageKind::Matmul) b << "    }\n";
   if (s.kind == StageKind::Gemv && !f64) b << "    }\n";
 }
 

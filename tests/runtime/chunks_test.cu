@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coconet_device.cuh"
+#include "coconet_runtime.cuh"
 
 namespace {
 int failures = 0;
@@ -65,6 +66,17 @@ int main() {
     const long long last = m - chunkLo(7, 8, m, 8, 2);
     expect(mid >= 4 * first - 40 && mid <= 4 * first + 40, "first chunk a quarter of a middle one", 8, 2, m, 8, 0);
     expect(last == first || last == first + 8 || last == first - 8, "last chunk as the first", 8, 2, m, 8, 7);
+  }
+  // A batched matmul whose weight repeats over the outer batches gathers its rows by weight only
+  // where its GEMMs are read-bound: MoE decode (16 tokens per expert and rank) yes; training
+  // (1024 tokens) no; one outer batch (nothing read twice) no.
+  {
+    using coconet_rt::gatherBatchedRows;
+    expect(gatherBatchedRows(16, 4096, 8192, 4), "gather at decode, 4 ranks", 0, 0, 16, 0, 0);
+    expect(gatherBatchedRows(16, 4096, 8192, 2), "gather at decode, 2 ranks", 0, 0, 16, 0, 0);
+    expect(!gatherBatchedRows(1024, 4096, 8192, 4), "no gather at training rows", 0, 0, 1024, 0, 0);
+    expect(!gatherBatchedRows(255, 64, 64, 4), "no gather where the copies outweigh the weights", 0, 0, 255, 0, 0);
+    expect(!gatherBatchedRows(16, 4096, 8192, 1), "no gather with one outer batch", 0, 0, 16, 0, 0);
   }
   if (failures) {
     std::printf("%d failures\n", failures);

@@ -476,6 +476,35 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
     gemv_rows<T, false><<<gridFor(M * 32), 256, 0, stream>>>(W, x, y, M, K);
 }
 
+// A batched matmul whose second operand is indexed by A's inner batch dimension only (an
+// expert's weights, the same for every source rank's block of an MoE layer: A [R][X][M][K] times
+// B [X][K][N]) reads each B R times when it runs as R batched GEMMs of M rows. Where those GEMMs
+// are bound by reading B (few rows: M < kGatherBatchMaxRows, about the ridge point of an H100's
+// or H200's f16 tensor cores in rows per weight) and B's re-reads outweigh two copies of the rows
+// (A's in, the result's out), the rows are gathered B-major first: one GEMM of R M rows per B.
+// (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.)
+constexpr long long kGatherBatchMaxRows = 256;
+inline bool gatherBatchedRows(long long M, long long K, long long N, long long R) {
+  return R > 1 && M < kGatherBatchMaxRows && (R - 1) * K * N > 2 * R * M * (K + N);
+}
+// [R][X][L] -> [X][R][L], L elements contiguous: 16-byte units where L and both pointers allow.
+template <class U>
+__global__ void swapLeading(const U* __restrict__ in, U* __restrict__ out, long long R, long long X, long long L) {
+  const long long n = R * X * L;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long l = i % L, rx = i / L;
+    out[((rx % X) * R + rx / X) * L + l] = in[i];
+  }
+}
+template <class T> inline void swapLeadingDims(const T* in, T* out, long long R, long long X, long long L, cudaStream_t stream) {
+  if ((L * static_cast<long long>(sizeof(T))) % 16 == 0 && aligned16(in, 0) && aligned16(out, 0)) {
+    const long long Lu = L * static_cast<long long>(sizeof(T)) / 16;
+    swapLeading<int4><<<gridFor(R * X * Lu), 256, 0, stream>>>(reinterpret_cast<const int4*>(in), reinterpret_cast<int4*>(out), R, X, Lu);
+  } else {
+    swapLeading<T><<<gridFor(R * X * L), 256, 0, stream>>>(in, out, R, X, L);
+  }
+}
+
 // The chunks of an overlapped matmul whose rows a reduce_scatter scatters (the Megatron layer):
 // the largest count up to the schedule's that divides this rank's rows (rowsPerRank; so any row
 // count runs, down to one chunk) and leaves each chunk's copy to a peer, rows / count x rowBytes,

@@ -22,7 +22,8 @@ Rows:
   coconetc_unscheduled_nccl  the same compiled with --no-device-collectives (NCCL send/recv pairs)
 Shapes: X = 2 experts per rank, capacity C = 1024, H = 4096, f16, with F = 8192 (F = 2H, the
 GEMMs take ~80% of the unfused time at 2 GPUs) and F = 2048 (fine-grained experts, F = H/2,
-as in DeepSeek-style MoE layers: the all-to-alls weigh more). Inputs: tokens ~ N(0, 1),
+as in DeepSeek-style MoE layers: the all-to-alls weigh more); and a decode shape, C = 16 with
+F = 8192, where the expert GEMMs are bound by reading the weights (256 MiB per rank). Inputs: tokens ~ N(0, 1),
 w1 ~ N(0, 1/H), w2 ~ N(0, 1/F) (so every value stays O(1)).
 """
 from __future__ import annotations
@@ -45,16 +46,18 @@ PROGRAMS = {
 
 X, C, H = 2, 1024, 4096
 FFS = (8192, 2048)
+DECODE_C = 16  # decode: a few tokens per expert from each rank (the expert GEMMs read-bound)
 EPS, RTOL = 2.0 ** -10, 2e-3  # f16
 
 
 def configs(world: int, quick: bool) -> list[dict]:
-    return [{"name": f"X={X} C={C} H={H} F={FF} f16", "sizes": {"X": X, "C": C, "H": H, "F": FF},
-             "experts_per_rank": X, "capacity": C, "H": H, "F": FF, "dtype": "f16",
+    shapes = [(C, FFS[0])] if quick else [(C, FF) for FF in FFS] + [(DECODE_C, FFS[0])]
+    return [{"name": f"X={X} C={Cn} H={H} F={FF} f16", "sizes": {"X": X, "C": Cn, "H": H, "F": FF},
+             "experts_per_rank": X, "capacity": Cn, "H": H, "F": FF, "dtype": "f16",
              "x": FF, "x_label": "expert intermediate size F",
-             "bytes": world * X * C * H * 2,                  # each all-to-all's payload per rank
-             "flops": 2 * 2 * world * X * C * H * FF}         # the expert GEMMs, per rank
-            for FF in (FFS[:1] if quick else FFS)]
+             "bytes": world * X * Cn * H * 2,                 # each all-to-all's payload per rank
+             "flops": 2 * 2 * world * X * Cn * H * FF}        # the expert GEMMs, per rank
+            for Cn, FF in shapes]
 
 
 def rows(cfg: dict, ctx, mode: str):
