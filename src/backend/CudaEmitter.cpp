@@ -53,7 +53,9 @@ void Emitter::run(std::vector<std::string>& files) {
     write(cls_ + ".cu", sourceText(), files);
     return;
   }
-  if (o_.unscheduled) {
+  bool own = false;
+  for (auto& r : p_.requirements) own = own || scheduleOwn(r);
+  if (o_.unscheduled && (own || !unprofitable().empty())) {
     CompileOptions fo = o_;
     fo.unscheduled = nullptr;
     fo.embedded = true;
@@ -329,19 +331,51 @@ std::string Emitter::sourceText() {
   return s.str();
 }
 
+std::vector<std::string> Emitter::unprofitable() const {
+  std::vector<std::string> conds;
+  for (auto& [prod, ch] : chunked_) {
+    if (ch.back < 0) continue;
+    const TensorType& xt = p_.stages[prod].type;
+    for (int id : ir::exchangeChain(p_, prod, ch.back).stages) {
+      const Stage& s = p_.stages[id];
+      if (s.kind != StageKind::Matmul) continue;
+      const TensorType &at = p_.stages[s.operands[0]].type, &bt = p_.stages[s.operands[1]].type;
+      if (at.rank() < 3 || bt.rank() < 2) continue;
+      // one rank block's GEMM: A's rows but dimension 0 (the ranks), per weight of B's batch
+      std::string rows = "1LL", batchB = "1LL";
+      for (int k = 1; k < at.rank() - 1; ++k) rows += " * " + cxx(at.shape[k]);
+      for (int k = 0; k < bt.rank() - 2; ++k) batchB += " * " + cxx(bt.shape[k]);
+      conds.push_back("coconet_rt::gatherBatchedRows((" + rows + ") / (" + batchB + "), " + cxx(at.shape[at.rank() - 1]) + ", " +
+                      cxx(bt.shape[bt.rank() - 1]) + ", " + g(xt.group, "size") + ")");
+    }
+  }
+  return conds;
+}
+
 void Emitter::emitFallbackCall() {
   if (fallbackCls_.empty()) return;
   std::vector<const ir::Requirement*> own;
   for (auto& r : p_.requirements)
     if (scheduleOwn(r)) own.push_back(&r);
-  if (own.empty()) return;
+  const std::vector<std::string> slow = unprofitable();
+  if (own.empty() && slow.empty()) return;
   auto& b = body_;
-  b << "  // The schedule's own requirements: where one does not hold, the program runs without its\n"
-    << "  // schedule (" << fallbackCls_ << ": the same values; the caller's tensors are stored alike).\n  if (";
-  for (size_t i = 0; i < own.size(); ++i)
-    b << (i ? " ||\n      " : "") << "!(" << cxx(own[i]->lhs) << " " << ast::binaryOpSpelling(own[i]->op) << " "
-      << cxx(own[i]->rhs) << ")";
-  b << ") {  // " << own[0]->str() << (own.size() > 1 ? ", ..." : "") << "\n"
+  if (!own.empty()) b << "  // Where one of the schedule's own requirements does not hold" << (slow.empty() ? "" : ", or");
+  if (!slow.empty())
+    b << (own.empty() ? "  // Where" : "") << " the schedule's all_to_all pipeline's GEMMs would be read-bound\n"
+      << "  // (each weight read once per rank block; the program unscheduled reads it once)";
+  b << ", the\n  // program runs without its schedule (" << fallbackCls_ << ": the same values; the caller's tensors are stored\n"
+    << "  // alike).\n  if (";
+  bool first = true;
+  for (auto* r : own) {
+    b << (first ? "" : " ||\n      ") << "!(" << cxx(r->lhs) << " " << ast::binaryOpSpelling(r->op) << " " << cxx(r->rhs) << ")";
+    first = false;
+  }
+  for (auto& c : slow) {
+    b << (first ? "" : " ||\n      ") << c;
+    first = false;
+  }
+  b << ") {" << (own.empty() ? "" : "  // " + own[0]->str() + (own.size() > 1 ? ", ..." : "")) << "\n"
     << "    if (!unscheduled_) unscheduled_ = new " << fallbackCls_ << "(comm_, stream_);\n"
     << "    " << fallbackCls_ << "_sizes usz;\n    " << fallbackCls_ << "_scalars usc;\n    " << fallbackCls_
     << "_tensors ut;\n";

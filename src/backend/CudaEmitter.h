@@ -50,10 +50,12 @@ struct CompileOptions {
   // and overlap chunk on the stream that did the work, in one call (coconet_rt::Timeline), and
   // prints them to stderr, in microseconds from the call's start, once that call finished.
   bool timeline = false;
-  // The program without its schedule, where the schedule added size requirements of its own and
-  // keeps the caller's tensors as the program declares them (schedule::unscheduledFallback):
-  // written beside it as NAME_unscheduled.{h,cu}, and run() runs it for sizes that meet the
-  // program's requirements but not the schedule's. Null: none.
+  // The program without its schedule, where the schedule keeps the caller's tensors as the program
+  // declares them (schedule::unscheduledFallback): written beside it as NAME_unscheduled.{h,cu}
+  // where the schedule added size requirements of its own, or runs an all_to_all pipeline (its
+  // per-block GEMMs read every weight once per rank block), and run() runs it for sizes that meet
+  // the program's requirements but not the schedule's, or where the pipeline's GEMMs would be
+  // read-bound (coconet_rt::gatherBatchedRows). Null: none.
   const ir::Program* unscheduled = nullptr;
   // Internal (the fallback's own emission): its class name, and no C interface, driver or build
   // files of its own.

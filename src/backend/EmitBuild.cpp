@@ -134,7 +134,7 @@ std::string Emitter::manifestText(const std::string& allSources) {
     nlohmann::json own = nlohmann::json::array();
     for (auto& r : p_.requirements)
       if (scheduleOwn(r)) own.push_back(r.str());
-    m["unscheduled_fallback"] = {{"class", fallbackCls_}, {"when_not", own}};
+    m["unscheduled_fallback"] = {{"class", fallbackCls_}, {"when_not", own}, {"when", unprofitable()}};
   }
   m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
   m["c_interface"] = nlohmann::json::parse(interfaceJson());

@@ -137,7 +137,11 @@ private:
     return o_.unscheduled && std::none_of(o_.unscheduled->requirements.begin(), o_.unscheduled->requirements.end(),
                                           [&](const ir::Requirement& b) { return r.sameCondition(b); });
   }
-  // run()'s call of the fallback where the schedule's own requirements do not hold.
+  // Conditions (C++ on the sizes) under which the schedule does not pay: an all_to_all pipeline
+  // whose per-block GEMMs are read-bound reads every weight once per rank block, where the
+  // unscheduled program reads it once (gatherBatchedRows).
+  std::vector<std::string> unprofitable() const;
+  // run()'s call of the fallback where the schedule's own requirements do not hold or it does not pay.
   void emitFallbackCall();
 
   void write(const std::string& name, const std::string& text, std::vector<std::string>& files);

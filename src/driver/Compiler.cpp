@@ -106,7 +106,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         co.scheduleText = schedule::printScript(trace);
         // Sizes that meet the program's requirements but not those its schedule added run the
         // program unscheduled, where the schedule keeps the caller's tensors as declared.
-        if (schedule::unscheduledFallback(base, sched).possible) co.unscheduled = &base;
+        // (and, the backend decides, where the schedule does not pay at a run's sizes)
+        if (!trace.empty() && schedule::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
         try {
           auto files = backend::emitCuda(sched, co);
           out << "wrote " << files.size() << " files to " << inv.outDir << "\n";

@@ -261,12 +261,11 @@ std::string printScript(const std::vector<Step>& steps) {
 }
 
 Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched) {
-  Fallback f;
+  Fallback f;  // (whyNot is set whenever the storage differs)
   for (auto& r : sched.requirements)
     if (std::none_of(base.requirements.begin(), base.requirements.end(),
                      [&](const ir::Requirement& b) { return r.sameCondition(b); }))
       f.own.push_back(&r);
-  if (f.own.empty()) return f;
   // The caller's tensors, by name: what the C++ API, the C interface and the driver allocate.
   auto storage = [](const ir::Program& p) {
     std::map<std::string, std::string> m;
@@ -288,7 +287,8 @@ Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched) 
     f.whyNot = "the schedule changes the program's tensors";
     return f;
   }
-  f.possible = true;
+  f.sameStorage = true;
+  f.possible = !f.own.empty();
   return f;
 }
 

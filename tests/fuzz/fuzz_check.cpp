@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       co.outDir = scratch;
       co.deviceCollectives = size % 2 == 1;
       co.scheduleText = coconet::schedule::printScript(trace);
-      if (coconet::schedule::unscheduledFallback(base, p).possible) co.unscheduled = &base;  // as the compiler does
+      if (!trace.empty() && coconet::schedule::unscheduledFallback(base, p).sameStorage) co.unscheduled = &base;  // as the compiler does
       try {
         coconet::backend::emitCuda(p, co);
       } catch (const std::runtime_error&) {

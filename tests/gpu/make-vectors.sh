@@ -112,7 +112,9 @@ echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x3/builds"
 vectors moe_gemm@x1 "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm.sched" -D X=1 -D C=5
 echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x1/builds"
 # A decode-like shape (4 tokens per expert and rank, H = 64, F = 128): the unscheduled build's
-# expert GEMMs gather their rows by expert (read-bound; coconet_rt::gatherBatchedRows).
+# expert GEMMs gather their rows by expert (read-bound; coconet_rt::gatherBatchedRows), and the
+# pipeline's builds run the program unscheduled there at 2 and 4 ranks (the other moe_gemm sets
+# keep the pipeline: their GEMMs' weights are a few elements).
 vectors moe_gemm@decode "$root/samples/moe_gemm/moe_gemm.cnet" -D X=2 -D C=4 -D H=64 -D F=128
 vectors a2a_ffn@odd "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$root/tests/gpu/programs/a2a_ffn.sched" -D T=5
 du -sh "$d"
