@@ -13,7 +13,9 @@ Rows:
                         gelu, torch.bmm, a copy back to rank-major, all_to_all_single
   coconetc              the sample with its schedule (moe_gemm.sched): the all_to_all pipeline (the
                         FFN on one sender's tokens at a time, both all-to-alls pipelined with
-                        it), its transfers by copy engines into symmetric windows
+                        it), its transfers by copy engines into symmetric windows; where a
+                        block's GEMMs would be read-bound (the decode shape) it runs the program
+                        unscheduled, which reads each expert's weights once
   coconetc_nccl         the same pipeline with tune(combined, algorithm = nccl): NCCL send/recv
   coconetc_capacity     moe_gemm_capacity.sched: the second GEMM pipelined with the returning
                         all-to-all, 2 chunks of the capacity
