@@ -20,17 +20,20 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}"
 } > "$res"
 pass=0; fail=0
 # The vectors: made here (the bundle does not carry them).
 if ! bash tests/gpu/make-vectors.sh "$b/dumps" > "$out/make-vectors.log" 2>&1; then
   echo "make-vectors FAILED:" >> "$res"; tail -n 5 "$out/make-vectors.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
 fi
-# GPU_TESTS_ONLY="a b": only these programs; SANITIZE=0: no compute-sanitizer runs;
+# GPU_TESTS_ONLY="a b": only these programs; GPU_TESTS_SETS="a@x b@y": of the vector sets beside
+# the defaults (make-vectors.sh), only these (the default vectors still run; a set runs with each
+# of its program's builds that GPU_TESTS_ONLY keeps); SANITIZE=0: no compute-sanitizer runs;
 # GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 only="${GPU_TESTS_ONLY:-}"
+sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
 hasRank() { [[ " $ranks " == *" $1 "* ]]; }
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
@@ -72,6 +75,7 @@ done
 for d0 in "$b"/dumps/*@*/; do
   [ -d "$d0" ] || continue
   v=$(basename "$d0"); n=${v%@*}
+  [ -z "$sets" ] || [[ " $sets " == *" $v "* ]] || continue
   for bdir in "$b/gen/$n" "$b"/gen/"$n"@*; do
     build=$(basename "$bdir")
     keep "$build" || continue
