@@ -99,7 +99,7 @@ std::string Emitter::cmakeText() {
     << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
     << "# The program compiles once; a static library (for C++ callers and the driver) and a shared one\n"
     << "# (libcoconet_" << cls_ << ".so: the C interface, for Python's ctypes) are made from it.\n"
-    << (fallbackCls_.empty() ? "" : "# " + fallbackCls_ + ".cu: the program without its schedule, for sizes the schedule excludes.\n")
+    << (fallbackCls_.empty() ? "" : "# " + fallbackCls_ + ".cu: the program without its schedule, for sizes the schedule excludes or where it does not pay.\n")
     << "add_library(" << cls_ << "_objects OBJECT " << cls_ << ".cu" << (fallbackCls_.empty() ? "" : " " + fallbackCls_ + ".cu") << ")\n"
     << "set_target_properties(" << cls_ << "_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
     << "target_include_directories(" << cls_ << "_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
@@ -132,9 +132,8 @@ std::string Emitter::manifestText(const std::string& allSources) {
     m["files"].push_back(fallbackCls_ + ".h");
     m["files"].push_back(fallbackCls_ + ".cu");
     nlohmann::json own = nlohmann::json::array();
-    for (auto& r : p_.requirements)
-      if (scheduleOwn(r)) own.push_back(r.str());
-    m["unscheduled_fallback"] = {{"class", fallbackCls_}, {"when_not", own}, {"when", unprofitable()}};
+    for (auto* r : fallbackWhenNot_) own.push_back(r->str());
+    m["unscheduled_fallback"] = {{"class", fallbackCls_}, {"when_not", own}, {"when", fallbackWhen_}};
   }
   m["libraries"] = {"lib" + cls_ + ".a", "libcoconet_" + cls_ + ".so"};
   m["c_interface"] = nlohmann::json::parse(interfaceJson());

@@ -127,8 +127,12 @@ private:
   std::string cls_;
   std::ostringstream kernels_, body_;
   // The fallback's class (CompileOptions::unscheduled), empty if none; the texts it wrote (for
-  // the manifest's hash) and whether it uses the device header.
+  // the manifest's hash) and whether it uses the device header; the schedule's own requirements
+  // (it runs where one fails) and the conditions under which the schedule does not pay (it runs
+  // where one holds), both found once in run().
   std::string fallbackCls_, fallbackText_;
+  std::vector<const ir::Requirement*> fallbackWhenNot_;
+  std::vector<std::string> fallbackWhen_;
   bool fallbackDevice_ = false;
   bool usesDeviceHeader() const { return usesDevice() || fallbackDevice_; }
   // A requirement the schedule added (the fallback lacks it): run() takes the fallback where it

@@ -434,28 +434,12 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     c.ranks = P;
     c.seed = rng();
     std::string why;
-    if (!chooseSizes(base, sched, c, rng, &why)) {
-      // Sizes given that meet the program's requirements but not the schedule's: the generated
-      // code runs the program without its schedule (CompileOptions::unscheduled), whose values
-      // are dumped for its GPU check; there is nothing to compare.
-      if (allGiven && fallback && requirementsHold(base, c, kMaxBoundElements)) {
-        chooseScalars(base, c, rng);
-        auto logical = drawInputs(base, c, rng);
-        interp::Values in = storageFor(base, logical, c);
-        interp::Result r;
-        try {
-          r = interp::run(base, c, in);
-        } catch (const interp::RunError& e) {
-          err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
-              << "): " << e.what() << "\n";
-          return 1;
-        }
-        if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, in, r);
-        out << "  ranks " << P << ":" << sizesStr(base, c) << ": runs without its schedule (the schedule's " << why
-            << "; the program's hold): nothing to compare\n";
-        anyRun = true;
-        continue;
-      }
+    // Sizes given that meet the program's requirements but not the schedule's: the generated code
+    // runs the program without its schedule (CompileOptions::unscheduled), whose values are
+    // dumped for its GPU check; there is nothing to compare.
+    const bool found = chooseSizes(base, sched, c, rng, &why);
+    const bool unscheduled = !found && allGiven && fallback && requirementsHold(base, c, kMaxBoundElements);
+    if (!found && !unscheduled) {
       std::string reqs;
       for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
       if (!why.empty() && allGiven)  // every size was given: say what rules them out
@@ -470,7 +454,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     }
     chooseScalars(base, c, rng);
     auto logical = drawInputs(base, c, rng);
-    interp::Values inA = storageFor(base, logical, c), inB = storageFor(sched, logical, c);
+    interp::Values inA = storageFor(base, logical, c);
     interp::Result ra, rb;
     try {
       ra = interp::run(base, c, inA);
@@ -479,6 +463,14 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
           << "): " << e.what() << "\n";
       return 1;
     }
+    anyRun = true;
+    if (unscheduled) {
+      if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, inA, ra);
+      out << "  ranks " << P << ":" << sizesStr(base, c) << ": runs without its schedule (the schedule's " << why
+          << "; the program's hold): nothing to compare\n";
+      continue;
+    }
+    interp::Values inB = storageFor(sched, logical, c);
     try {
       rb = interp::run(sched, c, inB);
     } catch (const interp::RunError& e) {
@@ -486,7 +478,6 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
           << sizesStr(base, c).substr(1) << ") where the original runs: " << e.what() << "\n";
       return 1;
     }
-    anyRun = true;
     // Dumped after the comparison passes: the scheduled program's storage (what its CUDA code
     // reads and writes, e.g. states kept sliced) holding values equal to the original's.
     std::vector<std::string> notes;
