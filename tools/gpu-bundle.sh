@@ -82,6 +82,14 @@ variant tail3 megatron_row 'tune(f, tail = 3, merge = never);'
 variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never);'
 # The all-gather after the last chunk by copy engines (the kernel without its pulls, then copy-engine
 # pulls of the other ranks' blocks): tune(f, algorithm = copy_engines) with the after form.
+# At the test sizes (up to 512 KiB of partial sums) the overlaps' one chunk runs the group's
+# one-shot form (every rank computes every slice); tune(f, algorithm = two_shot) keeps the
+# reduce-scatter + epilogue + all-gather kernel there.
+variant two megatron_row 'tune(f, algorithm = two_shot);'
+variant two megatron_mlp 'tune(f, algorithm = two_shot);'
+# The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
+printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
+"$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-group.sched" -o "$b/gen/megatron_row@group" >/dev/null
 variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap

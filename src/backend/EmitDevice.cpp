@@ -127,7 +127,8 @@ void Emitter::planDeviceGroups() {
       dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
     else
       dg.occupancy = knobInt(f.knobs, "occupancy", 1);
-    if (auto a = f.knobs.find("algorithm"); a != f.knobs.end() && a->second == "copy_engines") dg.copyEngines = dg.preloaded = true;
+    if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
+    if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -156,8 +157,37 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     return false;
   };
   const std::string gi = std::to_string(dg.index);
+  // The operands other than the reduced slice: a<k> and b<k> (base(k): its base, period or element).
+  auto addOperands = [&](const std::function<std::string(size_t)>& base) {
+    others.clear();
+    for (size_t k = 0; k < dg.ext.size(); ++k) {
+      if (dg.ext[k] == dg.rs) continue;
+      others.push_back(static_cast<int>(k));
+      params.push_back("const " + std::string(storageType(p_.stages[dg.ext[k]].type.dtype)) +
+                       (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+      hostArgs.push_back(var(dg.ext[k]));
+      params.push_back("long long b" + std::to_string(k));
+      hostArgs.push_back(base(k));
+    }
+  };
   params = {"ncclDevComm dc"};
   hostArgs = {"dev_->dc.comm"};
+  if (L.oneShot) {
+    // the one-shot form: the half of the one-shot window in use, the whole input, the other
+    // operands over the whole tensor (replicated: their elements at the global index, or
+    // periodic, or one element), the gathered output, keys by the global index (om1)
+    const std::string XT = storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype);
+    params.insert(params.end(), {"ncclWindow_t stageWin", "size_t stageOff", "const " + XT + "* __restrict__ rsIn"});
+    hostArgs.insert(hostArgs.end(), {"dev_->oneShot[" + gi + "].win", L.stageOff, L.rsIn});
+    addOperands([&](size_t k) { return dg.acc[k] == Access::Modulo ? countVar(dg.ext[k]) : std::string("0"); });
+    params.insert(params.end(), {std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered", "OutputMap om",
+                                 "long long nSlice"});
+    hostArgs.insert(hostArgs.end(), {var(dg.ag), "om1", L.nSlice});
+    runParams(dg.calc, params, hostArgs);
+    params.insert(params.end(), {"unsigned long long seed", "int vec"});
+    hostArgs.insert(hostArgs.end(), {"seed", "vec1"});
+    return;
+  }
   if (dg.head()) {
     int x = p_.stages[dg.rs].operands[0];
     std::string XT = storageType(p_.stages[x].type.dtype);
@@ -184,18 +214,11 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
     hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)" + (L.partOff.empty() ? "" : " + " + L.partOff));
   }
-  others.clear();
-  for (size_t k = 0; k < dg.ext.size(); ++k) {
-    if (dg.ext[k] == dg.rs) continue;
-    others.push_back(static_cast<int>(k));
-    params.push_back("const " + std::string(storageType(p_.stages[dg.ext[k]].type.dtype)) +
-                     (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
-    hostArgs.push_back(var(dg.ext[k]));
-    params.push_back("long long b" + std::to_string(k));
-    hostArgs.push_back(dg.acc[k] == Access::Modulo ? countVar(dg.ext[k])
-                       : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
-                                                     : "m" + std::to_string(k) + ".base");
-  }
+  addOperands([&](size_t k) {
+    return dg.acc[k] == Access::Modulo ? countVar(dg.ext[k])
+           : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
+                                         : "m" + std::to_string(k) + ".base";
+  });
   if (dg.tail()) {
     params.push_back(std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered");
     hostArgs.push_back(var(dg.ag));
@@ -257,17 +280,19 @@ std::string Emitter::devRounds(const DevGroup& dg) const {
   return "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
 }
 
-std::string Emitter::emitDevKernel(const DevGroup& dg) {
+std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const bool head = dg.head(), tail = dg.tail();
   const int src = tail ? p_.stages[dg.ag].operands[0] : -1;
   const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
   const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
   const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
-  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + "_device";
+  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + (oneShot ? "_oneshot" : "_device");
   const int V = devVecWidth(dg);
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
-  devSignature(dg, DevLaunch{"", "", "0", ""}, params, hostArgs, others);
+  DevLaunch sig{"", "", "0", ""};
+  sig.oneShot = oneShot;
+  devSignature(dg, sig, params, hostArgs, others);
   auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
   const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
   std::vector<std::string> foldOps;
@@ -291,7 +316,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
   if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
   K << " as one kernel over NCCL's device API:\n";
-  if (dg.full() && !dg.pushes())
+  if (oneShot)
+    K << "// its one-shot form: push this rank's whole input into slot `me` of every rank's staging area;\n"
+      << "// barrier; sum every element's slots and compute the members over the whole tensor into the\n"
+      << "// gathered output (every rank computes every slice: nothing to gather).\n";
+  else if (dg.full() && !dg.pushes())
     K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
       << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
       << "// all-gather's slice; barrier; pull the other ranks' slices (unless copy engines do: pull = 0).\n";
@@ -336,11 +365,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // Adam's kernel takes 64 so, 114 with them, one block of kDevThreads per SM), and its grid may fill the
   // GPU (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill
   // (those groups take the NCCL calls on one rank: soloDevice).
-  const bool solo = dg.soloForm();
-  if (dg.occupancyByRanks()) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
+  const bool solo = !oneShot && dg.soloForm();
+  const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
+  if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
   else if (solo) K << "template <bool kSolo>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
-    << (dg.occupancyByRanks() ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
+    << (occupancyByRanks      ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
         : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
                               : "")
     << ") "
@@ -351,7 +381,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks; with roles the
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
-  const bool roles = !dg.preloaded && dg.splitRoles();
+  const bool roles = !oneShot && !dg.preloaded && dg.splitRoles();
   // (the kernels with a one-rank form make their barrier sessions after its branch)
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
@@ -375,10 +405,15 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
-  if (head)
+  if (oneShot)
+    K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, stageOff));\n"
+      << "  // every slice: the elements' indices are the whole tensor's\n"
+      << "  constexpr long long off = 0;\n"
+      << "  " << ST << "* own = gathered;\n";
+  else if (head)
     K << "  const " << XT << "* slots = "
       << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
-  if (tail)
+  if (tail && !oneShot)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
   const std::string publish = solo ? "if (!kSolo) " : "";
@@ -402,7 +437,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
                   [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
     << fold("    ", scalarOperand);
-  if (tail) E << "    " << publish << "mine[i] = s" << src << ";\n    own[i] = s" << src << ";\n";
+  if (tail) E << (oneShot ? "" : "    " + publish + "mine[i] = s" + std::to_string(src) + ";\n") << "    own[i] = s" << src << ";\n";
   E << "  };\n";
   // The unit of V elements' members.
   std::vector<int> writtenVec = dg.written;
@@ -417,8 +452,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
                                              [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
   hoisting.end();
   K << hoisted.prologue();
-  K << "  // Elements [lo, hi) of this rank's slice: " << (head ? "sum the slots, " : "") << "compute the members"
-    << (tail ? ", publish" : "") << ".\n"
+  K << "  // Elements [lo, hi) of " << (oneShot ? "the whole tensor" : "this rank's slice") << ": " << (head ? "sum the slots, " : "")
+    << "compute the members" << (oneShot ? ", store them" : tail ? ", publish" : "") << ".\n"
     << "  auto compute = [&](long long lo, long long hi) {\n";
   K << E.str()
     << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
@@ -441,12 +476,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
   if (head) K << "      const " << RT << " srs = coconet_rt::Store<" << RT << ">::from(static_cast<double>(sum[e]));\n";
   K << unitMembers << fold("      ", vecOperand) << "    }\n";
   for (int id : dg.written) K << "    coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
-  if (tail) K << "    " << publish << "coconet_rt::store_vec(mine + i0, o" << src << ");\n    coconet_rt::store_vec(own + i0, o" << src << ");\n";
+  if (tail)
+    K << (oneShot ? "" : "    " + publish + "coconet_rt::store_vec(mine + i0, o" + std::to_string(src) + ");\n")
+      << "    coconet_rt::store_vec(own + i0, o" << src << ");\n";
   // the chunks' taper (chunkLo): the schedule's; alike without it
   const std::string taper = dg.taper > 0 ? ", " + std::to_string(dg.taper) : std::string();
   K << "  }, elem);\n"
     << "  };\n"
-    << (dg.preloaded ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
+    << (dg.preloaded || oneShot ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
   auto pullOf = [&](const std::string& range) {
@@ -530,7 +567,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg) {
         << "    }\n";
     K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
-  if (dg.preloaded)
+  if (oneShot)
+    K << "  coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
+      << "  // every rank's whole input arrived\n"
+      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+      << "  compute(0, nSlice);\n";
+  else if (dg.preloaded)
     K << (head ? "  // rsIn (a launch without copy engines before it): push slice p of [lo, hi) to slot me of rank p\n"
                  "  if (rsIn) coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, lo, hi, vec);\n"
                : "")
@@ -570,21 +612,64 @@ void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vect
   auto& b = body_;
   const int V = devVecWidth(dg);
   const std::string o = L.off, plus = L.off == "0" ? "" : " + " + L.off;
-  b << ind << "const bool vec = " << L.nSlice << " % " << V << " == 0";
+  // (the one-shot form's operands are whole: their bases are 0)
+  b << ind << "const bool " << (L.oneShot ? "vec1" : "vec") << " = " << L.nSlice << " % " << V << " == 0";
   if (L.off != "0") b << " && (" << L.off << ") % " << V << " == 0 && (" << L.gstride << ") % " << V << " == 0";
   for (int id : dg.written) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(id) << ", " << o << ")";
   // (a preloaded head's slots start at the window's base)
-  if (dg.tail() || dg.pushes()) {
+  const bool pushes = dg.pushes() || L.oneShot;
+  if (dg.tail() || pushes) {
     b << " &&\n" << ind << "    ";
-    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (dg.pushes() ? " && " : "");
-    if (dg.pushes()) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
+    if (dg.tail()) b << "coconet_rt::aligned16(" << var(dg.ag) << ", 0)" << (pushes ? " && " : "");
+    if (pushes) b << "coconet_rt::aligned16(" << L.rsIn << ", 0)";
   }
   for (int k : others) {
-    if (dg.acc[k] == Access::Linear) b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", m" << k << ".base" << plus << ")";
+    if (dg.acc[k] == Access::Linear)
+      b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", " << (L.oneShot ? "0" : "m" + std::to_string(k) + ".base" + plus) << ")";
     if (dg.acc[k] == Access::Modulo)
       b << " &&\n" << ind << "    " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
   }
   b << ";\n";
+}
+
+int Emitter::oneShotMode(const DevGroup& dg) const {
+  if (!dg.full() || dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines") return -1;
+  if (!dg.folds.empty() || dg.chain >= 0 || !dg.written.empty()) return -1;
+  for (size_t k = 0; k < dg.ext.size(); ++k) {
+    const TensorType& t = p_.stages[dg.ext[k]].type;
+    if (dg.ext[k] != dg.rs && t.group && t.layout.kind != Layout::Replicated) return -1;  // held by its slice's rank only
+  }
+  for (int id : dg.calc)
+    for (const ENode& e : p_.stages[id].expr.nodes)
+      if (e.op == EOp::Rank || e.op == EOp::GroupIndex) return -1;  // the same element differs between ranks
+  return dg.algo == "one_shot" ? 1 : 0;
+}
+
+void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
+                             const std::string& ind) {
+  auto& b = body_;
+  const std::string gi = std::to_string(dg.index), name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
+  const std::string XT = storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype);
+  const std::string V = std::to_string(devVecWidth(dg));
+  DevLaunch L;
+  L.oneShot = true;
+  L.rsIn = rsIn;
+  L.nSlice = n;
+  L.stageOff = "dev_->parity[" + gi + "] * (dev_->oneShot[" + gi + "].bytes / 2)";
+  std::vector<std::string> params, hostArgs;
+  std::vector<int> others;
+  devSignature(dg, L, params, hostArgs, others);
+  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier, and computes every slice\n"
+    << ind << "if (dev_->oneShot[" << gi << "].ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(static_cast<size_t>(" << n
+    << ") * sizeof(" << XT << "), coconet_rt::kOneShotMaxBytes), " << prog << ", " << name << "))  // two halves, used in turn\n"
+    << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+    << ind << "OutputMap om1 = om;\n"
+    << ind << "om1.gbase = 0;  // keys by the whole tensor's index\n";
+  emitDevVec(dg, L, others, ind);
+  b << ind << "CHECK(coconet_rt::launchDependent(" << kname << ", coconet_rt::devBlocks(" << n << " / " << V
+    << "), coconet_rt::kDevThreads, stream_";
+  for (const std::string& a : hostArgs) b << ", " << a;
+  b << "), " << name << ");\n" << ind << "dev_->parity[" << gi << "] ^= 1;\n";
 }
 
 void Emitter::emitDeviceGroup(const DevGroup& dg) {
@@ -627,6 +712,16 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   }
   emitDevMaps(dg, "      ");
   emitDevVec(dg, L, others, "      ");
+  // the one-shot form where it is taken (oneShotMode; not on one rank, where the one-rank form runs)
+  const int oneShot = oneShotMode(dg);
+  if (oneShot >= 0) {
+    const int x = p_.stages[dg.rs].operands[0];
+    b << "      if (P_ > 1" << (oneShot ? "" : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
+                                                  ") <= coconet_rt::kOneShotMaxBytes")
+      << ") {\n";
+    emitDevOneShot(dg, emitDevKernel(dg, true), var(x), countVar(x), "        ");
+    b << "      } else {\n";
+  }
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
@@ -682,6 +777,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     b << "), " << name << ");\n";
   }
   if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
+  if (oneShot >= 0) b << "      }\n";
   b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
   // The fallback: the members as the NCCL path emits them, with workspace for the values the
   // device kernel never stores.

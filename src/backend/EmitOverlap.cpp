@@ -143,7 +143,8 @@ void Emitter::planDeviceChunked() {
     dg.preloaded = true;
     if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
     dg.tailPieces = knobInt(knobs, "tail", 1);
-    if (auto a = knobs.find("algorithm"); a != knobs.end() && a->second == "copy_engines") dg.ceGather = true;
+    if (auto a = knobs.find("algorithm"); a != knobs.end()) dg.algo = a->second;
+    if (dg.algo == "copy_engines") dg.ceGather = true;
     if (auto mg = knobs.find("merge"); mg != knobs.end() && mg->second == "never") dg.mergeChunks = false;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
@@ -619,6 +620,9 @@ void Emitter::emitChunked(const Chunked& ch) {
   if (device) {
     const DevGroup& dg = devChunked_.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
+    // one chunk (below) may run the group's one-shot form (oneShotMode)
+    const int oneShot = dg.ceGather ? -1 : oneShotMode(dg);
+    const std::string k1 = oneShot >= 0 ? emitDevKernel(dg, true) : "";
     const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
     const Stage& ag = p_.stages[ch.ag];
     const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
@@ -725,15 +729,22 @@ void Emitter::emitChunked(const Chunked& ch) {
     }
     // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
-    // kernel on stream_, pushing the partial sums into the peers' staging windows itself.
+    // kernel on stream_, pushing the partial sums into the peers' staging windows itself, or its
+    // one-shot form (the whole product to every rank) up to kOneShotMaxBytes.
     const bool onePass = !dg.ceGather;
     if (onePass) {
       b << "      if (C == 1" << (mayPipe ? " && !pipelined" : "") << (split ? " && tp == 1" : "") << ") {\n"
         << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
         << "      // every rank's block: P GEMMs in one call\n"
         << "      " << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a), "(M / P) * K", "st", "rg * N", "P", name)
-        << tlMark("      ", "stream_", "gemm") << "      " << launch(wholePushArgs, "stream_") << "      CHECK(cudaGetLastError(), "
-        << gname << ");\n" << tlMark("      ", "stream_", "push+epilogue+gather") << "      } else {\n";
+        << tlMark("      ", "stream_", "gemm");
+      if (oneShot >= 0) {
+        b << "      if (" << (oneShot ? "true" : "static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::kOneShotMaxBytes") << ") {\n";
+        emitDevOneShot(dg, k1, "st", "M * N", "        ");
+        b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
+      }
+      b << "      " << launch(wholePushArgs, "stream_") << "      CHECK(cudaGetLastError(), " << gname << ");\n"
+        << tlMark("      ", "stream_", "push+epilogue+gather") << (oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
     }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << gemmText(cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange

@@ -379,6 +379,9 @@ private:
     // The scalar chain (its first stage) that the kernel computes first, in every block, instead
     // of a kernel of its own (planChainPrologues); -1: none.
     int chain = -1;
+    // The `algorithm` knob on the group: "" (chosen by size), one_shot, two_shot or copy_engines.
+    // A full group may take its one-shot form (oneShotMode).
+    std::string algo;
     std::string name;
     bool head() const { return rs >= 0; }
     bool tail() const { return ag >= 0; }
@@ -446,6 +449,10 @@ private:
     std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
     std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
     std::string partOff = "";                    // the launch's first partial result of each fold (default: the first)
+    // The one-shot form's launch (oneShotMode): rsIn is the whole input (nSlice elements, the
+    // whole tensor), stageOff the byte offset of the half of the one-shot window in use.
+    bool oneShot = false;
+    std::string stageOff = "0";
   };
 
   int devVecWidth(const DevGroup& dg) const;
@@ -455,8 +462,26 @@ private:
   void devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
                     std::vector<int>& others) const;
 
-  // Emits the kernel of a device group (once); returns its name.
-  std::string emitDevKernel(const DevGroup& dg);
+  // Emits the kernel of a device group (once); returns its name. With `oneShot`, its one-shot
+  // form (oneShotMode) instead.
+  std::string emitDevKernel(const DevGroup& dg, bool oneShot = false);
+
+  // A full group [reduce_scatter, members..., all_gather] has a one-shot form where every rank
+  // can compute every slice: its members read, besides the reduced values, only replicated (or
+  // uniform) operands and no rank position, and it writes nothing but the gathered tensor (no
+  // member stored, no folded reduction, no scalar chain). Then every rank pushes its whole input
+  // into slot `me` of every rank's one-shot window, one barrier, and every rank sums every
+  // element's slots (in rank order, as the two-shot form sums a slice's) and computes the members
+  // over the whole tensor straight into the gathered output: one barrier instead of two and no
+  // all-gather, for P times the pushed bytes and P times the computation, which pays where the
+  // transfer is latency-bound. -1: no such form (not admitted, or tune(f, algorithm = two_shot |
+  // copy_engines)); 0: up to coconet_rt::kOneShotMaxBytes of input per rank, the one-shot
+  // allreduce's limit; 1: at every size (tune(f, algorithm = one_shot)).
+  int oneShotMode(const DevGroup& dg) const;
+  // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
+  // the global index), its alignment test and the launch; `rsIn`: the whole input.
+  void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
+                      const std::string& ind);
 
   // What `emit` writes into the host code, each line prefixed with `ind` (code nested deeper
   // than the emitter that wrote it expects).

@@ -330,6 +330,25 @@ __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int 
   pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec);
 }
 
+// Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
+// elements): every rank p, this one included, gets them in slot `me` of its staging area (P slots
+// of m elements at byte `stageOff` of window w).
+template <class T, int V>
+__device__ __forceinline__ void pushWhole(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
+                                          long long lo, long long hi, bool vec) {
+  forUnits<V>(
+      pt, lo, hi, vec,
+      [&](long long i0) {
+        Vec<T, V> x;
+        load_vec(x, in + i0);
+        for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p), x);
+      },
+      [&](long long i) {
+        const T x = in[i];
+        for (int p = 0; p < P; ++p) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = x;
+      });
+}
+
 // The sum over the P slots of this rank's staging area of elements i0 .. i0+V-1, in rank order.
 template <class T, int V>
 __device__ __forceinline__ void sumSlots(const T* stage, long long m, int P, long long i0, float (&s)[V]) {
@@ -741,17 +760,7 @@ __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_one_shot(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int vec) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
-  forUnits<V>(
-      0, n, vec,
-      [&](long long i0) {
-        Vec<T, V> x;
-        load_vec(x, in + i0);
-        for (int p = 0; p < P; ++p) store_vec(peerPtr<T>(w, base + (me * n + i0) * sizeof(T), p), x);
-      },
-      [&](long long i) {
-        const T x = in[i];
-        for (int p = 0; p < P; ++p) *peerPtr<T>(w, base + (me * n + i) * sizeof(T), p) = x;
-      });
+  pushWhole<T, V>(gridPart(), w, base, P, me, in, n, 0, n, vec);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's buffer has arrived
   const T* stage = static_cast<const T*>(ncclGetLocalPointer(w, base));
   forUnits<V>(

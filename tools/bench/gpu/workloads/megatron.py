@@ -22,7 +22,13 @@ Rows:
                         all-gather follows, either per chunk (the kernel after the next chunk's
                         GEMM, copy engines pulling the peers' parts) or once after the last
                         chunk (the kernel pulls), chosen at run time by the GEMM's flops per
-                        byte that crosses NVLink and the product's size
+                        byte that crosses NVLink and the product's size. One chunk up to 512 KiB
+                        of partial sums (decode shapes): the GEMM, then the group's one-shot
+                        kernel (every rank pushes the whole product to every rank, one barrier,
+                        every rank sums and computes every slice; nothing to gather)
+  coconetc_two_shot     coconetc with tune(f, algorithm = two_shot): no one-shot form (one
+                        chunk: the kernel pushes the slices, sums this rank's, publishes it,
+                        pulls the others')
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
   coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
   coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
@@ -93,6 +99,10 @@ PROGRAMS = {
     **{f"megatron_row{d}_ce": dict(source=SOURCE, schedule=SCHEDULE,
                                    schedule_append="tune(f, algorithm = copy_engines);\n",
                                    **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16")},
+    **{f"megatron_row{d}_two_shot": dict(source=SOURCE, schedule=SCHEDULE,
+                                         schedule_append="tune(f, algorithm = two_shot);\n",
+                                         **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16")},
     **{f"megatron_row{d}_never": dict(source=SOURCE, schedule=SCHEDULE,
                                       schedule_append="tune(f, merge = never);\n",
@@ -249,6 +259,8 @@ def rows(cfg: dict, ctx, mode: str):
                                      "under 8 MiB): each chunk's reduce-scatter by copy engines; "
                                      "the epilogue (device-API kernel, 128 blocks) and all-gather per chunk or "
                                      "once at the end, chosen at run time")),
+        ("coconetc_two_shot", coconetc(f"{sched}_two_shot", "as coconetc with tune(f, algorithm = two_shot): "
+                                                            "no one-shot form at decode sizes")),
         ("coconetc_merge_never", coconetc(f"{sched}_never", "as coconetc with tune(f, merge = never): "
                                                             "4 chunks at every size")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
