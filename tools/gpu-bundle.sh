@@ -90,6 +90,9 @@ variant two megatron_mlp 'tune(f, algorithm = two_shot);'
 # The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
 printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
 "$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-group.sched" -o "$b/gen/megatron_row@group" >/dev/null
+# decode_gemv's fused [allreduce, epilogue] group without its one-shot kernel (two_shot: the
+# allreduce kernel, then the epilogue's).
+variant two decode_gemv 'tune(f, algorithm = two_shot);'
 variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap

@@ -25,15 +25,17 @@ bool Emitter::analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool part
   if (m.size() < 2) return false;
   auto worldLevel = [&](const TensorType& t) { return !t.group || t.group->depth == 0; };
   auto slice0 = [&](const TensorType& t) { return t.group && t.layout.kind == Layout::Sliced && t.layout.dim == 0 && worldLevel(t); };
-  const bool head = p_.stages[m.front()].kind == StageKind::ReduceScatter;
-  const bool tail = p_.stages[m.back()].kind == StageKind::AllGather;
+  dg.arHead = partial && p_.stages[m.front()].kind == StageKind::AllReduce;
+  const bool head = dg.arHead || p_.stages[m.front()].kind == StageKind::ReduceScatter;
+  const bool tail = !dg.arHead && p_.stages[m.back()].kind == StageKind::AllGather;
   if (!(head && tail) && !(partial && (head || tail))) return false;
   dg.rs = head ? m.front() : -1;
   dg.ag = tail ? m.back() : -1;
   if (head) {
     const Stage& rs = p_.stages[dg.rs];
+    const bool replicated = worldLevel(rs.type) && rs.type.layout.kind == Layout::Replicated;
     if (rs.op != ReduceOp::Sum || !(rs.type.dtype == DType::F16 || rs.type.dtype == DType::BF16 || rs.type.dtype == DType::F32) ||
-        !slice0(rs.type))
+        !(dg.arHead ? replicated : slice0(rs.type)))
       return false;
   }
   if (tail) {
@@ -107,7 +109,7 @@ void Emitter::planDeviceGroups() {
   if (!o_.deviceCollectives) return;
   for (auto& f : p_.fused) {
     if (ncclAsked(f.knobs)) continue;
-    std::vector<int> m;
+    std::vector<int> m;  // (an allreduce's group has only the one-shot form: below)
     for (auto& n : f.members) m.push_back(p_.find(n));
     std::sort(m.begin(), m.end());
     if (m.size() < 2 || m.front() < 0) continue;
@@ -129,6 +131,7 @@ void Emitter::planDeviceGroups() {
       dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
+    if (dg.arHead && (dg.copyEngines || oneShotMode(dg) < 0)) continue;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -170,6 +173,14 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
       hostArgs.push_back(base(k));
     }
   };
+  // The members stored for later stages: out<id> (plusOff: the launch's first element).
+  auto addWritten = [&](const std::string& plusOff) {
+    for (int id : dg.written) {
+      params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
+                       std::to_string(id));
+      hostArgs.push_back(var(id) + plusOff);
+    }
+  };
   params = {"ncclDevComm dc"};
   hostArgs = {"dev_->dc.comm"};
   if (L.oneShot) {
@@ -179,10 +190,14 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     const std::string XT = storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype);
     params.insert(params.end(), {"ncclWindow_t stageWin", "size_t stageOff", "const " + XT + "* __restrict__ rsIn"});
     hostArgs.insert(hostArgs.end(), {"dev_->oneShot[" + gi + "].win", L.stageOff, L.rsIn});
+    addWritten("");  // (an allreduce's members, whole)
     addOperands([&](size_t k) { return dg.acc[k] == Access::Modulo ? countVar(dg.ext[k]) : std::string("0"); });
-    params.insert(params.end(), {std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered", "OutputMap om",
-                                 "long long nSlice"});
-    hostArgs.insert(hostArgs.end(), {var(dg.ag), "om1", L.nSlice});
+    if (dg.tail()) {
+      params.push_back(std::string(storageType(p_.stages[dg.ag].type.dtype)) + "* __restrict__ gathered");
+      hostArgs.push_back(var(dg.ag));
+    }
+    params.insert(params.end(), {"OutputMap om", "long long nSlice"});
+    hostArgs.insert(hostArgs.end(), {"om1", L.nSlice});
     runParams(dg.calc, params, hostArgs);
     params.insert(params.end(), {"unsigned long long seed", "int vec"});
     hostArgs.insert(hostArgs.end(), {"seed", "vec1"});
@@ -204,11 +219,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     hostArgs.insert(hostArgs.end(), {"dev_->slice[" + gi + "].win", L.sliceOff});
   }
   const std::string plusOff = L.off == "0" ? "" : " + " + L.off;
-  for (int id : dg.written) {
-    params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (isAliasedOut(id) ? "* out" : "* __restrict__ out") +
-                     std::to_string(id));
-    hostArgs.push_back(var(id) + plusOff);
-  }
+  addWritten(plusOff);
   for (int f : dg.folds) {
     const std::string op = reduceOpStruct(f);
     params.push_back(op + "::Acc* __restrict__ part" + std::to_string(f));
@@ -312,14 +323,15 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // The kernel.
   auto& K = kernels_;
   K << "// fused group '" << dg.name << "': ";
-  if (head) K << p_.stages[dg.rs].name << " (reduce_scatter), ";
+  if (head) K << p_.stages[dg.rs].name << (dg.arHead ? " (allreduce), " : " (reduce_scatter), ");
   for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
   if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
   K << " as one kernel over NCCL's device API:\n";
   if (oneShot)
     K << "// its one-shot form: push this rank's whole input into slot `me` of every rank's staging area;\n"
-      << "// barrier; sum every element's slots and compute the members over the whole tensor into the\n"
-      << "// gathered output (every rank computes every slice: nothing to gather).\n";
+      << (dg.arHead ? "// barrier; sum every element's slots and compute the members over the whole tensor.\n"
+                    : "// barrier; sum every element's slots and compute the members over the whole tensor into the\n"
+                      "// gathered output (every rank computes every slice: nothing to gather).\n");
   else if (dg.full() && !dg.pushes())
     K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
       << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
@@ -409,7 +421,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, stageOff));\n"
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
-      << "  " << ST << "* own = gathered;\n";
+      << (tail ? "  " + ST + "* own = gathered;\n" : "");
   else if (head)
     K << "  const " << XT << "* slots = "
       << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
@@ -633,8 +645,9 @@ void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vect
 }
 
 int Emitter::oneShotMode(const DevGroup& dg) const {
-  if (!dg.full() || dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines") return -1;
-  if (!dg.folds.empty() || dg.chain >= 0 || !dg.written.empty()) return -1;
+  if (!(dg.full() || dg.arHead) || dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines") return -1;
+  // (an allreduce's members are whole tensors on every rank: each rank stores all of them)
+  if (!dg.folds.empty() || dg.chain >= 0 || (!dg.arHead && !dg.written.empty())) return -1;
   for (size_t k = 0; k < dg.ext.size(); ++k) {
     const TensorType& t = p_.stages[dg.ext[k]].type;
     if (dg.ext[k] != dg.rs && t.group && t.layout.kind != Layout::Replicated) return -1;  // held by its slice's rank only
@@ -672,7 +685,45 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   b << "), " << name << ");\n" << ind << "dev_->parity[" << gi << "] ^= 1;\n";
 }
 
+void Emitter::emitAllReduceGroup(const DevGroup& dg) {
+  auto& b = body_;
+  const std::string name = "\"" + dg.name + "\"";
+  const int x = p_.stages[dg.rs].operands[0];
+  const std::string n = countVar(dg.rs);
+  const int mode = oneShotMode(dg);
+  const std::string kname = emitDevKernel(dg, true);
+  b << "\n  // fused group '" << dg.name << "': " << p_.stages[dg.rs].name << " (allreduce)";
+  for (int id : dg.run) b << ", " << p_.stages[id].name;
+  b << " as one kernel over NCCL's device API (one-shot) where every rank is load/store reachable"
+    << (mode ? "" : " and the input is at most kOneShotMaxBytes") << "; else the allreduce, then the members\n"
+    << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
+    << "  if (P_ > 1 && " << n << " > 0"
+    << (mode ? "" : " && static_cast<size_t>(" + n + ") * sizeof(" + storageType(p_.stages[x].type.dtype) + ") <= coconet_rt::kOneShotMaxBytes")
+    << " && devReady(" << name << ")) {\n";
+  emitDevMaps(dg, "    ");
+  emitDevOneShot(dg, kname, var(x), n, "    ");
+  b << "  } else {\n";
+  std::vector<int> all{dg.rs};
+  all.insert(all.end(), dg.run.begin(), dg.run.end());
+  b << fallbackStorage(all, "    ");
+  if (auto da = devAR_.find(dg.rs); da != devAR_.end()) {
+    emitDeviceAllReduce(da->second);
+  } else {
+    b << "  if (" << n << " > 0) {\n";
+    emitStage(dg.rs);
+    b << "  }\n";
+  }
+  for (int id : dg.run) {
+    if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
+    b << "  if (" << countVar(id) << " > 0) {\n";
+    emitStage(id);
+    b << "  }\n";
+  }
+  b << "  }\n";
+}
+
 void Emitter::emitDeviceGroup(const DevGroup& dg) {
+  if (dg.arHead) return emitAllReduceGroup(dg);
   auto& b = body_;
   const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
   const std::string gi = std::to_string(dg.index);
@@ -1156,7 +1207,7 @@ void Emitter::planChainPrologues() {
     auto it = devGroups_.find(next);
     if (it == devGroups_.end()) continue;
     DevGroup& dg = it->second;
-    if (dg.preloaded || dg.copyEngines || dg.chain >= 0) continue;  // (a kernel per round, or inside an overlap)
+    if (dg.preloaded || dg.copyEngines || dg.chain >= 0 || dg.arHead) continue;  // (a kernel per round, inside an overlap, one-shot only)
     std::set<int> inside(dg.run.begin(), dg.run.end());
     inside.insert(dg.calc.begin(), dg.calc.end());
     if (dg.head()) inside.insert(dg.rs);
@@ -1428,6 +1479,7 @@ bool Emitter::storedBefore(int id, int before) const {
 
 void Emitter::planFoldedReductions() {
   for (auto& [first, dg] : devGroups_) {
+    if (dg.arHead) continue;  // (its one-shot form folds nothing)
     const Stage& ref = p_.stages[dg.ref];
     const int last = dg.tail() ? dg.ag : dg.run.back();
     for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {

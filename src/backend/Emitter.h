@@ -382,6 +382,10 @@ private:
     // The `algorithm` knob on the group: "" (chosen by size), one_shot, two_shot or copy_engines.
     // A full group may take its one-shot form (oneShotMode).
     std::string algo;
+    // The group starts with an allreduce (`rs` is it) and its members compute on the replicated
+    // result: it has only the one-shot form (oneShotMode; the allreduce and the members' kernel
+    // otherwise, emitAllReduceGroup), and no folded reduction or scalar chain joins it.
+    bool arHead = false;
     std::string name;
     bool head() const { return rs >= 0; }
     bool tail() const { return ag >= 0; }
@@ -397,7 +401,8 @@ private:
   std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
 
   // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group (with
-  // `partial`, also [reduce_scatter, members...] or [members..., all_gather]): false when it
+  // `partial`, also [reduce_scatter, members...], [members..., all_gather] or [allreduce,
+  // members...], DevGroup::arHead): false when it
   // does not qualify (not over the world, not a float sum, a member that is not element-wise
   // on the slice, an operand read through a map other than linear, periodic or scalar, or the
   // reduced slice needed elsewhere).
@@ -482,6 +487,9 @@ private:
   // the global index), its alignment test and the launch; `rsIn`: the whole input.
   void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
                       const std::string& ind);
+  // A group [allreduce, members...] (DevGroup::arHead): its one-shot kernel where it is taken,
+  // else the allreduce (as devAR_ plans it) and the members' kernel.
+  void emitAllReduceGroup(const DevGroup& dg);
 
   // What `emit` writes into the host code, each line prefixed with `ind` (code nested deeper
   // than the emitter that wrote it expects).

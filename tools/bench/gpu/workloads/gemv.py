@@ -13,8 +13,9 @@ Rows:
   unfused               torch.mv, bias + gelu, torch.mv, dist.all_reduce, bias + residual
   torch.compile         the local GEMV + gelu + GEMV and the epilogue torch.compile'd, the
                         all_reduce eager between them
-  coconetc              the sample with its schedule (all-reduce + epilogue fused; the
-                        all-reduce a one-shot device-API kernel, then the epilogue kernel)
+  coconetc              the sample with its schedule (all-reduce + epilogue fused: one
+                        one-shot device-API kernel since 2026-11-27; before, the one-shot
+                        all-reduce kernel, then the epilogue kernel)
   coconetc_overlap      samples/decode_gemv/decode_gemv_overlap.sched: as coconetc, pipelined
                         with the GEMV in 2 chunks (NCCL's all-reduce per chunk)
   coconetc_unscheduled  the sample without a schedule (its all-reduce a one-shot device-API
@@ -113,8 +114,7 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("unfused", unfused),
         ("torch.compile", compiled),
-        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused, the all-reduce a one-shot "
-                                             "device-API kernel, then the epilogue")),
+        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused: one one-shot device-API kernel")),
         ("coconetc_overlap", coconetc("decode_gemv_overlap", "all-reduce + epilogue fused, pipelined with the "
                                                              "GEMV (2 chunks): decode_gemv_overlap.sched")),
         ("coconetc_unscheduled", coconetc("decode_gemv_unscheduled",
