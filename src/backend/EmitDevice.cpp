@@ -644,18 +644,32 @@ void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vect
   b << ";\n";
 }
 
-int Emitter::oneShotMode(const DevGroup& dg) const {
-  if (!(dg.full() || dg.arHead) || dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines") return -1;
+std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
+  if (!(dg.full() || dg.arHead)) return "it does not run from a reduce_scatter to an all_gather";
+  if (!dg.folds.empty()) return "reduction '" + p_.stages[dg.folds.front()].name + "' is folded into its kernel";
+  if (dg.chain >= 0) return "scalar chain '" + scalarChains_.at(dg.chain).name + "' runs in its kernel";
   // (an allreduce's members are whole tensors on every rank: each rank stores all of them)
-  if (!dg.folds.empty() || dg.chain >= 0 || (!dg.arHead && !dg.written.empty())) return -1;
+  if (!dg.arHead && !dg.written.empty()) return "'" + p_.stages[dg.written.front()].name + "' is stored for later stages, a slice per rank";
   for (size_t k = 0; k < dg.ext.size(); ++k) {
     const TensorType& t = p_.stages[dg.ext[k]].type;
-    if (dg.ext[k] != dg.rs && t.group && t.layout.kind != Layout::Replicated) return -1;  // held by its slice's rank only
+    if (dg.ext[k] != dg.rs && t.group && t.layout.kind != Layout::Replicated)
+      return "it reads '" + p_.stages[dg.ext[k]].name + "', " + t.layout.str() + ": each rank holds its own";
   }
   for (int id : dg.calc)
     for (const ENode& e : p_.stages[id].expr.nodes)
-      if (e.op == EOp::Rank || e.op == EOp::GroupIndex) return -1;  // the same element differs between ranks
+      if (e.op == EOp::Rank || e.op == EOp::GroupIndex) return "'" + p_.stages[id].name + "' reads the rank's position";
+  return "";
+}
+
+int Emitter::oneShotMode(const DevGroup& dg) const {
+  if (dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
   return dg.algo == "one_shot" ? 1 : 0;
+}
+
+std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {
+  if (dg.algo != "one_shot") return "";
+  const std::string why = oneShotObstacle(dg);
+  return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = one_shot) is not taken: " + why + "\n";
 }
 
 void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
@@ -735,7 +749,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
   // Host code: the device path, or the NCCL calls.
-  b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n";
+  b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+    << oneShotNote(dg, "  ");
   const std::string foldBlocks = foldBlocksVar(dg.first());
   if (!dg.folds.empty()) {
     b << "  int " << foldBlocks << " = 0;  // its blocks, where they wrote partial results of";

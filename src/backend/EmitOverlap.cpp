@@ -664,7 +664,7 @@ void Emitter::emitChunked(const Chunked& ch) {
              stream + "), \"" + ag.name + "\");\n"
              "        }\n";
     };
-    b << "    if (devReady(" << gname << ")) {\n";
+    b << "    if (devReady(" << gname << ")) {\n" << oneShotNote(dg, "      ");
     if (dg.mergeChunks)
       b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB\n"
         << chunkDecls("      ", "coconet_rt::kCeMinCopyBytes");

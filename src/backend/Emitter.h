@@ -483,6 +483,10 @@ private:
   // copy_engines)); 0: up to coconet_rt::kOneShotMaxBytes of input per rank, the one-shot
   // allreduce's limit; 1: at every size (tune(f, algorithm = one_shot)).
   int oneShotMode(const DevGroup& dg) const;
+  // Why a group has no one-shot form ("" where it has one, whatever the knob says), and the
+  // generated comment that says so where tune(f, algorithm = one_shot) asked for it.
+  std::string oneShotObstacle(const DevGroup& dg) const;
+  std::string oneShotNote(const DevGroup& dg, const std::string& ind) const;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
   // the global index), its alignment test and the launch; `rsIn`: the whole input.
   void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
