@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -483,8 +484,18 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // or H200's f16 tensor cores in rows per weight) and B's re-reads outweigh two copies of the rows
 // (A's in, the result's out), the rows are gathered B-major first: one GEMM of R M rows per B.
 // (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.)
+// COCONET_GATHER_ROWS=1 (0) in the environment gathers wherever R > 1 (never), for A/B timings
+// (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
 constexpr long long kGatherBatchMaxRows = 256;
+inline int gatherRowsForced() {
+  static const int forced = [] {
+    const char* e = std::getenv("COCONET_GATHER_ROWS");
+    return !e ? -1 : std::strcmp(e, "1") == 0 ? 1 : std::strcmp(e, "0") == 0 ? 0 : -1;
+  }();
+  return forced;
+}
 inline bool gatherBatchedRows(long long M, long long K, long long N, long long R) {
+  if (R > 1 && gatherRowsForced() >= 0) return gatherRowsForced() == 1;
   return R > 1 && M < kGatherBatchMaxRows && (R - 1) * K * N > 2 * R * M * (K + N);
 }
 // [R][X][L] -> [X][R][L], L elements contiguous: 16-byte units where L and both pointers allow.
