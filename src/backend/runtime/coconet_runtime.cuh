@@ -483,7 +483,9 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // are bound by reading B (few rows: M < kGatherBatchMaxRows, about the ridge point of an H100's
 // or H200's f16 tensor cores in rows per weight) and B's re-reads outweigh two copies of the rows
 // (A's in, the result's out), the rows are gathered B-major first: one GEMM of R M rows per B.
-// (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.)
+// (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.) On 2
+// and 4 H200 (X = 2, H = 4096, F = 8192) it was 17-50% faster up to 128 rows and 3-11% slower
+// from 256 (docs/benchmarks/gpu/2026-11-27-4xH200-session33, job 4).
 // COCONET_GATHER_ROWS=1 (0) in the environment gathers wherever R > 1 (never), for A/B timings
 // (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
 constexpr long long kGatherBatchMaxRows = 256;
