@@ -86,6 +86,8 @@ variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never)
 # one-shot form (every rank computes every slice); tune(f, algorithm = two_shot) keeps the
 # reduce-scatter + epilogue + all-gather kernel there.
 variant two megatron_row 'tune(f, algorithm = two_shot);'
+# ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
+variant one megatron_row 'tune(f, algorithm = one_shot);'
 variant two megatron_mlp 'tune(f, algorithm = two_shot);'
 # The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
 printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
