@@ -120,4 +120,16 @@ printf 'tune(ya, algorithm = copy_engines, chunks = 4);\ntune(yb, algorithm = co
 scratch="$(mktemp -d)"
 COCONETC="$root/build/coconetc" "$root/tests/gpu/make-vectors.sh" "$scratch/dumps" > /dev/null
 rm -rf "$scratch"
+# GPU_BUNDLE_ONLY="a b@two ...": keep only those builds (a name without '@' keeps NAME and all its
+# NAME@VARIANT builds), so that the bundle and the repository fit what a device run carries (64 MiB).
+if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
+  for d in "$b"/gen/*; do
+    g=$(basename "$d") keep=0
+    for w in $GPU_BUNDLE_ONLY; do
+      [ "$g" = "$w" ] || { [ "${w#*@}" = "$w" ] && [ "${g%%@*}" = "$w" ]; } && keep=1
+    done
+    [ $keep = 1 ] || rm -rf "$d"
+  done
+  echo "gpu-bundle: kept $(ls "$b/gen" | tr '\n' ' ')"
+fi
 du -sh "$b"
