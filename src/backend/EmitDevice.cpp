@@ -686,7 +686,7 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
-  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier, and computes every slice\n"
+  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier, and computes the whole tensor\n"
     << ind << "if (dev_->oneShot[" << gi << "].ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(static_cast<size_t>(" << n
     << ") * sizeof(" << XT << "), coconet_rt::kOneShotMaxBytes), " << prog << ", " << name << "))  // two halves, used in turn\n"
     << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
