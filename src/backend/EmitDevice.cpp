@@ -131,7 +131,7 @@ void Emitter::planDeviceGroups() {
       dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
-    if (dg.arHead && (dg.copyEngines || oneShotMode(dg) < 0)) continue;
+    if (dg.arHead && oneShotMode(dg) < 0) continue;
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -662,7 +662,7 @@ std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
 }
 
 int Emitter::oneShotMode(const DevGroup& dg) const {
-  if (dg.copyEngines || dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
+  if (dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
   return dg.algo == "one_shot" ? 1 : 0;
 }
 

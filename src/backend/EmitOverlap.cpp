@@ -621,7 +621,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     const DevGroup& dg = devChunked_.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
     // one chunk (below) may run the group's one-shot form (oneShotMode)
-    const int oneShot = dg.ceGather ? -1 : oneShotMode(dg);
+    const int oneShot = oneShotMode(dg);  // (-1 with copy_engines: dg.ceGather)
     const std::string k1 = oneShot >= 0 ? emitDevKernel(dg, true) : "";
     const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
     const Stage& ag = p_.stages[ch.ag];
