@@ -29,6 +29,8 @@ Rows:
   coconetc_two_shot     coconetc with tune(f, algorithm = two_shot): no one-shot form (one
                         chunk: the kernel pushes the slices, sums this rank's, publishes it,
                         pulls the others')
+  coconetc_one_shot     coconetc with tune(f, algorithm = one_shot): the one-shot form at every
+                        size where the overlap merges to one chunk (past 512 KiB too)
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
   coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
   coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
@@ -66,6 +68,7 @@ rounding at the typical magnitude of the values summed into `out`.
 from __future__ import annotations
 
 import math
+import os
 
 from workloads import Row, program_row, scalar_values
 
@@ -104,6 +107,10 @@ PROGRAMS = {
                                          schedule_append="tune(f, algorithm = two_shot);\n",
                                          **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16")},
+    **{f"megatron_row{d}_one_shot": dict(source=SOURCE, schedule=SCHEDULE,
+                                         schedule_append="tune(f, algorithm = one_shot);\n",
+                                         **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16")},
     **{f"megatron_row{d}_never": dict(source=SOURCE, schedule=SCHEDULE,
                                       schedule_append="tune(f, merge = never);\n",
                                       **({"replace": {"f16": "bf16"}} if d else {}))
@@ -119,6 +126,9 @@ TOKENS = 8192                 # B*S of the training shapes
 TRAIN_B = 32                  # B (a multiple of world up to 32 GPUs); S = TOKENS / TRAIN_B
 TRAIN_H = (4096, 8192, 12288)
 DECODE_TOKENS = (1, 8, 64)
+# MEGATRON_DECODE_TOKENS="1,8,64,128,256" (developer option) replaces DECODE_TOKENS, e.g. to
+# time the one-shot form's limit past the decode shapes the targets name.
+DECODE_TOKENS_ENV = "MEGATRON_DECODE_TOKENS"
 DECODE_H = (4096,)
 DTYPES = ("f16", "bf16")
 P_TIME = 0.1                  # dropout probability when timing (check mode: 0)
@@ -137,10 +147,23 @@ def _config(kind: str, B: int, S: int, H: int, dtype: str, world: int) -> dict:
             "flops": 2 * T * (H // world) * H}         # the local GEMM, per rank
 
 
+def decode_tokens() -> tuple[int, ...]:
+    text = os.environ.get(DECODE_TOKENS_ENV, "").strip()
+    if not text:
+        return DECODE_TOKENS
+    try:
+        tokens = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise ValueError(f"{DECODE_TOKENS_ENV}={text!r}: expected positive integers separated by commas") from None
+    if not tokens or any(t < 1 for t in tokens):
+        raise ValueError(f"{DECODE_TOKENS_ENV}={text!r}: expected positive integers separated by commas")
+    return tokens
+
+
 def configs(world: int, quick: bool) -> list[dict]:
     train = [(4096, "f16")] if quick else [(h, d) for d in DTYPES for h in TRAIN_H]
     decode = ([(64, 4096, "f16")] if quick else
-              [(t, h, d) for d in DTYPES for h in DECODE_H for t in DECODE_TOKENS])
+              [(t, h, d) for d in DTYPES for h in DECODE_H for t in decode_tokens()])
     out = [_config("train", TRAIN_B, TOKENS // TRAIN_B, H, d, world)
            for H, d in train if H % world == 0]
     out += [_config("decode", T, 1, H, d, world) for T, H, d in decode if H % world == 0]
@@ -261,6 +284,8 @@ def rows(cfg: dict, ctx, mode: str):
                                      "once at the end, chosen at run time")),
         ("coconetc_two_shot", coconetc(f"{sched}_two_shot", "as coconetc with tune(f, algorithm = two_shot): "
                                                             "no one-shot form at decode sizes")),
+        ("coconetc_one_shot", coconetc(f"{sched}_one_shot", "as coconetc with tune(f, algorithm = one_shot): "
+                                                            "the one-shot form wherever one chunk runs, past 512 KiB too")),
         ("coconetc_merge_never", coconetc(f"{sched}_never", "as coconetc with tune(f, merge = never): "
                                                             "4 chunks at every size")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
