@@ -14,13 +14,16 @@ Rows:
                        coconetc with tune(algorithm = one_shot / two_shot / copy_engines) at every
                        size.
   coconetc_unscheduled the program with no schedule (the generated code's plain collective).
-Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB). Each row
+Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB);
+ALLREDUCE_SIZES="512K,2M,8M" (developer option) replaces them. Each row
 reports bus bandwidth 2(P-1)/P * bytes / time (NCCL's definition for all-reduce).
 
 The inputs are multiples of 1/256 small enough that the sum is exact in f16 in any order, so
 every row must give the reference's bits exactly (tolerance 0).
 """
 from __future__ import annotations
+
+import os
 
 import torch.distributed as dist
 
@@ -49,8 +52,32 @@ def _size_name(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+SIZES_ENV = "ALLREDUCE_SIZES"
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def env_sizes() -> list[int] | None:
+    """Bytes per rank from ALLREDUCE_SIZES ("512K,2M,8M": whole KiB, MiB or GiB, an even count
+    of bytes), or None where it is not set."""
+    text = os.environ.get(SIZES_ENV, "").strip()
+    if not text:
+        return None
+    sizes = []
+    for item in text.split(","):
+        item = item.strip().upper()
+        unit = _UNITS.get(item[-1:], 0)
+        digits = item[:-1] if unit else item
+        if not digits.isdigit() or int(digits) < 1:
+            raise ValueError(f"{SIZES_ENV}={text!r}: expected sizes such as 512K, 2M, 1G separated by commas")
+        nbytes = int(digits) * (unit or 1)
+        if nbytes % 2:
+            raise ValueError(f"{SIZES_ENV}={text!r}: {item} is not a whole number of f16 elements")
+        sizes.append(nbytes)
+    return sizes
+
+
 def configs(world: int, quick: bool) -> list[dict]:
-    sizes = [64 << 10, 1 << 20, 16 << 20] if quick else [(64 << 10) * 4 ** i for i in range(8)]
+    sizes = env_sizes() or ([64 << 10, 1 << 20, 16 << 20] if quick else [(64 << 10) * 4 ** i for i in range(8)])
     return [{"name": _size_name(b), "bytes": b, "N": b // 2, "dtype": "f16",
              "x": b, "x_label": "bytes per rank"} for b in sizes]
 
