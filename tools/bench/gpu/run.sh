@@ -14,7 +14,9 @@
 # WORK (sources, generated code and builds; default /tmp/coconet-bench), BENCH_TIMEOUT
 # (seconds one worker may run, default 14400), ROW_TIMEOUT (seconds one row may take, default
 # 900), BUILD_ARGS / BENCH_ARGS (extra options of build.py / bench.py), BENCH_ROUNDS (Adam's and
-# LAMB's `coconetc_chunksK` rows, default 4; "4,8,16" sweeps the rounds in one run).
+# LAMB's `coconetc_chunksK` rows, default 4; "4,8,16" sweeps the rounds in one run),
+# MEGATRON_DECODE_TOKENS / ALLREDUCE_SIZES (developer options: other decode token counts, other
+# all-reduce sizes; the results' command names them).
 #
 # Steps: build.py compiles and builds every program the workloads declare; then per world size
 # torchrun starts bench.py, which writes OUT/raw/WORKLOAD-pP.json; report.py writes
@@ -28,7 +30,7 @@ root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root" || exit 2
 here=tools/bench/gpu
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 gpus_opt="" workloads="" quick=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,7 +48,7 @@ done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The command as recorded in the results: with the environment that changes what runs.
 envs=""
-for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS; do
+for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES COCONET_GATHER_ROWS; do
   if [ -n "${!v:-}" ]; then envs+="$v='${!v}' "; fi
 done
 export COCONET_BENCH_COMMAND="$envs$cmdline"
