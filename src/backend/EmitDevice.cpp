@@ -709,10 +709,10 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   b << "\n  // fused group '" << dg.name << "': " << p_.stages[dg.rs].name << " (allreduce)";
   for (int id : dg.run) b << ", " << p_.stages[id].name;
   b << " as one kernel over NCCL's device API (one-shot) where every rank is load/store reachable"
-    << (mode ? "" : " and the input is at most kOneShotMaxBytes") << "; else the allreduce, then the members\n"
+    << (mode ? "" : " and the input is at most oneShotMaxBytes(P_)") << "; else the allreduce, then the members\n"
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
     << "  if (P_ > 1 && " << n << " > 0"
-    << (mode ? "" : " && static_cast<size_t>(" + n + ") * sizeof(" + storageType(p_.stages[x].type.dtype) + ") <= coconet_rt::kOneShotMaxBytes")
+    << (mode ? "" : " && static_cast<size_t>(" + n + ") * sizeof(" + storageType(p_.stages[x].type.dtype) + ") <= coconet_rt::oneShotMaxBytes(P_)")
     << " && devReady(" << name << ")) {\n";
   emitDevMaps(dg, "    ");
   emitDevOneShot(dg, kname, var(x), n, "    ");
@@ -783,7 +783,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (oneShot >= 0) {
     const int x = p_.stages[dg.rs].operands[0];
     b << "      if (P_ > 1" << (oneShot ? "" : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
-                                                  ") <= coconet_rt::kOneShotMaxBytes")
+                                                  ") <= coconet_rt::oneShotMaxBytes(P_)")
       << ") {\n";
     emitDevOneShot(dg, emitDevKernel(dg, true), var(x), countVar(x), "        ");
     b << "      } else {\n";
@@ -1002,8 +1002,8 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
   const bool ce = d.algo == "copy_engines", twoShot = !ce && d.algo != "one_shot";
   std::string oneShot = d.algo == "one_shot"   ? "true"
                         : ce                   ? "false"
-                        : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::kOneShotMaxBytes)"
-                                               : "bytes <= coconet_rt::kOneShotMaxBytes";
+                        : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::oneShotMaxBytes(P_))"
+                                               : "bytes <= coconet_rt::oneShotMaxBytes(P_)";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
     << "  if (" << n << " > 0) {\n"

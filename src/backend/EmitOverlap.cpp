@@ -730,7 +730,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
     // kernel on stream_, pushing the partial sums into the peers' staging windows itself, or its
-    // one-shot form (the whole product to every rank) up to kOneShotMaxBytes.
+    // one-shot form (the whole product to every rank) up to oneShotMaxBytes(P).
     const bool onePass = !dg.ceGather;
     if (onePass) {
       b << "      if (C == 1" << (mayPipe ? " && !pipelined" : "") << (split ? " && tp == 1" : "") << ") {\n"
@@ -739,7 +739,7 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      " << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a), "(M / P) * K", "st", "rg * N", "P", name)
         << tlMark("      ", "stream_", "gemm");
       if (oneShot >= 0) {
-        b << "      if (" << (oneShot ? "true" : "static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::kOneShotMaxBytes") << ") {\n";
+        b << "      if (" << (oneShot ? "true" : "static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ") {\n";
         emitDevOneShot(dg, k1, "st", "M * N", "        ");
         b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
       }

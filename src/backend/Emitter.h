@@ -480,8 +480,8 @@ private:
   // over the whole tensor straight into the gathered output: one barrier instead of two and no
   // all-gather, for P times the pushed bytes and P times the computation, which pays where the
   // transfer is latency-bound. -1: no such form (not admitted, or tune(f, algorithm = two_shot |
-  // copy_engines)); 0: up to coconet_rt::kOneShotMaxBytes of input per rank, the one-shot
-  // allreduce's limit; 1: at every size (tune(f, algorithm = one_shot)).
+  // copy_engines)); 0: up to coconet_rt::oneShotMaxBytes(P) of input per rank, the one-shot
+  // allreduce's limit (512 KiB, 8 MiB on two ranks); 1: at every size (tune(f, algorithm = one_shot)).
   int oneShotMode(const DevGroup& dg) const;
   // Why a group has no one-shot form ("" where it has one, whatever the knob says), and the
   // generated comment that says so where tune(f, algorithm = one_shot) asked for it.
@@ -512,7 +512,7 @@ private:
   // ---- Allreduces over NCCL's device API (--device-collectives) ----
   // An allreduce (sum over the world, a float type) that no overlap has chunked, or a fused
   // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's
-  // one-shot kernel up to kOneShotMaxBytes per rank (the latency-bound sizes), two-shot up to
+  // one-shot kernel up to oneShotMaxBytes(P) per rank (512 KiB, 8 MiB on two ranks), two-shot up to
   // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
   // length), by copy engines from copyEngineMinBytes(P) (when 2 P divides the length), and as
   // NCCL's allreduce otherwise; tune(algorithm = ...) overrides.
@@ -559,7 +559,7 @@ private:
   void planDeviceAllReduces();
 
   // One-shot where the knob asks for it, or (no knob, or two-shot not possible) up to
-  // kOneShotMaxBytes; two-shot where the rank count divides the length, up to kTwoShotMaxBytes
+  // oneShotMaxBytes(P); two-shot where the rank count divides the length, up to kTwoShotMaxBytes
   // unless the knob asks for it; NCCL otherwise.
   void emitDeviceAllReduce(const DevAllReduce& d);
 

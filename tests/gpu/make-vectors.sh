@@ -77,8 +77,9 @@ vectors reduce_chains@tall "$root/tests/gpu/programs/reduce_chains.cnet" -D R=20
 # features (@vec: vector path; chunks of 64 / 32 / 16 rows per rank at 1 / 2 / 4 ranks).
 vectors megatron_row@odd "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=3 -D H=12
 vectors megatron_row@vec "$root/samples/megatron_row/megatron_row.cnet" -D B=16 -D S=16 -D H=128
-# megatron_row past the one-shot limit (640 KiB of partial sums, one chunk): the default build's
-# one chunk runs the reduce-scatter + epilogue + all-gather kernel, not the one-shot form.
+# megatron_row past the one-shot limit at 4 ranks (640 KiB of partial sums, one chunk; 2 ranks run
+# one-shot up to 8 MiB): there the default build's one chunk runs the reduce-scatter + epilogue +
+# all-gather kernel, not the one-shot form.
 vectors megatron_row@big "$root/samples/megatron_row/megatron_row.cnet" -D B=8 -D S=40 -D H=1024
 # megatron_row with rows per rank that 4 does not divide (@rows: 12, 6, 3 at 1, 2, 4 ranks): the
 # overlap runs 4, 3, 3 chunks where it keeps them (tune(f, merge = never) builds), 1 by default.

@@ -28,10 +28,20 @@ namespace coconet_rt {
 
 constexpr int kDevThreads = 512;    // threads per block of every device-collective kernel
 constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
-// An allreduce of at most this many bytes per rank runs one-shot: every rank pushes its whole
-// buffer to every rank and sums locally (one barrier); larger ones run two-shot: a
-// reduce-scatter by pushes, then an all-gather by pulls (two barriers, half the traffic).
+// An allreduce (or a fused group's one-shot form) of at most oneShotMaxBytes(P) bytes per rank
+// runs one-shot: every rank pushes its whole buffer to every rank and sums locally (one
+// barrier); larger ones run two-shot: a reduce-scatter by pushes, then an all-gather by pulls
+// (two barriers). Each rank sends (P - 1) times its bytes one-shot against 2 (P - 1) / P times
+// two-shot: as many on two ranks, where the one-shot form stays ahead for longer. 4x H200 by GPU
+// time (docs/benchmarks/gpu/2026-11-27-4xH200-session34): on 4 ranks one-shot ties two-shot at
+// 512 KiB and takes 1.3x its time at 1 MiB (the allreduce) and 1.15x at 2 MiB (a Megatron
+// group); on 2 ranks it takes 5-23% less up to 8 MiB and 13% more (the allreduce) or the same
+// (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
+constexpr size_t kOneShotMaxBytesTwoRanks = size_t(8) << 20;
+constexpr size_t oneShotMaxBytes(long long ranks) {
+  return ranks == 2 ? kOneShotMaxBytesTwoRanks : kOneShotMaxBytes;
+}
 // An all_to_all outside pipelines of at most this many bytes per rank runs as one device kernel
 // (dev_all_to_all); larger ones call NCCL. The kernel's copy out of its window costs a pass over
 // the output. 4x H200 (session 31, docs/benchmarks/gpu/2026-11-26-4xH200-session31), against

@@ -7,8 +7,9 @@ Rows:
                        out-of-place copy would add a pass over the data); the reference.
   coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce),
                        out of place x -> y, compiled as by default: a kernel over NCCL's device
-                       API, one-shot up to 512 KiB per rank, two-shot up to 16 MiB, copy engines
-                       from 64 MiB on 2 ranks and from 1 GiB on more, NCCL's allreduce between.
+                       API, one-shot up to 512 KiB per rank (8 MiB on 2 GPUs), two-shot up to
+                       16 MiB, copy engines from 64 MiB on 2 ranks and from 1 GiB on more,
+                       NCCL's allreduce between.
   coconetc_nccl        the same compiled with --no-device-collectives (one ncclAllReduce).
   coconetc_one_shot / coconetc_two_shot / coconetc_copy_engines
                        coconetc with tune(algorithm = one_shot / two_shot / copy_engines) at every

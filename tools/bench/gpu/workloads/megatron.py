@@ -23,14 +23,14 @@ Rows:
                         GEMM, copy engines pulling the peers' parts) or once after the last
                         chunk (the kernel pulls), chosen at run time by the GEMM's flops per
                         byte that crosses NVLink and the product's size. One chunk up to 512 KiB
-                        of partial sums (decode shapes): the GEMM, then the group's one-shot
+                        of partial sums (8 MiB on 2 GPUs; decode shapes): the GEMM, then the group's one-shot
                         kernel (every rank pushes the whole product to every rank, one barrier,
                         every rank sums and computes every slice; nothing to gather)
   coconetc_two_shot     coconetc with tune(f, algorithm = two_shot): no one-shot form (one
                         chunk: the kernel pushes the slices, sums this rank's, publishes it,
                         pulls the others')
   coconetc_one_shot     coconetc with tune(f, algorithm = one_shot): the one-shot form at every
-                        size where the overlap merges to one chunk (past 512 KiB too)
+                        size where the overlap merges to one chunk (past the limit too)
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
   coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
   coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
@@ -285,7 +285,7 @@ def rows(cfg: dict, ctx, mode: str):
         ("coconetc_two_shot", coconetc(f"{sched}_two_shot", "as coconetc with tune(f, algorithm = two_shot): "
                                                             "no one-shot form at decode sizes")),
         ("coconetc_one_shot", coconetc(f"{sched}_one_shot", "as coconetc with tune(f, algorithm = one_shot): "
-                                                            "the one-shot form wherever one chunk runs, past 512 KiB too")),
+                                                            "the one-shot form wherever one chunk runs, past the limit too")),
         ("coconetc_merge_never", coconetc(f"{sched}_never", "as coconetc with tune(f, merge = never): "
                                                             "4 chunks at every size")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
