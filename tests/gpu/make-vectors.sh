@@ -100,9 +100,12 @@ vectors decode_gemv@oddk "$root/samples/decode_gemv/decode_gemv.cnet" --schedule
 vectors gemvs@big "$root/tests/gpu/programs/gemvs.cnet" -D M=2056 -D K=520
 vectors gemvs@oddm "$root/tests/gpu/programs/gemvs.cnet" -D M=2049 -D K=520
 vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
-# allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector),
-# f32 one-shot (scalar tail), bf16 two-shot with a scalar tail at 2 ranks, NCCL fallback at 4.
+# allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector)
+# at 4 ranks, f32 one-shot (scalar tail), bf16 NCCL fallback at 4; at 2 ranks all three one-shot
+# (coconet_rt::oneShotMaxBytes: 8 MiB there).
 vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150
+# past 2 ranks' one-shot limit (8 MiB): f16 two-shot (vector), bf16 two-shot with a scalar tail.
+vectors allreduces@two "$root/tests/gpu/programs/allreduces.cnet" -D A=4200000 -D B=65539 -D C=4194310 --ranks 2
 # allreduces whose parts (n / (2 P) elements) are whole 16-byte vectors at every rank count (a),
 # or not at 4 ranks (b, c): the copy-engine build (gen/allreduces@ce) takes both forms of its sum;
 # gen/allreduces@ce_rounds (4, 1, 3 rounds) divides them too (c = 12 x 21846).
