@@ -35,7 +35,7 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // two-shot: as many on two ranks, where the one-shot form stays ahead for longer. 4x H200 by GPU
 // time (docs/benchmarks/gpu/2026-11-27-4xH200-session34): on 4 ranks one-shot ties two-shot at
 // 512 KiB and takes 1.3x its time at 1 MiB (the allreduce) and 1.15x at 2 MiB (a Megatron
-// group); on 2 ranks it takes 5-23% less up to 8 MiB and 13% more (the allreduce) or the same
+// group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
 // (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
 constexpr size_t kOneShotMaxBytesTwoRanks = size_t(8) << 20;
