@@ -19,9 +19,18 @@ namespace {
 
 constexpr size_t kCompilerStack = size_t(1) << 30;  // reserved, touched only as used
 
+// "2 warnings generated." / "1 warning and 3 errors generated." (as clang counts them)
+std::string countsLine(const DiagnosticEngine& diags) {
+  const unsigned w = diags.warningCount(), e = diags.errorCount();
+  std::string line;
+  if (w) line += std::to_string(w) + (w == 1 ? " warning" : " warnings");
+  if (w && e) line += " and ";
+  if (e) line += std::to_string(e) + (e == 1 ? " error" : " errors");
+  return line + " generated.\n";
+}
+
 int errorsGenerated(const DiagnosticEngine& diags, std::ostream& err) {
-  unsigned n = diags.errorCount();
-  err << n << (n == 1 ? " error" : " errors") << " generated.\n";
+  err << countsLine(diags);
   return kExitUserError;
 }
 
@@ -121,6 +130,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         break;
     }
   }
+  if (diags.warningCount()) err << countsLine(diags);
   return rc;
 }
 

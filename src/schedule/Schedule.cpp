@@ -204,8 +204,9 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
            std::ostream* printAfterAll) {
   std::string last = ir::print(p);
   if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << last;
+  std::vector<KnobSite> knobSites;
   for (auto& step : s.steps) {
-    StepContext c{p, step, diags, {}};
+    StepContext c{p, step, diags, {}, &knobSites};
     bool ok;
     if (step.primitive == "split") ok = split(c);
     else if (step.primitive == "reorder") ok = reorder(c);
@@ -241,6 +242,7 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
       last = now;
     }
   }
+  warnUnreadKnobs(p, knobSites, diags);
   return true;
 }
 

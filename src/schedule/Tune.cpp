@@ -80,7 +80,89 @@ bool tune(StepContext& c) {
   if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper or occupancy");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst[k] = v;
+  if (c.knobSites)
+    for (auto& k : c.step.args)
+      if (!k.key.empty())
+        c.knobSites->push_back({group ? group->name : c.p.stages[id].name, k.key, k.keyLoc, static_cast<uint32_t>(k.key.size())});
   return true;
+}
+
+namespace {
+
+using ir::StageKind;
+
+// What a knob applies to, as the CUDA backend reads it (docs/language.md, section 17.3.6).
+std::string appliesTo(const std::string& key) {
+  if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
+  if (key == "chunks" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "chunks" ? ", or an allreduce" : "");
+  if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
+  return "a fused group that starts with a reduce_scatter or ends with an all_gather";  // roles, movers, taper
+}
+
+bool overlapNames(const ir::Program& p, const std::string& name) {
+  for (auto& o : p.overlaps)
+    if (o.producer == name || o.consumer == name) return true;
+  return false;
+}
+
+// Why the backend reads `key` nowhere on fused group g ("" where it may read it).
+std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const std::string& key) {
+  std::vector<StageKind> kinds;
+  bool collective = false, overlapped = overlapNames(p, g.name);
+  for (auto& m : g.members)
+    if (int i = p.find(m); i >= 0) {
+      kinds.push_back(p.stages[i].kind);
+      collective = collective || ir::isCollectiveKind(p.stages[i].kind);
+      overlapped = overlapped || overlapNames(p, m);
+    }
+  if (kinds.empty()) return "";
+  if (!collective) return "a fused group with no collective (one element-wise kernel, which takes no knobs)";
+  if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
+    return overlapped ? "" : "a fused group that no overlap pipelines";
+  if (key == "roles" || key == "movers" || key == "taper") {
+    const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather;
+    return rounds || overlapped ? "" : "a fused group that neither starts with a reduce_scatter nor ends with an all_gather";
+  }
+  return "";  // algorithm, chunks, occupancy: read on a group that holds a collective
+}
+
+// Why the backend reads `key` nowhere on stage s ("" where it may read it).
+std::string unreadOnStage(const ir::Stage& s, const std::string& key) {
+  switch (s.kind) {
+    case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
+      return key == "algorithm" || key == "chunks" ? "" : describe(s) + ", where only algorithm and chunks are read";
+    case StageKind::AllToAll: case StageKind::Send:
+      return key == "algorithm" ? "" : describe(s) + ", where only algorithm is read";
+    default:
+      return describe(s) + ", which takes no knobs";
+  }
+}
+
+}  // namespace
+
+void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, DiagnosticEngine& diags) {
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const KnobSite& k = sites[i];
+    bool later = false;  // a later tune of the same knob replaced this one
+    for (size_t j = i + 1; j < sites.size() && !later; ++j) later = sites[j].target == k.target && sites[j].key == k.key;
+    if (later) continue;
+    std::string why, hint;
+    if (const ir::FusedGroup* g = p.findFused(k.target)) {
+      if (!g->knobs.count(k.key)) continue;
+      why = unreadOnGroup(p, *g, k.key);
+    } else if (int id = p.find(k.target); id >= 0 && p.stages[id].knobs.count(k.key)) {
+      const ir::Stage& s = p.stages[id];
+      why = unreadOnStage(s, k.key);
+      if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, k.key).empty())
+        hint = "; tune its fused group " + quote(g->name) + " instead";
+    } else {
+      continue;  // the stage is gone (dead, or rewritten by a later step)
+    }
+    if (why.empty()) continue;
+    diags.warning(k.loc, "tune knob " + quote(k.key) + " has no effect on " + quote(k.target) + ": it is " + why + "; " + k.key +
+                             " applies to " + appliesTo(k.key) + hint,
+                  k.length);
+  }
 }
 
 }  // namespace coconet::schedule

@@ -89,6 +89,7 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
     }
     ++errors_;
   }
+  if (sev == Severity::Warning) ++warnings_;
   suppressingNotes_ = false;
   bool atLimit = sev == Severity::Error && limit_ && errors_ == limit_;
   const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";

@@ -55,10 +55,14 @@ public:
   void error(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
     report(Severity::Error, loc, msg, length);
   }
+  void warning(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
+    report(Severity::Warning, loc, msg, length);
+  }
   void note(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
     report(Severity::Note, loc, msg, length);
   }
   unsigned errorCount() const { return errors_; }
+  unsigned warningCount() const { return warnings_; }
   bool hasErrors() const { return errors_ != 0; }
   // After this many errors, the rest are dropped and one line says so.
   void setErrorLimit(unsigned n) { limit_ = n; }
@@ -67,7 +71,7 @@ public:
 private:
   const SourceManager& sm_;
   std::ostream& os_;
-  unsigned errors_ = 0, limit_ = 20;
+  unsigned errors_ = 0, warnings_ = 0, limit_ = 20;
   bool suppressingNotes_ = false, announcedLimit_ = false;
 };
 
