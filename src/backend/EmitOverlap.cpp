@@ -620,9 +620,8 @@ void Emitter::emitChunked(const Chunked& ch) {
   if (device) {
     const DevGroup& dg = devChunked_.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
-    // one chunk (below) may run the group's one-shot form (oneShotMode)
-    const int oneShot = oneShotMode(dg);  // (-1 with copy_engines: dg.ceGather)
-    const std::string k1 = oneShot >= 0 ? emitDevKernel(dg, true) : "";
+    // one chunk (below) may run the group's one-shot form (oneShotMode; -1 with copy_engines: dg.ceGather)
+    const std::string k1 = oneShotMode(dg) >= 0 ? emitDevKernel(dg, true) : "";
     const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
     const Stage& ag = p_.stages[ch.ag];
     const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
@@ -670,21 +669,7 @@ void Emitter::emitChunked(const Chunked& ch) {
         << chunkDecls("      ", "coconet_rt::kCeMinCopyBytes");
     else
       b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", "0");
-    b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
-      << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n"
-      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
-      << prog << ", " << gname << ");\n"
-      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
-      << ", " << gname << ") || grew)\n"
-      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n"
-      << "      const std::vector<void*>& slots = dev_->stage[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
-      << gname << ");\n";
     const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
-    if (mayPipe || dg.ceGather)
-      b << "      const std::vector<void*>& slices = dev_->slice[" << gi << "].peerBases(static_cast<int>(P), stream_, " << prog << ", "
-        << gname << ");\n";
-    emitDevMaps(dg, "      ");
-    emitDevVec(dg, whole, others, "      ");
     if (split) {
       const std::string t = std::to_string(dg.tailPieces);
       b << "      // the last chunk in " << t << " pieces (tune(f, tail = " << t << ")) where its rows split into whole vectors;\n"
@@ -696,7 +681,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     }
     // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
     // and the product large enough to pay for a kernel per chunk.
-    if (mayPipe) {
+    if (mayPipe)
       b << "      // the epilogue and all-gather per chunk "
         << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
                             "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
@@ -706,8 +691,38 @@ void Emitter::emitChunked(const Chunked& ch) {
         << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
                                 ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
                           : "")
-        << ";\n"
-        << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
+        << ";\n";
+    // One chunk (a decode-sized product, merged) in the group's one-shot form needs only its
+    // one-shot window: the staging and slice windows are made where another form runs.
+    const bool onePass = !dg.ceGather;
+    const std::string one = "C == 1" + std::string(mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
+    const int oneShot = onePass ? oneShotMode(dg) : -1;  // (-1 with copy_engines: dg.ceGather)
+    if (oneShot >= 0)
+      b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot) asks)\n"
+        << "      const bool oneShotNow = " << one
+        << (oneShot ? "" : " && static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ";\n";
+    const std::string wins = oneShot >= 0 ? "!oneShotNow" : "";
+    b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
+      << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n";
+    if (!wins.empty()) b << "      if (" << wins << ") {\n";
+    const std::string in2 = wins.empty() ? "      " : "        ";
+    b << in2 << "const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
+      << prog << ", " << gname << ");\n"
+      << in2 << "if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
+      << ", " << gname << ") || grew)\n"
+      << in2 << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
+    if (!wins.empty()) b << "      }\n";
+    auto bases = [&](const char* var, const char* window) {
+      const std::string call = "dev_->" + std::string(window) + "[" + gi + "].peerBases(static_cast<int>(P), stream_, " + prog + ", " + gname + ")";
+      b << "      const std::vector<void*>& " << var << " = " << (wins.empty() ? call : wins + " ? " + call + " : coconet_rt::kNoPeerBases")
+        << ";\n";
+    };
+    bases("slots", "stage");
+    if (mayPipe || dg.ceGather) bases("slices", "slice");
+    emitDevMaps(dg, "      ");
+    emitDevVec(dg, whole, others, "      ");
+    if (mayPipe) {
+      b << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
         << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
         << "      auto finish = [&](long long cc) {\n"
         << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
@@ -730,16 +745,15 @@ void Emitter::emitChunked(const Chunked& ch) {
     // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
     // kernel on stream_, pushing the partial sums into the peers' staging windows itself, or its
-    // one-shot form (the whole product to every rank) up to oneShotMaxBytes(P).
-    const bool onePass = !dg.ceGather;
+    // one-shot form (the whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
     if (onePass) {
-      b << "      if (C == 1" << (mayPipe ? " && !pipelined" : "") << (split ? " && tp == 1" : "") << ") {\n"
+      b << "      if (" << one << ") {\n"
         << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
         << "      // every rank's block: P GEMMs in one call\n"
         << "      " << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a), "(M / P) * K", "st", "rg * N", "P", name)
         << tlMark("      ", "stream_", "gemm");
       if (oneShot >= 0) {
-        b << "      if (" << (oneShot ? "true" : "static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ") {\n";
+        b << "      if (oneShotNow) {\n";
         emitDevOneShot(dg, k1, "st", "M * N", "        ");
         b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
       }

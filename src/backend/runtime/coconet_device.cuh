@@ -126,6 +126,10 @@ static __global__ void window_bases(ncclWindow_t w, int P, void** out) {
   for (int p = threadIdx.x; p < P; p += blockDim.x) out[p] = ncclGetLsaPointer(w, 0, p);
 }
 
+// The peers' addresses of no window: what an overlap's code names its staging and slice windows'
+// bases where the one-shot form runs without those windows.
+inline const std::vector<void*> kNoPeerBases;
+
 // A symmetric window: ncclMemAlloc'd memory registered on every rank of the communicator
 // (registration is collective: every rank grows its windows at the same call, as sizes agree).
 struct Window {
