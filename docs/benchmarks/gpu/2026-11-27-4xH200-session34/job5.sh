@@ -2,8 +2,8 @@
 # session 34 job 5 (LIMIT seconds in all, default 420): after 4c6d43a (an overlap's one chunk in
 # the one-shot form makes no staging or slice window). GPU tests at 2 and 4 GPUs of the overlap
 # builds it changes: megatron_row (one-shot at the default sizes), @one (one_shot at every
-# size), @tail (tail = 2: one chunk in two pieces, no one-shot), @ceg (copy_engines: no one-shot
-# form), @pipe (gather = pipelined), megatron_mlp and overlap_cast, with megatron_row's @big (640
+# size), @tail (gather = pipelined, tail = 4, merge = never), @ceg (copy_engines: no one-shot
+# form), @pipe (gather = pipelined, merge = never), megatron_mlp and overlap_cast, with megatron_row's @big (640
 # KiB: one-shot at 2 ranks, two-shot at 4), @rows and @odd sets; memcheck at 2 GPUs of
 # megatron_row and megatron_row@tail with the default vectors and of megatron_row with @big. -> $OUT/s34e
 set -uo pipefail
