@@ -138,6 +138,17 @@ std::string unreadOnStage(const ir::Stage& s, const std::string& key) {
   }
 }
 
+// Why stage s reads its algorithm knob's value nowhere ("" where it may): an all_to_all's or a
+// send's exchange is a device kernel (an all_to_all's by copy engines in a pipeline) unless
+// `nccl` asks for NCCL's pairs; the allreduces' forms mean nothing there.
+std::string unreadAlgorithm(const ir::Stage& s) {
+  auto k = s.knobs.find("algorithm");
+  if (k == s.knobs.end() || (s.kind != StageKind::AllToAll && s.kind != StageKind::Send)) return "";
+  const bool a2a = s.kind == StageKind::AllToAll;
+  if (k->second == "nccl" || (a2a && k->second == "copy_engines")) return "";
+  return std::string(a2a ? "an all_to_all takes nccl or copy_engines" : "a send takes nccl");
+}
+
 }  // namespace
 
 void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, DiagnosticEngine& diags) {
@@ -152,6 +163,10 @@ void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, D
       why = unreadOnGroup(p, *g, k.key);
     } else if (int id = p.find(k.target); id >= 0 && p.stages[id].knobs.count(k.key)) {
       const ir::Stage& s = p.stages[id];
+      if (std::string v = k.key == "algorithm" ? unreadAlgorithm(s) : ""; !v.empty()) {
+        diags.warning(k.loc, "tune knob 'algorithm = " + s.knobs.at(k.key) + "' has no effect on " + quote(k.target) + ": " + v, k.length);
+        continue;
+      }
       why = unreadOnStage(s, k.key);
       if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, k.key).empty())
         hint = "; tune its fused group " + quote(g->name) + " instead";
