@@ -621,7 +621,8 @@ void Emitter::emitChunked(const Chunked& ch) {
     const DevGroup& dg = devChunked_.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
     // one chunk (below) may run the group's one-shot form (oneShotMode; -1 with copy_engines: dg.ceGather)
-    const std::string k1 = oneShotMode(dg) >= 0 ? emitDevKernel(dg, true) : "";
+    const int oneShot = oneShotMode(dg);
+    const std::string k1 = oneShot >= 0 ? emitDevKernel(dg, true) : "";
     const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
     const Stage& ag = p_.stages[ch.ag];
     const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
@@ -696,25 +697,23 @@ void Emitter::emitChunked(const Chunked& ch) {
     // one-shot window: the staging and slice windows are made where another form runs.
     const bool onePass = !dg.ceGather;
     const std::string one = "C == 1" + std::string(mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
-    const int oneShot = onePass ? oneShotMode(dg) : -1;  // (-1 with copy_engines: dg.ceGather)
     if (oneShot >= 0)
       b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot) asks)\n"
         << "      const bool oneShotNow = " << one
         << (oneShot ? "" : " && static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ";\n";
-    const std::string wins = oneShot >= 0 ? "!oneShotNow" : "";
     b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
       << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n";
-    if (!wins.empty()) b << "      if (" << wins << ") {\n";
-    const std::string in2 = wins.empty() ? "      " : "        ";
+    if (oneShot >= 0) b << "      if (!oneShotNow) {\n";
+    const std::string in2 = oneShot >= 0 ? "        " : "      ";
     b << in2 << "const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
       << prog << ", " << gname << ");\n"
       << in2 << "if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
       << ", " << gname << ") || grew)\n"
       << in2 << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
-    if (!wins.empty()) b << "      }\n";
+    if (oneShot >= 0) b << "      }\n";
     auto bases = [&](const char* var, const char* window) {
       const std::string call = "dev_->" + std::string(window) + "[" + gi + "].peerBases(static_cast<int>(P), stream_, " + prog + ", " + gname + ")";
-      b << "      const std::vector<void*>& " << var << " = " << (wins.empty() ? call : wins + " ? " + call + " : coconet_rt::kNoPeerBases")
+      b << "      const std::vector<void*>& " << var << " = " << (oneShot >= 0 ? "!oneShotNow ? " + call + " : coconet_rt::kNoPeerBases" : call)
         << ";\n";
     };
     bases("slots", "stage");
