@@ -88,6 +88,9 @@ variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never)
 variant two megatron_row 'tune(f, algorithm = two_shot);'
 # ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
 variant one megatron_row 'tune(f, algorithm = one_shot);'
+# ... and tune(f, algorithm = ll) its LL form (flags in the data, no barrier) at every size (the
+# default takes it up to coconet_rt::kLLMaxBytes, the barrier form above).
+variant ll megatron_row 'tune(f, algorithm = ll);'
 variant two megatron_mlp 'tune(f, algorithm = two_shot);'
 # The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
 printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
@@ -95,6 +98,9 @@ printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/m
 # decode_gemv's fused [allreduce, epilogue] group without its one-shot kernel (two_shot: the
 # allreduce kernel, then the epilogue's).
 variant two decode_gemv 'tune(f, algorithm = two_shot);'
+# ... and in its one-shot kernel's LL form at every rank count (the sample takes it on two ranks
+# up to coconet_rt::llGroupMaxBytes, the barrier form on more).
+variant ll decode_gemv 'tune(f, algorithm = ll);'
 variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap
@@ -113,6 +119,10 @@ printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);
 # The same in other round counts (tune(chunks)): gen/allreduces@ce_rounds (4, 1 and 3 rounds).
 printf 'tune(ya, algorithm = copy_engines, chunks = 4);\ntune(yb, algorithm = copy_engines, chunks = 1);\ntune(yc, algorithm = copy_engines, chunks = 3);\n' > "$b/allreduces-ce-rounds.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce-rounds.sched" -o "$b/gen/allreduces@ce_rounds" >/dev/null
+# Every allreduce of allreduces.cnet in the LL form at any size (the default takes it up to
+# coconet_rt::kLLMaxBytes): gen/allreduces@ll, run with allreduces' vector sets.
+printf 'tune(ya, algorithm = ll);\ntune(yb, algorithm = ll);\ntune(yc, algorithm = ll);\n' > "$b/allreduces-ll.sched"
+"$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ll.sched" -o "$b/gen/allreduces@ll" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap
 # (make-vectors.sh draws pipeline's vectors for that schedule).
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null

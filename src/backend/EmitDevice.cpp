@@ -189,7 +189,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     // periodic, or one element), the gathered output, keys by the global index (om1)
     const std::string XT = storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype);
     params.insert(params.end(), {"ncclWindow_t stageWin", "size_t stageOff", "const " + XT + "* __restrict__ rsIn"});
-    hostArgs.insert(hostArgs.end(), {"dev_->oneShot[" + gi + "].win", L.stageOff, L.rsIn});
+    hostArgs.insert(hostArgs.end(), {L.stageWin.empty() ? "dev_->oneShot[" + gi + "].win" : L.stageWin, L.stageOff, L.rsIn});
     addWritten("");  // (an allreduce's members, whole)
     addOperands([&](size_t k) { return dg.acc[k] == Access::Modulo ? countVar(dg.ext[k]) : std::string("0"); });
     if (dg.tail()) {
@@ -199,8 +199,8 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.insert(params.end(), {"OutputMap om", "long long nSlice"});
     hostArgs.insert(hostArgs.end(), {"om1", L.nSlice});
     runParams(dg.calc, params, hostArgs);
-    params.insert(params.end(), {"unsigned long long seed", "int vec"});
-    hostArgs.insert(hostArgs.end(), {"seed", "vec1"});
+    params.insert(params.end(), {"unsigned long long seed", "int vec", "unsigned llFlag"});
+    hostArgs.insert(hostArgs.end(), {"seed", "vec1", L.llFlag});
     return;
   }
   if (dg.head()) {
@@ -331,7 +331,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "// its one-shot form: push this rank's whole input into slot `me` of every rank's staging area;\n"
       << (dg.arHead ? "// barrier; sum every element's slots and compute the members over the whole tensor.\n"
                     : "// barrier; sum every element's slots and compute the members over the whole tensor into the\n"
-                      "// gathered output (every rank computes every slice: nothing to gather).\n");
+                      "// gathered output (every rank computes every slice: nothing to gather).\n")
+      << "// kLL: the LL form (coconet_device.cuh, dev_allreduce_ll): lines with flags, no barrier; the sums\n"
+      << "// wait for each line.\n";
   else if (dg.full() && !dg.pushes())
     K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
       << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
@@ -381,6 +383,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
   if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
   else if (solo) K << "template <bool kSolo>\n";
+  else if (oneShot) K << "template <bool kLL>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
     << (occupancyByRanks      ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
         : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
@@ -398,7 +401,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
     << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
-    << (roles || solo ? "" : "  " + barrier)
+    << (roles || solo || oneShot ? "" : "  " + barrier)
     << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
   // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
@@ -418,7 +421,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
   if (oneShot)
-    K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, stageOff));\n"
+    K << "  const auto slots = coconet_rt::oneShotSlots<kLL>(stageWin, stageOff, me, rsIn, nSlice, llFlag);\n"
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
@@ -580,9 +583,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
   if (oneShot)
-    K << "  coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
-      << "  // every rank's whole input arrived\n"
-      << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+    K << "  if constexpr (kLL) {\n"
+      << "    coconet_rt::pushWholeLL<" << XT << ">(pt, stageWin, stageOff, P, me, rsIn, nSlice, llFlag);\n"
+      << "  } else {\n"
+      << "    " << barrier
+      << "    coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
+      << "    // every rank's whole input arrived\n"
+      << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
+      << "  }\n"
       << "  compute(0, nSlice);\n";
   else if (dg.preloaded)
     K << (head ? "  // rsIn (a launch without copy engines before it): push slice p of [lo, hi) to slot me of rank p\n"
@@ -663,13 +671,13 @@ std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
 
 int Emitter::oneShotMode(const DevGroup& dg) const {
   if (dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
-  return dg.algo == "one_shot" ? 1 : 0;
+  return dg.algo == "one_shot" || dg.algo == "ll" ? 1 : 0;
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {
-  if (dg.algo != "one_shot") return "";
+  if (dg.algo != "one_shot" && dg.algo != "ll") return "";
   const std::string why = oneShotObstacle(dg);
-  return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = one_shot) is not taken: " + why + "\n";
+  return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = " + dg.algo + ") is not taken: " + why + "\n";
 }
 
 void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
@@ -682,18 +690,28 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   L.oneShot = true;
   L.rsIn = rsIn;
   L.nSlice = n;
-  L.stageOff = "dev_->parity[" + gi + "] * (dev_->oneShot[" + gi + "].bytes / 2)";
+  L.stageWin = "oneWin.win";
+  L.stageOff = "dev_->parity[" + gi + "] * (oneWin.bytes / 2)";
+  L.llFlag = "ll ? coconet_rt::nextLLEpoch(dev_->epoch[" + gi + "]) : 0u";
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
-  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier, and computes the whole tensor\n"
-    << ind << "if (dev_->oneShot[" << gi << "].ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(static_cast<size_t>(" << n
-    << ") * sizeof(" << XT << "), coconet_rt::kOneShotMaxBytes), " << prog << ", " << name << "))  // two halves, used in turn\n"
+  // the LL form: by default up to llGroupMaxBytes(P), at every size as tune(f, algorithm = ll) asks
+  const std::string bytes = "static_cast<size_t>(" + n + ") * sizeof(" + XT + ")";
+  const std::string ll = dg.algo == "ll" ? "true" : dg.algo == "one_shot" ? "false" : bytes + " <= coconet_rt::llGroupMaxBytes(P_)";
+  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier (none in the LL form:\n"
+    << ind << "// flags in the data), and computes the whole tensor\n"
+    << ind << "const bool ll = " << ll << ";\n"
+    << ind << "coconet_rt::Window& oneWin = ll ? dev_->ll[" << gi << "] : dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+    << ind << "if (ll ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
+    << ", coconet_rt::kLLMaxBytes / sizeof(" << XT << ")), sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
+    << ind << "       : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), " << prog
+    << ", " << name << "))\n"
     << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << ind << "OutputMap om1 = om;\n"
     << ind << "om1.gbase = 0;  // keys by the whole tensor's index\n";
   emitDevVec(dg, L, others, ind);
-  b << ind << "CHECK(coconet_rt::launchDependent(" << kname << ", coconet_rt::devBlocks(" << n << " / " << V
+  b << ind << "CHECK(coconet_rt::launchDependent(ll ? " << kname << "<true> : " << kname << "<false>, coconet_rt::devBlocks(" << n << " / " << V
     << "), coconet_rt::kDevThreads, stream_";
   for (const std::string& a : hostArgs) b << ", " << a;
   b << "), " << name << ");\n" << ind << "dev_->parity[" << gi << "] ^= 1;\n";
@@ -1004,11 +1022,29 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
                         : ce                   ? "false"
                         : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::oneShotMaxBytes(P_))"
                                                : "bytes <= coconet_rt::oneShotMaxBytes(P_)";
+  // the LL form (coconet_rt::dev_allreduce_ll): by default up to kLLMaxBytes, at every size as asked
+  const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::kLLMaxBytes" : "";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
     << "  if (" << n << " > 0) {\n"
-    << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n"
-    << "    if (devReady(" << name << ") && " << oneShot << ") {\n"
+    << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n";
+  if (!ll.empty())
+    b << "    if (devReady(" << name << ") && " << ll << ") {\n"
+      << "      coconet_rt::Window& w = dev_->ll[" << gi << "];  // two areas, used in turn\n"
+      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
+      << ", coconet_rt::kLLMaxBytes / sizeof(" << T << ")), sizeof(" << T << "), P_), " << prog << ", " << name << "))\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_ll<" << T << ">, coconet_rt::llBlocks(" << n << ", sizeof(" << T
+      << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out
+      << ", static_cast<long long>(" << n << "), coconet_rt::nextLLEpoch(dev_->epoch[" << gi << "]), static_cast<int>(coconet_rt::aligned8("
+      << in << ") && coconet_rt::aligned8(" << out << "))), " << name << ");\n"
+      << "      dev_->parity[" << gi << "] ^= 1;\n";
+  if (d.algo == "ll") {  // no other device form asked for: NCCL where the device path is not usable
+    b << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
+      << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
+    return;
+  }
+  b << (ll.empty() ? "    " : "    } else ") << "if (devReady(" << name << ") && " << oneShot << ") {\n"
     << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
     << "      if (w.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(bytes, coconet_rt::kOneShotMaxBytes), " << prog << ", "
     << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"

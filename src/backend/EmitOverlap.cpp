@@ -698,7 +698,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     const bool onePass = !dg.ceGather;
     const std::string one = "C == 1" + std::string(mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
     if (oneShot >= 0)
-      b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot) asks)\n"
+      b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot | ll) asks)\n"
         << "      const bool oneShotNow = " << one
         << (oneShot ? "" : " && static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ";\n";
     b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"

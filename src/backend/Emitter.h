@@ -458,6 +458,9 @@ private:
     // whole tensor), stageOff the byte offset of the half of the one-shot window in use.
     bool oneShot = false;
     std::string stageOff = "0";
+    // and the window it uses (the one-shot window or, in LL form, the LL window) and the LL
+    // flag (0 in the barrier form)
+    std::string stageWin = "", llFlag = "0";
   };
 
   int devVecWidth(const DevGroup& dg) const;

@@ -100,8 +100,9 @@ bool fuse(StepContext& c);
 // `dim` is 0 if given. Records chunks = 0 (one chunk per rank).
 bool overlap(StepContext& c);
 
-// tune(s, key = value, ...): knobs the backend reads (blocks, chunks, algorithm = one_shot |
-// two_shot | ring | nccl), stored as plain data on a stage or a fused group.
+// tune(s, key = value, ...): knobs the backend reads (blocks, chunks, algorithm = ll | one_shot |
+// two_shot | ring | nccl | copy_engines, gather, tail, merge, roles, movers, taper, occupancy;
+// docs/language.md 17.3.6), stored as plain data on a stage or a fused group.
 bool tune(StepContext& c);
 
 // After the last step: a warning at every knob that the CUDA backend reads nowhere on its

@@ -12,7 +12,7 @@ namespace {
 // Knobs that take one of a few words; the others are integers in [1, 65535] but for those in
 // kRanges.
 const std::map<std::string, std::vector<std::string>> kChoices = {
-    {"algorithm", {"one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
+    {"algorithm", {"ll", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},

@@ -38,6 +38,22 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
 // (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
+// An allreduce of at most kLLMaxBytes per rank runs in the LL form (dev_allreduce_ll: flags in
+// the data, no barrier) instead, unless the schedule asks for another form. 4x H200 by GPU time
+// (docs/benchmarks/gpu/2026-11-27-4xH200-session35, jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB
+// 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier form
+// (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1, 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3 and
+// 9.0-9.1 (NCCL 10.9, 11.3, 11.7). At 1 MiB 8.7 / 9.3 on 2 GPUs, 26.8 / 19.2 on 4 (it sends
+// twice the bytes).
+constexpr size_t kLLMaxBytes = 256 * 1024;
+// A fused group's one-shot form runs in LL form (its kernel's kLL instantiation) up to
+// llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
+// H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against
+// 14.0-14.1 barrier at T = 8 (64 KiB), 14.8-15.3 against 14.2-14.3 at T = 32 (256 KiB); on 4 GPUs
+// 14.2-15.8 against 14.0-14.1 at T = 8 and 18.2-20.9 against 15.4-15.5 at T = 32, with a line per
+// thread as with the barrier form's grid. (Why the group loses at 4 ranks where the allreduce
+// alone wins is not known.)
+constexpr size_t llGroupMaxBytes(long long ranks) { return ranks == 2 ? size_t{64} << 10 : 0; }
 constexpr size_t kOneShotMaxBytesTwoRanks = size_t(8) << 20;
 constexpr size_t oneShotMaxBytes(long long ranks) {
   return ranks == 2 ? kOneShotMaxBytesTwoRanks : kOneShotMaxBytes;
@@ -782,5 +798,207 @@ __global__ void __launch_bounds__(kDevThreads)
       [&](long long i0) { store_vec(out + i0, sumSlotsRounded<T, V>(stage, n, P, i0)); },
       [&](long long i) { out[i] = Store<T>::from(sumSlot(stage, n, P, i)); });
 }
+
+// The LL form ("low latency", after NCCL's protocol of that name) of the one-shot allreduce: no
+// barrier. Every 8 bytes of a rank's buffer travel in a 16-byte line {data[0:4], flag, data[4:8],
+// flag}, stored whole (one 16-byte store); each 8-byte half arrives whole, so a reader that sees
+// the call's flag in both halves sees the call's data. Rank me stores line j of its buffer into
+// line j of slot me of every other rank's area; every rank then waits for line j of each slot
+// in turn and sums in rank order (its own line from its input). The flag is the call's epoch
+// (never 0; the window is zeroed when it grows). Callers alternate between two areas: a rank
+// writes into area a again two calls later, after it received every rank's lines of the call
+// between, which each rank sent only after its kernel of this call, the last reader of area a,
+// had ended. No barrier also means no block waits for another rank's block of its own index, so
+// the grid need not match across ranks; every block must be resident at once (a block waits for
+// lines other ranks' blocks send), hence at most kDevMaxBlocks blocks.
+constexpr size_t kLLLineBytes = 16;  // 8 bytes of data and two 4-byte flags
+__host__ __device__ constexpr long long llLines(long long n, size_t elemBytes) {
+  return (n * static_cast<long long>(elemBytes) + 7) / 8;
+}
+// Bytes of an LL window for n elements per rank: two areas of P slots of llLines(n) lines.
+inline size_t llWindowBytes(long long n, size_t elemBytes, int P) {
+  return 2 * static_cast<size_t>(P) * static_cast<size_t>(llLines(n, elemBytes)) * kLLLineBytes;
+}
+// Grows an LL window to `want` bytes. A new window is zeroed on every rank before any rank's
+// next kernel can store into it: the memset, then an allreduce every rank enters after its own
+// memset, all on the stream. True when it registered a new window.
+inline bool ensureZeroed(Window& w, ncclComm_t comm, cudaStream_t stream, size_t want, const char* program, const char* stage) {
+  if (!w.ensure(comm, stream, want, program, stage)) return false;
+  check(cudaMemsetAsync(w.ptr, 0, w.bytes, stream), program, stage, "cudaMemsetAsync (LL window)");
+  check(ncclAllReduce(w.ptr, w.ptr, 1, ncclInt8, ncclMax, comm, stream), program, stage, "ncclAllReduce (window barrier)");
+  return true;
+}
+// The next epoch of an LL exchange (flags are never 0, what a zeroed window holds).
+inline unsigned nextLLEpoch(unsigned& epoch) {
+  if (++epoch == 0) epoch = 1;
+  return epoch;
+}
+__device__ __forceinline__ void llStore(void* line, uint2 d, unsigned flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line), "r"(d.x), "r"(flag), "r"(d.y), "r"(flag) : "memory");
+}
+__device__ __forceinline__ uint2 llWait(const void* line, unsigned flag) {
+  unsigned a, f1, b, f2;
+  for (;;) {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(f1), "=r"(b), "=r"(f2) : "l"(line) : "memory");
+    if (f1 == flag && f2 == flag) return make_uint2(a, b);
+  }
+}
+// One load of a line, whatever its flags say (llSumLines checks them).
+__device__ __forceinline__ uint4 llLoad(const void* line) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(line) : "memory");
+  return v;
+}
+// Line j (8 bytes: 8 / sizeof(T) elements) of a buffer of n elements, zeros past its end.
+template <class T> __device__ __forceinline__ uint2 llPack(const T* p, long long n, long long j, bool aligned) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  const long long i0 = j * E;
+  if (aligned && i0 + E <= n) return __ldg(reinterpret_cast<const uint2*>(p + i0));
+  unsigned long long w = 0;
+  for (int e = 0; e < E && i0 + e < n; ++e) {
+    unsigned long long bits = 0;
+    memcpy(&bits, p + i0 + e, sizeof(T));
+    w |= bits << (8 * sizeof(T) * e);
+  }
+  return make_uint2(static_cast<unsigned>(w), static_cast<unsigned>(w >> 32));
+}
+template <class T> __device__ __forceinline__ T llElem(uint2 d, int e) {
+  const unsigned long long w = (static_cast<unsigned long long>(d.y) << 32 | d.x) >> (8 * sizeof(T) * e);
+  T x;
+  memcpy(&x, &w, sizeof(T));
+  return x;
+}
+// The sum over the P ranks, in rank order, of lines j0 .. j0+L-1 (E = 8 / sizeof(T) elements
+// each) of every rank's slot in this rank's area (P slots of `lines` lines), rank me's from `own`:
+// sum[l E + k] is element k of line j0 + l. The lines of kPeersInFlight ranks are loaded at once
+// before any flag is checked (a wait per line, one after another, left a rank's lines to arrive
+// one round trip at a time); a line whose flags are not yet the call's is loaded again until
+// they are.
+template <class T, int L>
+__device__ __forceinline__ void llSumLines(const char* area, long long lines, int P, int me, unsigned flag, long long j0, const uint2 (&own)[L],
+                                           float (&sum)[L * (8 / sizeof(T))]) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+#pragma unroll
+  for (int e = 0; e < L * E; ++e) sum[e] = 0.0f;
+  for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+    uint4 v[kPeersInFlight][L];
+#pragma unroll
+    for (int q = 0; q < kPeersInFlight; ++q)
+      if (p0 + q < P && p0 + q != me)
+#pragma unroll
+        for (int l = 0; l < L; ++l) v[q][l] = llLoad(area + ((p0 + q) * lines + j0 + l) * static_cast<long long>(kLLLineBytes));
+#pragma unroll
+    for (int q = 0; q < kPeersInFlight; ++q) {
+      if (p0 + q >= P) continue;
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        uint2 d = own[l];
+        if (p0 + q != me) {
+          while (v[q][l].y != flag || v[q][l].w != flag)
+            v[q][l] = llLoad(area + ((p0 + q) * lines + j0 + l) * static_cast<long long>(kLLLineBytes));
+          d = make_uint2(v[q][l].x, v[q][l].z);
+        }
+#pragma unroll
+        for (int k = 0; k < E; ++k) sum[l * E + k] = __fadd_rn(sum[l * E + k], to_f(llElem<T>(d, k)));
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_ll(ncclWindow_t w, size_t base, int P, int me, const T* __restrict__ in, T* __restrict__ out, long long n, unsigned flag,
+                     int aligned) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  pdlLaunchDependents();
+  pdlWait();  // the kernel before this one (this call's input, the last call's reads) is done
+  const long long lines = llLines(n, sizeof(T));
+  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  for (long long j = tid; j < lines; j += nth) {
+    const uint2 d = llPack(in, n, j, aligned);
+    for (int p = 0; p < P; ++p)
+      if (p != me) llStore(peerPtr<char>(w, base + (me * lines + j) * kLLLineBytes, p), d, flag);
+  }
+  const char* area = static_cast<const char*>(ncclGetLocalPointer(w, base));
+  for (long long j = tid; j < lines; j += nth) {
+    float s[E];
+    const uint2 own[1] = {llPack(in, n, j, aligned)};
+    llSumLines<T, 1>(area, lines, P, me, flag, j, own, s);
+    const long long i0 = j * E;
+    if (aligned && i0 + E <= n) {
+      Vec<T, E> y;
+#pragma unroll
+      for (int e = 0; e < E; ++e) y.v[e] = Store<T>::from(s[e]);
+      store_vec(out + i0, y);
+    } else {
+      for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[e]);
+    }
+  }
+}
+// The one-shot form of a fused group in LL form: rank me's whole input (n elements) as lines with
+// flags into slot me of every other rank's area at byte `off` of w, as dev_allreduce_ll pushes.
+template <class T>
+__device__ __forceinline__ void pushWholeLL(Part pt, ncclWindow_t w, size_t off, int P, int me, const T* __restrict__ in, long long n,
+                                            unsigned flag) {
+  const long long lines = llLines(n, sizeof(T));
+  const bool aligned = (reinterpret_cast<uintptr_t>(in) & 7u) == 0;
+  const long long tid = pt.index * (long long)blockDim.x + threadIdx.x, nth = (long long)pt.count * blockDim.x;
+  for (long long j = tid; j < lines; j += nth) {
+    const uint2 d = llPack(in, n, j, aligned);
+    for (int p = 0; p < P; ++p)
+      if (p != me) llStore(peerPtr<char>(w, off + (me * lines + j) * kLLLineBytes, p), d, flag);
+  }
+}
+// What a one-shot group's kernel sums (sumSlots, sumSlot): in LL form this rank's own input and the
+// other ranks' lines as they arrive (waiting for each), else the slots after the barrier.
+template <class T> struct LLSlots {
+  const char* area;  // this rank's area: P slots of `lines` lines
+  long long lines;
+  int me;
+  const T* own;
+  unsigned flag;
+};
+template <bool kLL, class T>
+__device__ __forceinline__ auto oneShotSlots(ncclWindow_t w, size_t off, int me, const T* own, long long n, unsigned flag) {
+  if constexpr (kLL)
+    return LLSlots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), llLines(n, sizeof(T)), me, own, flag};
+  else
+    return static_cast<const T*>(ncclGetLocalPointer(w, off));
+}
+// Element i summed over the ranks in rank order, as sumSlot.
+template <class T> __device__ __forceinline__ float sumSlot(const LLSlots<T>& s, long long m, int P, long long i) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  (void)m;
+  float r = 0.0f;
+  for (int q = 0; q < P; ++q) {
+    const float x = q == s.me ? to_f(s.own[i])
+                              : to_f(llElem<T>(llWait(s.area + (q * s.lines + i / E) * static_cast<long long>(kLLLineBytes), s.flag),
+                                               static_cast<int>(i % E)));
+    r = __fadd_rn(r, x);
+  }
+  return r;
+}
+// Elements i0 .. i0+V-1 (i0 a multiple of V) summed over the ranks in rank order, as sumSlots.
+template <class T, int V>
+__device__ __forceinline__ void sumSlots(const LLSlots<T>& s, long long m, int P, long long i0, float (&sum)[V]) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  if constexpr (V % E == 0) {  // whole lines (i0 is then a multiple of E)
+    Vec<T, V> x;
+    load_vec(x, s.own + i0);
+    uint2 own[V / E];
+    memcpy(own, x.v, sizeof own);
+    llSumLines<T, V / E>(s.area, s.lines, P, s.me, s.flag, i0 / E, own, sum);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) sum[e] = sumSlot(s, m, P, i0 + e);
+  }
+}
+
+// Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
+// once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
+// kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
+inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
+// Host side: may the LL kernel load and store whole lines (8 bytes) at p?
+template <class T> inline bool aligned8(const T* p) { return (reinterpret_cast<uintptr_t>(p) & 7u) == 0; }
 
 }  // namespace coconet_rt

@@ -14,8 +14,11 @@ Rows:
   torch.compile         the local GEMV + gelu + GEMV and the epilogue torch.compile'd, the
                         all_reduce eager between them
   coconetc              the sample with its schedule (all-reduce + epilogue fused: one
-                        one-shot device-API kernel since 2026-11-27; before, the one-shot
-                        all-reduce kernel, then the epilogue kernel)
+                        one-shot device-API kernel since 2026-11-27, in its LL form on 2 GPUs
+                        since session 35; before, the one-shot all-reduce kernel, then the
+                        epilogue kernel)
+  coconetc_ll           as coconetc with tune(f, algorithm = ll): the one-shot kernel's LL form
+                        (flags in the data, no barrier) on every rank count
   coconetc_overlap      samples/decode_gemv/decode_gemv_overlap.sched: as coconetc, pipelined
                         with the GEMV in 2 chunks (NCCL's all-reduce per chunk)
   coconetc_unscheduled  the sample without a schedule (its all-reduce a one-shot device-API
@@ -34,6 +37,8 @@ SOURCE = "samples/decode_gemv/decode_gemv.cnet"
 
 PROGRAMS = {
     "decode_gemv": dict(source=SOURCE, schedule="samples/decode_gemv/decode_gemv.sched"),
+    "decode_gemv_ll": dict(source=SOURCE, schedule="samples/decode_gemv/decode_gemv.sched",
+                           schedule_append="tune(f, algorithm = ll);\n"),
     "decode_gemv_overlap": dict(source=SOURCE, schedule="samples/decode_gemv/decode_gemv_overlap.sched"),
     "decode_gemv_unscheduled": dict(source=SOURCE, schedule=None),
 }
@@ -114,7 +119,10 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("unfused", unfused),
         ("torch.compile", compiled),
-        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused: one one-shot device-API kernel")),
+        ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused: one one-shot device-API kernel "
+                                            "(its LL form on 2 GPUs)")),
+        ("coconetc_ll", coconetc("decode_gemv_ll", "as coconetc in the one-shot kernel's LL form (flags in "
+                                                   "the data, no barrier): tune(f, algorithm = ll)")),
         ("coconetc_overlap", coconetc("decode_gemv_overlap", "all-reduce + epilogue fused, pipelined with the "
                                                              "GEMV (2 chunks): decode_gemv_overlap.sched")),
         ("coconetc_unscheduled", coconetc("decode_gemv_unscheduled",
