@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# session 35 job 3 (LIMIT seconds in all, default 560): the fused groups' one-shot kernels in LL
+# form (template kLL: lines with flags, no barrier; by default up to kLLMaxBytes, 256 KiB). GPU
+# tests at 2 and 4 GPUs of megatron_row (default, @ll, @one, @group), decode_gemv (default: the
+# barrier form it asks for; @ll) and allreduces (default, @ll); then Megatron at decode shapes
+# T = 1, 8, 32, 64 (f16, H = 4096) on 4 and 2 GPUs: eager, the default (LL up to 256 KiB), the
+# barrier one-shot at every size; then GEMV + all-reduce at 2 GPUs: unfused, the sample (barrier
+# one-shot), the sample in LL form. -> $OUT/s35c
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+T0=$(date +%s); LIMIT=${LIMIT:-560}
+left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
+R=$OUT/s35c; mkdir -p $R
+{ echo "== date $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | sort | uniq -c; cat .gpu-bundle/commit.txt 2>/dev/null; } > $R/header.txt
+step() { echo "$1 rc=$2 at +$(( $(date +%s) - T0 )) s" >> $R/header.txt; }
+timeout 190 env GPU_TESTS_ONLY="megatron_row megatron_row@ll megatron_row@one megatron_row@group decode_gemv decode_gemv@ll allreduces allreduces@ll" \
+  GPU_TESTS_SETS="megatron_row@big megatron_row@decode decode_gemv@big allreduces@ll allreduces@big" GPU_TESTS_RANKS="2 4" \
+  SANITIZE=0 OUT=$R/gpu-tests bash tests/gpu/run.sh > $R/tests.log 2>&1
+step tests $?
+s=$(( $(left) - 130 )); [ $s -gt 250 ] && s=250
+if [ $s -gt 60 ]; then
+  timeout $s env OUT=$R/megatron WORK=/tmp/bw-meg BENCH_TIMEOUT=$(( s - 10 )) MEGATRON_DECODE_TOKENS=1,8,32,64 \
+    BUILD_ARGS='--programs megatron_row,megatron_row_one_shot' \
+    BENCH_ARGS="--configs decode_T=1_H=4096_f16,decode_T=8_H=4096_f16,decode_T=32_H=4096_f16,decode_T=64_H=4096_f16 --rows eager,coconetc,coconetc_one_shot" \
+    bash tools/bench/gpu/run.sh --gpus 4,2 --workloads megatron > $R/megatron.log 2>&1
+  step "bench megatron" $?
+fi
+s=$(( $(left) - 15 ))
+if [ $s -gt 60 ]; then
+  timeout $s env OUT=$R/gemv WORK=/tmp/bw-gemv BENCH_TIMEOUT=$(( s - 10 )) \
+    BUILD_ARGS='--programs decode_gemv,decode_gemv_ll' BENCH_ARGS="--rows unfused,coconetc,coconetc_ll" \
+    bash tools/bench/gpu/run.sh --gpus 2 --workloads gemv > $R/gemv.log 2>&1
+  step "bench gemv" $?
+fi
+cat $R/header.txt; grep -v ": ok" $R/gpu-tests/gpu-results.txt | tail -20; echo "ok lines: $(grep -c ': ok' $R/gpu-tests/gpu-results.txt)"
+for w in megatron gemv; do grep -B2 -A9 "GPU time per step" $R/$w/results.md 2>/dev/null | grep "^|"; grep -c "fail (" $R/$w/results.md; done
+cd $OUT && tar czf s35c.tgz s35c && rm -rf s35c
