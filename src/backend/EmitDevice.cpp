@@ -696,9 +696,22 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
-  // the LL form: by default up to llGroupMaxBytes(P), at every size as tune(f, algorithm = ll) asks
+  // The LL form: by default up to llGroupMaxBytes(P), at every size as tune(f, algorithm = ll)
+  // asks, where the input shares no byte with what the kernel stores (a state's new value
+  // written straight into its storage, say). Its pushes split the input by lines, its sums by
+  // units of V elements, and a block stores its units as soon as the other ranks' lines arrived,
+  // maybe before another block of this rank pushed them; the barrier form pushes and stores the
+  // same elements in the same block, its pushes before its barrier.
   const std::string bytes = "static_cast<size_t>(" + n + ") * sizeof(" + XT + ")";
-  const std::string ll = dg.algo == "ll" ? "true" : dg.algo == "one_shot" ? "false" : bytes + " <= coconet_rt::llGroupMaxBytes(P_)";
+  std::string ll = dg.algo == "ll" ? "" : bytes + " <= coconet_rt::llGroupMaxBytes(P_)";
+  auto apart = [&](const std::string& out, const std::string& count, int typed) {
+    ll += (ll.empty() ? "" : " &&\n" + ind + "    ") + std::string("coconet_rt::disjoint(") + rsIn + ", " + bytes + ", " + out +
+          ", static_cast<size_t>(" + count + ") * sizeof(" + storageType(p_.stages[typed].type.dtype) + "))";
+  };
+  for (int id : dg.written) apart(var(id), countVar(id), id);
+  if (dg.tail()) apart(var(dg.ag), n, dg.ag);
+  if (dg.algo == "one_shot") ll = "false";
+  if (ll.empty()) ll = "true";
   b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier (none in the LL form:\n"
     << ind << "// flags in the data), and computes the whole tensor\n"
     << ind << "const bool ll = " << ll << ";\n"

@@ -804,7 +804,8 @@ __global__ void __launch_bounds__(kDevThreads)
 // flag}, stored whole (one 16-byte store); each 8-byte half arrives whole, so a reader that sees
 // the call's flag in both halves sees the call's data. Rank me stores line j of its buffer into
 // line j of slot me of every other rank's area; every rank then waits for line j of each slot
-// in turn and sums in rank order (its own line from its input). The flag is the call's epoch
+// (llSumLines) and sums in rank order (its own line from its input; the thread that pushed line
+// j, so that an output that is the input too is safe). The flag is the call's epoch
 // (never 0; the window is zeroed when it grows). Callers alternate between two areas: a rank
 // writes into area a again two calls later, after it received every rank's lines of the call
 // between, which each rank sent only after its kernel of this call, the last reader of area a,
@@ -998,6 +999,11 @@ __device__ __forceinline__ void sumSlots(const LLSlots<T>& s, long long m, int P
 // once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
 // kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
 inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
+// Host side: do the byte ranges [a, a + an) and [b, b + bn) share no byte?
+inline bool disjoint(const void* a, size_t an, const void* b, size_t bn) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x + an <= y || y + bn <= x;
+}
 // Host side: may the LL kernel load and store whole lines (8 bytes) at p?
 template <class T> inline bool aligned8(const T* p) { return (reinterpret_cast<uintptr_t>(p) & 7u) == 0; }
 
