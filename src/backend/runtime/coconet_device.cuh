@@ -850,11 +850,16 @@ __device__ __forceinline__ uint4 llLoad(const void* line) {
   asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(line) : "memory");
   return v;
 }
-// Line j (8 bytes: 8 / sizeof(T) elements) of a buffer of n elements, zeros past its end.
-template <class T> __device__ __forceinline__ uint2 llPack(const T* p, long long n, long long j, bool aligned) {
+// Line j (8 bytes: 8 / sizeof(T) elements) of a buffer of n elements, zeros past its end. (Host
+// callable too, for tests/runtime/ll_test.cu.)
+template <class T> __host__ __device__ __forceinline__ uint2 llPack(const T* p, long long n, long long j, bool aligned) {
   constexpr int E = 8 / static_cast<int>(sizeof(T));
   const long long i0 = j * E;
+#ifdef __CUDA_ARCH__
   if (aligned && i0 + E <= n) return __ldg(reinterpret_cast<const uint2*>(p + i0));
+#else
+  if (aligned && i0 + E <= n) return *reinterpret_cast<const uint2*>(p + i0);
+#endif
   unsigned long long w = 0;
   for (int e = 0; e < E && i0 + e < n; ++e) {
     unsigned long long bits = 0;
@@ -863,7 +868,8 @@ template <class T> __device__ __forceinline__ uint2 llPack(const T* p, long long
   }
   return make_uint2(static_cast<unsigned>(w), static_cast<unsigned>(w >> 32));
 }
-template <class T> __device__ __forceinline__ T llElem(uint2 d, int e) {
+// Element e of a line.
+template <class T> __host__ __device__ __forceinline__ T llElem(uint2 d, int e) {
   const unsigned long long w = (static_cast<unsigned long long>(d.y) << 32 | d.x) >> (8 * sizeof(T) * e);
   T x;
   memcpy(&x, &w, sizeof(T));
