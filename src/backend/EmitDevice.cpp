@@ -703,15 +703,17 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   // maybe before another block of this rank pushed them; the barrier form pushes and stores the
   // same elements in the same block, its pushes before its barrier.
   const std::string bytes = "static_cast<size_t>(" + n + ") * sizeof(" + XT + ")";
-  std::string ll = dg.algo == "ll" ? "" : bytes + " <= coconet_rt::llGroupMaxBytes(P_)";
+  std::vector<std::string> when;  // the LL form's conditions
+  if (dg.algo != "ll") when.push_back(bytes + " <= coconet_rt::llGroupMaxBytes(P_)");
   auto apart = [&](const std::string& out, const std::string& count, int typed) {
-    ll += (ll.empty() ? "" : " &&\n" + ind + "    ") + std::string("coconet_rt::disjoint(") + rsIn + ", " + bytes + ", " + out +
-          ", static_cast<size_t>(" + count + ") * sizeof(" + storageType(p_.stages[typed].type.dtype) + "))";
+    when.push_back("coconet_rt::disjoint(" + rsIn + ", " + bytes + ", " + out + ", static_cast<size_t>(" + count + ") * sizeof(" +
+                   storageType(p_.stages[typed].type.dtype) + "))");
   };
   for (int id : dg.written) apart(var(id), countVar(id), id);
   if (dg.tail()) apart(var(dg.ag), n, dg.ag);
-  if (dg.algo == "one_shot") ll = "false";
-  if (ll.empty()) ll = "true";
+  std::string ll = dg.algo == "one_shot" ? "false" : when.empty() ? "true" : "";
+  if (ll.empty())
+    for (size_t k = 0; k < when.size(); ++k) ll += (k ? " &&\n" + ind + "    " : "") + when[k];
   b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier (none in the LL form:\n"
     << ind << "// flags in the data), and computes the whole tensor\n"
     << ind << "const bool ll = " << ll << ";\n"

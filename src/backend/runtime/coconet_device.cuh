@@ -837,19 +837,18 @@ inline unsigned nextLLEpoch(unsigned& epoch) {
 __device__ __forceinline__ void llStore(void* line, uint2 d, unsigned flag) {
   asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line), "r"(d.x), "r"(flag), "r"(d.y), "r"(flag) : "memory");
 }
-__device__ __forceinline__ uint2 llWait(const void* line, unsigned flag) {
-  unsigned a, f1, b, f2;
-  for (;;) {
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(f1), "=r"(b), "=r"(f2) : "l"(line) : "memory");
-    if (f1 == flag && f2 == flag) return make_uint2(a, b);
-  }
-}
-// One load of a line, whatever its flags say (llSumLines checks them).
+// One load of a line, whatever its flags say.
 __device__ __forceinline__ uint4 llLoad(const void* line) {
   uint4 v;
   asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(line) : "memory");
   return v;
 }
+// The data of a line loaded as `v`, once both its flags are the call's (loaded again until then).
+__device__ __forceinline__ uint2 llData(uint4 v, const void* line, unsigned flag) {
+  while (v.y != flag || v.w != flag) v = llLoad(line);
+  return make_uint2(v.x, v.z);
+}
+__device__ __forceinline__ uint2 llWait(const void* line, unsigned flag) { return llData(llLoad(line), line, flag); }
 // Line j (8 bytes: 8 / sizeof(T) elements) of a buffer of n elements, zeros past its end. (Host
 // callable too, for tests/runtime/ll_test.cu.)
 template <class T> __host__ __device__ __forceinline__ uint2 llPack(const T* p, long long n, long long j, bool aligned) {
@@ -899,12 +898,8 @@ __device__ __forceinline__ void llSumLines(const char* area, long long lines, in
       if (p0 + q >= P) continue;
 #pragma unroll
       for (int l = 0; l < L; ++l) {
-        uint2 d = own[l];
-        if (p0 + q != me) {
-          while (v[q][l].y != flag || v[q][l].w != flag)
-            v[q][l] = llLoad(area + ((p0 + q) * lines + j0 + l) * static_cast<long long>(kLLLineBytes));
-          d = make_uint2(v[q][l].x, v[q][l].z);
-        }
+        const uint2 d =
+            p0 + q == me ? own[l] : llData(v[q][l], area + ((p0 + q) * lines + j0 + l) * static_cast<long long>(kLLLineBytes), flag);
 #pragma unroll
         for (int k = 0; k < E; ++k) sum[l * E + k] = __fadd_rn(sum[l * E + k], to_f(llElem<T>(d, k)));
       }
@@ -912,6 +907,20 @@ __device__ __forceinline__ void llSumLines(const char* area, long long lines, in
   }
 }
 
+// The LL pushes: rank me's whole input (n elements) as lines with flags into slot me of every
+// other rank's area at byte `off` of w (dev_allreduce_ll, a fused group's one-shot LL form).
+template <class T>
+__device__ __forceinline__ void pushWholeLL(Part pt, ncclWindow_t w, size_t off, int P, int me, const T* __restrict__ in, long long n,
+                                            unsigned flag) {
+  const long long lines = llLines(n, sizeof(T));
+  const bool aligned = (reinterpret_cast<uintptr_t>(in) & 7u) == 0;
+  const long long tid = pt.index * (long long)blockDim.x + threadIdx.x, nth = (long long)pt.count * blockDim.x;
+  for (long long j = tid; j < lines; j += nth) {
+    const uint2 d = llPack(in, n, j, aligned);
+    for (int p = 0; p < P; ++p)
+      if (p != me) llStore(peerPtr<char>(w, off + (me * lines + j) * kLLLineBytes, p), d, flag);
+  }
+}
 template <class T>
 __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_ll(ncclWindow_t w, size_t base, int P, int me, const T* __restrict__ in, T* __restrict__ out, long long n, unsigned flag,
@@ -919,13 +928,9 @@ __global__ void __launch_bounds__(kDevThreads)
   constexpr int E = 8 / static_cast<int>(sizeof(T));
   pdlLaunchDependents();
   pdlWait();  // the kernel before this one (this call's input, the last call's reads) is done
+  pushWholeLL(gridPart(), w, base, P, me, in, n, flag);
   const long long lines = llLines(n, sizeof(T));
   const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
-  for (long long j = tid; j < lines; j += nth) {
-    const uint2 d = llPack(in, n, j, aligned);
-    for (int p = 0; p < P; ++p)
-      if (p != me) llStore(peerPtr<char>(w, base + (me * lines + j) * kLLLineBytes, p), d, flag);
-  }
   const char* area = static_cast<const char*>(ncclGetLocalPointer(w, base));
   for (long long j = tid; j < lines; j += nth) {
     float s[E];
@@ -940,20 +945,6 @@ __global__ void __launch_bounds__(kDevThreads)
     } else {
       for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[e]);
     }
-  }
-}
-// The one-shot form of a fused group in LL form: rank me's whole input (n elements) as lines with
-// flags into slot me of every other rank's area at byte `off` of w, as dev_allreduce_ll pushes.
-template <class T>
-__device__ __forceinline__ void pushWholeLL(Part pt, ncclWindow_t w, size_t off, int P, int me, const T* __restrict__ in, long long n,
-                                            unsigned flag) {
-  const long long lines = llLines(n, sizeof(T));
-  const bool aligned = (reinterpret_cast<uintptr_t>(in) & 7u) == 0;
-  const long long tid = pt.index * (long long)blockDim.x + threadIdx.x, nth = (long long)pt.count * blockDim.x;
-  for (long long j = tid; j < lines; j += nth) {
-    const uint2 d = llPack(in, n, j, aligned);
-    for (int p = 0; p < P; ++p)
-      if (p != me) llStore(peerPtr<char>(w, off + (me * lines + j) * kLLLineBytes, p), d, flag);
   }
 }
 // What a one-shot group's kernel sums (sumSlots, sumSlot): in LL form this rank's own input and the
