@@ -53,6 +53,8 @@ class DecodeTokens(unittest.TestCase):
     def test_one_shot_row_has_its_programs(self):
         for key in ("megatron_row_one_shot", "megatron_row_bf16_one_shot"):
             self.assertIn("tune(f, algorithm = one_shot);", megatron.PROGRAMS[key]["schedule_append"])
+        for key in ("megatron_row_ll", "megatron_row_bf16_ll"):
+            self.assertIn("tune(f, algorithm = ll);", megatron.PROGRAMS[key]["schedule_append"])
 
 
 
