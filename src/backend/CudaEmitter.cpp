@@ -224,7 +224,7 @@ std::string Emitter::sourceText() {
       << "// chain computed at the start of a group's kernel and an LL allreduce count their calls\n"
       << "// (epoch: what their exchange slots and lines hold beside the values).\n"
       << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
-      << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "], ll[" << k << "];\n  int parity[" << k << "] = {};\n"
+      << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "], ll[" << k << "], ll128[" << k << "];\n  int parity[" << k << "] = {};\n"
       << "  unsigned epoch[" << k << "] = {};\n"
       << "  coconet_rt::RoleFlags roles;  // the hand-off counters of kernels whose blocks take roles\n};\n\n"
       << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"

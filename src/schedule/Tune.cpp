@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "ir/Rewrite.h"
 #include "schedule/Primitives.h"
 
 namespace coconet::schedule {
@@ -12,7 +13,7 @@ namespace {
 // Knobs that take one of a few words; the others are integers in [1, 65535] but for those in
 // kRanges.
 const std::map<std::string, std::vector<std::string>> kChoices = {
-    {"algorithm", {"ll", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
+    {"algorithm", {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},
@@ -72,6 +73,27 @@ bool tune(StepContext& c) {
     const bool ceStage = !group && (c.p.stages[id].kind == ir::StageKind::AllToAll || c.p.stages[id].kind == ir::StageKind::AllReduce);
     if (k.key == "algorithm" && k.value == "copy_engines" && !splitGroup && !ceStage) {
       c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an allreduce, a fused group that starts with a reduce_scatter or ends with an all_gather, or an all_to_all (the one an all_to_all pipeline returns its results with)",
+                    k.length);
+      return false;
+    }
+    // The LL128 form is the runtime's allreduce kernel's (dev_allreduce_ll128): an allreduce that
+    // is in no fused group, or a fused group of a reduce_scatter and the all_gather of its result
+    // (an allreduce in two steps).
+    const bool inGroup = !group && std::any_of(c.p.fused.begin(), c.p.fused.end(), [&](const ir::FusedGroup& f) {
+      return std::find(f.members.begin(), f.members.end(), a.value) != f.members.end();
+    });
+    const bool arStage = !group && !inGroup && c.p.stages[id].kind == ir::StageKind::AllReduce;
+    auto isPair = [&]() {  // the backend's allreduce pair (Emitter::planAllReducePairs)
+      if (!group || group->members.size() != 2) return false;
+      const int rs = c.p.find(group->members[0]), ag = c.p.find(group->members[1]);
+      if (rs < 0 || ag < 0) return false;
+      const ir::Stage &r = c.p.stages[rs], &g = c.p.stages[ag];
+      return r.kind == ir::StageKind::ReduceScatter && g.kind == ir::StageKind::AllGather && g.operands[0] == rs &&
+             r.type.group == g.type.group && r.type.layout.dim == 0 && !ir::isUsed(c.p, rs, {ag});
+    };
+    const bool arPair = isPair();
+    if (k.key == "algorithm" && k.value == "ll128" && !arStage && !arPair) {
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to an allreduce in no fused group, or a fused group of a reduce_scatter and the all_gather of its result, used nowhere else (an allreduce in two steps)",
                     k.length);
       return false;
     }

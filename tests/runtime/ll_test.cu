@@ -49,6 +49,44 @@ template <class T, class Bits> void packRoundTrip(const char* type) {
     }
   }
 }
+
+// The LL128 lines of a buffer of n elements of T: the eight parts of every line put back
+// together give every element once, bit for bit, zeros past the end, and part 7's second word
+// is the flag (epoch, then 0).
+template <class T, class Bits> void ll128RoundTrip(const char* type) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  const unsigned flag = 0xa5a5f00du;
+  for (long long n : {0LL, 1LL, 59LL, 60LL, 61LL, 119LL, 120LL, 4LL * 15 * E + 3}) {
+    std::vector<Bits> src(static_cast<size_t>(n));
+    for (long long i = 0; i < n; ++i) src[static_cast<size_t>(i)] = static_cast<Bits>(0x51edu * (i + 3) + 0x11);
+    std::vector<unsigned long long> store(static_cast<size_t>(n) + 2, 0), store2(static_cast<size_t>(n) + 2, 0);
+    T* aligned = reinterpret_cast<T*>(store.data());
+    T* offset = reinterpret_cast<T*>(store2.data()) + 1;
+    if (n) {
+      std::memcpy(aligned, src.data(), static_cast<size_t>(n) * sizeof(T));
+      std::memcpy(offset, src.data(), static_cast<size_t>(n) * sizeof(T));
+    }
+    const long long lines = coconet_rt::ll128Lines(n, sizeof(T));
+    expect(lines == (n * static_cast<long long>(sizeof(T)) + 119) / 120, type, n, lines);
+    for (int form = 0; form < 3; ++form) {
+      const T* p = form == 2 ? offset : aligned;
+      std::vector<Bits> back(static_cast<size_t>(lines * 15 * E), Bits{0x7777});
+      for (long long L = 0; L < lines; ++L)
+        for (int t = 0; t < 8; ++t) {
+          const uint4 d = coconet_rt::ll128Part(p, n, L, t, form == 1, flag);
+          const uint2 w[2] = {make_uint2(d.x, d.y), make_uint2(d.z, d.w)};
+          for (int k = 0; k < (t < 7 ? 2 : 1); ++k)
+            for (int e = 0; e < E; ++e) {
+              const T x = coconet_rt::llElem<T>(w[k], e);
+              std::memcpy(&back[static_cast<size_t>((15 * L + 2 * t + k) * E + e)], &x, sizeof(T));
+            }
+          if (t == 7) expect(d.z == flag && d.w == 0u, "part 7 carries the flag", L);
+        }
+      for (long long i = 0; i < lines * 15 * E; ++i)
+        expect(back[static_cast<size_t>(i)] == (i < n ? src[static_cast<size_t>(i)] : Bits{0}), type, n, i);
+    }
+  }
+}
 }  // namespace
 
 int main() {
@@ -56,6 +94,14 @@ int main() {
   packRoundTrip<__half, unsigned short>("f16 line round trip");
   packRoundTrip<__nv_bfloat16, unsigned short>("bf16 line round trip");
   packRoundTrip<float, unsigned>("f32 line round trip");
+  ll128RoundTrip<__half, unsigned short>("f16 LL128 round trip");
+  ll128RoundTrip<__nv_bfloat16, unsigned short>("bf16 LL128 round trip");
+  ll128RoundTrip<float, unsigned>("f32 LL128 round trip");
+  // LL128: 120 data bytes in 128-byte lines, eight threads a line
+  expect(ll128Lines(0, 2) == 0 && ll128Lines(60, 2) == 1 && ll128Lines(61, 2) == 2 && ll128Lines(30, 4) == 1, "LL128 lines");
+  expect(ll128WindowBytes(1000, 2, 4) == 2 * 4 * 17 * 128, "LL128 window bytes", static_cast<long long>(ll128WindowBytes(1000, 2, 4)));
+  expect(ll128Blocks(1, 2) == 1 && ll128Blocks(60 * kDevThreads / 8, 2) == 1 && ll128Blocks(60 * kDevThreads / 8 + 1, 2) == 2,
+         "LL128: eight threads a line");
   // lines: 8 data bytes each
   expect(llLines(0, 2) == 0, "no lines for nothing");
   expect(llLines(4, 2) == 1 && llLines(5, 2) == 2 && llLines(2, 4) == 1 && llLines(3, 4) == 2, "lines round up");
@@ -72,7 +118,8 @@ int main() {
   expect(llBlocks(1LL << 30, 2) == kDevMaxBlocks, "at most kDevMaxBlocks blocks", llBlocks(1LL << 30, 2));
   // the groups' LL limit: 64 KiB on two ranks, none on more
   expect(llGroupMaxBytes(2) == 64 * 1024 && llGroupMaxBytes(4) == 0 && llGroupMaxBytes(8) == 0, "group limit");
-  expect(kLLMaxBytes <= kOneShotMaxBytes, "the LL form within the one-shot form's limit");
+  for (int P : {2, 4, 8}) expect(llMaxBytes(P) <= oneShotMaxBytes(P), "the LL form within the one-shot form's limit", P);
+  expect(llMaxBytes(2) == 1 << 20 && llMaxBytes(4) == 256 * 1024, "the LL form's limits");
   // aliasing: byte ranges [a, a + an) and [b, b + bn)
   std::vector<char> buf(64);
   char* b0 = buf.data();

@@ -38,14 +38,18 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
 // (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
-// An allreduce of at most kLLMaxBytes per rank runs in the LL form (dev_allreduce_ll: flags in
-// the data, no barrier) instead, unless the schedule asks for another form. 4x H200 by GPU time
-// (docs/benchmarks/gpu/2026-11-27-4xH200-session35, jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB
-// 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier form
-// (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1, 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3 and
-// 9.0-9.1 (NCCL 10.9, 11.3, 11.7). At 1 MiB 8.7 / 9.3 on 2 GPUs, 26.8 / 19.2 on 4 (it sends
-// twice the bytes).
+// An allreduce of at most llMaxBytes(P) per rank runs in the LL form (dev_allreduce_ll: flags
+// in the data, no barrier) instead, unless the schedule asks for another form: 1 MiB on two
+// ranks, 256 KiB on more. 4x H200 by GPU time (docs/benchmarks/gpu/2026-11-27-4xH200-session35,
+// jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against
+// 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier form (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1,
+// 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3 and 9.0-9.1 (NCCL 10.9, 11.3, 11.7); at 1 MiB 26.8
+// against 19.2 on 4 GPUs (it sends twice the bytes). On 2 GPUs (2x H200, session 36 job 1) 5.4
+// against 7.6-7.7 at 512 KiB, 9.0 against 9.3 at 1 MiB (session 35: 8.7 / 9.3), 15.6 against 12.7
+// at 2 MiB.
 constexpr size_t kLLMaxBytes = 256 * 1024;
+constexpr size_t kLLMaxBytesTwoRanks = size_t(1) << 20;
+constexpr size_t llMaxBytes(long long ranks) { return ranks == 2 ? kLLMaxBytesTwoRanks : kLLMaxBytes; }
 // A fused group's one-shot form runs in LL form (its kernel's kLL instantiation) up to
 // llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
 // H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against
@@ -991,6 +995,126 @@ __device__ __forceinline__ void sumSlots(const LLSlots<T>& s, long long m, int P
     for (int e = 0; e < V; ++e) sum[e] = sumSlot(s, m, P, i0 + e);
   }
 }
+
+// The LL128 form of the one-shot allreduce (after NCCL's protocol of that name): as the LL form,
+// no barrier and flags in the data, but a line is 128 bytes with one 8-byte flag, 120 bytes of
+// data (the LL form's lines carry 8 data bytes in 16). Eight threads of a warp hold a line, 16
+// bytes each: thread t < 7 words 15 L + 2t and 15 L + 2t + 1 of line L (8-byte words of the
+// buffer, zeros past its end), thread 7 word 15 L + 14 and the flag (the call's epoch, never 0,
+// as a 64-bit word). A warp stores four lines (512 bytes) with one instruction, each line's
+// eight 16-byte parts to one 128-byte aligned line of the peer's area: NVLink carries such a
+// store whole, so a reader that sees a line's flag sees its data (the assumption NCCL's LL128
+// makes on NVLink). Readers load a line, wait (the warp together) until its flag thread sees
+// the call's flag, then load the line again, as NCCL's LL128 does: the first load's data parts
+// may have been read before the flag's. Rank order of the sums, the areas used in turn and the
+// in-place safety (a thread sums and stores the words it pushed) are the LL form's. Its own
+// window (dev_->ll128[k]): another form's data left in a window could read as a flag.
+constexpr size_t kLL128LineBytes = 128;
+constexpr long long kLL128LineWords = 15;  // 8-byte words of data per line
+__host__ __device__ constexpr long long ll128Lines(long long n, size_t elemBytes) {
+  return (n * static_cast<long long>(elemBytes) + 8 * kLL128LineWords - 1) / (8 * kLL128LineWords);
+}
+// Bytes of an LL128 window for n elements per rank: two areas of P slots of ll128Lines(n) lines.
+inline size_t ll128WindowBytes(long long n, size_t elemBytes, int P) {
+  return 2 * static_cast<size_t>(P) * static_cast<size_t>(ll128Lines(n, elemBytes)) * kLL128LineBytes;
+}
+// Part t (0..7) of line L of a buffer of n elements, with the flag in part 7.
+template <class T>
+__host__ __device__ __forceinline__ uint4 ll128Part(const T* p, long long n, long long L, int t, bool aligned, unsigned flag) {
+  const long long j = kLL128LineWords * L + 2 * t;
+  const uint2 a = llPack(p, n, j, aligned);
+  const uint2 b = t < 7 ? llPack(p, n, j + 1, aligned) : make_uint2(flag, 0u);
+  return make_uint4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void ll128Store(void* part, uint4 d) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(part), "r"(d.x), "r"(d.y), "r"(d.z), "r"(d.w) : "memory");
+}
+// A warp's lines of a part's threads: line L = 4 (warp + k nwarps) + lane / 8, part lane % 8.
+struct LL128Lanes {
+  int t;                      // this thread's part of its line
+  long long first, step;      // line of this thread's first step, lines per step of the part's warps
+};
+__device__ __forceinline__ LL128Lanes ll128Lanes(Part pt) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const long long warp = (pt.index * (long long)blockDim.x + threadIdx.x) >> 5, nwarps = ((long long)pt.count * blockDim.x) >> 5;
+  return LL128Lanes{lane & 7, 4 * warp + (lane >> 3), 4 * nwarps};
+}
+// The LL128 pushes: rank me's whole input (n elements) as 128-byte lines into slot me of every
+// other rank's area at byte `off` of w.
+template <class T>
+__device__ __forceinline__ void pushWholeLL128(Part pt, ncclWindow_t w, size_t off, int P, int me, const T* __restrict__ in, long long n,
+                                               unsigned flag) {
+  const long long lines = ll128Lines(n, sizeof(T));
+  const bool aligned = (reinterpret_cast<uintptr_t>(in) & 7u) == 0;
+  const LL128Lanes ln = ll128Lanes(pt);
+  for (long long L = ln.first; L < lines; L += ln.step) {  // the eight threads of a line together
+    const uint4 d = ll128Part(in, n, L, ln.t, aligned, flag);
+    for (int p = 0; p < P; ++p)
+      if (p != me) ll128Store(peerPtr<char>(w, off + (me * lines + L) * kLL128LineBytes + 16 * ln.t, p), d);
+  }
+}
+template <class T>
+__global__ void __launch_bounds__(kDevThreads)
+    dev_allreduce_ll128(ncclWindow_t w, size_t base, int P, int me, const T* __restrict__ in, T* __restrict__ out, long long n,
+                        unsigned flag, int aligned) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  pdlLaunchDependents();
+  pdlWait();  // the kernel before this one (this call's input, the last call's reads) is done
+  pushWholeLL128(gridPart(), w, base, P, me, in, n, flag);
+  const long long lines = ll128Lines(n, sizeof(T));
+  const LL128Lanes ln = ll128Lanes(gridPart());
+  const char* area = static_cast<const char*>(ncclGetLocalPointer(w, base));
+  const int words = ln.t < 7 ? 2 : 1;  // data words of this thread's part
+  // Steps are the warp's together (the first step's line differs by lane / 8 only): the wait below
+  // is a warp vote.
+  for (long long L = ln.first; L - (threadIdx.x & 31) / 8 < lines; L += ln.step) {
+    const bool valid = L < lines;
+    float s[2 * E];
+#pragma unroll
+    for (int e = 0; e < 2 * E; ++e) s[e] = 0.0f;
+    const uint4 own = valid ? ll128Part(in, n, L, ln.t, aligned, flag) : make_uint4(0, 0, 0, 0);
+    for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+      uint4 v[kPeersInFlight];
+      auto load = [&]() {
+        bool wait = false;
+#pragma unroll
+        for (int q = 0; q < kPeersInFlight; ++q)
+          if (valid && p0 + q < P && p0 + q != me) {
+            v[q] = llLoad(area + ((p0 + q) * lines + L) * static_cast<long long>(kLL128LineBytes) + 16 * ln.t);
+            wait |= ln.t == 7 && (v[q].z != flag || v[q].w != 0u);
+          }
+        return wait;
+      };
+      while (__any_sync(0xffffffffu, load())) {
+      }
+      load();  // every line of the warp has its flag: its data as stored with it
+#pragma unroll
+      for (int q = 0; q < kPeersInFlight; ++q) {
+        if (p0 + q >= P) continue;
+        const uint4 d = p0 + q == me ? own : v[q];
+#pragma unroll
+        for (int k = 0; k < 2; ++k)
+#pragma unroll
+          for (int e = 0; e < E; ++e)
+            s[k * E + e] = __fadd_rn(s[k * E + e], to_f(llElem<T>(k ? make_uint2(d.z, d.w) : make_uint2(d.x, d.y), e)));
+      }
+    }
+    if (!valid) continue;
+    for (int k = 0; k < words; ++k) {
+      const long long i0 = (kLL128LineWords * L + 2 * ln.t + k) * E;
+      if (aligned && i0 + E <= n) {
+        Vec<T, E> y;
+#pragma unroll
+        for (int e = 0; e < E; ++e) y.v[e] = Store<T>::from(s[k * E + e]);
+        store_vec(out + i0, y);
+      } else {
+        for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[k * E + e]);
+      }
+    }
+  }
+}
+// Blocks of an LL128 allreduce of n elements: eight threads a line, at most kDevMaxBlocks.
+inline int ll128Blocks(long long n, size_t elemBytes) { return devBlocks(8 * ll128Lines(n, elemBytes)); }
 
 // Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
 // once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
