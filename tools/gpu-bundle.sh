@@ -120,10 +120,11 @@ printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);
 printf 'tune(ya, algorithm = copy_engines, chunks = 4);\ntune(yb, algorithm = copy_engines, chunks = 1);\ntune(yc, algorithm = copy_engines, chunks = 3);\n' > "$b/allreduces-ce-rounds.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce-rounds.sched" -o "$b/gen/allreduces@ce_rounds" >/dev/null
 # Every allreduce of allreduces.cnet in the LL form at any size (the default takes it up to
-# coconet_rt::llMaxBytes(P)): gen/allreduces@ll, run with allreduces' vector sets.
+# coconet_rt::kLLMaxBytes): gen/allreduces@ll, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = ll);\ntune(yb, algorithm = ll);\ntune(yc, algorithm = ll);\n' > "$b/allreduces-ll.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ll.sched" -o "$b/gen/allreduces@ll" >/dev/null
-# The same in the LL128 form (128-byte lines, one flag each): gen/allreduces@ll128.
+# The same in the LL128 form (128-byte lines, one flag each; the default past kLLMaxBytes up to
+# ll128MaxBytes(P): the @big set on 2 ranks): gen/allreduces@ll128.
 printf 'tune(ya, algorithm = ll128);\ntune(yb, algorithm = ll128);\ntune(yc, algorithm = ll128);\n' > "$b/allreduces-ll128.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ll128.sched" -o "$b/gen/allreduces@ll128" >/dev/null
 # The pipeline boundary with its matmul pipelined (pipeline_overlap.sched): gen/pipeline@overlap

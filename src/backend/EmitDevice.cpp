@@ -719,7 +719,7 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
     << ind << "const bool ll = " << ll << ";\n"
     << ind << "coconet_rt::Window& oneWin = ll ? dev_->ll[" << gi << "] : dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
     << ind << "if (ll ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
-    << ", coconet_rt::llMaxBytes(P_) / sizeof(" << XT << ")), sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
+    << ", coconet_rt::kLLMaxBytes / sizeof(" << XT << ")), sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
     << ind << "       : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), " << prog
     << ", " << name << "))\n"
     << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
@@ -1037,10 +1037,11 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
                         : ce                   ? "false"
                         : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::oneShotMaxBytes(P_))"
                                                : "bytes <= coconet_rt::oneShotMaxBytes(P_)";
-  // the LL form (coconet_rt::dev_allreduce_ll): by default up to llMaxBytes(P), at every size as
-  // asked; the LL128 form (dev_allreduce_ll128) as asked
-  const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::llMaxBytes(P_)" : "";
-  const std::string ll128 = d.algo == "ll128" ? "true" : "";
+  // the LL form (coconet_rt::dev_allreduce_ll): by default up to kLLMaxBytes, at every size as
+  // asked; the LL128 form (dev_allreduce_ll128): by default past that up to ll128MaxBytes(P), at
+  // every size as asked
+  const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::kLLMaxBytes" : "";
+  const std::string ll128 = d.algo == "ll128" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::ll128MaxBytes(P_)" : "";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
     << "  if (" << n << " > 0) {\n"
@@ -1049,7 +1050,7 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     b << "    if (devReady(" << name << ") && " << ll << ") {\n"
       << "      coconet_rt::Window& w = dev_->ll[" << gi << "];  // two areas, used in turn\n"
       << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
-      << ", coconet_rt::llMaxBytes(P_) / sizeof(" << T << ")), sizeof(" << T << "), P_), " << prog << ", " << name << "))\n"
+      << ", coconet_rt::kLLMaxBytes / sizeof(" << T << ")), sizeof(" << T << "), P_), " << prog << ", " << name << "))\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
       << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_ll<" << T << ">, coconet_rt::llBlocks(" << n << ", sizeof(" << T
       << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out
@@ -1059,8 +1060,8 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
   if (!ll128.empty())
     b << (ll.empty() ? "    " : "    } else ") << "if (devReady(" << name << ") && " << ll128 << ") {\n"
       << "      coconet_rt::Window& w = dev_->ll128[" << gi << "];  // two areas, used in turn (not the LL form's: flags elsewhere)\n"
-      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::ll128WindowBytes(std::max<long long>(" << n
-      << ", coconet_rt::llMaxBytes(P_) / sizeof(" << T << ")), sizeof(" << T << "), P_), " << prog << ", " << name << "))\n"
+      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::ll128WindowBytes(" << n << ", sizeof(" << T << "), P_), " << prog
+      << ", " << name << "))\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
       << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_ll128<" << T << ">, coconet_rt::ll128Blocks(" << n << ", sizeof(" << T
       << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out

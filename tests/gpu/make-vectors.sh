@@ -106,7 +106,7 @@ vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
 vectors allreduces@big "$root/tests/gpu/programs/allreduces.cnet" -D A=300000 -D B=65539 -D C=262150
 # past 2 ranks' one-shot limit (8 MiB): f16 two-shot (vector), bf16 two-shot with a scalar tail.
 vectors allreduces@two "$root/tests/gpu/programs/allreduces.cnet" -D A=4200000 -D B=65539 -D C=4194310 --ranks 2
-# allreduces in the LL form by default (at most coconet_rt::llMaxBytes(P), 256 KiB on 4 ranks) whose last
+# allreduces in the LL form by default (at most coconet_rt::kLLMaxBytes, 256 KiB) whose last
 # 8-byte line is partly past the end: 30001 f16, 4097 f32, 131071 bf16 (262,142 bytes).
 vectors allreduces@ll "$root/tests/gpu/programs/allreduces.cnet" -D A=30001 -D B=4097 -D C=131071
 # allreduces whose parts (n / (2 P) elements) are whole 16-byte vectors at every rank count (a),

@@ -118,8 +118,11 @@ int main() {
   expect(llBlocks(1LL << 30, 2) == kDevMaxBlocks, "at most kDevMaxBlocks blocks", llBlocks(1LL << 30, 2));
   // the groups' LL limit: 64 KiB on two ranks, none on more
   expect(llGroupMaxBytes(2) == 64 * 1024 && llGroupMaxBytes(4) == 0 && llGroupMaxBytes(8) == 0, "group limit");
-  for (int P : {2, 4, 8}) expect(llMaxBytes(P) <= oneShotMaxBytes(P), "the LL form within the one-shot form's limit", P);
-  expect(llMaxBytes(2) == 1 << 20 && llMaxBytes(4) == 256 * 1024, "the LL form's limits");
+  expect(kLLMaxBytes <= kOneShotMaxBytes, "the LL form within the one-shot form's limit");
+  for (int P : {2, 4, 8})
+    expect(ll128MaxBytes(P) == 0 || (ll128MaxBytes(P) > kLLMaxBytes && ll128MaxBytes(P) <= oneShotMaxBytes(P)),
+           "the LL128 form past the LL form's limit, within the one-shot form's", P);
+  expect(ll128MaxBytes(2) == 2 << 20 && ll128MaxBytes(4) == 0, "the LL128 form's limits");
   // aliasing: byte ranges [a, a + an) and [b, b + bn)
   std::vector<char> buf(64);
   char* b0 = buf.data();

@@ -38,18 +38,19 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
 // (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
-// An allreduce of at most llMaxBytes(P) per rank runs in the LL form (dev_allreduce_ll: flags
-// in the data, no barrier) instead, unless the schedule asks for another form: 1 MiB on two
-// ranks, 256 KiB on more. 4x H200 by GPU time (docs/benchmarks/gpu/2026-11-27-4xH200-session35,
-// jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against
-// 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier form (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1,
-// 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3 and 9.0-9.1 (NCCL 10.9, 11.3, 11.7); at 1 MiB 26.8
-// against 19.2 on 4 GPUs (it sends twice the bytes). On 2 GPUs (2x H200, session 36 job 1) 5.4
-// against 7.6-7.7 at 512 KiB, 9.0 against 9.3 at 1 MiB (session 35: 8.7 / 9.3), 15.6 against 12.7
-// at 2 MiB.
+// An allreduce of at most kLLMaxBytes per rank runs in the LL form (dev_allreduce_ll: flags in
+// the data, no barrier) instead, unless the schedule asks for another form; past that, up to
+// ll128MaxBytes(P), in the LL128 form (dev_allreduce_ll128: 120 data bytes and a flag in 128):
+// 2 MiB on two ranks; on more not yet measured (none). 4x H200 by GPU time
+// (docs/benchmarks/gpu/2026-11-27-4xH200-session35, jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB
+// LL 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier
+// form (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1, 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3
+// and 9.0-9.1 (NCCL 10.9, 11.3, 11.7); at 1 MiB 26.8 against 19.2 on 4 GPUs (it sends twice the
+// bytes). 2x H200 (docs/benchmarks/gpu/2026-11-27-2xH200-session36, job 2), LL / LL128 / barrier
+// at 64 KiB .. 8 MiB: 2.6 / 3.1 / 6.2, 3.9 / 3.7 / 6.7, 5.5 / 4.5 / 7.6, 9.1 / 6.9 / 9.3,
+// 15.8 / 10.8 / 12.7, 28.9 / 19.4 / 19.4, 57.3 / 36.1 / 34.0 (NCCL 7.6 .. 45.8).
 constexpr size_t kLLMaxBytes = 256 * 1024;
-constexpr size_t kLLMaxBytesTwoRanks = size_t(1) << 20;
-constexpr size_t llMaxBytes(long long ranks) { return ranks == 2 ? kLLMaxBytesTwoRanks : kLLMaxBytes; }
+constexpr size_t ll128MaxBytes(long long ranks) { return ranks == 2 ? size_t(2) << 20 : 0; }
 // A fused group's one-shot form runs in LL form (its kernel's kLL instantiation) up to
 // llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
 // H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against

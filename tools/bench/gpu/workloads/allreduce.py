@@ -7,16 +7,15 @@ Rows:
                        out-of-place copy would add a pass over the data); the reference.
   coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce),
                        out of place x -> y, compiled as by default: a kernel over NCCL's device
-                       API, LL up to 1 MiB per rank on 2 GPUs (256 KiB on more), one-shot up to 512 KiB (8 MiB on 2
-                       GPUs), two-shot up to
-                       16 MiB, copy engines from 64 MiB on 2 ranks and from 1 GiB on more,
-                       NCCL's allreduce between.
+                       API, LL up to 256 KiB per rank, LL128 up to 2 MiB on 2 GPUs, one-shot up
+                       to 512 KiB (8 MiB on 2 GPUs), two-shot up to 16 MiB, copy engines from
+                       64 MiB on 2 ranks and from 1 GiB on more, NCCL's allreduce between.
   coconetc_nccl        the same compiled with --no-device-collectives (one ncclAllReduce).
   coconetc_ll / coconetc_ll128 / coconetc_one_shot / coconetc_two_shot / coconetc_copy_engines
                        coconetc with tune(algorithm = ll / ll128 / one_shot / two_shot /
                        copy_engines) at every size (ll: the one-shot form with flags in the data,
-                       no barrier, 8 data bytes in 16; the default up to 1 MiB per rank on 2
-                       GPUs, 256 KiB on more; ll128: 120 data bytes in 128-byte lines).
+                       no barrier, 8 data bytes in 16; ll128: 120 data bytes and one flag in
+                       each 128-byte line).
   coconetc_unscheduled the program with no schedule (the generated code's plain collective).
 Sizes: 64 KiB to 1 GiB per rank by powers of 4 (quick: 64 KiB, 1 MiB, 16 MiB);
 ALLREDUCE_SIZES="512K,2M,8M" (developer option) replaces them. Each row
