@@ -89,8 +89,10 @@ variant two megatron_row 'tune(f, algorithm = two_shot);'
 # ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
 variant one megatron_row 'tune(f, algorithm = one_shot);'
 # ... and tune(f, algorithm = ll) its LL form (flags in the data, no barrier) at every size (the
-# default takes it up to coconet_rt::kLLMaxBytes, the barrier form above).
+# default takes it up to coconet_rt::llGroupMaxBytes, the barrier form above), and ll128 its LL128
+# form (128-byte lines).
 variant ll megatron_row 'tune(f, algorithm = ll);'
+variant ll128 megatron_row 'tune(f, algorithm = ll128);'
 variant two megatron_mlp 'tune(f, algorithm = two_shot);'
 # The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
 printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
@@ -101,6 +103,7 @@ variant two decode_gemv 'tune(f, algorithm = two_shot);'
 # ... and in its one-shot kernel's LL form at every rank count (the sample takes it on two ranks
 # up to coconet_rt::llGroupMaxBytes, the barrier form on more).
 variant ll decode_gemv 'tune(f, algorithm = ll);'
+variant ll128 decode_gemv 'tune(f, algorithm = ll128);'
 variant ceg megatron_row $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, merge = never);'
 # decode_gemv pipelined with the GEMV (decode_gemv_overlap.sched): the gemv -> allreduce overlap

@@ -332,8 +332,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << (dg.arHead ? "// barrier; sum every element's slots and compute the members over the whole tensor.\n"
                     : "// barrier; sum every element's slots and compute the members over the whole tensor into the\n"
                       "// gathered output (every rank computes every slice: nothing to gather).\n")
-      << "// kLL: the LL form (coconet_device.cuh, dev_allreduce_ll): lines with flags, no barrier; the sums\n"
-      << "// wait for each line.\n";
+      << "// kProto: the barrier form, or an LL form (coconet_device.cuh: dev_allreduce_ll, dev_allreduce_ll128):\n"
+      << "// lines with flags, no barrier; the sums wait for each line.\n";
   else if (dg.full() && !dg.pushes())
     K << "// (the reduce-scatter's slots of elements [lo, hi) of the slice were copied into this rank's staging\n"
       << "// window before the launch) barrier; sum this rank's slots, compute the members, publish the\n"
@@ -383,7 +383,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
   if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
   else if (solo) K << "template <bool kSolo>\n";
-  else if (oneShot) K << "template <bool kLL>\n";
+  else if (oneShot) K << "template <int kProto>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
     << (occupancyByRanks      ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
         : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
@@ -421,7 +421,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
   if (oneShot)
-    K << "  const auto slots = coconet_rt::oneShotSlots<kLL>(stageWin, stageOff, me, rsIn, nSlice, llFlag);\n"
+    K << "  const auto slots = coconet_rt::oneShotSlots<kProto>(stageWin, stageOff, me, rsIn, nSlice, llFlag);\n"
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
@@ -583,8 +583,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
   if (oneShot)
-    K << "  if constexpr (kLL) {\n"
+    K << "  if constexpr (kProto == coconet_rt::kProtoLL) {\n"
       << "    coconet_rt::pushWholeLL<" << XT << ">(pt, stageWin, stageOff, P, me, rsIn, nSlice, llFlag);\n"
+      << "  } else if constexpr (kProto == coconet_rt::kProtoLL128) {\n"
+      << "    coconet_rt::pushWholeLL128<" << XT << ">(pt, stageWin, stageOff, P, me, rsIn, nSlice, llFlag);\n"
       << "  } else {\n"
       << "    " << barrier
       << "    coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
@@ -671,11 +673,11 @@ std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
 
 int Emitter::oneShotMode(const DevGroup& dg) const {
   if (dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
-  return dg.algo == "one_shot" || dg.algo == "ll" ? 1 : 0;
+  return dg.algo == "one_shot" || dg.algo == "ll" || dg.algo == "ll128" ? 1 : 0;
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {
-  if (dg.algo != "one_shot" && dg.algo != "ll") return "";
+  if (dg.algo != "one_shot" && dg.algo != "ll" && dg.algo != "ll128") return "";
   const std::string why = oneShotObstacle(dg);
   return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = " + dg.algo + ") is not taken: " + why + "\n";
 }
@@ -692,42 +694,61 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   L.nSlice = n;
   L.stageWin = "oneWin.win";
   L.stageOff = "dev_->parity[" + gi + "] * (oneWin.bytes / 2)";
-  L.llFlag = "ll ? coconet_rt::nextLLEpoch(dev_->epoch[" + gi + "]) : 0u";
+  L.llFlag = "proto != coconet_rt::kProtoBarrier ? coconet_rt::nextLLEpoch(dev_->epoch[" + gi + "]) : 0u";
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
-  // The LL form: by default up to llGroupMaxBytes(P), at every size as tune(f, algorithm = ll)
-  // asks, where the input shares no byte with what the kernel stores (a state's new value
-  // written straight into its storage, say). Its pushes split the input by lines, its sums by
-  // units of V elements, and a block stores its units as soon as the other ranks' lines arrived,
-  // maybe before another block of this rank pushed them; the barrier form pushes and stores the
-  // same elements in the same block, its pushes before its barrier.
+  // The kernel's form (coconet_rt::kProto*): the LL form by default up to llGroupMaxBytes(P), the
+  // LL128 form past that up to ll128GroupMaxBytes(P), either at every size as tune(f, algorithm =
+  // ll | ll128) asks, the barrier form otherwise; the LL forms only where the input shares no
+  // byte with what the kernel stores (a state's new value written straight into its storage,
+  // say). Their pushes split the input by lines, their sums by units of V elements, and a block
+  // stores its units as soon as the other ranks' lines arrived, maybe before another block of
+  // this rank pushed them; the barrier form pushes and stores the same elements in the same
+  // block, its pushes before its barrier.
   const std::string bytes = "static_cast<size_t>(" + n + ") * sizeof(" + XT + ")";
-  std::vector<std::string> when;  // the LL form's conditions
-  if (dg.algo != "ll") when.push_back(bytes + " <= coconet_rt::llGroupMaxBytes(P_)");
+  std::vector<std::string> apartIf;
   auto apart = [&](const std::string& out, const std::string& count, int typed) {
-    when.push_back("coconet_rt::disjoint(" + rsIn + ", " + bytes + ", " + out + ", static_cast<size_t>(" + count + ") * sizeof(" +
-                   storageType(p_.stages[typed].type.dtype) + "))");
+    apartIf.push_back("coconet_rt::disjoint(" + rsIn + ", " + bytes + ", " + out + ", static_cast<size_t>(" + count + ") * sizeof(" +
+                      storageType(p_.stages[typed].type.dtype) + "))");
   };
   for (int id : dg.written) apart(var(id), countVar(id), id);
   if (dg.tail()) apart(var(dg.ag), n, dg.ag);
-  std::string ll = dg.algo == "one_shot" ? "false" : when.empty() ? "true" : "";
-  if (ll.empty())
-    for (size_t k = 0; k < when.size(); ++k) ll += (k ? " &&\n" + ind + "    " : "") + when[k];
-  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier (none in the LL form:\n"
-    << ind << "// flags in the data), and computes the whole tensor\n"
-    << ind << "const bool ll = " << ll << ";\n"
-    << ind << "coconet_rt::Window& oneWin = ll ? dev_->ll[" << gi << "] : dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
-    << ind << "if (ll ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
+  b << ind << "// one-shot: every rank pushes its whole input to every rank, one barrier (none in the LL forms:\n"
+    << ind << "// flags in the data), and computes the whole tensor\n";
+  std::string proto;
+  const std::string barrierForm = "coconet_rt::kProtoBarrier", llForm = "coconet_rt::kProtoLL", ll128Form = "coconet_rt::kProtoLL128";
+  if (dg.algo == "one_shot") {
+    proto = barrierForm;
+  } else {
+    std::string ifApart;
+    for (size_t k = 0; k < apartIf.size(); ++k) ifApart += (k ? " &&\n" + ind + "    " : "") + apartIf[k];
+    if (!ifApart.empty()) b << ind << "// the input shares no byte with what the kernel stores\n" << ind << "const bool apart = " << ifApart << ";\n";
+    const std::string guard = ifApart.empty() ? "" : "!apart ? " + barrierForm + "\n" + ind + "    : ";
+    if (dg.algo == "ll" || dg.algo == "ll128")
+      proto = ifApart.empty() ? (dg.algo == "ll" ? llForm : ll128Form) : "apart ? " + (dg.algo == "ll" ? llForm : ll128Form) + " : " + barrierForm;
+    else
+      proto = guard + bytes + " <= coconet_rt::llGroupMaxBytes(P_) ? " + llForm + "\n" + ind + "    : " + bytes +
+              " <= coconet_rt::ll128GroupMaxBytes(P_) ? " + ll128Form + "\n" + ind + "    : " + barrierForm;
+  }
+  b << ind << "const int proto = " << proto << ";\n"
+    << ind << "coconet_rt::Window& oneWin = proto == " << llForm << "      ? dev_->ll[" << gi << "]\n"
+    << ind << "                             : proto == " << ll128Form << " ? dev_->ll128[" << gi << "]\n"
+    << ind << "                                                                : dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+    << ind << "if (proto == " << llForm << "      ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
     << ", coconet_rt::kLLMaxBytes / sizeof(" << XT << ")), sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
-    << ind << "       : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), " << prog
+    << ind << "    : proto == " << ll128Form << " ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::ll128WindowBytes(" << n << ", sizeof("
+    << XT << "), P_), " << prog << ", " << name << ")\n"
+    << ind << "    : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), " << prog
     << ", " << name << "))\n"
     << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << ind << "OutputMap om1 = om;\n"
     << ind << "om1.gbase = 0;  // keys by the whole tensor's index\n";
   emitDevVec(dg, L, others, ind);
-  b << ind << "CHECK(coconet_rt::launchDependent(ll ? " << kname << "<true> : " << kname << "<false>, coconet_rt::devBlocks(" << n << " / " << V
-    << "), coconet_rt::kDevThreads, stream_";
+  b << ind << "CHECK(coconet_rt::launchDependent(proto == " << llForm << " ? " << kname << "<" << llForm << ">\n"
+    << ind << "                                  : proto == " << ll128Form << " ? " << kname << "<" << ll128Form << ">\n"
+    << ind << "                                  : " << kname << "<" << barrierForm << ">,\n"
+    << ind << "                                  coconet_rt::devBlocks(" << n << " / " << V << "), coconet_rt::kDevThreads, stream_";
   for (const std::string& a : hostArgs) b << ", " << a;
   b << "), " << name << ");\n" << ind << "dev_->parity[" << gi << "] ^= 1;\n";
 }

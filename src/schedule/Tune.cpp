@@ -4,7 +4,6 @@
 #include <map>
 #include <vector>
 
-#include "ir/Rewrite.h"
 #include "schedule/Primitives.h"
 
 namespace coconet::schedule {
@@ -76,24 +75,14 @@ bool tune(StepContext& c) {
                     k.length);
       return false;
     }
-    // The LL128 form is the runtime's allreduce kernel's (dev_allreduce_ll128): an allreduce that
-    // is in no fused group, or a fused group of a reduce_scatter and the all_gather of its result
-    // (an allreduce in two steps).
+    // The LL128 form is a fused group's one-shot kernel's, or the runtime's allreduce kernel's
+    // (dev_allreduce_ll128) for an allreduce in no fused group (a member's knob is its group's).
     const bool inGroup = !group && std::any_of(c.p.fused.begin(), c.p.fused.end(), [&](const ir::FusedGroup& f) {
       return std::find(f.members.begin(), f.members.end(), a.value) != f.members.end();
     });
-    const bool arStage = !group && !inGroup && c.p.stages[id].kind == ir::StageKind::AllReduce;
-    auto isPair = [&]() {  // the backend's allreduce pair (Emitter::planAllReducePairs)
-      if (!group || group->members.size() != 2) return false;
-      const int rs = c.p.find(group->members[0]), ag = c.p.find(group->members[1]);
-      if (rs < 0 || ag < 0) return false;
-      const ir::Stage &r = c.p.stages[rs], &g = c.p.stages[ag];
-      return r.kind == ir::StageKind::ReduceScatter && g.kind == ir::StageKind::AllGather && g.operands[0] == rs &&
-             r.type.group == g.type.group && r.type.layout.dim == 0 && !ir::isUsed(c.p, rs, {ag});
-    };
-    const bool arPair = isPair();
-    if (k.key == "algorithm" && k.value == "ll128" && !arStage && !arPair) {
-      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to an allreduce in no fused group, or a fused group of a reduce_scatter and the all_gather of its result, used nowhere else (an allreduce in two steps)",
+    if (k.key == "algorithm" && k.value == "ll128" && !group && (inGroup || c.p.stages[id].kind != ir::StageKind::AllReduce)) {
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to a fused group, or an allreduce in none" +
+                               (inGroup ? " (tune the group it is fused into)" : ""),
                     k.length);
       return false;
     }

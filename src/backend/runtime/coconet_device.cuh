@@ -59,6 +59,8 @@ constexpr size_t ll128MaxBytes(long long ranks) { return ranks == 2 ? size_t(2) 
 // thread as with the barrier form's grid. (Why the group loses at 4 ranks where the allreduce
 // alone wins is not known.)
 constexpr size_t llGroupMaxBytes(long long ranks) { return ranks == 2 ? size_t{64} << 10 : 0; }
+// ... and in LL128 form (kProtoLL128) past that up to ll128GroupMaxBytes(P): not yet measured (none).
+constexpr size_t ll128GroupMaxBytes(long long /*ranks*/) { return 0; }
 constexpr size_t kOneShotMaxBytesTwoRanks = size_t(8) << 20;
 constexpr size_t oneShotMaxBytes(long long ranks) {
   return ranks == 2 ? kOneShotMaxBytesTwoRanks : kOneShotMaxBytes;
@@ -961,13 +963,14 @@ template <class T> struct LLSlots {
   const T* own;
   unsigned flag;
 };
-template <bool kLL, class T>
-__device__ __forceinline__ auto oneShotSlots(ncclWindow_t w, size_t off, int me, const T* own, long long n, unsigned flag) {
-  if constexpr (kLL)
-    return LLSlots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), llLines(n, sizeof(T)), me, own, flag};
-  else
-    return static_cast<const T*>(ncclGetLocalPointer(w, off));
-}
+// ... in LL128 form (128-byte lines: kLL128LineWords words of data, then the flag).
+template <class T> struct LL128Slots {
+  const char* area;  // this rank's area: P slots of `lines` lines
+  long long lines;
+  int me;
+  const T* own;
+  unsigned flag;
+};
 // Element i summed over the ranks in rank order, as sumSlot.
 template <class T> __device__ __forceinline__ float sumSlot(const LLSlots<T>& s, long long m, int P, long long i) {
   constexpr int E = 8 / static_cast<int>(sizeof(T));
@@ -1116,11 +1119,105 @@ __global__ void __launch_bounds__(kDevThreads)
 }
 // Blocks of an LL128 allreduce of n elements: eight threads a line, at most kDevMaxBlocks.
 inline int ll128Blocks(long long n, size_t elemBytes) { return devBlocks(8 * ll128Lines(n, elemBytes)); }
+// One 8-byte load, whatever the memory holds.
+__device__ __forceinline__ uint2 llLoad8(const void* p) {
+  uint2 v;
+  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
+// The LL128 form's reads for a group's sums, by any partition of the elements: a word's line
+// flag is loaded (again until it is the call's), then the word (a line arrives whole, so its
+// data is there once its flag is; loaded after the flag was seen, as NCCL's LL128 reloads).
+template <class T> __device__ __forceinline__ const char* ll128Line(const LL128Slots<T>& s, int q, long long j) {
+  return s.area + (q * s.lines + j / kLL128LineWords) * static_cast<long long>(kLL128LineBytes);
+}
+template <class T> __device__ __forceinline__ bool ll128Ready(uint2 f, const LL128Slots<T>& s) { return f.x == s.flag && f.y == 0u; }
+// Element i summed over the ranks in rank order, as sumSlot.
+template <class T> __device__ __forceinline__ float sumSlot(const LL128Slots<T>& s, long long m, int P, long long i) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  (void)m;
+  float r = 0.0f;
+  for (int q = 0; q < P; ++q) {
+    float x;
+    if (q == s.me) {
+      x = to_f(s.own[i]);
+    } else {
+      const char* line = ll128Line(s, q, i / E);
+      while (!ll128Ready(llLoad8(line + 8 * kLL128LineWords), s)) {
+      }
+      x = to_f(llElem<T>(llLoad8(line + 8 * ((i / E) % kLL128LineWords)), static_cast<int>(i % E)));
+    }
+    r = __fadd_rn(r, x);
+  }
+  return r;
+}
+// Elements i0 .. i0+V-1 (i0 a multiple of V) summed over the ranks in rank order, as sumSlots:
+// the flags of kPeersInFlight ranks' lines loaded together, then their words together.
+template <class T, int V>
+__device__ __forceinline__ void sumSlots(const LL128Slots<T>& s, long long m, int P, long long i0, float (&sum)[V]) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  if constexpr (V % E == 0) {  // whole words (i0 is then a multiple of E)
+    constexpr int W = V / E;
+    Vec<T, V> x;
+    load_vec(x, s.own + i0);
+    uint2 own[W];
+    memcpy(own, x.v, sizeof own);
+    const long long j0 = i0 / E;
+#pragma unroll
+    for (int e = 0; e < V; ++e) sum[e] = 0.0f;
+    for (int p0 = 0; p0 < P; p0 += kPeersInFlight) {
+      uint2 f[kPeersInFlight][W], d[kPeersInFlight][W];
+#pragma unroll
+      for (int q = 0; q < kPeersInFlight; ++q)
+        if (p0 + q < P && p0 + q != s.me)
+#pragma unroll
+          for (int w = 0; w < W; ++w) f[q][w] = llLoad8(ll128Line(s, p0 + q, j0 + w) + 8 * kLL128LineWords);
+#pragma unroll
+      for (int q = 0; q < kPeersInFlight; ++q)
+        if (p0 + q < P && p0 + q != s.me)
+#pragma unroll
+          for (int w = 0; w < W; ++w) {
+            while (!ll128Ready(f[q][w], s)) f[q][w] = llLoad8(ll128Line(s, p0 + q, j0 + w) + 8 * kLL128LineWords);
+          }
+#pragma unroll
+      for (int q = 0; q < kPeersInFlight; ++q)
+        if (p0 + q < P && p0 + q != s.me)
+#pragma unroll
+          for (int w = 0; w < W; ++w) d[q][w] = llLoad8(ll128Line(s, p0 + q, j0 + w) + 8 * ((j0 + w) % kLL128LineWords));
+#pragma unroll
+      for (int q = 0; q < kPeersInFlight; ++q) {
+        if (p0 + q >= P) continue;
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const uint2 v = p0 + q == s.me ? own[w] : d[q][w];
+#pragma unroll
+          for (int k = 0; k < E; ++k) sum[w * E + k] = __fadd_rn(sum[w * E + k], to_f(llElem<T>(v, k)));
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) sum[e] = sumSlot(s, m, P, i0 + e);
+  }
+}
+
 
 // Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
 // once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
 // kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
 inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
+// The forms of a group's one-shot kernel (its template argument kProto): pushes then a barrier,
+// LL lines, LL128 lines.
+constexpr int kProtoBarrier = 0, kProtoLL = 1, kProtoLL128 = 2;
+template <int kProto, class T>
+__device__ __forceinline__ auto oneShotSlots(ncclWindow_t w, size_t off, int me, const T* own, long long n, unsigned flag) {
+  if constexpr (kProto == kProtoLL)
+    return LLSlots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), llLines(n, sizeof(T)), me, own, flag};
+  else if constexpr (kProto == kProtoLL128)
+    return LL128Slots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), ll128Lines(n, sizeof(T)), me, own, flag};
+  else
+    return static_cast<const T*>(ncclGetLocalPointer(w, off));
+}
 // Host side: do the byte ranges [a, a + an) and [b, b + bn) share no byte?
 inline bool disjoint(const void* a, size_t an, const void* b, size_t bn) {
   const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);

@@ -33,6 +33,7 @@ Rows:
                         size where the overlap merges to one chunk (past the limit too)
   coconetc_ll           coconetc with tune(f, algorithm = ll): the one-shot form's LL form (lines
                         with flags, no barrier) wherever one chunk runs
+  coconetc_ll128        the same with tune(f, algorithm = ll128): its LL128 form (128-byte lines)
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls per chunk)
   coconetc_gather_after coconetc with tune(f, gather = after): always once after the last chunk
   coconetc_gather_pipelined  coconetc with tune(f, gather = pipelined): always per chunk
@@ -116,6 +117,10 @@ PROGRAMS = {
     **{f"megatron_row{d}_ll": dict(source=SOURCE, schedule=SCHEDULE,
                                    schedule_append="tune(f, algorithm = ll);\n",
                                    **({"replace": {"f16": "bf16"}} if d else {}))
+       for d in ("", "_bf16")},
+    **{f"megatron_row{d}_ll128": dict(source=SOURCE, schedule=SCHEDULE,
+                                      schedule_append="tune(f, algorithm = ll128);\n",
+                                      **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16")},
     **{f"megatron_row{d}_never": dict(source=SOURCE, schedule=SCHEDULE,
                                       schedule_append="tune(f, merge = never);\n",
@@ -294,6 +299,8 @@ def rows(cfg: dict, ctx, mode: str):
                                                             "the one-shot form wherever one chunk runs, past the limit too")),
         ("coconetc_ll", coconetc(f"{sched}_ll", "as coconetc with tune(f, algorithm = ll): the one-shot "
                                                 "form's LL form (flags in the data, no barrier) wherever one chunk runs")),
+        ("coconetc_ll128", coconetc(f"{sched}_ll128", "as coconetc with tune(f, algorithm = ll128): the "
+                                                      "one-shot form's LL128 form (128-byte lines) wherever one chunk runs")),
         ("coconetc_merge_never", coconetc(f"{sched}_never", "as coconetc with tune(f, merge = never): "
                                                             "4 chunks at every size")),
         ("coconetc_nccl", coconetc(f"{sched}_nccl", "as coconetc, compiled with --no-device-collectives: "
