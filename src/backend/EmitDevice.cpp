@@ -1100,10 +1100,9 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << "      const bool vec = " << n << " % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
     << ", 0);\n"
-    << "      coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << n << " / " << V
-    << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
-    << ", " << n << ", vec);\n"
-    << "      CHECK(cudaGetLastError(), " << name << ");\n"
+    << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(" << n << " / " << V
+    << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
+    << ", static_cast<long long>(" << n << "), static_cast<int>(vec)), " << name << ");\n"
     << "      dev_->parity[" << gi << "] ^= 1;\n";
   if (twoShot)
     b << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
@@ -1113,10 +1112,9 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
       << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
       << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
-      << "      coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << "><<<coconet_rt::devBlocks(m / " << V
-      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
-      << ", " << out << ", m, vec);\n"
-      << "      CHECK(cudaGetLastError(), " << name << ");\n";
+      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(m / " << V
+      << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+      << ", " << out << ", m, static_cast<int>(vec)), " << name << ");\n";
   if (ce || d.algo.empty()) emitCopyEngineAllReduce(d, ce);
   b << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
     << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";

@@ -655,6 +655,8 @@ template <class T, int V>
 __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_two_shot(ncclDevComm dc, ncclWindow_t stage, ncclWindow_t slice, const T* __restrict__ in, T* __restrict__ out, long long m,
                            int vec) {
+  pdlLaunchDependents();
+  pdlWait();  // launched with PDL (launchDependent): the kernel before this one is done
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
   pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec);
@@ -795,6 +797,8 @@ __global__ void __launch_bounds__(kDevThreads)
 template <class T, int V>
 __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_one_shot(ncclDevComm dc, ncclWindow_t w, size_t base, const T* __restrict__ in, T* __restrict__ out, long long n, int vec) {
+  pdlLaunchDependents();
+  pdlWait();  // launched with PDL (launchDependent): the kernel before this one is done
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
   pushWhole<T, V>(gridPart(), w, base, P, me, in, n, 0, n, vec);
