@@ -29,6 +29,8 @@ export NCCL_ROOT="${NCCL_ROOT:-$NC}" NCCL_NVLS_ENABLE=0
 cd "$root"
 python3 tools/bench/gpu/build.py --coconetc "$cc" --work "$work" --out "$out/build.json" --logs "$out/logs" \
   --workloads allreduce --programs "$programs" --sample-repeats 0 > "$out/build.log" 2>&1 || { echo "ll-stress: build failed (see $out/build.log)"; exit 1; }
+echo "# ll-stress: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr -s ' ' | paste -sd';' -), $(date -u +%Y-%m-%dT%H:%MZ), $(cat .gpu-bundle/commit.txt 2>/dev/null | head -n 1)"
+echo "# command: bash tests/gpu/ll-stress.sh --gpus $gpus --programs $programs${*:+ -- $*}"
 status=0
 for P in ${gpus//,/ }; do
   python3 -m torch.distributed.run --standalone --nproc-per-node "$P" tests/gpu/ll_stress.py \
