@@ -48,7 +48,8 @@ constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // and 9.0-9.1 (NCCL 10.9, 11.3, 11.7); at 1 MiB 26.8 against 19.2 on 4 GPUs (it sends twice the
 // bytes). 2x H200 (docs/benchmarks/gpu/2026-11-27-2xH200-session36, job 2), LL / LL128 / barrier
 // at 64 KiB .. 8 MiB: 2.6 / 3.1 / 6.2, 3.9 / 3.7 / 6.7, 5.5 / 4.5 / 7.6, 9.1 / 6.9 / 9.3,
-// 15.8 / 10.8 / 12.7, 28.9 / 19.4 / 19.4, 57.3 / 36.1 / 34.0 (NCCL 7.6 .. 45.8).
+// 15.8 / 10.8 / 12.7, 28.9 / 19.4 / 19.4, 57.3 / 36.1 / 34.0 (NCCL 7.6 .. 45.8), the barrier form
+// then launched plainly; launched with PDL since (job 6) 6.0 at 512 KiB and 11.0 at 2 MiB.
 constexpr size_t kLLMaxBytes = 256 * 1024;
 constexpr size_t ll128MaxBytes(long long ranks) { return ranks == 2 ? size_t(2) << 20 : 0; }
 // A fused group's one-shot form runs in LL form (its kernel's kLL instantiation) up to
