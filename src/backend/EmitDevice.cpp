@@ -1067,34 +1067,33 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
     << "  if (" << n << " > 0) {\n"
     << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n";
-  if (!ll.empty())
-    b << "    if (devReady(" << name << ") && " << ll << ") {\n"
-      << "      coconet_rt::Window& w = dev_->ll[" << gi << "];  // two areas, used in turn\n"
-      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
-      << ", coconet_rt::kLLMaxBytes / sizeof(" << T << ")), sizeof(" << T << "), P_), " << prog << ", " << name << "))\n"
+  // One no-barrier form's branch: its window (zeroed when it grows), its kernel, the next call's area.
+  bool first = true;
+  auto noBarrier = [&](const std::string& when, const std::string& window, const std::string& note, const std::string& winBytes,
+                       const std::string& kernel, const std::string& blocks) {
+    if (when.empty()) return;
+    b << (first ? "    " : "    } else ") << "if (devReady(" << name << ") && " << when << ") {\n"
+      << "      coconet_rt::Window& w = dev_->" << window << "[" << gi << "];  // two areas, used in turn" << note << "\n"
+      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, " << winBytes << ", " << prog << ", " << name << "))\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_ll<" << T << ">, coconet_rt::llBlocks(" << n << ", sizeof(" << T
+      << "      CHECK(coconet_rt::launchDependent(coconet_rt::" << kernel << "<" << T << ">, coconet_rt::" << blocks << "(" << n << ", sizeof(" << T
       << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out
       << ", static_cast<long long>(" << n << "), coconet_rt::nextLLEpoch(dev_->epoch[" << gi << "]), static_cast<int>(coconet_rt::aligned8("
       << in << ") && coconet_rt::aligned8(" << out << "))), " << name << ");\n"
       << "      dev_->parity[" << gi << "] ^= 1;\n";
-  if (!ll128.empty())
-    b << (ll.empty() ? "    " : "    } else ") << "if (devReady(" << name << ") && " << ll128 << ") {\n"
-      << "      coconet_rt::Window& w = dev_->ll128[" << gi << "];  // two areas, used in turn (not the LL form's: flags elsewhere)\n"
-      << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, coconet_rt::ll128WindowBytes(" << n << ", sizeof(" << T << "), P_), " << prog
-      << ", " << name << "))\n"
-      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_ll128<" << T << ">, coconet_rt::ll128Blocks(" << n << ", sizeof(" << T
-      << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out
-      << ", static_cast<long long>(" << n << "), coconet_rt::nextLLEpoch(dev_->epoch[" << gi << "]), static_cast<int>(coconet_rt::aligned8("
-      << in << ") && coconet_rt::aligned8(" << out << "))), " << name << ");\n"
-      << "      dev_->parity[" << gi << "] ^= 1;\n";
+    first = false;
+  };
+  noBarrier(ll, "ll", "",
+            "coconet_rt::llWindowBytes(std::max<long long>(" + n + ", coconet_rt::kLLMaxBytes / sizeof(" + T + ")), sizeof(" + T + "), P_)",
+            "dev_allreduce_ll", "llBlocks");
+  noBarrier(ll128, "ll128", " (not the LL form's: flags elsewhere)", "coconet_rt::ll128WindowBytes(" + n + ", sizeof(" + T + "), P_)",
+            "dev_allreduce_ll128", "ll128Blocks");
   if (d.algo == "ll" || d.algo == "ll128") {  // no other device form asked for: NCCL where the device path is not usable
     b << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
       << ", ncclSum, comm_, stream_), " << name << ");\n    }\n  }\n";
     return;
   }
-  b << (ll.empty() ? "    " : "    } else ") << "if (devReady(" << name << ") && " << oneShot << ") {\n"
+  b << (first ? "    " : "    } else ") << "if (devReady(" << name << ") && " << oneShot << ") {\n"
     << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
     << "      if (w.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(bytes, coconet_rt::kOneShotMaxBytes), " << prog << ", "
     << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
