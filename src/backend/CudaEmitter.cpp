@@ -220,9 +220,9 @@ std::string Emitter::sourceText() {
     s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
       << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
       << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
-      << "// and alternates between its two halves (parity), its LL form another (ll, zeroed); a scalar\n"
-      << "// chain computed at the start of a group's kernel and an LL allreduce count their calls\n"
-      << "// (epoch: what their exchange slots and lines hold beside the values).\n"
+      << "// and alternates between its two halves (parity), its LL and LL128 forms one each (ll, ll128,\n"
+      << "// zeroed); a scalar chain computed at the start of a group's kernel and an LL allreduce count\n"
+      << "// their calls (epoch: what their exchange slots and lines hold beside the values).\n"
       << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
       << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "], ll[" << k << "], ll128[" << k << "];\n  int parity[" << k << "] = {};\n"
       << "  unsigned epoch[" << k << "] = {};\n"
@@ -257,7 +257,7 @@ std::string Emitter::sourceText() {
         // Teardown in the order of NCCL's device-API examples: this rank's calls finished, then
         // the device communicator, then the windows it knew (deregistered, then freed).
         "  if (dev_) {\n    cudaStreamSynchronize(stream_);\n    dev_->dc.destroy(comm_);\n"
-        "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot, dev_->ll})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
+        "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot, dev_->ll, dev_->ll128})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
         "    dev_->roles.release();\n    delete dev_;\n  }\n")
     << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
     << (chunked_.empty() ? "" :
