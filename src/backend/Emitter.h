@@ -379,7 +379,7 @@ private:
     // The scalar chain (its first stage) that the kernel computes first, in every block, instead
     // of a kernel of its own (planChainPrologues); -1: none.
     int chain = -1;
-    // The `algorithm` knob on the group: "" (chosen by size), ll, one_shot, two_shot or copy_engines.
+    // The `algorithm` knob on the group: "" (chosen by size), ll, ll128, one_shot, two_shot or copy_engines.
     // A full group may take its one-shot form (oneShotMode).
     std::string algo;
     // The group starts with an allreduce (`rs` is it) and its members compute on the replicated
@@ -458,8 +458,8 @@ private:
     // whole tensor), stageOff the byte offset of the half of the one-shot window in use.
     bool oneShot = false;
     std::string stageOff = "0";
-    // and the window it uses (the one-shot window or, in LL form, the LL window) and the LL
-    // flag (0 in the barrier form)
+    // and the window it uses (the one-shot window, or the LL or LL128 window) and the lines' flag
+    // (0 in the barrier form)
     std::string stageWin = "", llFlag = "0";
   };
 
@@ -485,11 +485,12 @@ private:
   // transfer is latency-bound. -1: no such form (not admitted, or tune(f, algorithm = two_shot |
   // copy_engines)); 0: up to coconet_rt::oneShotMaxBytes(P) of input per rank, the one-shot
   // allreduce's limit (512 KiB, 8 MiB on two ranks); 1: at every size (tune(f, algorithm =
-  // one_shot | ll)). In either, the kernel's LL form (kLL: lines with flags, no barrier) runs up
-  // to coconet_rt::llGroupMaxBytes(P), or at every size with `ll` (emitDevOneShot).
+  // one_shot | ll | ll128)). In either, the kernel's LL forms (kProto: lines with flags, no
+  // barrier) run up to coconet_rt::llGroupMaxBytes(P) (LL) and ll128GroupMaxBytes(P) (LL128), or
+  // at every size as `ll` / `ll128` asks (emitDevOneShot).
   int oneShotMode(const DevGroup& dg) const;
   // Why a group has no one-shot form ("" where it has one, whatever the knob says), and the
-  // generated comment that says so where tune(f, algorithm = one_shot | ll) asked for it.
+  // generated comment that says so where tune(f, algorithm = one_shot | ll | ll128) asked for it.
   std::string oneShotObstacle(const DevGroup& dg) const;
   std::string oneShotNote(const DevGroup& dg, const std::string& ind) const;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
@@ -517,7 +518,8 @@ private:
   // ---- Allreduces over NCCL's device API (--device-collectives) ----
   // An allreduce (sum over the world, a float type) that no overlap has chunked, or a fused
   // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's LL
-  // kernel up to kLLMaxBytes per rank (256 KiB; flags in the data, no barrier), its one-shot
+  // kernel up to kLLMaxBytes per rank (256 KiB; flags in the data, no barrier), its LL128 kernel
+  // past that up to ll128MaxBytes(P) (2 MiB on two ranks, none on more), its one-shot
   // kernel up to oneShotMaxBytes(P) per rank (512 KiB, 8 MiB on two ranks), two-shot up to
   // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
   // length), by copy engines from copyEngineMinBytes(P) (when 2 P divides the length), and as
@@ -526,7 +528,7 @@ private:
     int index = 0, in = -1, out = -1;
     int rounds = 2;    // the copy-engine form's rounds (tune(X, chunks = R))
     std::string name;  // the stage (or fused group) that failures name
-    std::string algo;  // the `algorithm` knob: "" (by size), ll, one_shot, two_shot or copy_engines
+    std::string algo;  // the `algorithm` knob: "" (by size), ll, ll128, one_shot, two_shot or copy_engines
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);

@@ -77,12 +77,14 @@ bool tune(StepContext& c) {
     }
     // The LL128 form is a fused group's one-shot kernel's, or the runtime's allreduce kernel's
     // (dev_allreduce_ll128) for an allreduce in no fused group (a member's knob is its group's).
-    const bool inGroup = !group && std::any_of(c.p.fused.begin(), c.p.fused.end(), [&](const ir::FusedGroup& f) {
-      return std::find(f.members.begin(), f.members.end(), a.value) != f.members.end();
-    });
-    if (k.key == "algorithm" && k.value == "ll128" && !group && (inGroup || c.p.stages[id].kind != ir::StageKind::AllReduce)) {
+    auto inGroup = [&] {
+      return std::any_of(c.p.fused.begin(), c.p.fused.end(), [&](const ir::FusedGroup& f) {
+        return std::find(f.members.begin(), f.members.end(), a.value) != f.members.end();
+      });
+    };
+    if (k.key == "algorithm" && k.value == "ll128" && !group && (c.p.stages[id].kind != ir::StageKind::AllReduce || inGroup())) {
       c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to a fused group, or an allreduce in none" +
-                               (inGroup ? " (tune the group it is fused into)" : ""),
+                               (inGroup() ? " (tune the group it is fused into)" : ""),
                     k.length);
       return false;
     }

@@ -52,7 +52,7 @@ constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // then launched plainly; launched with PDL since (job 6) 6.0 at 512 KiB and 11.0 at 2 MiB.
 constexpr size_t kLLMaxBytes = 256 * 1024;
 constexpr size_t ll128MaxBytes(long long ranks) { return ranks == 2 ? size_t(2) << 20 : 0; }
-// A fused group's one-shot form runs in LL form (its kernel's kLL instantiation) up to
+// A fused group's one-shot form runs in LL form (its kernel's kProtoLL instantiation) up to
 // llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
 // H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against
 // 14.0-14.1 barrier at T = 8 (64 KiB), 14.8-15.3 against 14.2-14.3 at T = 32 (256 KiB); on 4 GPUs
@@ -933,6 +933,21 @@ __device__ __forceinline__ void pushWholeLL(Part pt, ncclWindow_t w, size_t off,
       if (p != me) llStore(peerPtr<char>(w, off + (me * lines + j) * kLLLineBytes, p), d, flag);
   }
 }
+// Stores the sums s[0 .. E) of 8-byte word j (E = 8 / sizeof(T) elements) of a buffer of n
+// elements: one 8-byte store where whole and aligned, else element by element up to n.
+template <class T>
+__device__ __forceinline__ void llStoreWord(T* __restrict__ out, long long n, long long j, const float* s, bool aligned) {
+  constexpr int E = 8 / static_cast<int>(sizeof(T));
+  const long long i0 = j * E;
+  if (aligned && i0 + E <= n) {
+    Vec<T, E> y;
+#pragma unroll
+    for (int e = 0; e < E; ++e) y.v[e] = Store<T>::from(s[e]);
+    store_vec(out + i0, y);
+  } else {
+    for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[e]);
+  }
+}
 template <class T>
 __global__ void __launch_bounds__(kDevThreads)
     dev_allreduce_ll(ncclWindow_t w, size_t base, int P, int me, const T* __restrict__ in, T* __restrict__ out, long long n, unsigned flag,
@@ -948,17 +963,13 @@ __global__ void __launch_bounds__(kDevThreads)
     float s[E];
     const uint2 own[1] = {llPack(in, n, j, aligned)};
     llSumLines<T, 1>(area, lines, P, me, flag, j, own, s);
-    const long long i0 = j * E;
-    if (aligned && i0 + E <= n) {
-      Vec<T, E> y;
-#pragma unroll
-      for (int e = 0; e < E; ++e) y.v[e] = Store<T>::from(s[e]);
-      store_vec(out + i0, y);
-    } else {
-      for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[e]);
-    }
+    llStoreWord(out, n, j, s, aligned);
   }
 }
+// Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
+// once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
+// kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
+inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
 // What a one-shot group's kernel sums (sumSlots, sumSlot): in LL form this rank's own input and the
 // other ranks' lines as they arrive (waiting for each), else the slots after the barrier.
 template <class T> struct LLSlots {
@@ -968,14 +979,8 @@ template <class T> struct LLSlots {
   const T* own;
   unsigned flag;
 };
-// ... in LL128 form (128-byte lines: kLL128LineWords words of data, then the flag).
-template <class T> struct LL128Slots {
-  const char* area;  // this rank's area: P slots of `lines` lines
-  long long lines;
-  int me;
-  const T* own;
-  unsigned flag;
-};
+// ... in LL128 form (the same fields; 128-byte lines: kLL128LineWords words of data, then the flag).
+template <class T> struct LL128Slots : LLSlots<T> {};
 // Element i summed over the ranks in rank order, as sumSlot.
 template <class T> __device__ __forceinline__ float sumSlot(const LLSlots<T>& s, long long m, int P, long long i) {
   constexpr int E = 8 / static_cast<int>(sizeof(T));
@@ -1103,23 +1108,14 @@ __global__ void __launch_bounds__(kDevThreads)
         const uint4 d = p0 + q == me ? own : v[q];
 #pragma unroll
         for (int k = 0; k < 2; ++k)
+          if (k < words)
 #pragma unroll
-          for (int e = 0; e < E; ++e)
-            s[k * E + e] = __fadd_rn(s[k * E + e], to_f(llElem<T>(k ? make_uint2(d.z, d.w) : make_uint2(d.x, d.y), e)));
+            for (int e = 0; e < E; ++e)
+              s[k * E + e] = __fadd_rn(s[k * E + e], to_f(llElem<T>(k ? make_uint2(d.z, d.w) : make_uint2(d.x, d.y), e)));
       }
     }
     if (!valid) continue;
-    for (int k = 0; k < words; ++k) {
-      const long long i0 = (kLL128LineWords * L + 2 * ln.t + k) * E;
-      if (aligned && i0 + E <= n) {
-        Vec<T, E> y;
-#pragma unroll
-        for (int e = 0; e < E; ++e) y.v[e] = Store<T>::from(s[k * E + e]);
-        store_vec(out + i0, y);
-      } else {
-        for (int e = 0; e < E && i0 + e < n; ++e) out[i0 + e] = Store<T>::from(s[k * E + e]);
-      }
-    }
+    for (int k = 0; k < words; ++k) llStoreWord(out, n, kLL128LineWords * L + 2 * ln.t + k, s + k * E, aligned);
   }
 }
 // Blocks of an LL128 allreduce of n elements: eight threads a line, at most kDevMaxBlocks.
@@ -1206,11 +1202,6 @@ __device__ __forceinline__ void sumSlots(const LL128Slots<T>& s, long long m, in
   }
 }
 
-
-// Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
-// once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
-// kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
-inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
 // The forms of a group's one-shot kernel (its template argument kProto): pushes then a barrier,
 // LL lines, LL128 lines.
 constexpr int kProtoBarrier = 0, kProtoLL = 1, kProtoLL128 = 2;
@@ -1219,7 +1210,7 @@ __device__ __forceinline__ auto oneShotSlots(ncclWindow_t w, size_t off, int me,
   if constexpr (kProto == kProtoLL)
     return LLSlots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), llLines(n, sizeof(T)), me, own, flag};
   else if constexpr (kProto == kProtoLL128)
-    return LL128Slots<T>{static_cast<const char*>(ncclGetLocalPointer(w, off)), ll128Lines(n, sizeof(T)), me, own, flag};
+    return LL128Slots<T>{{static_cast<const char*>(ncclGetLocalPointer(w, off)), ll128Lines(n, sizeof(T)), me, own, flag}};
   else
     return static_cast<const T*>(ncclGetLocalPointer(w, off));
 }
