@@ -97,9 +97,20 @@ variant two megatron_mlp 'tune(f, algorithm = two_shot);'
 # The fused group without the overlap (the kernel of emitDeviceGroup): one-shot at the test sizes.
 printf 'rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n' > "$b/megatron_row-group.sched"
 "$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/megatron_row-group.sched" -o "$b/gen/megatron_row@group" >/dev/null
-# decode_gemv's fused [allreduce, epilogue] group without its one-shot kernel (two_shot: the
-# allreduce kernel, then the epilogue's).
+# decode_gemv's fused [allreduce, epilogue] group without its one-shot kernel (two_shot: its
+# two-shot kernel, the epilogue on each rank's slice, where H % P == 0; else the allreduce kernel,
+# then the epilogue's).
 variant two decode_gemv 'tune(f, algorithm = two_shot);'
+# The Megatron layer and matmul_allreduce with the allreduce whole and the epilogue fused after it
+# (no overlap): @ar as the backend chooses by size (one-shot up to oneShotMaxBytes(P), two-shot
+# past it: megatron_row@big at 4 ranks), @ar2 its two-shot kernel at every size (Emitter::
+# twoShotForm: a periodic bias, dropout keys by the index, a replicated residual on the slice).
+printf 'f = fuse(y, out);\n' > "$b/ar.sched"
+printf 'f = fuse(y, out);\ntune(f, algorithm = two_shot);\n' > "$b/ar2.sched"
+for s in ar ar2; do
+  "$root/build/coconetc" compile "$root/samples/megatron_row/megatron_row.cnet" --schedule "$b/$s.sched" -o "$b/gen/megatron_row@$s" >/dev/null
+  "$root/build/coconetc" compile "$root/tests/gpu/programs/matmul_allreduce.cnet" --schedule "$b/$s.sched" -o "$b/gen/matmul_allreduce@$s" >/dev/null
+done
 # ... and in its one-shot kernel's LL form at every rank count (the sample takes it on two ranks
 # up to coconet_rt::llGroupMaxBytes, the barrier form on more).
 variant ll decode_gemv 'tune(f, algorithm = ll);'

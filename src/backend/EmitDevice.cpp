@@ -109,7 +109,7 @@ void Emitter::planDeviceGroups() {
   if (!o_.deviceCollectives) return;
   for (auto& f : p_.fused) {
     if (ncclAsked(f.knobs)) continue;
-    std::vector<int> m;  // (an allreduce's group has only the one-shot form: below)
+    std::vector<int> m;  // (an allreduce's group: its one-shot or two-shot form, below)
     for (auto& n : f.members) m.push_back(p_.find(n));
     std::sort(m.begin(), m.end());
     if (m.size() < 2 || m.front() < 0) continue;
@@ -131,7 +131,7 @@ void Emitter::planDeviceGroups() {
       dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
-    if (dg.arHead && oneShotMode(dg) < 0) continue;
+    if (dg.arHead && oneShotMode(dg) < 0 && !twoShotObstacle(dg).empty()) continue;  // (neither form)
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -145,7 +145,7 @@ int Emitter::devVecWidth(const DevGroup& dg) const {
     const Stage& rs = p_.stages[dg.rs];
     minBytes = std::min({minBytes, dtypeBytes(p_.stages[rs.operands[0]].type.dtype), dtypeBytes(rs.type.dtype)});
   }
-  if (dg.tail()) minBytes = std::min(minBytes, dtypeBytes(p_.stages[p_.stages[dg.ag].operands[0]].type.dtype));
+  if (dg.tail()) minBytes = std::min(minBytes, dtypeBytes(p_.stages[agSrc(dg)].type.dtype));
   for (size_t k = 0; k < dg.ext.size(); ++k)
     if (dg.acc[k] != Access::Scalar && dg.ext[k] != dg.rs) minBytes = std::min(minBytes, dtypeBytes(p_.stages[dg.ext[k]].type.dtype));
   for (int id : dg.written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
@@ -293,7 +293,7 @@ std::string Emitter::devRounds(const DevGroup& dg) const {
 
 std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const bool head = dg.head(), tail = dg.tail();
-  const int src = tail ? p_.stages[dg.ag].operands[0] : -1;
+  const int src = tail ? agSrc(dg) : -1;
   const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
   const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
   const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
@@ -325,7 +325,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   K << "// fused group '" << dg.name << "': ";
   if (head) K << p_.stages[dg.rs].name << (dg.arHead ? " (allreduce), " : " (reduce_scatter), ");
   for (size_t k = 0; k < dg.run.size(); ++k) K << (k ? ", " : "") << p_.stages[dg.run[k]].name;
-  if (tail) K << ", " << p_.stages[dg.ag].name << " (all_gather)";
+  if (tail) K << (dg.agIsMember ? " (its slices gathered)" : ", " + p_.stages[dg.ag].name + " (all_gather)");
   K << " as one kernel over NCCL's device API:\n";
   if (oneShot)
     K << "// its one-shot form: push this rank's whole input into slot `me` of every rank's staging area;\n"
@@ -753,23 +753,92 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   b << "), " << name << ");\n" << ind << "dev_->parity[" << gi << "] ^= 1;\n";
 }
 
+std::string Emitter::twoShotObstacle(const DevGroup& dg) const {
+  if (!dg.arHead) return "it does not start with an allreduce";
+  if (dg.algo == "one_shot" || dg.algo == "ll" || dg.algo == "ll128" || dg.algo == "copy_engines")
+    return "tune(" + dg.name + ", algorithm = " + dg.algo + ") asks for another form";
+  if (std::string why = oneShotObstacle(dg); !why.empty()) return why;
+  const int last = dg.run.back();
+  for (int id : dg.written)
+    if (id != last) return "'" + p_.stages[id].name + "' is stored for later stages: each rank would compute only its slice";
+  if (std::find(dg.written.begin(), dg.written.end(), last) == dg.written.end()) return "'" + p_.stages[last].name + "' is not stored";
+  return "";
+}
+
+Emitter::DevGroup Emitter::twoShotForm(const DevGroup& dg) const {
+  DevGroup t = dg;
+  t.ag = dg.run.back();  // gathered into its own storage
+  t.agIsMember = true;
+  t.written.clear();  // (the last member, the only one stored: twoShotObstacle)
+  return t;
+}
+
 void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   auto& b = body_;
-  const std::string name = "\"" + dg.name + "\"";
+  const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"", gi = std::to_string(dg.index);
   const int x = p_.stages[dg.rs].operands[0];
   const std::string n = countVar(dg.rs);
+  const std::string bytes = "static_cast<size_t>(" + n + ") * sizeof(" + storageType(p_.stages[x].type.dtype) + ")";
   const int mode = oneShotMode(dg);
-  const std::string kname = emitDevKernel(dg, true);
+  const bool two = twoShotObstacle(dg).empty();  // (planDeviceGroups keeps a group with one form or both)
+  const std::string kOne = mode >= 0 ? emitDevKernel(dg, true) : "";
+  const DevGroup tg = two ? twoShotForm(dg) : dg;
+  const std::string kTwo = two ? emitDevKernel(tg) : "";
+  const std::string oneIf = "arOneShot" + gi, twoIf = "arTwoShot" + gi;
   b << "\n  // fused group '" << dg.name << "': " << p_.stages[dg.rs].name << " (allreduce)";
   for (int id : dg.run) b << ", " << p_.stages[id].name;
-  b << " as one kernel over NCCL's device API (one-shot) where every rank is load/store reachable"
-    << (mode ? "" : " and the input is at most oneShotMaxBytes(P_)") << "; else the allreduce, then the members\n"
+  b << " as one kernel over NCCL's device API\n  // where every rank is load/store reachable: ";
+  if (mode >= 0) b << "one-shot" << (mode ? "" : " up to oneShotMaxBytes(P_) of input") << (two ? ";\n  // else " : "");
+  if (two)
+    b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[tg.ag].name << "'s slices gathered)"
+      << (dg.algo == "two_shot" ? "" : " up to kTwoShotMaxBytes");
+  b << ";\n  // else the allreduce, then the members\n"
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
-    << "  if (P_ > 1 && " << n << " > 0"
-    << (mode ? "" : " && static_cast<size_t>(" + n + ") * sizeof(" + storageType(p_.stages[x].type.dtype) + ") <= coconet_rt::oneShotMaxBytes(P_)")
-    << " && devReady(" << name << ")) {\n";
+    << "  const bool " << oneIf << " = ";
+  if (mode < 0) b << "false;\n";
+  else b << "P_ > 1 && " << n << " > 0" << (mode ? "" : " && " + bytes + " <= coconet_rt::oneShotMaxBytes(P_)") << ";\n";
+  b << "  const bool " << twoIf << " = ";
+  if (!two) {
+    b << "false;\n";
+  } else {
+    b << "!" << oneIf << " && P_ > 1 && " << n << " > 0 && " << n << " % P_ == 0";
+    // an operand read periodically (along the last dimensions) from the slice's first element
+    for (size_t k = 0; k < dg.ext.size(); ++k)
+      if (dg.acc[k] == Access::Modulo) b << " && (" << n << " / P_) % " << countVar(dg.ext[k]) << " == 0";
+    b << (dg.algo == "two_shot" ? "" : " && " + bytes + " <= coconet_rt::kTwoShotMaxBytes") << ";\n";
+  }
+  b << "  if ((" << oneIf << " || " << twoIf << ") && devReady(" << name << ")) {\n";
   emitDevMaps(dg, "    ");
-  emitDevOneShot(dg, kname, var(x), n, "    ");
+  if (mode >= 0) {
+    b << "    if (" << oneIf << ") {\n";
+    emitDevOneShot(dg, kOne, var(x), n, "      ");
+    b << "    }" << (two ? " else {\n" : "\n");
+  } else {
+    b << "    {\n";
+  }
+  if (two) {
+    const int src = agSrc(tg);
+    DevLaunch L{var(x), "nSlice", "0", "nSlice"};
+    std::vector<std::string> params, hostArgs;
+    std::vector<int> others;
+    devSignature(tg, L, params, hostArgs, others);
+    b << "      // two-shot: every rank pushes slice p (nSlice elements) of its input to rank p; barrier; each sums its\n"
+      << "      // slice's slots, computes the members there and publishes its slice of " << p_.stages[src].name << "; barrier; each\n"
+      << "      // pulls the other ranks' slices (in rounds over chunks of the slice)\n"
+      << "      const long long nSlice = " << n << " / P_;\n"
+      << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, " << bytes << ", " << prog << ", " << name << ");\n"
+      << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(nSlice) * sizeof("
+      << storageType(p_.stages[src].type.dtype) << "), " << prog << ", " << name << ") || grew)\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      // keys and operands by the tensor's index: this rank's slice starts at element pos * nSlice\n"
+      << "      const long long sliceBase = " << g(p_.stages[dg.rs].type.group, "pos") << " * nSlice;\n"
+      << "      om.gbase = sliceBase;\n";
+    for (int k : others)
+      if (dg.acc[static_cast<size_t>(k)] == Access::Linear) b << "      m" << k << ".base += sliceBase;\n";
+    emitDevVec(tg, L, others, "      ");
+    emitDevLaunch(tg, kTwo, L, hostArgs, "      ");
+    b << "    }\n";
+  }
   b << "  } else {\n";
   std::vector<int> all{dg.rs};
   all.insert(all.end(), dg.run.begin(), dg.run.end());
@@ -788,6 +857,69 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
     b << "  }\n";
   }
   b << "  }\n";
+}
+
+void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const DevLaunch& L, const std::vector<std::string>& hostArgs,
+                            const std::string& ind) {
+  auto& b = body_;
+  const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
+  const std::string gi = std::to_string(dg.index);
+  const std::string n = L.nSlice, foldBlocks = foldBlocksVar(dg.first());
+  const int V = devVecWidth(dg);
+  std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
+  // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
+  // (a kernel with a one-rank form is a template: emitDevKernel)
+  const bool solo = dg.soloForm();
+  const std::string kcall = solo ? kname + "_k" : kname, kptr = solo ? kname + "_k" : "&" + kname;
+  if (!dg.copyEngines) {
+    // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
+    // `workers` compute them (coconet_device.cuh, roleBlocks).
+    // one round on one rank: no transfers to overlap, and so no movers (the kernel's one-rank
+    // branch computes over gridPart(), which only a grid without movers partitions once)
+    b << ind << "const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
+    if (dg.splitRoles())
+      b << ind << "int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
+    if (dg.occupancyByRanks())
+      b << ind << "// the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
+        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &"
+        << kname << "<2, false> : &" << kname << "<1, false>;\n";
+    else if (solo)
+      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true> : &" << kname << "<false>;  // the one-rank form, or not\n";
+    // (on one rank no barriers: as many blocks as fit at once)
+    const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
+                                 std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
+    if (dg.splitRoles())
+      b << ind << "const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
+        << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
+        << ind << "const int blocks = movers > 0 ? workers : " << soloGrid << ";  // the blocks that compute\n";
+    else
+      b << ind << "const int blocks = " << soloGrid << ";\n";
+    grid = "blocks";
+  }
+  if (!dg.folds.empty()) {
+    // (by copy engines: a launch per round, each writing its own partial results)
+    b << ind << "" << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
+    for (int f : dg.folds)
+      b << ind << "red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
+        << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
+  }
+  if (takesLastBarrier(dg)) {
+    if (const DevGroup* next = devSuccessor(dg))
+      b << ind << "// the barrier after the last round only where fused group '" << next->name << "' (later in this call) does not run\n"
+        << ind << "const int lastBarrier = " << countVar(next->ref) << " > 0 ? 0 : 1;\n";
+    else
+      b << ind << "const int lastBarrier = 1;  // no device group after this one in the call\n";
+  }
+  if (dg.copyEngines) {
+    emitCopyEngineGroup(dg, kname, grid, L);
+  } else {
+    // (scheduled while the kernel before it ends: coconet_device.cuh, launchDependent)
+    b << ind << "CHECK(coconet_rt::launchDependent(" << kcall << ", " << (dg.splitRoles() ? "movers + blocks" : "blocks")
+      << ", coconet_rt::kDevThreads, stream_";
+    for (const std::string& a : hostArgs) b << ", " << a;
+    b << "), " << name << ");\n";
+  }
+  if (dg.halves()) b << ind << "dev_->parity[" << gi << "] ^= 1;\n";
 }
 
 void Emitter::emitDeviceGroup(const DevGroup& dg) {
@@ -820,7 +952,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
       << storageType(p_.stages[x].type.dtype) << "), " << prog << ", " << name << ");\n";
   }
   if (dg.tail()) {
-    const int src = p_.stages[dg.ag].operands[0];
+    const int src = agSrc(dg);
     const std::string bytes = "static_cast<size_t>(" + countVar(src) + ") * sizeof(" + storageType(p_.stages[src].type.dtype) + ")";
     // a tail's window has two halves (256-byte aligned), used in turn
     b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, "
@@ -842,61 +974,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     emitDevOneShot(dg, emitDevKernel(dg, true), var(x), countVar(x), "        ");
     b << "      } else {\n";
   }
-  const int V = devVecWidth(dg);
-  std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
-  // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
-  // (a kernel with a one-rank form is a template: emitDevKernel)
-  const bool solo = dg.soloForm();
-  const std::string kcall = solo ? kname + "_k" : kname, kptr = solo ? kname + "_k" : "&" + kname;
-  if (!dg.copyEngines) {
-    // With tune(f, roles = split), in two rounds or more (roles = auto: kRolesAutoRounds) `movers` blocks move the chunks and
-    // `workers` compute them (coconet_device.cuh, roleBlocks).
-    // one round on one rank: no transfers to overlap, and so no movers (the kernel's one-rank
-    // branch computes over gridPart(), which only a grid without movers partitions once)
-    b << "      const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
-    if (dg.splitRoles())
-      b << "      int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
-    if (dg.occupancyByRanks())
-      b << "      // the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << "      auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &"
-        << kname << "<2, false> : &" << kname << "<1, false>;\n";
-    else if (solo)
-      b << "      auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true> : &" << kname << "<false>;  // the one-rank form, or not\n";
-    // (on one rank no barriers: as many blocks as fit at once)
-    const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
-                                 std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
-    if (dg.splitRoles())
-      b << "      const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
-        << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
-        << "      const int blocks = movers > 0 ? workers : " << soloGrid << ";  // the blocks that compute\n";
-    else
-      b << "      const int blocks = " << soloGrid << ";\n";
-    grid = "blocks";
-  }
-  if (!dg.folds.empty()) {
-    // (by copy engines: a launch per round, each writing its own partial results)
-    b << "      " << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
-    for (int f : dg.folds)
-      b << "      red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
-        << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
-  }
-  if (takesLastBarrier(dg)) {
-    if (const DevGroup* next = devSuccessor(dg))
-      b << "      // the barrier after the last round only where fused group '" << next->name << "' (later in this call) does not run\n"
-        << "      const int lastBarrier = " << countVar(next->ref) << " > 0 ? 0 : 1;\n";
-    else
-      b << "      const int lastBarrier = 1;  // no device group after this one in the call\n";
-  }
-  if (dg.copyEngines) {
-    emitCopyEngineGroup(dg, kname, grid, L);
-  } else {
-    // (scheduled while the kernel before it ends: coconet_device.cuh, launchDependent)
-    b << "      CHECK(coconet_rt::launchDependent(" << kcall << ", " << (dg.splitRoles() ? "movers + blocks" : "blocks")
-      << ", coconet_rt::kDevThreads, stream_";
-    for (const std::string& a : hostArgs) b << ", " << a;
-    b << "), " << name << ");\n";
-  }
-  if (dg.halves()) b << "      dev_->parity[" << gi << "] ^= 1;\n";
+  emitDevLaunch(dg, kname, L, hostArgs, "      ");
   if (oneShot >= 0) b << "      }\n";
   b << "    } else {\n      // not every rank is load/store reachable: NCCL calls\n";
   // The fallback: the members as the NCCL path emits them, with workspace for the values the
@@ -952,7 +1030,7 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
     b << "      const std::vector<void*>& stageBases = dev_->stage[" << gi << "].peerBases(P_, stream_, " << prog << ", " << name << ");\n";
   }
   if (dg.tail()) {
-    ST = storageType(p_.stages[p_.stages[dg.ag].operands[0]].type.dtype);
+    ST = storageType(p_.stages[agSrc(dg)].type.dtype);
     b << "      const std::vector<void*>& sliceBases = dev_->slice[" << gi << "].peerBases(P_, stream_, " << prog << ", " << name << ");\n"
       << "      const size_t sliceOff = " << L.sliceOff << ";\n";
   }

@@ -324,6 +324,10 @@ private:
   // to pass a barrier of that next call, which the slow rank reaches only after this kernel).
   struct DevGroup {
     int index = 0, rs = -1, ag = -1;  // the reduce_scatter and the all_gather (-1: none)
+    // `ag` is the gathered member itself, not an all_gather of it: an allreduce group's two-shot
+    // form (twoShotForm), whose last member each rank computes on its slice and gathers into
+    // that member's own storage (agSrc).
+    bool agIsMember = false;
     int ref = -1;                     // the stage whose shape the members share (their OutputMap)
     int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
     int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
@@ -383,8 +387,9 @@ private:
     // A full group may take its one-shot form (oneShotMode).
     std::string algo;
     // The group starts with an allreduce (`rs` is it) and its members compute on the replicated
-    // result: it has only the one-shot form (oneShotMode; the allreduce and the members' kernel
-    // otherwise, emitAllReduceGroup), and no folded reduction or scalar chain joins it.
+    // result: it has the one-shot form (oneShotMode) and the two-shot form (twoShotForm; the
+    // allreduce and the members' kernel otherwise, emitAllReduceGroup), and no folded reduction or
+    // scalar chain joins it.
     bool arHead = false;
     std::string name;
     bool head() const { return rs >= 0; }
@@ -498,8 +503,25 @@ private:
   void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
                       const std::string& ind);
   // A group [allreduce, members...] (DevGroup::arHead): its one-shot kernel where it is taken,
-  // else the allreduce (as devAR_ plans it) and the members' kernel.
+  // else its two-shot kernel where it has one (twoShotForm), else the allreduce (as devAR_ plans
+  // it) and the members' kernel.
   void emitAllReduceGroup(const DevGroup& dg);
+  // An allreduce group's two-shot form: the group read as [reduce_scatter, members...,
+  // all_gather] over the flattened tensor, each rank summing its slice (n / P elements) of every
+  // rank's input, computing the members there and gathering the last member's slices (the full
+  // group's kernel, emitDevKernel). Its obstacle ("" where it has one): those of the one-shot form
+  // (oneShotObstacle: the members read only replicated operands and no rank position), a member
+  // besides the last stored for later stages (each rank would hold only its slice of it), the
+  // knob (one_shot, ll, ll128, copy_engines). At run time it also needs n % P == 0 and, for an
+  // operand read periodically (a bias along the last dimensions), its period dividing n / P.
+  std::string twoShotObstacle(const DevGroup& dg) const;
+  DevGroup twoShotForm(const DevGroup& dg) const;
+  // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).
+  int agSrc(const DevGroup& dg) const { return dg.agIsMember ? dg.ag : p_.stages[dg.ag].operands[0]; }
+  // The host code of a device group's launch on stream_ after its alignment test `vec` (its rounds,
+  // blocks and the launch), `ind` deep, with the launch's arguments hostArgs (devSignature).
+  void emitDevLaunch(const DevGroup& dg, const std::string& kname, const DevLaunch& L, const std::vector<std::string>& hostArgs,
+                     const std::string& ind);
 
   // What `emit` writes into the host code, each line prefixed with `ind` (code nested deeper
   // than the emitter that wrote it expects).

@@ -53,6 +53,12 @@ Rows:
                         (tools/bench/programs/megatron_row_chunks2.sched): fewer, larger copies
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
                         kept whole, chunked with the matmul (4 chunks of rows), epilogue fused
+  coconetc_fused        (f16) tools/bench/programs/megatron_row_fused.sched: fuse(y, out), no
+                        overlap: the matmul, then the [allreduce, epilogue] group's kernel,
+                        one-shot up to oneShotMaxBytes(P), else two-shot (the epilogue on each
+                        rank's slice of the sums, `out` gathered) up to 16 MiB
+  coconetc_fused_two_shot  (f16) the same with tune(f, algorithm = two_shot): the two-shot
+                        kernel at every size
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
 
 Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes. The reduce-scatter
@@ -81,6 +87,7 @@ SCHEDULE = "samples/megatron_row/megatron_row.sched"
 SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 TAILS = (2,)  # tune(f, tail = ...) pieces of the last chunk tried
 SCHEDULE_2 = "tools/bench/programs/megatron_row_chunks2.sched"  # the sample's schedule in 2 chunks
+SCHEDULE_FUSED = "tools/bench/programs/megatron_row_fused.sched"  # fuse(y, out), no overlap
 
 NCCL_ONLY = ["--no-device-collectives"]
 GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
@@ -127,6 +134,9 @@ PROGRAMS = {
                                       **({"replace": {"f16": "bf16"}} if d else {}))
        for d in ("", "_bf16")},
     "megatron_row_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2),
+    "megatron_row_fused": dict(source=SOURCE, schedule=SCHEDULE_FUSED),
+    "megatron_row_fused_two_shot": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
+                                        schedule_append="tune(f, algorithm = two_shot);\n"),
     "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -315,6 +325,14 @@ def rows(cfg: dict, ctx, mode: str):
         ("coconetc_chunks2", coconetc(f"{sched}_chunks2", "the schedule with the matmul in 2 chunks "
                                                           "(tools/bench/programs/megatron_row_chunks2.sched)")),
         ("coconetc_unscheduled", coconetc(unsched, "no schedule: matmul, allreduce, epilogue")),
+        # (f16 only)
+        *([("coconetc_fused", coconetc("megatron_row_fused", "fuse(y, out), no overlap: matmul, then the "
+                                                             "[allreduce, epilogue] group's kernel (one-shot "
+                                                             "by size, else two-shot)")),
+           ("coconetc_fused_two_shot", coconetc("megatron_row_fused_two_shot",
+                                                "fuse(y, out) with tune(f, algorithm = two_shot): the "
+                                                "group's two-shot kernel (epilogue on each rank's "
+                                                "slice, out gathered) at every size"))] if dtn == "f16" else []),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
     ]
