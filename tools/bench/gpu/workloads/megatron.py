@@ -59,6 +59,9 @@ Rows:
                         rank's slice of the sums, `out` gathered) up to 16 MiB
   coconetc_fused_two_shot  (f16) the same with tune(f, algorithm = two_shot): the two-shot
                         kernel at every size
+  coconetc_unscheduled_two_shot  (f16) the program unscheduled but for tune(y, algorithm =
+                        two_shot) (tools/bench/programs/megatron_row_allreduce_two_shot.sched):
+                        the two-shot allreduce kernel at every size, then the epilogue's kernel
 in f16 (the sample) and bf16 (the same source with f16 -> bf16).
 
 Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes. The reduce-scatter
@@ -88,6 +91,7 @@ SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 TAILS = (2,)  # tune(f, tail = ...) pieces of the last chunk tried
 SCHEDULE_2 = "tools/bench/programs/megatron_row_chunks2.sched"  # the sample's schedule in 2 chunks
 SCHEDULE_FUSED = "tools/bench/programs/megatron_row_fused.sched"  # fuse(y, out), no overlap
+SCHEDULE_AR2 = "tools/bench/programs/megatron_row_allreduce_two_shot.sched"  # unscheduled, two-shot allreduce
 
 NCCL_ONLY = ["--no-device-collectives"]
 GATHER = ("after", "pipelined")  # tune(f, gather = ...) forms tried besides the run-time choice
@@ -135,6 +139,7 @@ PROGRAMS = {
        for d in ("", "_bf16")},
     "megatron_row_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2),
     "megatron_row_fused": dict(source=SOURCE, schedule=SCHEDULE_FUSED),
+    "megatron_row_unscheduled_two_shot": dict(source=SOURCE, schedule=SCHEDULE_AR2),
     "megatron_row_fused_two_shot": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
                                         schedule_append="tune(f, algorithm = two_shot);\n"),
     "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
@@ -332,7 +337,10 @@ def rows(cfg: dict, ctx, mode: str):
            ("coconetc_fused_two_shot", coconetc("megatron_row_fused_two_shot",
                                                 "fuse(y, out) with tune(f, algorithm = two_shot): the "
                                                 "group's two-shot kernel (epilogue on each rank's "
-                                                "slice, out gathered) at every size"))] if dtn == "f16" else []),
+                                                "slice, out gathered) at every size")),
+           ("coconetc_unscheduled_two_shot", coconetc("megatron_row_unscheduled_two_shot",
+                                                      "no schedule but tune(y, algorithm = two_shot): the "
+                                                      "two-shot allreduce kernel, then the epilogue's"))] if dtn == "f16" else []),
         ("coconetc_allreduce_overlap", coconetc(ar, "allreduce + epilogue fused, pipelined with the "
                                                      "matmul (4 chunks of rows): megatron_row_allreduce.sched")),
     ]
