@@ -791,7 +791,7 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   if (mode >= 0) b << "one-shot" << (mode ? "" : " up to oneShotMaxBytes(P_) of input") << (two ? ";\n  // else " : "");
   if (two)
     b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[tg.ag].name << "'s slices gathered)"
-      << (dg.algo == "two_shot" ? "" : " up to kTwoShotMaxBytes");
+      << (dg.algo == "two_shot" ? "" : " up to twoShotGroupMaxBytes(P_)");
   b << ";\n  // else the allreduce, then the members\n"
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
     << "  const bool " << oneIf << " = ";
@@ -805,7 +805,7 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
     // an operand read periodically (along the last dimensions) from the slice's first element
     for (size_t k = 0; k < dg.ext.size(); ++k)
       if (dg.acc[k] == Access::Modulo) b << " && (" << n << " / P_) % " << countVar(dg.ext[k]) << " == 0";
-    b << (dg.algo == "two_shot" ? "" : " && " + bytes + " <= coconet_rt::kTwoShotMaxBytes") << ";\n";
+    b << (dg.algo == "two_shot" ? "" : " && " + bytes + " <= coconet_rt::twoShotGroupMaxBytes(P_)") << ";\n";
   }
   b << "  if ((" << oneIf << " || " << twoIf << ") && devReady(" << name << ")) {\n";
   emitDevMaps(dg, "    ");

@@ -686,10 +686,11 @@ void Emitter::emitChunked(const Chunked& ch) {
       b << "      // the epilogue and all-gather per chunk "
         << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
                             "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
-                                ", the product is 16 MiB or more and a chunk is whole vectors\n"
+                                ", the product is 16 MiB or more, a chunk is whole vectors and\n"
+                                "      // there are chunks to pipeline (one chunk: the GEMM, then the group's kernel, below)\n"
                           : "(tune(f, gather = pipelined)) where a chunk is whole vectors\n")
         << "      const bool pipelined = (rg * N) % " << V << " == 0"
-        << (dg.gather < 0 ? " && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
+        << (dg.gather < 0 ? " && C > 1 && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
                                 ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
                           : "")
         << ";\n";
