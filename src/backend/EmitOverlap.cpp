@@ -749,8 +749,9 @@ void Emitter::emitChunked(const Chunked& ch) {
     if (onePass) {
       b << "      if (" << one << ") {\n"
         << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
-        << "      // every rank's block: P GEMMs in one call\n"
-        << "      " << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a), "(M / P) * K", "st", "rg * N", "P", name)
+        << "      // every rank's block (one chunk: the blocks' rows are contiguous in x and in the staging\n"
+        << "      // buffer, so one GEMM of M rows rather than P of M / P, which would each read the whole weight)\n"
+        << "      " << gemmCall(ps.type.dtype, "M", var(w), "0", var(a), "M * K", "st", "M * N", "1", name)
         << tlMark("      ", "stream_", "gemm");
       if (oneShot >= 0) {
         b << "      if (oneShotNow) {\n";
