@@ -898,7 +898,7 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
   }
   if (!dg.folds.empty()) {
     // (by copy engines: a launch per round, each writing its own partial results)
-    b << ind << "" << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
+    b << ind << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
     for (int f : dg.folds)
       b << ind << "red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
         << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
@@ -1136,10 +1136,10 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
                         : ce                   ? "false"
                         : d.algo == "two_shot" ? "(" + n + " % P_ != 0 && bytes <= coconet_rt::oneShotMaxBytes(P_))"
                                                : "bytes <= coconet_rt::oneShotMaxBytes(P_)";
-  // the LL form (coconet_rt::dev_allreduce_ll): by default up to kLLMaxBytes, at every size as
+  // the LL form (coconet_rt::dev_allreduce_ll): by default up to llMaxBytes(P), at every size as
   // asked; the LL128 form (dev_allreduce_ll128): by default past that up to ll128MaxBytes(P), at
   // every size as asked
-  const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::kLLMaxBytes" : "";
+  const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::llMaxBytes(P_)" : "";
   const std::string ll128 = d.algo == "ll128" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::ll128MaxBytes(P_)" : "";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"

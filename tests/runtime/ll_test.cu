@@ -118,11 +118,13 @@ int main() {
   expect(llBlocks(1LL << 30, 2) == kDevMaxBlocks, "at most kDevMaxBlocks blocks", llBlocks(1LL << 30, 2));
   // the groups' LL limit: 64 KiB on two ranks, none on more
   expect(llGroupMaxBytes(2) == 64 * 1024 && llGroupMaxBytes(4) == 0 && llGroupMaxBytes(8) == 0, "group limit");
-  expect(kLLMaxBytes <= kOneShotMaxBytes, "the LL form within the one-shot form's limit");
-  for (int P : {2, 4, 8})
-    expect(ll128MaxBytes(P) == 0 || (ll128MaxBytes(P) > kLLMaxBytes && ll128MaxBytes(P) <= oneShotMaxBytes(P)),
+  for (int P : {2, 4, 8}) {
+    expect(llMaxBytes(P) <= kLLMaxBytes && llMaxBytes(P) <= oneShotMaxBytes(P), "the LL form within the one-shot form's limit", P);
+    expect(ll128MaxBytes(P) == 0 || (ll128MaxBytes(P) > llMaxBytes(P) && ll128MaxBytes(P) <= oneShotMaxBytes(P)),
            "the LL128 form past the LL form's limit, within the one-shot form's", P);
-  expect(ll128MaxBytes(2) == 2 << 20 && ll128MaxBytes(4) == 0, "the LL128 form's limits");
+  }
+  expect(llMaxBytes(2) == 256 << 10 && llMaxBytes(4) == 32 << 10 && llMaxBytes(8) == 256 << 10, "the LL form's limits");
+  expect(ll128MaxBytes(2) == 2 << 20 && ll128MaxBytes(4) == 512 << 10 && ll128MaxBytes(8) == 0, "the LL128 form's limits");
   // aliasing: byte ranges [a, a + an) and [b, b + bn)
   std::vector<char> buf(64);
   char* b0 = buf.data();

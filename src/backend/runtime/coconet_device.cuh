@@ -38,10 +38,10 @@ constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
 // group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
 // (the group) at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
-// An allreduce of at most kLLMaxBytes per rank runs in the LL form (dev_allreduce_ll: flags in
+// An allreduce of at most llMaxBytes(P) per rank runs in the LL form (dev_allreduce_ll: flags in
 // the data, no barrier) instead, unless the schedule asks for another form; past that, up to
 // ll128MaxBytes(P), in the LL128 form (dev_allreduce_ll128: 120 data bytes and a flag in 128):
-// 2 MiB on two ranks; on more not yet measured (none). 4x H200 by GPU time
+// LL to 256 KiB and LL128 to 2 MiB on two ranks, LL to 32 KiB and LL128 to 512 KiB on four. 4x H200 by GPU time
 // (docs/benchmarks/gpu/2026-11-27-4xH200-session35, jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB
 // LL 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier
 // form (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1, 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3
@@ -50,8 +50,17 @@ constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // at 64 KiB .. 8 MiB: 2.6 / 3.1 / 6.2, 3.9 / 3.7 / 6.7, 5.5 / 4.5 / 7.6, 9.1 / 6.9 / 9.3,
 // 15.8 / 10.8 / 12.7, 28.9 / 19.4 / 19.4, 57.3 / 36.1 / 34.0 (NCCL 7.6 .. 45.8), the barrier form
 // then launched plainly; launched with PDL since (job 6) 6.0 at 512 KiB and 11.0 at 2 MiB.
+// 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session37, GPU time): LL / LL128 at 64 and
+// 128 KiB 4.3 / 3.7 and 5.8 / 4.4 (NCCL 11.4, 11.5); the default then (LL) / LL128 / NCCL at
+// 256 KiB 8.3 / 5.6 / 11.9, (barrier one-shot) 10.9 / 8.2 / 14.6 at 512 KiB, (two-shot) 13.1 /
+// 14.7 / 18.3 at 1 MiB: so on four ranks LL up to 32 KiB only (LL128 not timed below 64 KiB)
+// and LL128 up to 512 KiB; on more ranks neither form is measured (LL to kLLMaxBytes, no LL128).
+// kLLMaxBytes is also the least LL window made (coconet_rt::llWindowBytes's floor).
 constexpr size_t kLLMaxBytes = 256 * 1024;
-constexpr size_t ll128MaxBytes(long long ranks) { return ranks == 2 ? size_t(2) << 20 : 0; }
+constexpr size_t llMaxBytes(long long ranks) { return ranks == 4 ? size_t{32} << 10 : kLLMaxBytes; }
+constexpr size_t ll128MaxBytes(long long ranks) {
+  return ranks == 2 ? size_t(2) << 20 : ranks == 4 ? size_t{512} << 10 : 0;
+}
 // A fused group's one-shot form runs in LL form (its kernel's kProtoLL instantiation) up to
 // llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
 // H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against

@@ -7,8 +7,8 @@ Rows:
                        out-of-place copy would add a pass over the data); the reference.
   coconetc             the program with allreduce.sched (split + fuse: the fused all-reduce),
                        out of place x -> y, compiled as by default: a kernel over NCCL's device
-                       API, LL up to 256 KiB per rank, LL128 up to 2 MiB on 2 GPUs, one-shot up
-                       to 512 KiB (8 MiB on 2 GPUs), two-shot up to 16 MiB, copy engines from
+                       API, LL up to 256 KiB per rank (32 KiB on 4 GPUs), LL128 up to 2 MiB on
+                       2 GPUs and 512 KiB on 4, one-shot up to 512 KiB (8 MiB on 2 GPUs), two-shot up to 16 MiB, copy engines from
                        64 MiB on 2 ranks and from 1 GiB on more, NCCL's allreduce between.
   coconetc_nccl        the same compiled with --no-device-collectives (one ncclAllReduce).
   coconetc_ll / coconetc_ll128 / coconetc_one_shot / coconetc_two_shot / coconetc_copy_engines
