@@ -131,7 +131,14 @@ void Emitter::planDeviceGroups() {
       dg.occupancy = knobInt(f.knobs, "occupancy", 1);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
-    if (dg.arHead && oneShotMode(dg) < 0 && !twoShotObstacle(dg).empty()) continue;  // (neither form)
+    if (dg.arHead && oneShotMode(dg) < 0) {
+      const std::string why = twoShotObstacle(dg);
+      if (!why.empty()) {  // neither form
+        if (dg.algo == "two_shot")
+          arGroupNotes_[dg.rs] = "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
+        continue;
+      }
+    }
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -1142,8 +1149,9 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
   const std::string ll = d.algo == "ll" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::llMaxBytes(P_)" : "";
   const std::string ll128 = d.algo == "ll128" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::ll128MaxBytes(P_)" : "";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
-    << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n"
-    << "  if (" << n << " > 0) {\n"
+    << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n";
+  if (auto note = arGroupNotes_.find(d.out); note != arGroupNotes_.end()) b << "  // " << note->second << "\n";
+  b << "  if (" << n << " > 0) {\n"
     << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n";
   // One no-barrier form's branch: its window (zeroed when it grows), its kernel, the next call's area.
   bool first = true;

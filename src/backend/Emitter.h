@@ -553,6 +553,10 @@ private:
     std::string algo;  // the `algorithm` knob: "" (by size), ll, ll128, one_shot, two_shot or copy_engines
   };
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
+  // Why a fused [allreduce, ...] group that tune(f, algorithm = two_shot) asked for runs as the
+  // allreduce and then the members (twoShotObstacle), by the allreduce: the generated code says
+  // so above the allreduce.
+  std::map<int, std::string> arGroupNotes_;
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
   std::string ceRounds(const DevGroup& dg) const;
   std::string devRounds(const DevGroup& dg) const;
