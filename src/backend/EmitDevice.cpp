@@ -678,13 +678,15 @@ std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
   return "";
 }
 
+bool Emitter::oneShotAsked(const DevGroup& dg) { return dg.algo == "one_shot" || dg.algo == "ll" || dg.algo == "ll128"; }
+
 int Emitter::oneShotMode(const DevGroup& dg) const {
   if (dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
-  return dg.algo == "one_shot" || dg.algo == "ll" || dg.algo == "ll128" ? 1 : 0;
+  return oneShotAsked(dg) ? 1 : 0;
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {
-  if (dg.algo != "one_shot" && dg.algo != "ll" && dg.algo != "ll128") return "";
+  if (!oneShotAsked(dg)) return "";
   const std::string why = oneShotObstacle(dg);
   return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = " + dg.algo + ") is not taken: " + why + "\n";
 }
@@ -762,7 +764,7 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
 
 std::string Emitter::twoShotObstacle(const DevGroup& dg) const {
   if (!dg.arHead) return "it does not start with an allreduce";
-  if (dg.algo == "one_shot" || dg.algo == "ll" || dg.algo == "ll128" || dg.algo == "copy_engines")
+  if (oneShotAsked(dg) || dg.algo == "copy_engines")
     return "tune(" + dg.name + ", algorithm = " + dg.algo + ") asks for another form";
   if (std::string why = oneShotObstacle(dg); !why.empty()) return why;
   const int last = dg.run.back();
@@ -789,15 +791,13 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   const int mode = oneShotMode(dg);
   const bool two = twoShotObstacle(dg).empty();  // (planDeviceGroups keeps a group with one form or both)
   const std::string kOne = mode >= 0 ? emitDevKernel(dg, true) : "";
-  const DevGroup tg = two ? twoShotForm(dg) : dg;
-  const std::string kTwo = two ? emitDevKernel(tg) : "";
   const std::string oneIf = "arOneShot" + gi, twoIf = "arTwoShot" + gi;
   b << "\n  // fused group '" << dg.name << "': " << p_.stages[dg.rs].name << " (allreduce)";
   for (int id : dg.run) b << ", " << p_.stages[id].name;
   b << " as one kernel over NCCL's device API\n  // where every rank is load/store reachable: ";
   if (mode >= 0) b << "one-shot" << (mode ? "" : " up to oneShotMaxBytes(P_) of input") << (two ? ";\n  // else " : "");
   if (two)
-    b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[tg.ag].name << "'s slices gathered)"
+    b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[dg.run.back()].name << "'s slices gathered)"
       << (dg.algo == "two_shot" ? "" : " up to twoShotGroupMaxBytes(P_)");
   b << ";\n  // else the allreduce, then the members\n"
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
@@ -824,6 +824,8 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
     b << "    {\n";
   }
   if (two) {
+    const DevGroup tg = twoShotForm(dg);
+    const std::string kTwo = emitDevKernel(tg);
     const int src = agSrc(tg);
     DevLaunch L{var(x), "nSlice", "0", "nSlice"};
     std::vector<std::string> params, hostArgs;

@@ -494,6 +494,8 @@ private:
   // barrier) run up to coconet_rt::llGroupMaxBytes(P) (LL) and ll128GroupMaxBytes(P) (LL128), or
   // at every size as `ll` / `ll128` asks (emitDevOneShot).
   int oneShotMode(const DevGroup& dg) const;
+  // Whether tune(f, algorithm = one_shot | ll | ll128) asks for the one-shot form at every size.
+  static bool oneShotAsked(const DevGroup& dg);
   // Why a group has no one-shot form ("" where it has one, whatever the knob says), and the
   // generated comment that says so where tune(f, algorithm = one_shot | ll | ll128) asked for it.
   std::string oneShotObstacle(const DevGroup& dg) const;
