@@ -20,7 +20,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}"
 } > "$res"
 pass=0; fail=0
 # The vectors: made here (the bundle does not carry them).
@@ -183,15 +183,19 @@ for tool in memcheck racecheck; do
     echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-$tool-$n.log")")" >> "$res"
   done
 done
-# MEMCHECK_P2="a b": compute-sanitizer memcheck of these builds on 2 GPUs (device-API kernels
-# only take their device path with more than one rank).
-for n in ${MEMCHECK_P2:-}; do
-  p=${n%@*}
-  exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks2"
-  [ "$gpus" -ge 2 ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
-  timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$exe" --spawn 2 --check "$d" --timeout 240 > "$out/sanitizer-memcheck-p2-$n.log" 2>&1
-  rc=$?
-  echo "compute-sanitizer memcheck $n P=2: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-memcheck-p2-$n.log")")" >> "$res"
+# MEMCHECK_P2="a b" / MEMCHECK_P4="a b": compute-sanitizer memcheck of these builds on 2 / 4 GPUs
+# (device-API kernels only take their device path with more than one rank; some forms, LL128's
+# among them, differ by rank count).
+for P in 2 4; do
+  v="MEMCHECK_P$P"
+  for n in ${!v:-}; do
+    p=${n%@*}
+    exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks$P"
+    [ "$gpus" -ge "$P" ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
+    timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$exe" --spawn $P --check "$d" --timeout 240 > "$out/sanitizer-memcheck-p$P-$n.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer memcheck $n P=$P: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-memcheck-p$P-$n.log")")" >> "$res"
+  done
 done
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which
