@@ -215,8 +215,8 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     std::string XT = storageType(p_.stages[x].type.dtype);
     params.push_back("ncclWindow_t stageWin");
     hostArgs.push_back("dev_->stage[" + gi + "].win");
-    // a preloaded kernel pushes rsIn itself where the launch gives one (else nullptr: copy engines did)
-    if (dg.pushes() || dg.preloaded) {
+    // (a preloaded kernel's slots were filled before it: copy engines copied them)
+    if (dg.pushes()) {
       params.push_back("const " + XT + "* __restrict__ rsIn");
       hostArgs.push_back(L.rsIn.empty() ? "nullptr" : L.rsIn);
     }
@@ -304,7 +304,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
   const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
   const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
-  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + (oneShot ? "_oneshot" : "_device");
+  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + (oneShot ? "_oneshot" : "_device") + dg.kernelTag;
   const int V = devVecWidth(dg);
   std::vector<std::string> params, hostArgs;
   std::vector<int> others;
@@ -602,10 +602,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  }\n"
       << "  compute(0, nSlice);\n";
   else if (dg.preloaded)
-    K << (head ? "  // rsIn (a launch without copy engines before it): push slice p of [lo, hi) to slot me of rank p\n"
-                 "  if (rsIn) coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, lo, hi, vec);\n"
-               : "")
-      << "  // every rank's copies of [lo, hi) arrived (they precede its launch, or were pushed just above)\n"
+    K << "  // every rank's copies of [lo, hi) arrived (they precede its launch)\n"
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << "  compute(lo, hi);\n"
       << "  // every rank published [lo, hi)\n"
@@ -782,6 +779,17 @@ Emitter::DevGroup Emitter::twoShotForm(const DevGroup& dg) const {
   return t;
 }
 
+Emitter::DevGroup Emitter::onePassForm(const DevGroup& dg) const {
+  DevGroup t = dg;
+  t.preloaded = false;
+  t.rounds = 0;  // by size (devAutoRounds)
+  t.blocks = 0;
+  t.gather = -1;
+  t.tailPieces = 1;
+  t.kernelTag = "_pass";
+  return t;
+}
+
 void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   auto& b = body_;
   const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"", gi = std::to_string(dg.index);
@@ -873,7 +881,7 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
   auto& b = body_;
   const std::string name = "\"" + dg.name + "\"", prog = "\"" + p_.name + "\"";
   const std::string gi = std::to_string(dg.index);
-  const std::string n = L.nSlice, foldBlocks = foldBlocksVar(dg.first());
+  const std::string n = L.nSlice;
   const int V = devVecWidth(dg);
   std::string grid = "coconet_rt::devBlocks(" + n + " / " + std::to_string(V) + ")";  // the same on every rank, whatever `vec`
   // the kernel the launch calls, and a pointer to it (occupancy = auto: the instantiation chosen)
@@ -906,6 +914,7 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     grid = "blocks";
   }
   if (!dg.folds.empty()) {
+    const std::string foldBlocks = foldBlocksVar(dg.first());
     // (by copy engines: a launch per round, each writing its own partial results)
     b << ind << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
     for (int f : dg.folds)

@@ -640,11 +640,16 @@ void Emitter::emitChunked(const Chunked& ch) {
     part.pull = "0";
     DevLaunch wholeNoPull = whole;  // after the last chunk with the pulls left to copy engines
     wholeNoPull.pull = "0";
-    DevLaunch wholePush = whole;  // one chunk: the kernel pushes the GEMM's result itself
+    // One chunk: the group's kernel in the form that pushes the GEMM's result itself, in rounds
+    // (onePassForm), over the whole product (every rank's block contiguous in the staging buffer).
+    const bool onePass = !dg.ceGather;
+    const DevGroup pg = onePass ? onePassForm(dg) : DevGroup{};
+    const std::string kPass = onePass ? emitDevKernel(pg) : "";
+    DevLaunch wholePush = whole;
     wholePush.rsIn = "static_cast<const " + T + "*>(stage_[0].ptr)";
     std::vector<std::string> params, wholeArgs, partArgs, wholeNoPullArgs, wholePushArgs;
     std::vector<int> others;
-    devSignature(dg, wholePush, params, wholePushArgs, others);
+    if (onePass) devSignature(pg, wholePush, params, wholePushArgs, others);
     devSignature(dg, whole, params, wholeArgs, others);
     devSignature(dg, part, params, partArgs, others);
     devSignature(dg, wholeNoPull, params, wholeNoPullArgs, others);
@@ -696,7 +701,6 @@ void Emitter::emitChunked(const Chunked& ch) {
         << ";\n";
     // One chunk (a decode-sized product, merged) in the group's one-shot form needs only its
     // one-shot window: the staging and slice windows are made where another form runs.
-    const bool onePass = !dg.ceGather;
     const std::string one = "C == 1" + std::string(mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
     if (oneShot >= 0)
       b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot | ll) asks)\n"
@@ -744,8 +748,10 @@ void Emitter::emitChunked(const Chunked& ch) {
     }
     // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
-    // kernel on stream_, pushing the partial sums into the peers' staging windows itself, or its
-    // one-shot form (the whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
+    // kernel on stream_ in the form that pushes the partial sums into the peers' staging windows
+    // itself, in rounds on blocks by size (onePassForm: a preloaded kernel's one pass on
+    // kDevOverlapBlocks blocks ran 6% behind it on 2 H200 at 16 MiB), or its one-shot form (the
+    // whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
     if (onePass) {
       b << "      if (" << one << ") {\n"
         << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
@@ -758,8 +764,9 @@ void Emitter::emitChunked(const Chunked& ch) {
         emitDevOneShot(dg, k1, "st", "M * N", "        ");
         b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
       }
-      b << "      " << launch(wholePushArgs, "stream_") << "      CHECK(cudaGetLastError(), " << gname << ");\n"
-        << tlMark("      ", "stream_", "push+epilogue+gather") << (oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
+      // (`vec` as above: the staging buffer, rsIn here, is cudaMalloc'd and so 16-byte aligned)
+      emitDevLaunch(pg, kPass, wholePush, wholePushArgs, "      ");
+      b << tlMark("      ", "stream_", "push+epilogue+gather") << (oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
     }
     b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << gemmText(cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange

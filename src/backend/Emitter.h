@@ -372,6 +372,9 @@ private:
     // launch takes coconet_rt::devAutoOccupancy's (from the ranks and the movers); without roles, 1.
     int occupancy = 1;
     bool occupancyByRanks() const { return occupancy == 0 && !preloaded && splitRoles(); }
+    // Appended to the kernel's name (emitDevKernel): a twin with another form of the same group's
+    // kernel (the one-chunk overlap's, onePassForm) needs a name of its own.
+    std::string kernelTag;
     // The kernel is a template over kSolo, its one-rank form (emitDevKernel), unless copy engines
     // fill its slots (preloaded).
     bool soloForm() const { return !preloaded; }
@@ -518,6 +521,10 @@ private:
   // operand read periodically (a bias along the last dimensions), its period dividing n / P.
   std::string twoShotObstacle(const DevGroup& dg) const;
   DevGroup twoShotForm(const DevGroup& dg) const;
+  // An overlap's group (preloaded: copy engines fill its slots chunk by chunk) as the kernel that
+  // pushes the slices itself, in rounds (devAutoRounds) on blocks by size: what the overlap runs
+  // at one chunk, after the one GEMM, where there is nothing to overlap (emitChunked).
+  DevGroup onePassForm(const DevGroup& dg) const;
   // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).
   int agSrc(const DevGroup& dg) const { return dg.agIsMember ? dg.ag : p_.stages[dg.ag].operands[0]; }
   // The host code of a device group's launch on stream_ after its alignment test `vec` (its rounds,

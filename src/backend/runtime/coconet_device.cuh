@@ -88,13 +88,16 @@ constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
 // A fused [allreduce, members...] group past its one-shot limit runs its two-shot kernel (the
 // members on each rank's slice, the last one's slices gathered) up to twoShotGroupMaxBytes(P) per
 // rank, else the allreduce by the rules above and then the members' kernel: at every size on two
-// ranks, up to kTwoShotMaxBytes on more (the allreduce's own kernel limit; larger not measured).
+// and four ranks, up to kTwoShotMaxBytes on more (the allreduce's own kernel limit; not measured).
 // 2x H200 (docs/benchmarks/gpu/2026-11-27-2xH200-session37, Megatron's epilogue, H = 4096, f16,
 // GPU time): the group's kernel 17.8, 25.6, 65.7, 117.2, 220.1, 424.8 and 828.6 us at 512 KiB,
 // 2, 8, 16, 32, 64 and 128 MiB against 19.0, 28.3, 73.5, 131.3, 259.5, 497.3, 984.7 for the
 // two-shot allreduce kernel and then the epilogue's, and the committed rule's allreduce (NCCL's
 // from 16 MiB, copy engines from 64 MiB) and epilogue 131.3, 272.2, 476.9, 906.3 from 16 MiB.
-constexpr size_t twoShotGroupMaxBytes(long long ranks) { return ranks == 2 ? ~size_t{0} : kTwoShotMaxBytes; }
+// 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session38, the same layer): the group's kernel
+// 123.7, 244.5 and 428.8 us at 16, 32 and 64 MiB against 136.0, 264.1 and 494.7 for NCCL's
+// allreduce and then the epilogue's (the 16 MiB limit then: 264.2 and 495.9 past it).
+constexpr size_t twoShotGroupMaxBytes(long long ranks) { return ranks <= 4 ? ~size_t{0} : kTwoShotMaxBytes; }
 // From this size per rank an allreduce left to the backend moves its bytes by copy engines
 // (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds unless
 // tuned). On 2 H200 it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at
