@@ -56,9 +56,11 @@ Rows:
   coconetc_fused        (f16) tools/bench/programs/megatron_row_fused.sched: fuse(y, out), no
                         overlap: the matmul, then the [allreduce, epilogue] group's kernel,
                         one-shot up to oneShotMaxBytes(P), else two-shot (the epilogue on each
-                        rank's slice of the sums, `out` gathered) up to 16 MiB
+                        rank's slice of the sums, `out` gathered)
   coconetc_fused_two_shot  (f16) the same with tune(f, algorithm = two_shot): the two-shot
                         kernel at every size
+  coconetc_fused_two_shot_r1 / _r2 / _r4  (f16) the same in 1, 2, 4 pipelined rounds (tune(f,
+                        chunks = R); by size otherwise: coconet_rt::devAutoRounds)
   coconetc_unscheduled_two_shot  (f16) the program unscheduled but for tune(y, algorithm =
                         two_shot) (tools/bench/programs/megatron_row_allreduce_two_shot.sched):
                         the two-shot allreduce kernel at every size, then the epilogue's kernel
@@ -91,6 +93,7 @@ SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 TAILS = (2,)  # tune(f, tail = ...) pieces of the last chunk tried
 SCHEDULE_2 = "tools/bench/programs/megatron_row_chunks2.sched"  # the sample's schedule in 2 chunks
 SCHEDULE_FUSED = "tools/bench/programs/megatron_row_fused.sched"  # fuse(y, out), no overlap
+FUSED_ROUNDS = (1, 2, 4)  # the group's two-shot kernel in these rounds (tune(f, chunks = R))
 SCHEDULE_AR2 = "tools/bench/programs/megatron_row_allreduce_two_shot.sched"  # unscheduled, two-shot allreduce
 
 NCCL_ONLY = ["--no-device-collectives"]
@@ -142,6 +145,9 @@ PROGRAMS = {
     "megatron_row_unscheduled_two_shot": dict(source=SOURCE, schedule=SCHEDULE_AR2),
     "megatron_row_fused_two_shot": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
                                         schedule_append="tune(f, algorithm = two_shot);\n"),
+    **{f"megatron_row_fused_two_shot_r{r}": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
+                                                 schedule_append=f"tune(f, algorithm = two_shot, chunks = {r});\n")
+       for r in FUSED_ROUNDS},
     "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -338,6 +344,10 @@ def rows(cfg: dict, ctx, mode: str):
                                                 "fuse(y, out) with tune(f, algorithm = two_shot): the "
                                                 "group's two-shot kernel (epilogue on each rank's "
                                                 "slice, out gathered) at every size")),
+           *[(f"coconetc_fused_two_shot_r{r}", coconetc(f"megatron_row_fused_two_shot_r{r}",
+                                                         f"fuse(y, out) two-shot in {r} rounds (tune(f, "
+                                                         f"algorithm = two_shot, chunks = {r}))"))
+             for r in FUSED_ROUNDS],
            ("coconetc_unscheduled_two_shot", coconetc("megatron_row_unscheduled_two_shot",
                                                       "no schedule but tune(y, algorithm = two_shot): the "
                                                       "two-shot allreduce kernel, then the epilogue's"))] if dtn == "f16" else []),
