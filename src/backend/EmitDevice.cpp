@@ -295,7 +295,8 @@ bool Emitter::soloDevice() const {
 std::string Emitter::devRounds(const DevGroup& dg) const {
   if (dg.rounds > 0) return std::to_string(dg.rounds);
   const int t = dg.head() ? p_.stages[dg.rs].operands[0] : dg.ag;
-  return "coconet_rt::devAutoRounds(static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + "))";
+  const std::string bytes = "static_cast<long long>(" + countVar(t) + ") * sizeof(" + storageType(p_.stages[t].type.dtype) + ")";
+  return dg.epilogueRounds ? "coconet_rt::epilogueAutoRounds(" + bytes + ", P_)" : "coconet_rt::devAutoRounds(" + bytes + ")";
 }
 
 std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
@@ -776,13 +777,15 @@ Emitter::DevGroup Emitter::twoShotForm(const DevGroup& dg) const {
   t.ag = dg.run.back();  // gathered into its own storage
   t.agIsMember = true;
   t.written.clear();  // (the last member, the only one stored: twoShotObstacle)
+  t.epilogueRounds = true;
   return t;
 }
 
 Emitter::DevGroup Emitter::onePassForm(const DevGroup& dg) const {
   DevGroup t = dg;
   t.preloaded = false;
-  t.rounds = 0;  // by size (devAutoRounds)
+  t.rounds = 0;  // by size
+  t.epilogueRounds = true;
   t.blocks = 0;
   t.gather = -1;
   t.tailPieces = 1;

@@ -372,6 +372,10 @@ private:
     // launch takes coconet_rt::devAutoOccupancy's (from the ranks and the movers); without roles, 1.
     int occupancy = 1;
     bool occupancyByRanks() const { return occupancy == 0 && !preloaded && splitRoles(); }
+    // Its rounds by size, where the schedule does not set them, are coconet_rt::epilogueAutoRounds
+    // (a light epilogue between a reduce-scatter and an all-gather: twoShotForm, onePassForm)
+    // rather than devAutoRounds.
+    bool epilogueRounds = false;
     // Appended to the kernel's name (emitDevKernel): a twin with another form of the same group's
     // kernel (the one-chunk overlap's, onePassForm) needs a name of its own.
     std::string kernelTag;
@@ -522,7 +526,7 @@ private:
   std::string twoShotObstacle(const DevGroup& dg) const;
   DevGroup twoShotForm(const DevGroup& dg) const;
   // An overlap's group (preloaded: copy engines fill its slots chunk by chunk) as the kernel that
-  // pushes the slices itself, in rounds (devAutoRounds) on blocks by size: what the overlap runs
+  // pushes the slices itself, in rounds (epilogueAutoRounds) on blocks by size: what the overlap runs
   // at one chunk, after the one GEMM, where there is nothing to overlap (emitChunked).
   DevGroup onePassForm(const DevGroup& dg) const;
   // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).

@@ -125,6 +125,17 @@ int main() {
   }
   expect(llMaxBytes(2) == 256 << 10 && llMaxBytes(4) == 32 << 10 && llMaxBytes(8) == 256 << 10, "the LL form's limits");
   expect(ll128MaxBytes(2) == 2 << 20 && ll128MaxBytes(4) == 512 << 10 && ll128MaxBytes(8) == 0, "the LL128 form's limits");
+  // rounds by size: devAutoRounds (1 below 16 MiB, 4 at 32 MiB, 16 from 512 MiB); a light epilogue's
+  // two-shot kernel the same on two ranks and at most 2 on more; the group's two-shot limit
+  expect(devAutoRounds(8LL << 20) == 1 && devAutoRounds(16LL << 20) == 2 && devAutoRounds(32LL << 20) == 4 &&
+             devAutoRounds(1LL << 30) == 16, "devAutoRounds");
+  for (long long mb : {8, 16, 32, 64, 1024}) {
+    expect(epilogueAutoRounds(mb << 20, 2) == devAutoRounds(mb << 20), "epilogue rounds on two ranks", mb);
+    expect(epilogueAutoRounds(mb << 20, 4) == std::min(devAutoRounds(mb << 20), 2) &&
+               epilogueAutoRounds(mb << 20, 8) == epilogueAutoRounds(mb << 20, 4), "epilogue rounds past two ranks", mb);
+  }
+  expect(twoShotGroupMaxBytes(2) == ~size_t{0} && twoShotGroupMaxBytes(4) == ~size_t{0} && twoShotGroupMaxBytes(8) == kTwoShotMaxBytes,
+         "the group's two-shot limit");
   // aliasing: byte ranges [a, a + an) and [b, b + bn)
   std::vector<char> buf(64);
   char* b0 = buf.data();

@@ -661,6 +661,18 @@ inline int devAutoRounds(long long bytes) {
   return std::min(16, 1 << (1 + l / 2));
 }
 
+// The same for a light epilogue's two-shot kernel (a fused [allreduce, members] group's, an
+// overlap's one-chunk kernel: Emitter::epilogueRounds): devAutoRounds on two ranks, at most 2
+// rounds on more, where each round's slices are smaller and its barriers weigh more against the
+// little compute there is to overlap. 4x H200, Megatron's epilogue (f16, H = 4096; GPU time,
+// docs/benchmarks/gpu/2026-11-27-4xH200-session38, job 4) in 1 / 2 / 4 rounds: 119.2 / 122.1 /
+// 138.8 us at 16 MiB, 217.8 / 215.4 / 242.7 at 32 MiB, 413.4 / 411.3 / 430.6 at 64 MiB on 4
+// GPUs; 119.2 / 117.4 / 118.9, 234.9 / 229.7 / 220.1, 451.6 / 440.5 / 420.4 on 2.
+inline int epilogueAutoRounds(long long bytes, long long ranks) {
+  const int r = devAutoRounds(bytes);
+  return ranks <= 2 ? r : std::min(r, 2);
+}
+
 // Rounds of a device group by copy engines when the schedule does not set them (tune(f, chunks = R)),
 // from the bytes of the reduce-scatter's input (else the gathered tensor): one below 64 MiB, else two.
 // Each round costs every copy engine a fixed start and the ranks a barrier, so a copy-engine
