@@ -146,7 +146,7 @@ printf 'tune(ya, algorithm = ll128);\ntune(yb, algorithm = ll128);\ntune(yc, alg
 "$root/build/coconetc" compile "$root/samples/pipeline/pipeline.cnet" --schedule "$root/samples/pipeline/pipeline_overlap.sched" -o "$b/gen/pipeline@overlap" >/dev/null
 # Every verify of the vectors must pass here before the bundle goes.
 scratch="$(mktemp -d)"
-COCONETC="$root/build/coconetc" "$root/tests/gpu/make-vectors.sh" "$scratch/dumps" > /dev/null
+COCONETC="$root/build/coconetc" GPU_TESTS_ONLY="${GPU_BUNDLE_ONLY:-}" "$root/tests/gpu/make-vectors.sh" "$scratch/dumps" > /dev/null
 rm -rf "$scratch"
 # GPU_BUNDLE_ONLY="a b@two ...": keep only those builds (a name without '@' keeps NAME and all its
 # NAME@VARIANT builds), so that the bundle and the repository fit what a device run carries (64 MiB).

@@ -6,7 +6,8 @@
 # tools/gpu-bundle.sh runs it into a scratch folder first, so that a failing verify stops the
 # bundle before any device time is spent.
 # Usage: tests/gpu/make-vectors.sh [OUT]   (COCONETC=path: the compiler; default: the bundled one,
-# else build/coconetc)
+# else build/coconetc; GPU_TESTS_ONLY="a b@v", as tests/gpu/run.sh takes it: only the vectors of
+# these programs, by their names before any @, default and other sets)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 d="${1:-$root/.gpu-bundle/dumps}"
@@ -20,14 +21,20 @@ if [ -z "$cc" ]; then
   fi
 fi
 rm -rf "$d" && mkdir -p "$d"
+only=""
+for n in ${GPU_TESTS_ONLY:-}; do only+=" ${n%@*}"; done
+wanted() { [ -z "$only" ] || [[ "$only " == *" ${1%@*} "* ]]; }
 # vectors NAME ARGS...: coconetc verify ARGS --seed 7 --dump OUT/NAME (ranks 1, 2, 4 unless ARGS say).
 vectors() {
   local name=$1; shift
+  wanted "$name" || return 0
   local ranks=(--ranks 1,2,4)
   for a in "$@"; do [ "$a" != --ranks ] || ranks=(); done
   rm -rf "${d:?}/$name"
   "$cc" verify "$@" "${ranks[@]}" --seed 7 --dump "$d/$name" > "$d/$name.verify.txt"
 }
+# builds SET GLOBS: the set runs with the builds these globs name only (tests/gpu/run.sh)
+builds() { if wanted "$1"; then echo "$2" > "$d/$1/builds"; fi; }
 for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   vectors "$(basename "$prog" .cnet)" "$prog"
 done
@@ -52,9 +59,9 @@ vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
 # session 17 found the hand-over counters summed over the rounds wrong (at 2^28 parameters on
 # GPUs). 4 ranks only, and only the builds that the file `builds` names (their globs).
 vectors adam@many "$root/samples/adam/adam.cnet" -D N=3145728 --ranks 4
-echo 'adam@split*' > "$d/adam@many/builds"
+builds adam@many 'adam@split*'
 vectors lamb@many "$root/samples/lamb/lamb.cnet" -D N=3145728 --ranks 4
-echo 'lamb@split* lamb@chunks4 lamb@chunks8 lamb@taper lamb@occ2' > "$d/lamb@many/builds"
+builds lamb@many 'lamb@split* lamb@chunks4 lamb@chunks8 lamb@taper lamb@occ2'
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
 vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).
@@ -118,9 +125,9 @@ vectors allreduces@ce "$root/tests/gpu/programs/allreduces.cnet" -D A=1048576 -D
 # rows per block (a rank-2 left operand). An odd capacity is not for moe_gemm@capacity (its
 # schedule chunks C in two): the pipeline's builds only.
 vectors moe_gemm@x3 "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm.sched" -D X=3 -D C=5
-echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x3/builds"
+builds moe_gemm@x3 'moe_gemm moe_gemm@nccl'
 vectors moe_gemm@x1 "$root/samples/moe_gemm/moe_gemm.cnet" --schedule "$root/samples/moe_gemm/moe_gemm.sched" -D X=1 -D C=5
-echo 'moe_gemm moe_gemm@nccl' > "$d/moe_gemm@x1/builds"
+builds moe_gemm@x1 'moe_gemm moe_gemm@nccl'
 # A decode-like shape (4 tokens per expert and rank, H = 64, F = 128): the unscheduled build's
 # expert GEMMs gather their rows by expert (read-bound; coconet_rt::gatherBatchedRows), and the
 # pipeline's builds run the program unscheduled there at 2 and 4 ranks (the other moe_gemm sets
