@@ -32,20 +32,60 @@ fi
 # of its program's builds that GPU_TESTS_ONLY keeps); SANITIZE=0: no compute-sanitizer runs;
 # GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
+# GPU_TESTS_LANES=K: at most K driver runs of one world size at once (default: as many as the GPUs
+# hold; 1: one at a time).
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
 hasRank() { [[ " $ranks " == *" $1 "* ]]; }
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
-# check_run LABEL EXE P DUMPDIR: one driver run on P GPUs against verify vectors, counted and reported.
+# check_run LABEL EXE P DUMPDIR RESULT: one driver run on P GPUs against verify vectors; its line
+# goes to the file RESULT (run_queue gathers them in order and counts them).
 check_run() {
   local log="$out/run-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_')-$3.log"
   if timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
-    echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" >> "$res"
-    pass=$((pass+1))
+    echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" > "$5"
   else
-    echo "$1 P=$3: FAILED (exit $?)" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+    { echo "$1 P=$3: FAILED (exit $?)"; tail -n 5 "$log" | sed 's/^/    /'; } > "$5"
   fi
+}
+# The driver runs, queued (queue_run LABEL EXE P DUMPDIR, or queue_line TEXT for a line with no
+# run) and then run by run_queue: runs of P GPUs side by side on disjoint GPU sets where the
+# machine has room for more than one (GPU_TESTS_LANES=1: one at a time), each seeing only its
+# own GPUs (CUDA_VISIBLE_DEVICES); the result file lists them in queued order either way.
+Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=()
+queue_run() { Q_LABEL+=("$1"); Q_EXE+=("$2"); Q_P+=("$3"); Q_DIR+=("$4"); }
+queue_line() { queue_run "$1" "" 0 ""; }
+read -r -a gpu_ids <<< "$(echo "${CUDA_VISIBLE_DEVICES:-$(seq -s ' ' 0 $((gpus - 1)))}" | tr ',' ' ')"
+run_queue() {
+  local qd="$out/queue" i P lanes lane
+  mkdir -p "$qd"
+  for i in "${!Q_P[@]}"; do
+    [ "${Q_P[$i]}" = 0 ] && printf '%s\n' "${Q_LABEL[$i]}" > "$qd/$i"
+  done
+  for P in 1 2 4 8; do
+    lanes=$(( ${#gpu_ids[@]} / P )); [ "$lanes" -ge 1 ] || continue
+    [ "${GPU_TESTS_LANES:-0}" -ge 1 ] && [ "$lanes" -gt "${GPU_TESTS_LANES}" ] && lanes=$GPU_TESTS_LANES
+    local -a mine=()
+    for i in "${!Q_P[@]}"; do [ "${Q_P[$i]}" = "$P" ] && mine+=("$i"); done
+    [ ${#mine[@]} -gt 0 ] || continue
+    for ((lane = 0; lane < lanes; ++lane)); do
+      (
+        devs=$(printf '%s,' "${gpu_ids[@]:$((lane * P)):$P}"); devs=${devs%,}
+        for ((k = lane; k < ${#mine[@]}; k += lanes)); do
+          j=${mine[$k]}
+          CUDA_VISIBLE_DEVICES=$devs check_run "${Q_LABEL[$j]}" "${Q_EXE[$j]}" "$P" "${Q_DIR[$j]}" "$qd/$j"
+        done
+      ) &
+    done
+    wait
+  done
+  for i in "${!Q_P[@]}"; do
+    [ -f "$qd/$i" ] || echo "${Q_LABEL[$i]} P=${Q_P[$i]}: FAILED (not run)" > "$qd/$i"
+    cat "$qd/$i" >> "$res"
+    if grep -q "^.* P=[0-9]*: ok (" "$qd/$i"; then pass=$((pass+1)); elif grep -q ": FAILED" "$qd/$i"; then fail=$((fail+1)); fi
+  done
+  Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=()
 }
 # Builds: four programs at a time, four compiler jobs each.
 running=0
@@ -63,12 +103,12 @@ for dir in "$b"/gen/*/; do
   keep "$n" || continue
   p=${n%@*}   # NAME@VARIANT: NAME compiled another way, checked with NAME's vectors
   exe="$dir/build/${p}_main"
-  [ -x "$exe" ] || { echo "$n: not built" >> "$res"; fail=$((fail+1)); continue; }
+  [ -x "$exe" ] || { queue_line "$n: not built"; fail=$((fail+1)); continue; }
   for P in $ranks; do
     [ "$P" -le "$gpus" ] || continue
     d="$b/dumps/$p/ranks$P"
-    [ -f "$d/manifest.txt" ] || { echo "$n P=$P: no vectors (verify skipped this rank count)" >> "$res"; continue; }
-    check_run "$n" "$exe" "$P" "$d"
+    [ -f "$d/manifest.txt" ] || { queue_line "$n P=$P: no vectors (verify skipped this rank count)"; continue; }
+    queue_run "$n" "$exe" "$P" "$d"
   done
 done
 # Variants (tools/gpu-bundle.sh): other sizes of a program, run with each of its builds.
@@ -93,10 +133,11 @@ for d0 in "$b"/dumps/*@*/; do
     [ -x "$exe" ] || continue
     for P in $ranks; do
       [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
-      check_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
+      queue_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
     done
   done
 done
+run_queue
 # The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.
 if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
