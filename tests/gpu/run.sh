@@ -87,15 +87,16 @@ run_queue() {
   done
   Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=()
 }
-# Builds: four programs at a time, four compiler jobs each.
+# Builds: a program per 4 cores at a time (at least four), four compiler jobs each.
 running=0
+par=$(( $(nproc) / 4 )); [ "$par" -ge 4 ] || par=4
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
   { ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
       cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || echo "BUILD FAILED $n" >> "$res"; } &
   running=$((running + 1))
-  [ "$running" -lt 4 ] || { wait -n; running=$((running - 1)); }
+  [ "$running" -lt "$par" ] || { wait -n; running=$((running - 1)); }
 done
 wait
 for dir in "$b"/gen/*/; do
