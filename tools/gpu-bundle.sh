@@ -86,6 +86,10 @@ variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never)
 # one-shot form (every rank computes every slice); tune(f, algorithm = two_shot) keeps the
 # reduce-scatter + epilogue + all-gather kernel there.
 variant two megatron_row 'tune(f, algorithm = two_shot);'
+# ... that kernel (Emitter::onePassForm) in 3 pipelined rounds, and in 4 with split roles (16
+# movers), from the group's own knobs (since session 38).
+variant two3 megatron_row 'tune(f, algorithm = two_shot, chunks = 3);'
+variant twosplit megatron_row 'tune(f, algorithm = two_shot, chunks = 4, roles = split, movers = 16);'
 # ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
 variant one megatron_row 'tune(f, algorithm = one_shot);'
 # ... and tune(f, algorithm = ll) its LL form (flags in the data, no barrier) at every size (the

@@ -105,6 +105,18 @@ int Emitter::knobInt(const std::map<std::string, std::string>& knobs, const char
   return k == knobs.end() ? otherwise : std::max(1, std::atoi(k->second.c_str()));
 }
 
+void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, DevGroup& dg) {
+  dg.rounds = knobInt(knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
+  if (auto r = knobs.find("roles"); r != knobs.end())
+    dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
+  dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
+  if (auto k = knobs.find("taper"); k != knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
+  if (auto o = knobs.find("occupancy"); o != knobs.end() && o->second == "auto")
+    dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
+  else
+    dg.occupancy = knobInt(knobs, "occupancy", 1);
+}
+
 void Emitter::planDeviceGroups() {
   if (!o_.deviceCollectives) return;
   for (auto& f : p_.fused) {
@@ -120,15 +132,7 @@ void Emitter::planDeviceGroups() {
     DevGroup dg;
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
-    dg.rounds = knobInt(f.knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
-    if (auto r = f.knobs.find("roles"); r != f.knobs.end())
-      dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
-    dg.movers = knobInt(f.knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
-    if (auto k = f.knobs.find("taper"); k != f.knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
-    if (auto o = f.knobs.find("occupancy"); o != f.knobs.end() && o->second == "auto")
-      dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
-    else
-      dg.occupancy = knobInt(f.knobs, "occupancy", 1);
+    readRoundKnobs(f.knobs, dg);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
     if (dg.arHead && oneShotMode(dg) < 0) {
@@ -784,8 +788,8 @@ Emitter::DevGroup Emitter::twoShotForm(const DevGroup& dg) const {
 Emitter::DevGroup Emitter::onePassForm(const DevGroup& dg) const {
   DevGroup t = dg;
   t.preloaded = false;
-  t.rounds = 0;  // by size
-  t.epilogueRounds = true;
+  t.epilogueRounds = true;  // (rounds by size unless tune(f, chunks) sets them)
+  readRoundKnobs(groupKnobs(p_.stages[dg.rs]), t);
   t.blocks = 0;
   t.gather = -1;
   t.tailPieces = 1;

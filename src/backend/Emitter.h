@@ -528,7 +528,11 @@ private:
   // An overlap's group (preloaded: copy engines fill its slots chunk by chunk) as the kernel that
   // pushes the slices itself, in rounds (epilogueAutoRounds) on blocks by size: what the overlap runs
   // at one chunk, after the one GEMM, where there is nothing to overlap (emitChunked).
+  // Its rounds and their roles, movers, taper and occupancy are the group's tune knobs, as for a
+  // group outside an overlap (readRoundKnobs); the preloaded kernel between chunks has none.
   DevGroup onePassForm(const DevGroup& dg) const;
+  // tune(f, chunks | roles | movers | taper | occupancy) into a device group's kernel form.
+  static void readRoundKnobs(const std::map<std::string, std::string>& knobs, DevGroup& dg);
   // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).
   int agSrc(const DevGroup& dg) const { return dg.agIsMember ? dg.ag : p_.stages[dg.ag].operands[0]; }
   // The host code of a device group's launch on stream_ after its alignment test `vec` (its rounds,
