@@ -64,7 +64,7 @@ run_queue() {
     [ "${Q_P[$i]}" = 0 ] && printf '%s\n' "${Q_LABEL[$i]}" > "$qd/$i"
   done
   for P in 1 2 4 8; do
-    lanes=$(( ${#gpu_ids[@]} / P )); [ "$lanes" -ge 1 ] || continue
+    lanes=$(( ${#gpu_ids[@]} / P )); [ "$lanes" -ge 1 ] || lanes=1  # (fewer visible than P: they share them)
     [ "${GPU_TESTS_LANES:-0}" -ge 1 ] && [ "$lanes" -gt "${GPU_TESTS_LANES}" ] && lanes=$GPU_TESTS_LANES
     local -a mine=()
     for i in "${!Q_P[@]}"; do [ "${Q_P[$i]}" = "$P" ] && mine+=("$i"); done
@@ -72,6 +72,7 @@ run_queue() {
     for ((lane = 0; lane < lanes; ++lane)); do
       (
         devs=$(printf '%s,' "${gpu_ids[@]:$((lane * P)):$P}"); devs=${devs%,}
+        [ ${#gpu_ids[@]} -ge "$P" ] || devs=$(printf '%s,' "${gpu_ids[@]}"); devs=${devs%,}
         for ((k = lane; k < ${#mine[@]}; k += lanes)); do
           j=${mine[$k]}
           CUDA_VISIBLE_DEVICES=$devs check_run "${Q_LABEL[$j]}" "${Q_EXE[$j]}" "$P" "${Q_DIR[$j]}" "$qd/$j"
