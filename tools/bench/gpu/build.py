@@ -226,6 +226,9 @@ def main():
     ap.add_argument("--sample-repeats", type=int, default=5,
                     help="compiles of each sample for the compile-time figure (0: skip)")
     ap.add_argument("--no-build", action="store_true", help="compile only (no nvcc)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 where a program fails or a workload module does not import (CI's check "
+                         "that every benchmark program compiles)")
     ap.add_argument("--programs", help="only these program keys, comma-separated (developer option: a row "
                                        "whose program is left out fails as not built)")
     ap.add_argument("--command", default=os.environ.get("COCONET_BENCH_COMMAND"),
@@ -297,6 +300,10 @@ def main():
     print(f"built {len(recs) - len(failed)}/{len(recs)} programs"
           + (f"; failed: {', '.join(failed)}" if failed else "")
           + (f"; workloads not imported: {', '.join(import_errors)}" if import_errors else ""))
+    if args.strict and (failed or import_errors):
+        for name, err in import_errors.items():
+            print(f"{name}: {err.strip().splitlines()[-1]}", file=sys.stderr)
+        return 1
     return 0
 
 
