@@ -49,16 +49,29 @@ check_run() {
     { echo "$1 P=$3: FAILED (exit $?)"; tail -n 5 "$log" | sed 's/^/    /'; } > "$5"
   fi
 }
-# The driver runs, queued (queue_run LABEL EXE P DUMPDIR, or queue_line TEXT for a line with no
-# run) and then run by run_queue: runs of P GPUs side by side on disjoint GPU sets where the
-# machine has room for more than one (GPU_TESTS_LANES=1: one at a time), each seeing only its
-# own GPUs (CUDA_VISIBLE_DEVICES); the result file lists them in queued order either way.
-Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=()
-queue_run() { Q_LABEL+=("$1"); Q_EXE+=("$2"); Q_P+=("$3"); Q_DIR+=("$4"); }
+# The driver runs, queued (queue_run LABEL EXE P DUMPDIR; queue_sanitizer TOOL LABEL EXE P
+# DUMPDIR for a compute-sanitizer run; queue_line TEXT for a line with no run) and then run by
+# run_queue: runs of P GPUs side by side on disjoint GPU sets where the machine has room for more
+# than one (GPU_TESTS_LANES=1: one at a time), each seeing only its own GPUs
+# (CUDA_VISIBLE_DEVICES); the result file lists them in queued order either way.
+Q_FN=() Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=() Q_X=() QN=0
+queue_run() { Q_FN+=(check_run); Q_LABEL+=("$1"); Q_EXE+=("$2"); Q_P+=("$3"); Q_DIR+=("$4"); Q_X+=(""); }
+queue_sanitizer() { queue_run "$2" "$3" "$4" "$5"; Q_FN[-1]=sanitize_run; Q_X[-1]=$1; }
 queue_line() { queue_run "$1" "" 0 ""; }
+# sanitize_run LABEL EXE P DUMPDIR RESULT TOOL: compute-sanitizer TOOL on one driver run; its line
+# (clean, or the first finding) goes to RESULT, counted neither as passed nor as failed.
+sanitize_run() {
+  local log="$out/sanitizer-$6-$([ "$3" -gt 1 ] && echo "p$3-")$1.log" extra=() rc
+  [ "$3" -gt 1 ] && extra=(--timeout 240)
+  # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
+  timeout 300 compute-sanitizer --tool "$6" --report-api-errors no --error-exitcode 9 "$2" --spawn "$3" --check "$4" "${extra[@]}" > "$log" 2>&1
+  rc=$?
+  echo "compute-sanitizer $6 $1$([ "$3" -gt 1 ] && echo " P=$3"): $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$log")")" > "$5"
+}
 read -r -a gpu_ids <<< "$(echo "${CUDA_VISIBLE_DEVICES:-$(seq -s ' ' 0 $((gpus - 1)))}" | tr ',' ' ')"
 run_queue() {
-  local qd="$out/queue" i P lanes lane
+  QN=$((QN + 1))
+  local qd="$out/queue$QN" i P lanes lane
   mkdir -p "$qd"
   for i in "${!Q_P[@]}"; do
     [ "${Q_P[$i]}" = 0 ] && printf '%s\n' "${Q_LABEL[$i]}" > "$qd/$i"
@@ -75,7 +88,7 @@ run_queue() {
         [ ${#gpu_ids[@]} -ge "$P" ] || devs=$(printf '%s,' "${gpu_ids[@]}"); devs=${devs%,}
         for ((k = lane; k < ${#mine[@]}; k += lanes)); do
           j=${mine[$k]}
-          CUDA_VISIBLE_DEVICES=$devs check_run "${Q_LABEL[$j]}" "${Q_EXE[$j]}" "$P" "${Q_DIR[$j]}" "$qd/$j"
+          CUDA_VISIBLE_DEVICES=$devs "${Q_FN[$j]}" "${Q_LABEL[$j]}" "${Q_EXE[$j]}" "$P" "${Q_DIR[$j]}" "$qd/$j" "${Q_X[$j]}"
         done
       ) &
     done
@@ -86,7 +99,7 @@ run_queue() {
     cat "$qd/$i" >> "$res"
     if grep -q "^.* P=[0-9]*: ok (" "$qd/$i"; then pass=$((pass+1)); elif grep -q ": FAILED" "$qd/$i"; then fail=$((fail+1)); fi
   done
-  Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=()
+  Q_FN=() Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=() Q_X=()
 }
 # Builds: a program per 4 cores at a time (at least four), four compiler jobs each.
 running=0
@@ -211,7 +224,9 @@ sanitizerWhy() {
     grep -m1 -E 'ERROR|Error|error' "$f"
   fi
 }
-# compute-sanitizer on the 1-GPU runs.
+# compute-sanitizer on the 1-GPU runs, then (MEMCHECK_P2="a b" / MEMCHECK_P4="a b") memcheck of
+# these builds on 2 / 4 GPUs (device-API kernels only take their device path with more than one
+# rank; some forms, LL128's among them, differ by rank count); side by side as the checks.
 for tool in memcheck racecheck; do
   [ "${SANITIZE:-1}" = 1 ] && hasRank 1 || break
   for dir in "$b"/gen/*/; do
@@ -220,26 +235,19 @@ for tool in memcheck racecheck; do
     p=${n%@*}
     exe="$dir/build/${p}_main"; d="$b/dumps/$p/ranks1"
     [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
-    # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
-    timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$exe" --spawn 1 --check "$d" > "$out/sanitizer-$tool-$n.log" 2>&1
-    rc=$?
-    echo "compute-sanitizer $tool $n: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-$tool-$n.log")")" >> "$res"
+    queue_sanitizer "$tool" "$n" "$exe" 1 "$d"
   done
 done
-# MEMCHECK_P2="a b" / MEMCHECK_P4="a b": compute-sanitizer memcheck of these builds on 2 / 4 GPUs
-# (device-API kernels only take their device path with more than one rank; some forms, LL128's
-# among them, differ by rank count).
 for P in 2 4; do
   v="MEMCHECK_P$P"
   for n in ${!v:-}; do
     p=${n%@*}
     exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks$P"
     [ "$gpus" -ge "$P" ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
-    timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$exe" --spawn $P --check "$d" --timeout 240 > "$out/sanitizer-memcheck-p$P-$n.log" 2>&1
-    rc=$?
-    echo "compute-sanitizer memcheck $n P=$P: $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$out/sanitizer-memcheck-p$P-$n.log")")" >> "$res"
+    queue_sanitizer memcheck "$n" "$exe" "$P" "$d"
   done
 done
+run_queue
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which
 # must take the NCCL fallback there.
