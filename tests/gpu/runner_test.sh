@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh's own logic, without a GPU: a fake bundle (three builds of two programs, a
+# size set, one rank count without vectors), fake drivers that print the GPUs they see and fail
+# where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
+# result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
+# and that GPU_TESTS_LANES=1 gives the same result file. Usage: tests/gpu/runner_test.sh
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+t="$(mktemp -d)"
+trap 'rm -rf "$t"' EXIT
+fail() { echo "runner_test: $*" >&2; exit 1; }
+
+mkdir -p "$t/bin" "$t/repo/tests/gpu"
+cat > "$t/bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+case "$1" in -L) printf 'GPU 0\nGPU 1\nGPU 2\nGPU 3\n' ;; *) echo "FAKE, 1, 1 W" ;; esac
+EOF
+printf '#!/bin/sh\necho "Cuda compilation tools, release 0.0, fake"\necho\n' > "$t/bin/nvcc"
+printf '#!/bin/sh\nexit 0\n' > "$t/bin/cmake"
+cat > "$t/bin/compute-sanitizer" <<'EOF'
+#!/bin/bash
+while [ $# -gt 0 ]; do case "$1" in --tool|--report-api-errors|--error-exitcode) shift 2 ;; *) break ;; esac; done
+"$@" > /dev/null && exit 0
+echo "========= Invalid __global__ write of size 4 bytes"
+echo "=========     at k_fake(int)+0x10"
+exit 9
+EOF
+chmod +x "$t/bin/"*
+cp "$root/tests/gpu/run.sh" "$t/repo/tests/gpu/"
+printf '#!/bin/sh\nexit 0\n' > "$t/repo/tests/gpu/make-vectors.sh"
+cd "$t/repo"
+b=.gpu-bundle
+for n in alpha beta beta@v; do
+  p=${n%@*}
+  mkdir -p "$b/gen/$n/build"
+  # a driver: records the GPUs it sees, takes a moment, fails on beta's 4-rank vectors
+  cat > "$b/gen/$n/build/${p}_main" <<EOF
+#!/bin/bash
+echo "\$(date +%s.%N) \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2" >> "$t/seen"
+sleep 0.5
+case "\$*" in *beta/ranks4*) echo "mismatch"; exit 3 ;; esac
+echo "y: ok (relative error 0)"
+EOF
+  chmod +x "$b/gen/$n/build/${p}_main"
+done
+for p in alpha beta; do for r in 1 2 4; do mkdir -p "$b/dumps/$p/ranks$r" && touch "$b/dumps/$p/ranks$r/manifest.txt"; done; done
+rm "$b/dumps/alpha/ranks4/manifest.txt"
+mkdir -p "$b/dumps/alpha@s/ranks2" && touch "$b/dumps/alpha@s/ranks2/manifest.txt"
+
+run() {  # OUTDIR VAR=VALUE...
+  local o=$1; shift
+  : > "$t/seen"
+  env PATH="$t/bin:$PATH" MEMCHECK_P2="alpha" MEMCHECK_P4="beta@v" OUT="$o" "$@" bash tests/gpu/run.sh > "$o.log" 2>&1 ||
+    fail "run.sh exited $? ($o.log)"
+  cp "$t/seen" "$o.seen"
+}
+run "$t/lanes"
+run "$t/one" GPU_TESTS_LANES=1
+
+want="alpha P=1: ok
+alpha P=2: ok
+alpha P=4: no vectors
+beta P=1: ok
+beta P=2: ok
+beta P=4: FAILED (exit 3)
+beta@v P=1: ok
+beta@v P=2: ok
+beta@v P=4: FAILED (exit 3)
+alpha@s (gen/alpha) P=2: ok
+checks: 7 passed, 2 failed
+compute-sanitizer memcheck alpha: clean
+compute-sanitizer memcheck beta: clean
+compute-sanitizer memcheck beta@v: clean
+compute-sanitizer racecheck alpha: clean
+compute-sanitizer racecheck beta: clean
+compute-sanitizer racecheck beta@v: clean
+compute-sanitizer memcheck alpha P=2: clean
+compute-sanitizer memcheck beta@v P=4: exit 9: Invalid __global__ write of size 4 bytes in k_fake"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/lanes/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
+[ "$got" = "$want" ] || fail "result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+# the same file one run at a time (but the date line)
+diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/one/gpu-results.txt" | sed 's/; GPU_TESTS_LANES=1//') > /dev/null ||
+  fail "GPU_TESTS_LANES=1 gives another result file"
+# side by side: 1-GPU runs on four different GPUs, 2-GPU runs on 0,1 and 2,3; one at a time: all four
+[ "$(awk '$4 == 1 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || fail "1-GPU runs did not spread over the GPUs"
+[ "$(awk '$4 == 2 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "2-GPU runs did not take disjoint pairs"
+[ "$(awk '{print $3}' "$t/one.seen" | sort -u | tr '\n' ' ')" = "0 0,1 0,1,2,3 " ] || fail "GPU_TESTS_LANES=1 did not run one at a time"
+echo "runner_test: ok"
