@@ -106,7 +106,7 @@ int Emitter::knobInt(const std::map<std::string, std::string>& knobs, const char
 }
 
 void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, DevGroup& dg) {
-  dg.rounds = knobInt(knobs, "chunks", 0);  // 0: chosen by size at run time (devAutoRounds)
+  dg.rounds = knobInt(knobs, "chunks", 0);  // 0: chosen by size at run time (devRounds)
   if (auto r = knobs.find("roles"); r != knobs.end())
     dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
   dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
@@ -790,10 +790,7 @@ Emitter::DevGroup Emitter::onePassForm(const DevGroup& dg) const {
   t.preloaded = false;
   t.epilogueRounds = true;  // (rounds by size unless tune(f, chunks) sets them)
   readRoundKnobs(groupKnobs(p_.stages[dg.rs]), t);
-  t.blocks = 0;
-  t.gather = -1;
-  t.tailPieces = 1;
-  t.kernelTag = "_pass";
+  t.kernelTag = "_pass";  // (blocks, gather, tailPieces: read by emitChunked on the overlap's group only)
   return t;
 }
 

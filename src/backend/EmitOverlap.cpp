@@ -750,7 +750,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
     // kernel on stream_ in the form that pushes the partial sums into the peers' staging windows
     // itself, in rounds on blocks by size (onePassForm: a preloaded kernel's one pass on
-    // kDevOverlapBlocks blocks ran 6% behind it on 2 H200 at 16 MiB), or its one-shot form (the
+    // kDevOverlapBlocks blocks ran 5% behind it on 2 H200 at 16 MiB), or its one-shot form (the
     // whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
     if (onePass) {
       b << "      if (" << one << ") {\n"
