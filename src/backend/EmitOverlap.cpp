@@ -597,16 +597,17 @@ void Emitter::emitChunked(const Chunked& ch) {
     << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
     << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n";
   // The chunk count C (at most the overlap's, dividing the rows per rank; where copy engines move
-  // the chunks, also keeping each copy to a peer at 8 MiB or more unless tune(f, merge = never):
-  // coconet_rt::overlapChunks), rows per rank and chunk, and a chunk's staging bytes.
+  // the chunks, also keeping each copy to a peer at 8 MiB or more, and one chunk on more than two
+  // ranks up to 16 MiB per peer, unless tune(f, merge = never): coconet_rt::mergedOverlapChunks),
+  // rows per rank and chunk, and a chunk's staging bytes.
   const std::string Cs = std::to_string(ch.chunks);
-  auto chunkDecls = [&](const std::string& ind, const std::string& minCopy) {
-    return ind + "const long long C = coconet_rt::overlapChunks(" + Cs + ", M / P, N * static_cast<long long>(sizeof(" + T + ")), " +
-           minCopy + ");\n" + ind +
+  auto chunkDecls = [&](const std::string& ind, bool merge) {
+    return ind + "const long long C = coconet_rt::" + (merge ? "mergedOverlapChunks(" : "overlapChunks(") + Cs +
+           ", M / P, N * static_cast<long long>(sizeof(" + T + ")), " + (merge ? "P" : "0") + ");\n" + ind +
            "const long long rg = M / (P * C);  // rows per rank and chunk (each rank's block is M / P rows)\n" + ind +
            "const size_t slot = static_cast<size_t>(P * rg * N) * sizeof(" + T + ");\n";
   };
-  if (!device) b << "    // up to " << Cs << " chunks: the most that divide this rank's rows\n" << chunkDecls("    ", "0");
+  if (!device) b << "    // up to " << Cs << " chunks: the most that divide this rank's rows\n" << chunkDecls("    ", false);
   b << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
   // Chunk c's GEMM on stream_ into stage_[k]: rows [lo, lo + rows) of every rank's block, P GEMMs
   // in one call (lo = c rg, rows = rg; with a split tail, the lambdas lo(c) and rows(c)).
@@ -671,10 +672,11 @@ void Emitter::emitChunked(const Chunked& ch) {
     };
     b << "    if (devReady(" << gname << ")) {\n" << oneShotNote(dg, "      ");
     if (dg.mergeChunks)
-      b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB\n"
-        << chunkDecls("      ", "coconet_rt::kCeMinCopyBytes");
+      b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB,\n"
+        << "      // one on more than two ranks where this rank's block to a peer is 16 MiB or less\n"
+        << chunkDecls("      ", true);
     else
-      b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", "0");
+      b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", false);
     const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
     if (split) {
       const std::string t = std::to_string(dg.tailPieces);
@@ -795,7 +797,7 @@ void Emitter::emitChunked(const Chunked& ch) {
       << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
       << (onePass ? "      }\n" : "")
       << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << Cs << " chunks dividing this rank's rows\n"
-      << chunkDecls("    ", "0");
+      << chunkDecls("    ", false);
   }
   if (device) {
     std::vector<int> members{ch.rs};

@@ -1,6 +1,7 @@
 // Host checks of the device runtime's chunk edges (coconet_device.cuh, chunkLo): every kernel
 // that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
-// ranks, must agree on the same partition. Built with nvcc and run on the build machine (the
+// ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
+// mergedOverlapChunks). Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +78,30 @@ int main() {
     expect(!gatherBatchedRows(1024, 4096, 8192, 4), "no gather at training rows", 0, 0, 1024, 0, 0);
     expect(!gatherBatchedRows(255, 64, 64, 4), "no gather where the copies outweigh the weights", 0, 0, 255, 0, 0);
     expect(!gatherBatchedRows(16, 4096, 8192, 1), "no gather with one outer batch", 0, 0, 16, 0, 0);
+  }
+  // The copy-engine overlap's chunk count (Megatron's layer, f16, 8192 tokens: rows per rank
+  // 8192 / P, a row H x 2 bytes): chunks merge where a copy to a peer would be under 8 MiB, and
+  // past two ranks one chunk while the block to a peer is 16 MiB or less.
+  {
+    using coconet_rt::mergedOverlapChunks;
+    using coconet_rt::overlapChunks;
+    const long long MiB = 1LL << 20;
+    expect(mergedOverlapChunks(4, 2048, 8192, 4) == 1, "4 ranks, H = 4096 (16 MiB per peer): one chunk", 4, 0, 2048, 4, 0);
+    expect(mergedOverlapChunks(4, 1024, 16384, 8) == 1, "8 ranks, 16 MiB per peer: one chunk", 4, 0, 1024, 8, 0);
+    expect(mergedOverlapChunks(4, 2048, 16384, 4) == 4, "4 ranks, H = 8192 (32 MiB per peer): 4 chunks", 4, 0, 2048, 4, 0);
+    expect(mergedOverlapChunks(4, 2048, 24576, 4) == 4, "4 ranks, H = 12288: 4 chunks", 4, 0, 2048, 4, 0);
+    expect(mergedOverlapChunks(4, 2560, 8192, 4) == 2, "4 ranks, 20 MiB per peer: chunks of 8 MiB or more", 4, 0, 2560, 4, 0);
+    expect(mergedOverlapChunks(4, 4096, 8192, 2) == 4, "2 ranks, H = 4096 (32 MiB per peer): 4 chunks", 4, 0, 4096, 2, 0);
+    expect(mergedOverlapChunks(4, 2048, 8192, 2) == 2, "2 ranks, 16 MiB per peer: 2 chunks of 8 MiB", 4, 0, 2048, 2, 0);
+    for (long long P : {2, 3, 4, 8})
+      for (long long rows : {1LL, 3LL, 12LL, 1000LL, 4096LL, 6000LL})
+        for (long long rowBytes : {2LL, 8192LL, 24576LL, 8 * MiB}) {
+          const long long c = mergedOverlapChunks(4, rows, rowBytes, P);
+          expect(c >= 1 && c <= 4 && rows % c == 0, "a count that divides the rows", 4, 0, rows, static_cast<int>(P), static_cast<int>(c));
+          expect(c <= overlapChunks(4, rows, rowBytes, 0), "never more than without merging", 4, 0, rows, static_cast<int>(P), static_cast<int>(c));
+          expect(P > 2 || c == overlapChunks(4, rows, rowBytes, coconet_rt::kCeMinCopyBytes), "two ranks: the 8 MiB rule alone", 4, 0, rows,
+                 static_cast<int>(P), static_cast<int>(c));
+        }
   }
   if (failures) {
     std::printf("%d failures\n", failures);
