@@ -32,6 +32,10 @@
 
 #include "ir/IR.h"
 
+namespace coconet {
+class DiagnosticEngine;
+}
+
 namespace coconet::backend {
 
 struct CompileOptions {
@@ -57,6 +61,9 @@ struct CompileOptions {
   // the program's requirements but not the schedule's, or where the pipeline's GEMMs would be
   // read-bound (coconet_rt::gatherBatchedRows). Null: none.
   const ir::Program* unscheduled = nullptr;
+  // Where the backend reports warnings at the schedule's lines (an overlap it runs unchunked).
+  // Null: none reported.
+  DiagnosticEngine* diags = nullptr;
   // Internal (the fallback's own emission): its class name, and no C interface, driver or build
   // files of its own.
   std::string className;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/Emitter.h"
+#include "support/Diagnostics.h"
 
 namespace coconet::backend::detail {
 
@@ -13,6 +14,15 @@ int Emitter::firstOverlapped(int prod) const {
 }
 
 void Emitter::planOverlaps() {
+  // An overlap the backend does not chunk runs as the program without it (the generated code
+  // says why at the producer), and the schedule's line gets a warning saying so.
+  auto unchunked = [&](const ir::Overlap& o, int prod, const std::string& why) {
+    overlapNotes_[prod] = why + "\n";
+    if (o_.diags)
+      o_.diags->warning(o.loc, "overlap of " + quote(o.producer) + " with " + quote(o.consumer) +
+                                   " runs unchunked in the CUDA backend: " + why,
+                        static_cast<uint32_t>(std::string("overlap").size()));
+  };
   for (auto& o : p_.overlaps) {
     int prod = p_.find(o.producer);
     std::vector<int> members;
@@ -33,11 +43,11 @@ void Emitter::planOverlaps() {
       ExchangeChain chain = exchangeChain(p_, prod, ch.back);
       ch.run = chain.stages;
       if (chain.bad >= 0) {
-        overlapNotes_[prod] = "'" + p_.stages[chain.bad].name + "' does not work rank block by rank block\n";
+        unchunked(o, prod, "'" + p_.stages[chain.bad].name + "' does not work rank block by rank block");
         continue;
       }
       if (auto why = exchangeWhyNot(ch); !why.empty()) {
-        overlapNotes_[prod] = why + "\n";
+        unchunked(o, prod, why);
         continue;
       }
       // Copy engines unless tune(back, algorithm = nccl), over the world group (its windows' ranks
@@ -67,7 +77,7 @@ void Emitter::planOverlaps() {
         chunked_[prod] = ch;
         for (int m : members) overlapped_.insert(m);
       } else {
-        overlapNotes_[prod] = "only an embedding bag followed by an all_to_all, chunked along dimension 0, is chunked yet\n";
+        unchunked(o, prod, "only an embedding bag followed by an all_to_all, chunked along dimension 0, is chunked yet");
       }
       continue;
     }
@@ -112,7 +122,7 @@ void Emitter::planOverlaps() {
       }
     }
     if (!why.empty()) {
-      overlapNotes_[prod] = why + "\n";
+      unchunked(o, prod, why);
       continue;
     }
     chunked_[prod] = ch;

@@ -113,6 +113,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         co.sourcePath = inv.input;
         co.schedulePath = schedPath;
         co.scheduleText = schedule::printScript(trace);
+        co.diags = &diags;
         // Sizes that meet the program's requirements but not those its schedule added run the
         // program unscheduled, where the schedule keeps the caller's tensors as declared.
         // (and, the backend decides, where the schedule does not pay at a run's sizes)
