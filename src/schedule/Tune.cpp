@@ -118,6 +118,34 @@ bool overlapNames(const ir::Program& p, const std::string& name) {
   return false;
 }
 
+// The overlap whose consumer is `name` (a fused group or a stage), or null.
+const ir::Overlap* consumedBy(const ir::Program& p, const std::string& name) {
+  for (auto& o : p.overlaps)
+    if (o.consumer == name) return &o;
+  return nullptr;
+}
+
+bool roundKnob(const std::string& key) {
+  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "occupancy";
+}
+
+// Why the backend reads `key` nowhere on the consumer of an overlap whose first collective is
+// `first` and whose algorithm knob is `algo` ("" where it may read it). An overlap with an
+// allreduce runs each chunk's allreduce as an NCCL call and the rest as one kernel per chunk:
+// no knob. One with a reduce_scatter (and an all_gather) reads `chunks`, `roles`, `movers`,
+// `taper` and `occupancy` only for its one-chunk kernel (Emitter::onePassForm), which
+// copy_engines, one_shot, ll and ll128 never run, and with nccl runs NCCL calls per chunk.
+std::string unreadOnOverlapConsumer(StageKind first, const std::string& algo, const std::string& key) {
+  if (first == StageKind::AllReduce)
+    return "pipelined by an overlap with its allreduce, which reads no knob (each chunk's allreduce is an NCCL call)";
+  if (first != StageKind::ReduceScatter) return "";
+  if (algo == "nccl" && key != "algorithm")
+    return "pipelined by an overlap with algorithm = nccl (NCCL calls per chunk, which read no other knob)";
+  if (roundKnob(key) && (algo == "copy_engines" || algo == "one_shot" || algo == "ll" || algo == "ll128"))
+    return "pipelined by an overlap with algorithm = " + algo + ", which never runs the one-chunk kernel that " + key + " sets";
+  return "";
+}
+
 // Why the backend reads `key` nowhere on fused group g ("" where it may read it).
 std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const std::string& key) {
   std::vector<StageKind> kinds;
@@ -130,6 +158,12 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
     }
   if (kinds.empty()) return "";
   if (!collective) return "a fused group with no collective (one element-wise kernel, which takes no knobs)";
+  if (consumedBy(p, g.name)) {
+    const auto first = std::find_if(kinds.begin(), kinds.end(), ir::isCollectiveKind);
+    const auto algo = g.knobs.find("algorithm");
+    if (std::string why = unreadOnOverlapConsumer(*first, algo == g.knobs.end() ? "" : algo->second, key); !why.empty())
+      return "a fused group " + why;
+  }
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
     return overlapped ? "" : "a fused group that no overlap pipelines";
   if (key == "roles" || key == "movers" || key == "taper") {
@@ -140,7 +174,11 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
 }
 
 // Why the backend reads `key` nowhere on stage s ("" where it may read it).
-std::string unreadOnStage(const ir::Stage& s, const std::string& key) {
+std::string unreadOnStage(const ir::Program& p, const ir::Stage& s, const std::string& key) {
+  // An allreduce or a reduce_scatter that an overlap pipelines on its own (no fused group):
+  // each chunk's collective is an NCCL call.
+  if (consumedBy(p, s.name) && (s.kind == StageKind::AllReduce || s.kind == StageKind::ReduceScatter))
+    return describe(s) + " pipelined by an overlap, which reads no knob (each chunk's " + stageKindName(s.kind) + " is an NCCL call)";
   switch (s.kind) {
     case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
       return key == "algorithm" || key == "chunks" ? "" : describe(s) + ", where only algorithm and chunks are read";
@@ -180,15 +218,17 @@ void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, D
         diags.warning(k.loc, "tune knob 'algorithm = " + s.knobs.at(k.key) + "' has no effect on " + quote(k.target) + ": " + v, k.length);
         continue;
       }
-      why = unreadOnStage(s, k.key);
+      why = unreadOnStage(p, s, k.key);
       if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, k.key).empty())
         hint = "; tune its fused group " + quote(g->name) + " instead";
     } else {
       continue;  // the stage is gone (dead, or rewritten by a later step)
     }
     if (why.empty()) continue;
-    diags.warning(k.loc, "tune knob " + quote(k.key) + " has no effect on " + quote(k.target) + ": it is " + why + "; " + k.key +
-                             " applies to " + appliesTo(k.key) + hint,
+    // (an overlap's consumer holds the right collective; its form reads no knob: no hint)
+    const bool byOverlap = why.find(" pipelined by an overlap") != std::string::npos;
+    diags.warning(k.loc, "tune knob " + quote(k.key) + " has no effect on " + quote(k.target) + ": it is " + why +
+                             (byOverlap ? "" : "; " + k.key + " applies to " + appliesTo(k.key) + hint),
                   k.length);
   }
 }
