@@ -134,15 +134,15 @@ bool roundKnob(const std::string& key) {
 // allreduce runs each chunk's allreduce as an NCCL call and the rest as one kernel per chunk:
 // no knob. One with a reduce_scatter (and an all_gather) reads `chunks`, `roles`, `movers`,
 // `taper` and `occupancy` only for its one-chunk kernel (Emitter::onePassForm), which
-// copy_engines, one_shot, ll and ll128 never run, and with nccl (or ring) runs NCCL calls per
-// chunk.
+// copy_engines never runs (one_shot, ll and ll128 run it where the group has no one-shot form),
+// and with nccl (or ring) runs NCCL calls per chunk.
 std::string unreadOnOverlapConsumer(StageKind first, const std::string& algo, const std::string& key) {
   if (first == StageKind::AllReduce)
     return "pipelined by an overlap with its allreduce, which reads no knob (each chunk's allreduce is an NCCL call)";
   if (first != StageKind::ReduceScatter) return "";
   if ((algo == "nccl" || algo == "ring") && key != "algorithm")
     return "pipelined by an overlap with algorithm = " + algo + " (NCCL calls per chunk, which read no other knob)";
-  if (roundKnob(key) && (algo == "copy_engines" || algo == "one_shot" || algo == "ll" || algo == "ll128"))
+  if (roundKnob(key) && algo == "copy_engines")
     return "pipelined by an overlap with algorithm = " + algo + ", which never runs the one-chunk kernel that " + key + " sets";
   return "";
 }
