@@ -1,6 +1,7 @@
 // Collectives over NCCL's device API: fused reduce-scatter / element-wise / all-gather groups,
 // allreduces, sends, single-thread scalar chains and reductions folded into a group's kernel.
 #include "backend/Emitter.h"
+#include "support/Diagnostics.h"
 
 namespace coconet::backend::detail {
 
@@ -138,11 +139,16 @@ void Emitter::planDeviceGroups() {
     if (dg.arHead && oneShotMode(dg) < 0) {
       const std::string why = twoShotObstacle(dg);
       if (!why.empty()) {  // neither form
-        if (dg.algo == "two_shot")
+        if (dg.algo == "two_shot") {
           arGroupNotes_[dg.rs] = "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
+          warnKnob(dg.name, "algorithm", "tune knob 'algorithm = two_shot' is not taken on " + quote(dg.name) + ": " + why +
+                                             "; the allreduce runs, then the members");
+        }
+        warnOneShotNotTaken(dg);
         continue;
       }
     }
+    warnOneShotNotTaken(dg);
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -685,6 +691,29 @@ bool Emitter::oneShotAsked(const DevGroup& dg) { return dg.algo == "one_shot" ||
 int Emitter::oneShotMode(const DevGroup& dg) const {
   if (dg.algo == "two_shot" || dg.algo == "copy_engines" || !oneShotObstacle(dg).empty()) return -1;
   return oneShotAsked(dg) ? 1 : 0;
+}
+
+void Emitter::warnKnob(const std::string& target, const std::string& key, const std::string& msg) {
+  if (!o_.diags || !knobWarned_.insert({target, key}).second) return;
+  SourceLoc at;
+  if (const FusedGroup* f = p_.findFused(target)) {
+    auto k = f->knobLocs.find(key);
+    at = k != f->knobLocs.end() ? k->second : f->loc;
+  } else if (int id = p_.find(target); id >= 0) {
+    auto k = p_.stages[id].knobLocs.find(key);
+    if (k == p_.stages[id].knobLocs.end()) return;
+    at = k->second;
+  } else {
+    return;
+  }
+  o_.diags->warning(at, msg, static_cast<uint32_t>(key.size()));
+}
+
+void Emitter::warnOneShotNotTaken(const DevGroup& dg) {
+  if (!oneShotAsked(dg)) return;
+  if (const std::string why = oneShotObstacle(dg); !why.empty())
+    warnKnob(dg.name, "algorithm", "tune knob 'algorithm = " + dg.algo + "' is not taken on " + quote(dg.name) + ": " + why +
+                                       " (no one-shot form)");
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {

@@ -156,6 +156,7 @@ void Emitter::planDeviceChunked() {
     if (auto a = knobs.find("algorithm"); a != knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.ceGather = true;
     if (auto mg = knobs.find("merge"); mg != knobs.end() && mg->second == "never") dg.mergeChunks = false;
+    warnOneShotNotTaken(dg);
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devChunked_[prod] = dg;

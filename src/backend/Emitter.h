@@ -508,6 +508,13 @@ private:
   // generated comment that says so where tune(f, algorithm = one_shot | ll | ll128) asked for it.
   std::string oneShotObstacle(const DevGroup& dg) const;
   std::string oneShotNote(const DevGroup& dg, const std::string& ind) const;
+  // A warning (CompileOptions::diags) at the place where tune set `key` on `target` (a fused
+  // group or a stage; else the group's fuse line), once per target and key: a knob the backend
+  // does not take, and why.
+  void warnKnob(const std::string& target, const std::string& key, const std::string& msg);
+  // warnKnob where tune(f, algorithm = one_shot | ll | ll128) asked for a form group dg lacks.
+  void warnOneShotNotTaken(const DevGroup& dg);
+  std::set<std::pair<std::string, std::string>> knobWarned_;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
   // the global index), its alignment test and the launch; `rsIn`: the whole input.
   void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,

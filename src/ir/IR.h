@@ -156,6 +156,7 @@ struct Stage {
   // partners and tuning knobs. The algorithm never depends on them.
   std::string fusedInto;                    // name of the fused group, or ""
   std::map<std::string, std::string> knobs;  // chunks, blocks, algorithm, ...
+  std::map<std::string, SourceLoc> knobLocs;  // where tune set each knob (the key's place)
 };
 
 // A group of stages the backend runs as one kernel (fuse), or a pipelined producer/consumer
@@ -165,6 +166,7 @@ struct FusedGroup {
   std::vector<std::string> members;  // in execution order
   std::map<std::string, std::string> knobs;
   SourceLoc loc;                     // the schedule line that made it
+  std::map<std::string, SourceLoc> knobLocs;  // where tune set each knob (the key's place)
 };
 
 struct Overlap {

@@ -217,6 +217,7 @@ bool reorder(StepContext& c) {
         part.type.layout = Layout::local();
         part.type.dtype = acc;
         part.knobs.clear();
+        part.knobLocs.clear();
         if (kind == ReduceKind::Norm) {
           Stage sq;
           sq.kind = StageKind::Compute;

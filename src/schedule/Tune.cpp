@@ -92,7 +92,10 @@ bool tune(StepContext& c) {
   }
   if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper or occupancy");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
+  auto& locs = group ? group->knobLocs : c.p.stages[id].knobLocs;
   for (auto& [k, v] : knobs) dst[k] = v;
+  for (auto& k : c.step.args)
+    if (!k.key.empty()) locs[k.key] = k.keyLoc;
   if (c.knobSites)
     for (auto& k : c.step.args)
       if (!k.key.empty())
