@@ -609,7 +609,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     << "[1], M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n";
   // The chunk count C (at most the overlap's, dividing the rows per rank; where copy engines move
   // the chunks, also keeping each copy to a peer at 8 MiB or more, and one chunk on more than two
-  // ranks up to 16 MiB per peer, unless tune(f, merge = never): coconet_rt::mergedOverlapChunks),
+  // ranks under 32 MiB per peer, unless tune(f, merge = never): coconet_rt::mergedOverlapChunks),
   // rows per rank and chunk, and a chunk's staging bytes.
   const std::string Cs = std::to_string(ch.chunks);
   auto chunkDecls = [&](const std::string& ind, bool merge) {
@@ -684,7 +684,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     b << "    if (devReady(" << gname << ")) {\n" << oneShotNote(dg, "      ");
     if (dg.mergeChunks)
       b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB,\n"
-        << "      // one on more than two ranks where this rank's block to a peer is 16 MiB or less\n"
+        << "      // one on more than two ranks where this rank's block to a peer is under 32 MiB\n"
         << chunkDecls("      ", true);
     else
       b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", false);

@@ -350,7 +350,7 @@ private:
     bool ceGather = false;
     // tune(f, merge = by_size | never): where copy engines move an overlap's chunks, run fewer of
     // them where a chunk's copy to each peer would be under 8 MiB, and one on more than two ranks
-    // where this rank's block to a peer is 16 MiB or less (coconet_rt::mergedOverlapChunks), or
+    // where this rank's block to a peer is under 32 MiB (coconet_rt::mergedOverlapChunks), or
     // the most that divide the rows per rank at every size.
     bool mergeChunks = true;
     // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute

@@ -81,7 +81,7 @@ int main() {
   }
   // The copy-engine overlap's chunk count (Megatron's layer, f16, 8192 tokens: rows per rank
   // 8192 / P, a row H x 2 bytes): chunks merge where a copy to a peer would be under 8 MiB, and
-  // past two ranks one chunk while the block to a peer is 16 MiB or less.
+  // past two ranks one chunk while the block to a peer is under 32 MiB.
   {
     using coconet_rt::mergedOverlapChunks;
     using coconet_rt::overlapChunks;
@@ -90,7 +90,10 @@ int main() {
     expect(mergedOverlapChunks(4, 1024, 16384, 8) == 1, "8 ranks, 16 MiB per peer: one chunk", 4, 0, 1024, 8, 0);
     expect(mergedOverlapChunks(4, 2048, 16384, 4) == 4, "4 ranks, H = 8192 (32 MiB per peer): 4 chunks", 4, 0, 2048, 4, 0);
     expect(mergedOverlapChunks(4, 2048, 24576, 4) == 4, "4 ranks, H = 12288: 4 chunks", 4, 0, 2048, 4, 0);
-    expect(mergedOverlapChunks(4, 2560, 8192, 4) == 2, "4 ranks, 20 MiB per peer: chunks of 8 MiB or more", 4, 0, 2560, 4, 0);
+    expect(mergedOverlapChunks(4, 2560, 8192, 4) == 1, "4 ranks, 20 MiB per peer: one chunk", 4, 0, 2560, 4, 0);
+    expect(mergedOverlapChunks(4, 3072, 8192, 4) == 1, "4 ranks, 24 MiB per peer: one chunk", 4, 0, 3072, 4, 0);
+    expect(mergedOverlapChunks(4, 4096, 8192, 4) == 4, "4 ranks, 32 MiB per peer: 4 chunks", 4, 0, 4096, 4, 0);
+    expect(mergedOverlapChunks(4, 3072, 8192, 2) == 3, "2 ranks, 24 MiB per peer: 3 chunks of 8 MiB", 4, 0, 3072, 2, 0);
     expect(mergedOverlapChunks(4, 4096, 8192, 2) == 4, "2 ranks, H = 4096 (32 MiB per peer): 4 chunks", 4, 0, 4096, 2, 0);
     expect(mergedOverlapChunks(4, 2048, 8192, 2) == 2, "2 ranks, 16 MiB per peer: 2 chunks of 8 MiB", 4, 0, 2048, 2, 0);
     for (long long P : {2, 3, 4, 8})

@@ -15,7 +15,7 @@ Rows:
                         (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the op does not use it.
   coconetc              the sample with its schedule (reduce-scatter, epilogue on slices and
                         all-gather fused, pipelined with the matmul in 4 chunks, fewer where a
-                        chunk's copy to a peer would be under 8 MiB, one past 2 GPUs up to 16 MiB
+                        chunk's copy to a peer would be under 8 MiB, one past 2 GPUs under 32 MiB
                         per peer: coconet_rt::mergedOverlapChunks), compiled as by default:
                         copy engines move each chunk's reduce-scatter into the
                         peers' staging windows while the next chunk's GEMM runs; a kernel over
@@ -49,7 +49,7 @@ Rows:
                         the other ranks' whole blocks
   coconetc_merge_never  coconetc with tune(f, merge = never): the overlap's 4 chunks at every
                         size (coconetc merges copy-engine chunks whose copy to a peer would be
-                        under 8 MiB, and past 2 GPUs to one up to 16 MiB per peer: 1 chunk at
+                        under 8 MiB, and past 2 GPUs to one under 32 MiB per peer: 1 chunk at
                         H = 4096 on 4 GPUs since session 39 (2 before), 1 at decode shapes)
   coconetc_chunks2      the sample's schedule with the matmul in 2 chunks
                         (tools/bench/programs/megatron_row_chunks2.sched): fewer, larger copies
@@ -313,7 +313,7 @@ def rows(cfg: dict, ctx, mode: str):
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
                                      "with the matmul (4 chunks, fewer where a chunk's copy to a peer is "
-                                     "under 8 MiB, one past 2 GPUs up to 16 MiB per peer): each chunk's reduce-scatter by copy engines; "
+                                     "under 8 MiB, one past 2 GPUs under 32 MiB per peer): each chunk's reduce-scatter by copy engines; "
                                      "the epilogue (device-API kernel, 128 blocks) and all-gather per chunk or "
                                      "once at the end, chosen at run time")),
         ("coconetc_two_shot", coconetc(f"{sched}_two_shot", "as coconetc with tune(f, algorithm = two_shot): "
