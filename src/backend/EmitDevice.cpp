@@ -136,6 +136,7 @@ void Emitter::planDeviceGroups() {
     readRoundKnobs(f.knobs, dg);
     if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
+    warnOneShotNotTaken(dg);
     if (dg.arHead && oneShotMode(dg) < 0) {
       const std::string why = twoShotObstacle(dg);
       if (!why.empty()) {  // neither form
@@ -144,11 +145,9 @@ void Emitter::planDeviceGroups() {
           warnKnob(dg.name, "algorithm", "tune knob 'algorithm = two_shot' is not taken on " + quote(dg.name) + ": " + why +
                                              "; the allreduce runs, then the members");
         }
-        warnOneShotNotTaken(dg);
         continue;
       }
     }
-    warnOneShotNotTaken(dg);
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);
     devGroups_[dg.first()] = dg;
@@ -709,16 +708,16 @@ void Emitter::warnKnob(const std::string& target, const std::string& key, const 
   o_.diags->warning(at, msg, static_cast<uint32_t>(key.size()));
 }
 
+std::string Emitter::oneShotRefused(const DevGroup& dg) const { return oneShotAsked(dg) ? oneShotObstacle(dg) : ""; }
+
 void Emitter::warnOneShotNotTaken(const DevGroup& dg) {
-  if (!oneShotAsked(dg)) return;
-  if (const std::string why = oneShotObstacle(dg); !why.empty())
+  if (const std::string why = oneShotRefused(dg); !why.empty())
     warnKnob(dg.name, "algorithm", "tune knob 'algorithm = " + dg.algo + "' is not taken on " + quote(dg.name) + ": " + why +
                                        " (no one-shot form)");
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {
-  if (!oneShotAsked(dg)) return "";
-  const std::string why = oneShotObstacle(dg);
+  const std::string why = oneShotRefused(dg);
   return why.empty() ? "" : ind + "// tune(" + dg.name + ", algorithm = " + dg.algo + ") is not taken: " + why + "\n";
 }
 

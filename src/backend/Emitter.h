@@ -507,6 +507,8 @@ private:
   // Why a group has no one-shot form ("" where it has one, whatever the knob says), and the
   // generated comment that says so where tune(f, algorithm = one_shot | ll | ll128) asked for it.
   std::string oneShotObstacle(const DevGroup& dg) const;
+  // That obstacle where tune(f, algorithm = one_shot | ll | ll128) asked for the form ("" else).
+  std::string oneShotRefused(const DevGroup& dg) const;
   std::string oneShotNote(const DevGroup& dg, const std::string& ind) const;
   // A warning (CompileOptions::diags) at the place where tune set `key` on `target` (a fused
   // group or a stage; else the group's fuse line), once per target and key: a knob the backend
