@@ -37,6 +37,7 @@ void Emitter::run(std::vector<std::string>& files) {
   planChainPrologues();
   planDeviceExchanges(StageKind::Send, devSend_);
   planDeviceExchanges(StageKind::AllToAll, devA2A_);
+  warnKnobsWithoutDevice();
   std::filesystem::create_directories(o_.outDir);
   if (o_.embedded) {  // the fallback of a scheduled program: its class only
     write(cls_ + ".h", headerText(), files);

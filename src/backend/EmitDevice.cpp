@@ -1,6 +1,9 @@
 // Collectives over NCCL's device API: fused reduce-scatter / element-wise / all-gather groups,
 // allreduces, sends, single-thread scalar chains and reductions folded into a group's kernel.
+#include <tuple>
+
 #include "backend/Emitter.h"
+#include "schedule/Schedule.h"
 #include "support/Diagnostics.h"
 
 namespace coconet::backend::detail {
@@ -706,6 +709,35 @@ void Emitter::warnKnob(const std::string& target, const std::string& key, const 
     return;
   }
   o_.diags->warning(at, msg, static_cast<uint32_t>(key.size()));
+}
+
+void Emitter::warnKnobsWithoutDevice() {
+  if (o_.deviceCollectives) return;
+  struct Site {
+    SourceLoc at;
+    std::string target, key, value;
+  };
+  std::vector<Site> sites;
+  auto collect = [&](const std::string& target, const std::map<std::string, std::string>& knobs,
+                     const std::map<std::string, SourceLoc>& locs) {
+    for (auto& [key, value] : knobs) {
+      if (key == "algorithm" && (value == "nccl" || value == "ring")) continue;  // what runs anyway
+      if (schedule::knobUnread(p_, target, key)) continue;
+      auto l = locs.find(key);
+      sites.push_back({l != locs.end() ? l->second : SourceLoc{}, target, key, value});
+    }
+  };
+  for (auto& f : p_.fused) collect(f.name, f.knobs, f.knobLocs);
+  for (auto& s : p_.stages) collect(s.name, s.knobs, s.knobLocs);
+  std::stable_sort(sites.begin(), sites.end(), [](const Site& a, const Site& b) {
+    return std::tie(a.at.file, a.at.line, a.at.col) < std::tie(b.at.file, b.at.line, b.at.col);
+  });
+  for (auto& k : sites) {
+    const std::string knob = k.key == "algorithm" ? "'algorithm = " + k.value + "'" : quote(k.key);
+    warnKnob(k.target, k.key,
+             "tune knob " + knob + " has no effect on " + quote(k.target) +
+                 ": --no-device-collectives keeps NCCL calls, which read no knob");
+  }
 }
 
 std::string Emitter::oneShotRefused(const DevGroup& dg) const { return oneShotAsked(dg) ? oneShotObstacle(dg) : ""; }

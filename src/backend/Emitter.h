@@ -516,6 +516,10 @@ private:
   void warnKnob(const std::string& target, const std::string& key, const std::string& msg);
   // warnKnob where tune(f, algorithm = one_shot | ll | ll128) asked for a form group dg lacks.
   void warnOneShotNotTaken(const DevGroup& dg);
+  // With deviceCollectives off, every knob but algorithm = nccl | ring is read nowhere (each
+  // collective is an NCCL call, the rest plain kernels): warnKnob at each, in source order, but
+  // those the schedule already warned at (schedule::knobUnread).
+  void warnKnobsWithoutDevice();
   std::set<std::pair<std::string, std::string>> knobWarned_;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
   // the global index), its alignment test and the launch; `rsIn`: the whole input.

@@ -206,6 +206,14 @@ std::string unreadAlgorithm(const ir::Stage& s) {
 
 }  // namespace
 
+bool knobUnread(const ir::Program& p, const std::string& target, const std::string& key) {
+  if (const ir::FusedGroup* g = p.findFused(target)) return g->knobs.count(key) && !unreadOnGroup(p, *g, key).empty();
+  const int id = p.find(target);
+  if (id < 0 || !p.stages[id].knobs.count(key)) return false;
+  const ir::Stage& s = p.stages[id];
+  return (key == "algorithm" && !unreadAlgorithm(s).empty()) || !unreadOnStage(p, s, key).empty();
+}
+
 void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, DiagnosticEngine& diags) {
   for (size_t i = 0; i < sites.size(); ++i) {
     const KnobSite& k = sites[i];
