@@ -539,11 +539,13 @@ inline long long overlapChunks(long long scheduled, long long rowsPerRank, long 
 // is under kOneChunkBelowPeerBytes: there the GEMM, then the group's one-chunk kernel (which
 // pushes the slices itself) beat the GEMM in 2 or 3 chunks with copy-engine copies of 8-12 MiB.
 // On 4 H200, Megatron's layer at H = 4096 (2026-11-27-4xH200-session39, GPU time): 8192 tokens
-// (16 MiB per peer) 416.8 against 436.8 us in 2 chunks (session38: 414.5 against 438.4); 10240
-// (20 MiB) 510.2 against 527.9-531.6 in 2; 12288 (24 MiB) 605.8 against 624.6 in 3 and 622.6 in
-// 2; at 16384 (32 MiB) 4 chunks lead, 804.6 against 811.2, and at H = 8192, 8192 tokens (32 MiB)
-// by far, 889.7-908.4 against 983.6-997.2. On two ranks the chunks stay (2 H200, 16 MiB per
-// peer: 204.3 us in 2 chunks against 217.7 in one, session38).
+// (16 MiB per peer) 416.8 against 436.8 us in 2 chunks (session38: 414.5 against 438.4); after
+// this rule (2026-11-27-2xH200-4xH200-session40) 10240 (20 MiB) 530.9 in one chunk, no faster than
+// session39's 527.9-531.6 in 2, and 12288 (24 MiB) 611.9 against 624.6 in 3 and 622.6 in 2; at
+// 16384 (32 MiB) 4 chunks lead, 804.6 against 811.2 (one chunk: the fused group's row, not this
+// path), and at H = 8192, 8192 tokens (32 MiB) by far, 889.7-908.4 against 983.6-997.2. On two
+// ranks the chunks stay (2 H200, 16 MiB per peer: 204.3 us in 2 chunks against 217.7 in one,
+// session38).
 constexpr long long kOneChunkBelowPeerBytes = 32LL << 20;
 inline long long mergedOverlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long ranks) {
   if (ranks > 2 && rowsPerRank * rowBytes < kOneChunkBelowPeerBytes) return 1;

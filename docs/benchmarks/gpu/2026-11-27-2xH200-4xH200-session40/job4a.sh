@@ -3,7 +3,8 @@
 # ecee715, one chunk past two ranks under 32 MiB per peer: f16 H = 4096 at T = 10240, 12288, 16384,
 # i.e. 20, 24, 32 MiB per peer, against fuse(y, out) without overlap and eager), then the GPU tests
 # of the bundle's builds (group A: megatron_row, megatron_mlp, matmul_*, overlap_cast,
-# decode_gemv) at 4 GPUs until LIMIT. -> $OUT/s40g
+# decode_gemv) at 4 GPUs until LIMIT (the queue did not finish: no test lines; job4b and job4c
+# ran its default and variant builds in turn). -> $OUT/s40g
 set -uo pipefail
 source tools/bench/gpu/job.sh
 job_begin s40g "${LIMIT:-560}"
