@@ -5,6 +5,8 @@
 # runs compute-sanitizer (memcheck and racecheck) on the 1-GPU runs, and runs the programs with
 # device-API collectives with each process as its own NCCL host. Writes a summary
 # to $OUT/gpu-results.txt (or ./gpu-results.txt) and the logs as gpu-logs.tgz beside it.
+# Stopped by TERM or INT (a device job's `timeout`), it keeps the lines of the runs that finished
+# and the logs, and exits 124.
 set -uo pipefail
 mkdir -p "${OUT:-.}" || exit 1   # (a missing OUT folder once lost a whole run's results)
 res="${OUT:-.}/gpu-results.txt"
@@ -73,6 +75,7 @@ run_queue() {
   QN=$((QN + 1))
   local qd="$out/queue$QN" i P lanes lane
   mkdir -p "$qd"
+  QA=1  # (stopped: the handler below gathers this queue's finished runs)
   for i in "${!Q_P[@]}"; do
     [ "${Q_P[$i]}" = 0 ] && printf '%s\n' "${Q_LABEL[$i]}" > "$qd/$i"
   done
@@ -99,8 +102,32 @@ run_queue() {
     cat "$qd/$i" >> "$res"
     if grep -q "^.* P=[0-9]*: ok (" "$qd/$i"; then pass=$((pass+1)); elif grep -q ": FAILED" "$qd/$i"; then fail=$((fail+1)); fi
   done
+  QA=0
   Q_FN=() Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=() Q_X=()
 }
+# Stopped by a signal (a device job's `timeout` sends TERM to the whole process group): keep what
+# finished. The queue under way writes its finished runs' lines in queued order and the others
+# as "not run (stopped)" (a queue writes its lines only once all its runs are done, so a stop
+# would otherwise lose them all), then the counts so far and the logs; exit status 124.
+QA=0
+stopped() {
+  trap - TERM INT
+  local i qd="$out/queue$QN"
+  if [ "$QA" = 1 ]; then
+    for i in "${!Q_P[@]}"; do
+      if [ -s "$qd/$i" ]; then
+        cat "$qd/$i" >> "$res"
+        if grep -q "^.* P=[0-9]*: ok (" "$qd/$i"; then pass=$((pass+1)); elif grep -q ": FAILED" "$qd/$i"; then fail=$((fail+1)); fi
+      else
+        echo "${Q_LABEL[$i]} P=${Q_P[$i]}: not run (stopped)" >> "$res"
+      fi
+    done
+  fi
+  echo "stopped by a signal; checks until then: $pass passed, $fail failed" >> "$res"
+  tar czf "${OUT:-.}/gpu-logs.tgz" -C "$out" . 2>/dev/null
+  exit 124
+}
+trap stopped TERM INT
 # Builds: a program per 4 cores at a time (at least four), four compiler jobs each.
 running=0
 par=$(( $(nproc) / 4 )); [ "$par" -ge 4 ] || par=4

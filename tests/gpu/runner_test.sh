@@ -3,7 +3,8 @@
 # size set, one rank count without vectors), fake drivers that print the GPUs they see and fail
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
-# and that GPU_TESTS_LANES=1 gives the same result file. Usage: tests/gpu/runner_test.sh
+# that GPU_TESTS_LANES=1 gives the same result file, and that a run stopped by a signal (a device
+# job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 t="$(mktemp -d)"
@@ -38,6 +39,7 @@ for n in alpha beta beta@v; do
 #!/bin/bash
 echo "\$(date +%s.%N) \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2" >> "$t/seen"
 sleep 0.5
+[ "\${SLOW_BUILD:-}" = "$n" ] && sleep 20
 case "\$*" in *beta/ranks4*) echo "mismatch"; exit 3 ;; esac
 echo "y: ok (relative error 0)"
 EOF
@@ -86,4 +88,26 @@ diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/one/gpu-results.txt" | se
 [ "$(awk '$4 == 1 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || fail "1-GPU runs did not spread over the GPUs"
 [ "$(awk '$4 == 2 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "2-GPU runs did not take disjoint pairs"
 [ "$(awk '{print $3}' "$t/one.seen" | sort -u | tr '\n' ' ')" = "0 0,1 0,1,2,3 " ] || fail "GPU_TESTS_LANES=1 did not run one at a time"
+# Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
+# finished keep their lines, in queued order, the others say so, and the counts so far follow.
+set +e
+env PATH="$t/bin:$PATH" SLOW_BUILD=beta@v GPU_TESTS_LANES=1 SANITIZE=0 OUT="$t/stop" timeout 4 bash tests/gpu/run.sh > "$t/stop.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 124 ] || fail "a stopped run exited $rc, not 124 ($t/stop.log)"
+want="alpha P=1: ok
+alpha P=2: not run (stopped)
+alpha P=4: no vectors
+beta P=1: ok
+beta P=2: not run (stopped)
+beta P=4: not run (stopped)
+beta@v P=1: not run (stopped)
+beta@v P=2: not run (stopped)
+beta@v P=4: not run (stopped)
+alpha@s (gen/alpha) P=2: not run (stopped)
+stopped by a signal; checks until then: 2 passed, 0 failed"
+got=$(grep -E '^(alpha|beta|stopped|checks)' "$t/stop/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
+[ "$got" = "$want" ] || fail "a stopped run's lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+[ -f "$t/stop/gpu-logs.tgz" ] || fail "a stopped run packed no logs"
 echo "runner_test: ok"
