@@ -204,14 +204,34 @@ std::string unreadAlgorithm(const ir::Stage& s) {
   return std::string(a2a ? "an all_to_all takes nccl or copy_engines" : "a send takes nccl");
 }
 
+// The warning that the backend reads `key` nowhere on `target` (a fused group or a stage) as the
+// program leaves it, or "" where it may read it (or the knob is no longer there).
+std::string unreadMessage(const ir::Program& p, const std::string& target, const std::string& key) {
+  std::string why, hint;
+  if (const ir::FusedGroup* g = p.findFused(target)) {
+    if (!g->knobs.count(key)) return "";
+    why = unreadOnGroup(p, *g, key);
+  } else if (int id = p.find(target); id >= 0 && p.stages[id].knobs.count(key)) {
+    const ir::Stage& s = p.stages[id];
+    if (std::string v = key == "algorithm" ? unreadAlgorithm(s) : ""; !v.empty())
+      return "tune knob 'algorithm = " + s.knobs.at(key) + "' has no effect on " + quote(target) + ": " + v;
+    why = unreadOnStage(p, s, key);
+    if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, key).empty())
+      hint = "; tune its fused group " + quote(g->name) + " instead";
+  } else {
+    return "";  // the stage is gone (dead, or rewritten by a later step)
+  }
+  if (why.empty()) return "";
+  // (an overlap's consumer holds the right collective; its form reads no knob: no hint)
+  const bool byOverlap = why.find(" pipelined by an overlap") != std::string::npos;
+  return "tune knob " + quote(key) + " has no effect on " + quote(target) + ": it is " + why +
+         (byOverlap ? "" : "; " + key + " applies to " + appliesTo(key) + hint);
+}
+
 }  // namespace
 
 bool knobUnread(const ir::Program& p, const std::string& target, const std::string& key) {
-  if (const ir::FusedGroup* g = p.findFused(target)) return g->knobs.count(key) && !unreadOnGroup(p, *g, key).empty();
-  const int id = p.find(target);
-  if (id < 0 || !p.stages[id].knobs.count(key)) return false;
-  const ir::Stage& s = p.stages[id];
-  return (key == "algorithm" && !unreadAlgorithm(s).empty()) || !unreadOnStage(p, s, key).empty();
+  return !unreadMessage(p, target, key).empty();
 }
 
 void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, DiagnosticEngine& diags) {
@@ -220,28 +240,7 @@ void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, D
     bool later = false;  // a later tune of the same knob replaced this one
     for (size_t j = i + 1; j < sites.size() && !later; ++j) later = sites[j].target == k.target && sites[j].key == k.key;
     if (later) continue;
-    std::string why, hint;
-    if (const ir::FusedGroup* g = p.findFused(k.target)) {
-      if (!g->knobs.count(k.key)) continue;
-      why = unreadOnGroup(p, *g, k.key);
-    } else if (int id = p.find(k.target); id >= 0 && p.stages[id].knobs.count(k.key)) {
-      const ir::Stage& s = p.stages[id];
-      if (std::string v = k.key == "algorithm" ? unreadAlgorithm(s) : ""; !v.empty()) {
-        diags.warning(k.loc, "tune knob 'algorithm = " + s.knobs.at(k.key) + "' has no effect on " + quote(k.target) + ": " + v, k.length);
-        continue;
-      }
-      why = unreadOnStage(p, s, k.key);
-      if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, k.key).empty())
-        hint = "; tune its fused group " + quote(g->name) + " instead";
-    } else {
-      continue;  // the stage is gone (dead, or rewritten by a later step)
-    }
-    if (why.empty()) continue;
-    // (an overlap's consumer holds the right collective; its form reads no knob: no hint)
-    const bool byOverlap = why.find(" pipelined by an overlap") != std::string::npos;
-    diags.warning(k.loc, "tune knob " + quote(k.key) + " has no effect on " + quote(k.target) + ": it is " + why +
-                             (byOverlap ? "" : "; " + k.key + " applies to " + appliesTo(k.key) + hint),
-                  k.length);
+    if (const std::string msg = unreadMessage(p, k.target, k.key); !msg.empty()) diags.warning(k.loc, msg, k.length);
   }
 }
 
