@@ -59,6 +59,13 @@ variant occ2 lamb $'tune(moments, chunks = 8, roles = auto, occupancy = 2);\ntun
 # Adam's kernel at two blocks per SM (64 registers; the default takes 116, one block per SM), the
 # form whose grid grows on one rank (coconet_rt::soloBlocks), where no barrier bounds it.
 variant occ2 adam 'tune(f, occupancy = 2);'
+# Each round's barrier in its two phases (tune(G, barriers = split): arrive, other work, wait),
+# every block both (@barriers5, @barriers3) and in roles (@barriers16: Adam's movers; @barriers8:
+# LAMB's roles auto from 4 rounds), the latter two also with the @many vectors.
+variant barriers5 adam 'tune(f, chunks = 5, barriers = split);'
+variant barriers16 adam 'tune(f, chunks = 16, roles = split, barriers = split);'
+variant barriers3 lamb $'tune(moments, chunks = 3, barriers = split);\ntune(apply, chunks = 3, barriers = split);'
+variant barriers8 lamb $'tune(moments, chunks = 8, roles = auto, barriers = split);\ntune(apply, chunks = 8, roles = auto, barriers = split);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'

@@ -115,6 +115,7 @@ void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, De
     dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
   dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
   if (auto k = knobs.find("taper"); k != knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
+  if (auto k = knobs.find("barriers"); k != knobs.end()) dg.splitBarriers = k->second == "split";
   if (auto o = knobs.find("occupancy"); o != knobs.end() && o->second == "auto")
     dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
   else
@@ -539,6 +540,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
             blockReduceEachCode(dg.folds, foldOps, "    ") + "    if (threadIdx.x == 0) {" + stores + " }\n  }\n";
   }
   const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+  // tune(f, barriers = split): a round's barrier as its two phases (the same orders as sync)
+  const std::string arrive = "bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+  const std::string wait = "bar.wait(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+  const bool split = dg.splitBarriers;
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
   if (solo) {
@@ -569,7 +574,21 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  " << barrier
       << "  if (movers > 0) {\n"
       << "    const unsigned workers = gridDim.x - movers;\n";
-    if (dg.full())
+    if (dg.full() && split)
+      K << "    // push chunk r; once every worker published chunk r-1, arrive; pull chunk r-2 (ready since the\n"
+        << "    // last round) while the arrivals land; wait: chunk r is ready\n"
+        << "    for (int r = 0; r <= rounds + 1; ++r) {\n"
+        << "      if (r < rounds) " << push << ";\n"
+        << "      if (r >= 1 && r <= rounds) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
+        << "      // (every rank pushed chunk r and published chunk r-1 of this part, once all arrived)\n"
+        << "      if (r <= rounds) " << arrive
+        << "      if (r >= 2) " << pullOf("edge(r - 2), edge(r - 1)") << ";\n"
+        << "      if (r <= rounds) {\n"
+        << "        " << wait
+        << "        if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
+        << "      }\n"
+        << "    }\n";
+    else if (dg.full())
       K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
         << "    for (int r = 0; r <= rounds; ++r) {\n"
         << "      if (r < rounds) " << push << ";\n"
@@ -579,6 +598,24 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
         << "    }\n";
+    else if (head && split)
+      K << "    // push chunk r, arrive; wait for chunk r-1's arrivals (landing during push r): chunk r-1 is ready\n"
+        << "    for (int r = 0; r < rounds; ++r) {\n"
+        << "      " << push << ";\n"
+        << "      if (r >= 1) {\n"
+        << "        // every rank pushed chunk r-1 of this part\n"
+        << "        " << wait
+        << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
+        << "      }\n"
+        << "      " << arrive
+        << "    }\n"
+        << "    " << wait
+        << "    coconet_rt::roleSignal(" << ready("rounds - 1") << ");\n"
+        << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
+        << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
+        << "    if (lastBarrier) {\n"
+        << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
+        << "      " << sync << "    }\n";
     else if (head)
       K << "    // push chunk r; barrier; chunk r is ready\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
@@ -592,6 +629,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "    if (lastBarrier) {\n"
         << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
         << "      " << sync << "    }\n";
+    else if (split)
+      K << "    // once every worker published chunk r, arrive; pull chunk r-1 while the arrivals land; wait\n"
+        << "    for (int r = 0; r <= rounds; ++r) {\n"
+        << "      if (r < rounds) {\n"
+        << "        coconet_rt::roleWait(" << done("r") << ", workers);\n"
+        << "        " << arrive
+        << "      }\n"
+        << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
+        << "      // every rank published chunk r of this part\n"
+        << "      if (r < rounds) " << wait
+        << "    }\n";
     else
       K << "    // once every worker published chunk r, barrier; pull chunk r\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
@@ -622,6 +670,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << (tail ? "  if (pull) coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n"
                : "  (void)pull;\n");
+  else if (dg.full() && split)
+    K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
+      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
+      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
+      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1,\n"
+                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements,\n")
+      << "    // once all arrived; pull chunk r-2 (published since the last round) while the arrivals land\n"
+      << "    if (r <= rounds) " << arrive
+      << "    if (r >= 2) " << pull << ";\n"
+      << "    if (r <= rounds) " << wait << "  }\n";
   else if (dg.full())
     K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
       << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
@@ -630,6 +688,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
                        : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
       << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+  else if (head && split)
+    K << "  for (int r = 0; r <= rounds; ++r) {\n"
+      << "    if (r < rounds) {\n"
+      << "      " << push << ";\n"
+      << "      " << arrive
+      << "    }\n"
+      << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
+      << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots, unless\n"
+      << "    // a later group of the call orders that: lastBarrier = 0)\n"
+      << "    if (r < rounds) " << wait
+      << "    else if (lastBarrier) " << sync << "  }\n";
   else if (head)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) " << push << ";\n"
@@ -637,6 +706,15 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots, unless\n"
       << "    // a later group of the call orders that: lastBarrier = 0)\n"
       << "    if (r < rounds || lastBarrier) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
+  else if (split)
+    K << "  for (int r = 0; r <= rounds; ++r) {\n"
+      << "    if (r < rounds) {\n"
+      << "      compute(edge(r), edge(r + 1));\n"
+      << "      " << arrive
+      << "    }\n"
+      << "    if (r >= 1) " << pull << ";\n"
+      << "    // every rank published chunk r of this block's elements\n"
+      << "    if (r < rounds) " << wait << "  }\n";
   else
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) compute(edge(r), edge(r + 1));\n"

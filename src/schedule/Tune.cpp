@@ -13,6 +13,7 @@ namespace {
 // kRanges.
 const std::map<std::string, std::vector<std::string>> kChoices = {
     {"algorithm", {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
+    {"barriers", {"split", "sync"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},
@@ -26,7 +27,7 @@ const std::map<std::string, std::string> kIntOrWord = {{"occupancy", "auto"}};
 }  // namespace
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "occupancy"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "barriers", "occupancy"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -90,7 +91,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper or occupancy");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper, barriers or occupancy");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   auto& locs = group ? group->knobLocs : c.p.stages[id].knobLocs;
   for (auto& [k, v] : knobs) dst[k] = v;
@@ -112,7 +113,7 @@ std::string appliesTo(const std::string& key) {
   if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
   if (key == "chunks" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "chunks" ? ", or an allreduce" : "");
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
-  return "a fused group that starts with a reduce_scatter or ends with an all_gather";  // roles, movers, taper
+  return "a fused group that starts with a reduce_scatter or ends with an all_gather";  // roles, movers, taper, barriers
 }
 
 bool overlapNames(const ir::Program& p, const std::string& name) {
@@ -129,7 +130,7 @@ const ir::Overlap* consumedBy(const ir::Program& p, const std::string& name) {
 }
 
 bool roundKnob(const std::string& key) {
-  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "occupancy";
+  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "barriers" || key == "occupancy";
 }
 
 // Why the backend reads `key` nowhere on the consumer of an overlap whose first collective is
@@ -170,7 +171,7 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
   }
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
     return overlapped ? "" : "a fused group that no overlap pipelines";
-  if (key == "roles" || key == "movers" || key == "taper") {
+  if (key == "roles" || key == "movers" || key == "taper" || key == "barriers") {
     const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather;
     return rounds || overlapped ? "" : "a fused group that neither starts with a reduce_scatter nor ends with an all_gather";
   }

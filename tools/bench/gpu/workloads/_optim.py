@@ -36,6 +36,9 @@ w16 = f16(w'). Rows:
   coconetc_copy_engines coconetc with tune(G, algorithm = copy_engines) for its groups: copy
                         engines move the reduce-scatter's slices and the all-gather's, round by
                         round, around a kernel per round that sums and updates
+  coconetc_barriers     coconetc with tune(G, barriers = split) for its groups: each round's
+                        barrier in two phases, its latency overlapping a pull, a push or a
+                        chunk's update
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
   nccl_reduce_scatter   dist.reduce_scatter_tensor of g16 alone, and nccl_all_gather
@@ -190,6 +193,10 @@ class OptimizerWorkload:
         self.programs[f"{kind}_copy_engines"] = dict(
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, algorithm = copy_engines);\n" for g in groups))
+        # Each round's barrier in two phases (tune(G, barriers = split)).
+        self.programs[f"{kind}_barriers"] = dict(
+            source=source, schedule=schedule,
+            schedule_append="".join(f"tune({g}, barriers = split);\n" for g in groups))
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -357,6 +364,7 @@ class OptimizerWorkload:
             *([("coconetc_occ2", lambda: self.coconetc(cfg, ctx, f"{self.kind}_occ2"))]
               if self.occ_row else []),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
+            ("coconetc_barriers", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers")),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
             *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),
