@@ -521,7 +521,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     << "  };\n"
     << (dg.preloaded || oneShot ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
-  const std::string push = "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec)";
+  auto pushOf = [&](const std::string& range) {
+    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+  };
+  const std::string push = pushOf("edge(r), edge(r + 1)");
   auto pullOf = [&](const std::string& range) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
   };
@@ -599,14 +602,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
         << "    }\n";
     else if (head && split)
-      K << "    // push chunk r, arrive; wait for chunk r-1's arrivals (landing during push r): chunk r-1 is ready\n"
+      K << "    // push chunk r's first half; wait for chunk r-1's arrivals (landing meanwhile): chunk r-1 is\n"
+        << "    // ready (the workers start it half a push sooner than after all of chunk r); push the second half, arrive\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      " << push << ";\n"
+        << "      const long long mid = edge(r) + (edge(r + 1) - edge(r)) / (2 * V) * V;\n"
+        << "      " << pushOf("edge(r), mid") << ";\n"
         << "      if (r >= 1) {\n"
         << "        // every rank pushed chunk r-1 of this part\n"
         << "        " << wait
         << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
         << "      }\n"
+        << "      " << pushOf("mid, edge(r + 1)") << ";\n"
         << "      " << arrive
         << "    }\n"
         << "    " << wait
