@@ -39,6 +39,8 @@ w16 = f16(w'). Rows:
   coconetc_barriers     coconetc with tune(G, barriers = split) for its groups: each round's
                         barrier in two phases, its latency overlapping a pull, a push or a
                         chunk's update
+  coconetc_barriers_tail LAMB only: the same for `apply` alone (the all-gather's rounds), so that
+                        its gain and `moments`' show apart
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
   nccl_allreduce        dist.all_reduce(g16) alone: the floor (not checked)
   nccl_reduce_scatter   dist.reduce_scatter_tensor of g16 alone, and nccl_all_gather
@@ -197,6 +199,10 @@ class OptimizerWorkload:
         self.programs[f"{kind}_barriers"] = dict(
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, barriers = split);\n" for g in groups))
+        if len(groups) > 1:
+            self.programs[f"{kind}_barriers_tail"] = dict(
+                source=source, schedule=schedule, schedule_append=f"tune({groups[-1]}, barriers = split);\n")
+        self.tail_row = len(groups) > 1
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -365,6 +371,8 @@ class OptimizerWorkload:
               if self.occ_row else []),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_barriers", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers")),
+            *([("coconetc_barriers_tail", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_tail"))]
+              if self.tail_row else []),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
             *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),
