@@ -115,7 +115,8 @@ void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, De
     dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
   dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
   if (auto k = knobs.find("taper"); k != knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
-  if (auto k = knobs.find("barriers"); k != knobs.end()) dg.splitBarriers = k->second == "split";
+  if (auto k = knobs.find("barriers"); k != knobs.end())
+    dg.barriers = k->second == "split" ? DevGroup::Barriers::Split : k->second == "sync" ? DevGroup::Barriers::Sync : DevGroup::Barriers::Auto;
   if (auto o = knobs.find("occupancy"); o != knobs.end() && o->second == "auto")
     dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
   else
@@ -546,7 +547,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // tune(f, barriers = split): a round's barrier as its two phases (the same orders as sync)
   const std::string arrive = "bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
   const std::string wait = "bar.wait(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-  const bool split = dg.splitBarriers;
+  const bool split = dg.barriers == DevGroup::Barriers::Split;
   // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
   // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
   if (solo) {
@@ -676,16 +677,22 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << (tail ? "  if (pull) coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n"
                : "  (void)pull;\n");
-  else if (dg.full() && split)
-    K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
+  else if (dg.full() && dg.barriers != DevGroup::Barriers::Sync)
+    // split: arrive, pull chunk r-2, wait; whole: pull chunk r-2, barrier (the sync form's order)
+    K << "  // each round's barrier in two phases (arrive, then wait after the pull) or whole\n"
+      << "  const bool splitBar = " << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)") << ";\n"
+      << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
       << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
       << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
-      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1,\n"
-                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements,\n")
-      << "    // once all arrived; pull chunk r-2 (published since the last round) while the arrivals land\n"
-      << "    if (r <= rounds) " << arrive
+      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
+      << "    if (splitBar && r <= rounds) " << arrive
+      << "    // pull chunk r-2 (published since the last round): split, while the arrivals land\n"
       << "    if (r >= 2) " << pull << ";\n"
-      << "    if (r <= rounds) " << wait << "  }\n";
+      << "    if (r <= rounds) {\n"
+      << "      if (splitBar) " << wait
+      << "      else " << sync
+      << "    }\n  }\n";
   else if (dg.full())
     K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
       << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")

@@ -366,11 +366,14 @@ private:
     // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); 0:
     // the chunks alike.
     int taper = 0;
-    // tune(f, barriers = split): each round's barrier in two phases, the arrival as soon as what it
-    // certifies is done and the wait as late as the next step that needs it, so that a round's
-    // barrier latency overlaps other work (a pull of an earlier chunk, a push of the next, a
-    // chunk's compute). Off by default: not yet measured (docs/language.md, section 17.3.6).
-    bool splitBarriers = false;
+    // tune(f, barriers = split | sync | auto): each round's barrier in two phases, the arrival as
+    // soon as what it certifies is done and the wait as late as the next step that needs it, so
+    // that a round's barrier latency overlaps other work (a pull of an earlier chunk, a push of the
+    // next, a chunk's compute), or one whole barrier. Auto, the default: split in the shared full
+    // form where a round's chunk is small (coconet_rt::devSplitBarriers, at run time), whole
+    // barriers in every other form (docs/language.md, section 19).
+    enum class Barriers { Auto, Split, Sync };
+    Barriers barriers = Barriers::Auto;
     // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
     // none asked, ptxas takes the registers it wants). Only a split kernel's grid grows with it
     // (roleBlocks sizes the workers by the occupancy); without roles it is at most kDevMaxBlocks.

@@ -13,7 +13,7 @@ namespace {
 // kRanges.
 const std::map<std::string, std::vector<std::string>> kChoices = {
     {"algorithm", {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
-    {"barriers", {"split", "sync"}},
+    {"barriers", {"split", "sync", "auto"}},
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},

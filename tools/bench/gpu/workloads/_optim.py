@@ -39,6 +39,9 @@ w16 = f16(w'). Rows:
   coconetc_barriers     coconetc with tune(G, barriers = split) for its groups: each round's
                         barrier in two phases, its latency overlapping a pull, a push or a
                         chunk's update
+  coconetc_sync         coconetc with tune(G, barriers = sync): every round's barrier whole (the
+                        default, auto, splits them in Adam's shared form where a round's chunk
+                        of the gradients is under 16 MiB: coconet_rt::devSplitBarriers)
   coconetc_barriers_tail LAMB only: the same for `apply` alone (the all-gather's rounds), so that
                         its gain and `moments`' show apart
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
@@ -195,10 +198,12 @@ class OptimizerWorkload:
         self.programs[f"{kind}_copy_engines"] = dict(
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, algorithm = copy_engines);\n" for g in groups))
-        # Each round's barrier in two phases (tune(G, barriers = split)).
-        self.programs[f"{kind}_barriers"] = dict(
-            source=source, schedule=schedule,
-            schedule_append="".join(f"tune({g}, barriers = split);\n" for g in groups))
+        # Each round's barrier in two phases (tune(G, barriers = split)), or whole (= sync; the
+        # default, auto, splits them in the shared full form where a round's chunk is small).
+        for b in ("split", "sync"):
+            self.programs[f"{kind}_barriers" + ("" if b == "split" else "_sync")] = dict(
+                source=source, schedule=schedule,
+                schedule_append="".join(f"tune({g}, barriers = {b});\n" for g in groups))
         if len(groups) > 1:
             self.programs[f"{kind}_barriers_tail"] = dict(
                 source=source, schedule=schedule, schedule_append=f"tune({groups[-1]}, barriers = split);\n")
@@ -371,6 +376,7 @@ class OptimizerWorkload:
               if self.occ_row else []),
             ("coconetc_copy_engines", lambda: self.coconetc(cfg, ctx, f"{self.kind}_copy_engines")),
             ("coconetc_barriers", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers")),
+            ("coconetc_sync", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_sync")),
             *([("coconetc_barriers_tail", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_tail"))]
               if self.tail_row else []),
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
