@@ -41,7 +41,7 @@ w16 = f16(w'). Rows:
                         chunk's update
   coconetc_sync         coconetc with tune(G, barriers = sync): every round's barrier whole (the
                         default, auto, splits them in Adam's shared form where a round's chunk
-                        of the gradients is under 16 MiB: coconet_rt::devSplitBarriers)
+                        of the gradients is under 32 MiB: coconet_rt::devSplitBarriers)
   coconetc_barriers_tail LAMB only: the same for `apply` alone (the all-gather's rounds), so that
                         its gain and `moments`' show apart
   coconetc_unscheduled  the sample without a schedule (full state on every rank)
@@ -199,7 +199,7 @@ class OptimizerWorkload:
             source=source, schedule=schedule,
             schedule_append="".join(f"tune({g}, algorithm = copy_engines);\n" for g in groups))
         # Each round's barrier in two phases (tune(G, barriers = split)), or whole (= sync; the
-        # default, auto, splits them in the shared full form where a round's chunk is small).
+        # default, auto, splits them in the shared full form where a round's chunk is under 32 MiB).
         for b in ("split", "sync"):
             self.programs[f"{kind}_barriers" + ("" if b == "split" else "_sync")] = dict(
                 source=source, schedule=schedule,
