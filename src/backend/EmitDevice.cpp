@@ -677,8 +677,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << (tail ? "  if (pull) coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n"
                : "  (void)pull;\n");
-  else if (dg.full() && dg.barriers != DevGroup::Barriers::Sync)
-    // split: arrive, pull chunk r-2, wait; whole: pull chunk r-2, barrier (the sync form's order)
+  else if (dg.full() && (split || (dg.barriers == DevGroup::Barriers::Auto && !dg.epilogueRounds)))
+    // split: arrive, pull chunk r-2, wait; whole: pull chunk r-2, barrier (the sync form's order).
+    // Auto decides at run time by the chunk's bytes (measured on Adam's kernel); a light
+    // epilogue's two-shot kernel (epilogueRounds: Megatron's, the GEMV's) keeps whole barriers
+    // (not measured split).
     K << "  // each round's barrier in two phases (arrive, then wait after the pull) or whole\n"
       << "  const bool splitBar = " << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)") << ";\n"
       << "  for (int r = 0; r <= rounds + 1; ++r) {\n"

@@ -370,8 +370,9 @@ private:
     // soon as what it certifies is done and the wait as late as the next step that needs it, so
     // that a round's barrier latency overlaps other work (a pull of an earlier chunk, a push of the
     // next, a chunk's compute), or one whole barrier. Auto, the default: split in the shared full
-    // form where a round's chunk is small (coconet_rt::devSplitBarriers, at run time), whole
-    // barriers in every other form (docs/language.md, section 19).
+    // form where a round's chunk is small (coconet_rt::devSplitBarriers, at run time) unless the
+    // rounds are a light epilogue's (epilogueRounds), whole barriers in every other form
+    // (docs/language.md, section 19).
     enum class Barriers { Auto, Split, Sync };
     Barriers barriers = Barriers::Auto;
     // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
