@@ -113,7 +113,7 @@ std::string appliesTo(const std::string& key) {
   if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
   if (key == "chunks" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "chunks" ? ", or an allreduce" : "");
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
-  return "a fused group that starts with a reduce_scatter or ends with an all_gather";  // roles, movers, taper, barriers
+  return "a fused group that starts with a reduce_scatter or an allreduce (its two-shot form) or ends with an all_gather";  // roles, movers, taper, barriers
 }
 
 bool overlapNames(const ir::Program& p, const std::string& name) {
@@ -172,7 +172,11 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
     return overlapped ? "" : "a fused group that no overlap pipelines";
   if (key == "roles" || key == "movers" || key == "taper" || key == "barriers") {
-    const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather;
+    // (a group that starts with an allreduce may run in its two-shot form, the allreduce's
+    // reduce-scatter in rounds, which reads them, unless its algorithm asks for another form)
+    const auto algo = g.knobs.find("algorithm");
+    const bool twoShot = kinds.front() == StageKind::AllReduce && (algo == g.knobs.end() || algo->second == "two_shot");
+    const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather || twoShot;
     return rounds || overlapped ? "" : "a fused group that neither starts with a reduce_scatter nor ends with an all_gather";
   }
   return "";  // algorithm, chunks, occupancy: read on a group that holds a collective
