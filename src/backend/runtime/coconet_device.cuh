@@ -665,12 +665,13 @@ inline int devAutoRounds(long long bytes) {
 // pushes chunk r, computes chunk r-1 and pulls chunk r-2 each round): each round's barrier in two
 // phases (arrive, pull, wait: the barrier's latency overlaps the pull) while a round's chunk of
 // the reduce-scatter's input is under kSplitBarrierBytes, one whole barrier after the pull from
-// there. 4x H200, Adam, GPU time of bench rows `coconetc_barriers` (split) against
-// `coconetc_sync` (whole), taking turns, two runs (docs/benchmarks/gpu/2026-11-27-4xH200-session41):
-// 181.8 / 184.9 against 193.7 / 193.7 us at 2^24 parameters (4 rounds of 8 MiB), 660.0 / 659.1
-// against 667.4 / 674.9 at 2^26 (8 rounds of 16 MiB), 2,643 / 2,647 against 2,559 / 2,613 at
-// 2^28 (16 rounds of 32 MiB: split slower). The other forms (roles, head, tail) keep whole
-// barriers: there LAMB split was 8 us slower at 2^24 (`moments` in roles) or level (`apply`).
+// there. 4x H200, Adam, GPU time, bench rows taking turns, three runs
+// (docs/benchmarks/gpu/2026-11-27-4xH200-session41): split 181.8 / 184.9 / 180.9 us against whole
+// 193.7 / 193.7 / 195.3 at 2^24 parameters (4 rounds of 8 MiB), 660.0 / 659.1 / 662.3 against
+// 667.4 / 674.9 / 666.3 at 2^26 (8 rounds of 16 MiB); 2,643 / 2,647 against 2,559 / 2,613 at 2^28
+// (16 rounds of 32 MiB, two runs: split slower). The other forms (roles, head, tail) and a light
+// epilogue's rounds keep whole barriers (Emitter::emitDevKernel): LAMB's kernels split were up to
+// 22 us slower (`moments` in roles) or level (`apply`); the epilogues were not measured split.
 constexpr long long kSplitBarrierBytes = 32LL << 20;
 __host__ __device__ inline bool devSplitBarriers(long long bytes, int rounds) {
   return rounds > 0 && bytes / rounds < kSplitBarrierBytes;
