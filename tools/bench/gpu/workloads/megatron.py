@@ -63,6 +63,10 @@ Rows:
                         kernel at every size
   coconetc_fused_two_shot_r1 / _r2 / _r4  (f16) the same in 1, 2, 4 pipelined rounds (tune(f,
                         chunks = R); by size otherwise: coconet_rt::devAutoRounds)
+  coconetc_fused_two_shot_barriers  (f16) coconetc_fused_two_shot with tune(f, barriers =
+                        split): each round's barrier in two phases around the pull (the
+                        default, auto, keeps a light epilogue's barriers whole; Adam's kernel
+                        splits them under 32 MiB per round: coconet_rt::devSplitBarriers)
   coconetc_unscheduled_two_shot  (f16) the program unscheduled but for tune(y, algorithm =
                         two_shot) (tools/bench/programs/megatron_row_allreduce_two_shot.sched):
                         the two-shot allreduce kernel at every size, then the epilogue's kernel
@@ -150,6 +154,8 @@ PROGRAMS = {
     **{f"megatron_row_fused_two_shot_r{r}": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
                                                  schedule_append=f"tune(f, algorithm = two_shot, chunks = {r});\n")
        for r in FUSED_ROUNDS},
+    "megatron_row_fused_two_shot_barriers": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
+                                                 schedule_append="tune(f, algorithm = two_shot, barriers = split);\n"),
     "megatron_row_bf16_chunks2": dict(source=SOURCE, schedule=SCHEDULE_2, replace={"f16": "bf16"}),
 }
 # Program keys by dtype: (scheduled, unscheduled, the allreduce-overlap schedule).
@@ -350,6 +356,10 @@ def rows(cfg: dict, ctx, mode: str):
                                                          f"fuse(y, out) two-shot in {r} rounds (tune(f, "
                                                          f"algorithm = two_shot, chunks = {r}))"))
              for r in FUSED_ROUNDS],
+           ("coconetc_fused_two_shot_barriers", coconetc("megatron_row_fused_two_shot_barriers",
+                                                         "coconetc_fused_two_shot with tune(f, barriers = "
+                                                         "split): each round's barrier in two phases "
+                                                         "around the pull")),
            ("coconetc_unscheduled_two_shot", coconetc("megatron_row_unscheduled_two_shot",
                                                       "no schedule but tune(y, algorithm = two_shot): the "
                                                       "two-shot allreduce kernel, then the epilogue's"))] if dtn == "f16" else []),
