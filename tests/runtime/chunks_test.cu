@@ -106,6 +106,21 @@ int main() {
                  static_cast<int>(P), static_cast<int>(c));
         }
   }
+  {
+    // barriers = auto splits each round's barrier while a round's chunk is under 32 MiB
+    // (devSplitBarriers): Adam's rounds by size split at 2^24 and 2^26 parameters, not at 2^28.
+    using coconet_rt::devAutoRounds;
+    using coconet_rt::devSplitBarriers;
+    const long long MiB = 1LL << 20;
+    for (long long bytes : {2 * MiB, 8 * MiB, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 2048 * MiB}) {
+      const int r = devAutoRounds(bytes);
+      expect(devSplitBarriers(bytes, r) == (bytes / r < 32 * MiB), "split under 32 MiB per round (m: the bytes)", r, 0, bytes, 0, 0);
+    }
+    expect(devSplitBarriers(32 * MiB, 4) && devSplitBarriers(128 * MiB, 8), "2^24 and 2^26 f16 gradients: split", 0, 0, 0, 0, 0);
+    expect(!devSplitBarriers(512 * MiB, 16), "2^28 f16 gradients (32 MiB chunks): whole", 0, 0, 0, 0, 0);
+    expect(!devSplitBarriers(64 * MiB, 2) && devSplitBarriers(64 * MiB, 3), "the bound is exclusive", 0, 0, 0, 0, 0);
+    expect(!devSplitBarriers(1 * MiB, 0), "no rounds: whole", 0, 0, 0, 0, 0);
+  }
   if (failures) {
     std::printf("%d failures\n", failures);
     return 1;
