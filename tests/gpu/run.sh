@@ -22,7 +22,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}"
 } > "$res"
 pass=0; fail=0
 # The vectors: made here (the bundle does not carry them).
@@ -36,6 +36,8 @@ fi
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 # GPU_TESTS_LANES=K: at most K driver runs of one world size at once (default: as many as the GPUs
 # hold; 1: one at a time).
+# GPU_TESTS_MEMCHECK_FIRST=1: the memcheck runs of MEMCHECK_P2 / MEMCHECK_P4 (below) before the
+# checks rather than after them.
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
@@ -69,6 +71,19 @@ sanitize_run() {
   timeout 300 compute-sanitizer --tool "$6" --report-api-errors no --error-exitcode 9 "$2" --spawn "$3" --check "$4" "${extra[@]}" > "$log" 2>&1
   rc=$?
   echo "compute-sanitizer $6 $1$([ "$3" -gt 1 ] && echo " P=$3"): $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$log")")" > "$5"
+}
+# The first thing a compute-sanitizer log reports: its first finding with the kernel it was in
+# (the kernel's name cut at its argument list), else the first error line (a failing run's own).
+sanitizerWhy() {
+  local f=$1 hit
+  hit=$(grep -m1 -n -E '^========= +(Invalid|Uninitialized|Race|Error: Race|Misaligned|Out-of-range|Barrier error|Program hit)' "$f")
+  if [ -n "$hit" ]; then
+    local line=${hit%%:*} at
+    at=$(sed -n "$((line + 1)),$((line + 3))p" "$f" | grep -m1 -E '^========= +at ' | sed -E 's/^=+ +at +//; s/\(.*//')
+    echo "${hit#*:}${at:+ in $at}" | sed -E 's/^=+ +//'
+  else
+    grep -m1 -E 'ERROR|Error|error' "$f"
+  fi
 }
 read -r -a gpu_ids <<< "$(echo "${CUDA_VISIBLE_DEVICES:-$(seq -s ' ' 0 $((gpus - 1)))}" | tr ',' ' ')"
 run_queue() {
@@ -128,6 +143,21 @@ stopped() {
   exit 124
 }
 trap stopped TERM INT
+# memcheck of MEMCHECK_P2 / MEMCHECK_P4's builds on 2 / 4 GPUs, queued (run after the checks, or
+# before them with GPU_TESTS_MEMCHECK_FIRST=1: a device call whose checks fill its time would
+# otherwise never reach them).
+queue_memcheck_ranks() {
+  local P v n p exe d
+  for P in 2 4; do
+    v="MEMCHECK_P$P"
+    for n in ${!v:-}; do
+      p=${n%@*}
+      exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks$P"
+      [ "$gpus" -ge "$P" ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
+      queue_sanitizer memcheck "$n" "$exe" "$P" "$d"
+    done
+  done
+}
 # Builds: a program per 4 cores at a time (at least four), four compiler jobs each.
 running=0
 par=$(( $(nproc) / 4 )); [ "$par" -ge 4 ] || par=4
@@ -140,6 +170,7 @@ for dir in "$b"/gen/*/; do
   [ "$running" -lt "$par" ] || { wait -n; running=$((running - 1)); }
 done
 wait
+if [ "${GPU_TESTS_MEMCHECK_FIRST:-0}" = 1 ]; then queue_memcheck_ranks; run_queue; fi
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
@@ -238,22 +269,10 @@ if keep run_args && [ -x "$b/gen/run_args/build/run_args_main" ]; then
   error_path "run_args -D keep=1.5" "$e" "run_args: stage 'z': dropout probability 1 - keep is -0.5 with this run's parameters; it must lie in [0, 1)" -D R=4 -D keep=1.5
 fi
 echo "checks: $pass passed, $fail failed" >> "$res"
-# The first thing a compute-sanitizer log reports: its first finding with the kernel it was in
-# (the kernel's name cut at its argument list), else the first error line (a failing run's own).
-sanitizerWhy() {
-  local f=$1 hit
-  hit=$(grep -m1 -n -E '^========= +(Invalid|Uninitialized|Race|Error: Race|Misaligned|Out-of-range|Barrier error|Program hit)' "$f")
-  if [ -n "$hit" ]; then
-    local line=${hit%%:*} at
-    at=$(sed -n "$((line + 1)),$((line + 3))p" "$f" | grep -m1 -E '^========= +at ' | sed -E 's/^=+ +at +//; s/\(.*//')
-    echo "${hit#*:}${at:+ in $at}" | sed -E 's/^=+ +//'
-  else
-    grep -m1 -E 'ERROR|Error|error' "$f"
-  fi
-}
 # compute-sanitizer on the 1-GPU runs, then (MEMCHECK_P2="a b" / MEMCHECK_P4="a b") memcheck of
 # these builds on 2 / 4 GPUs (device-API kernels only take their device path with more than one
-# rank; some forms, LL128's among them, differ by rank count); side by side as the checks.
+# rank; some forms, LL128's among them, differ by rank count; queued before the checks instead
+# with GPU_TESTS_MEMCHECK_FIRST=1); side by side as the checks.
 for tool in memcheck racecheck; do
   [ "${SANITIZE:-1}" = 1 ] && hasRank 1 || break
   for dir in "$b"/gen/*/; do
@@ -265,15 +284,7 @@ for tool in memcheck racecheck; do
     queue_sanitizer "$tool" "$n" "$exe" 1 "$d"
   done
 done
-for P in 2 4; do
-  v="MEMCHECK_P$P"
-  for n in ${!v:-}; do
-    p=${n%@*}
-    exe="$b/gen/$n/build/${p}_main"; d="$b/dumps/$p/ranks$P"
-    [ "$gpus" -ge "$P" ] && [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
-    queue_sanitizer memcheck "$n" "$exe" "$P" "$d"
-  done
-done
+[ "${GPU_TESTS_MEMCHECK_FIRST:-0}" = 1 ] || queue_memcheck_ranks
 run_queue
 # Multi-node path: each process its own NCCL host (sockets instead of NVLink / shared memory).
 # Their default builds hold device-API collectives (moe_gemm, a2a_ffn: copy-engine pipelines), which

@@ -3,7 +3,8 @@
 # size set, one rank count without vectors), fake drivers that print the GPUs they see and fail
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
-# that GPU_TESTS_LANES=1 gives the same result file, and that a run stopped by a signal (a device
+# that GPU_TESTS_LANES=1 gives the same result file, that GPU_TESTS_MEMCHECK_FIRST=1 runs the
+# multi-GPU memchecks first, and that a run stopped by a signal (a device
 # job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -88,6 +89,25 @@ diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/one/gpu-results.txt" | se
 [ "$(awk '$4 == 1 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || fail "1-GPU runs did not spread over the GPUs"
 [ "$(awk '$4 == 2 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "2-GPU runs did not take disjoint pairs"
 [ "$(awk '{print $3}' "$t/one.seen" | sort -u | tr '\n' ' ')" = "0 0,1 0,1,2,3 " ] || fail "GPU_TESTS_LANES=1 did not run one at a time"
+# GPU_TESTS_MEMCHECK_FIRST=1: the multi-GPU memcheck runs come first (their own queue, before the
+# checks), the rest as before.
+run "$t/first" GPU_TESTS_MEMCHECK_FIRST=1 SANITIZE=0
+want="compute-sanitizer memcheck alpha P=2: clean
+compute-sanitizer memcheck beta@v P=4: exit 9: Invalid __global__ write of size 4 bytes in k_fake
+alpha P=1: ok
+alpha P=2: ok
+alpha P=4: no vectors
+beta P=1: ok
+beta P=2: ok
+beta P=4: FAILED (exit 3)
+beta@v P=1: ok
+beta@v P=2: ok
+beta@v P=4: FAILED (exit 3)
+alpha@s (gen/alpha) P=2: ok
+checks: 7 passed, 2 failed"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/first/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
+[ "$got" = "$want" ] || fail "GPU_TESTS_MEMCHECK_FIRST=1: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
 # Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
 # finished keep their lines, in queued order, the others say so, and the counts so far follow.
 set +e
