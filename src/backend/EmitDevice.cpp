@@ -677,34 +677,31 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << (tail ? "  if (pull) coconet_rt::pullSlices<" + ST + ", V>(sliceWin, sliceOff, P, me, gathered + off, gstride, lo, hi, vec);\n"
                : "  (void)pull;\n");
-  else if (dg.full() && (split || (dg.barriers == DevGroup::Barriers::Auto && !dg.epilogueRounds)))
-    // split: arrive, pull chunk r-2, wait; whole: pull chunk r-2, barrier (the sync form's order).
-    // Auto decides at run time by the chunk's bytes (measured on Adam's kernel); a light
-    // epilogue's two-shot kernel (epilogueRounds: Megatron's, the GEMV's) keeps whole barriers
-    // (not measured split).
-    K << "  // each round's barrier in two phases (arrive, then wait after the pull) or whole\n"
-      << "  const bool splitBar = " << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)") << ";\n"
-      << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
-      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
-      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
-                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
-      << "    if (splitBar && r <= rounds) " << arrive
-      << "    // pull chunk r-2 (published since the last round): split, while the arrivals land\n"
-      << "    if (r >= 2) " << pull << ";\n"
-      << "    if (r <= rounds) {\n"
-      << "      if (splitBar) " << wait
-      << "      else " << sync
-      << "    }\n  }\n";
-  else if (dg.full())
-    K << "  for (int r = 0; r <= rounds + 1; ++r) {\n"
-      << (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "")
-      << "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n"
-      << "    if (r >= 2) " << pull << ";\n"
-      << (!dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
-                       : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n")
-      << "    if (r <= rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
-  else if (head && split)
+  else if (dg.full()) {
+    // Round r: push chunk r, compute chunk r-1, pull chunk r-2, one barrier; split (`splitBar`):
+    // arrive before the pull and wait after it. Auto decides at run time by the chunk's bytes
+    // (measured on Adam's kernel); a light epilogue's two-shot kernel (epilogueRounds: Megatron's,
+    // the GEMV's) keeps whole barriers (not measured split), as sync does.
+    const bool maySplit = split || (dg.barriers == DevGroup::Barriers::Auto && !dg.epilogueRounds);
+    const std::string loopHead = std::string("  for (int r = 0; r <= rounds + 1; ++r) {\n") +
+                                 (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "") +
+                                 "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n";
+    const std::string certifies = !dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+                                               : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n";
+    if (maySplit)
+      K << "  // each round's barrier in two phases (arrive, then wait after the pull) or whole\n"
+        << "  const bool splitBar = " << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)") << ";\n"
+        << loopHead << certifies
+        << "    if (splitBar && r <= rounds) " << arrive
+        << "    // pull chunk r-2 (published since the last round): split, while the arrivals land\n"
+        << "    if (r >= 2) " << pull << ";\n"
+        << "    if (r <= rounds) {\n"
+        << "      if (splitBar) " << wait
+        << "      else " << sync
+        << "    }\n  }\n";
+    else
+      K << loopHead << "    if (r >= 2) " << pull << ";\n" << certifies << "    if (r <= rounds) " << sync << "  }\n";
+  } else if (head && split)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) {\n"
       << "      " << push << ";\n"
