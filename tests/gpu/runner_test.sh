@@ -60,7 +60,8 @@ run() {  # OUTDIR VAR=VALUE...
 run "$t/lanes"
 run "$t/one" GPU_TESTS_LANES=1
 
-want="alpha P=1: ok
+# the driver checks' lines, and the multi-GPU memchecks' (MEMCHECK_P2 / MEMCHECK_P4 of run())
+checks="alpha P=1: ok
 alpha P=2: ok
 alpha P=4: no vectors
 beta P=1: ok
@@ -70,15 +71,17 @@ beta@v P=1: ok
 beta@v P=2: ok
 beta@v P=4: FAILED (exit 3)
 alpha@s (gen/alpha) P=2: ok
-checks: 7 passed, 2 failed
+checks: 7 passed, 2 failed"
+memchecks="compute-sanitizer memcheck alpha P=2: clean
+compute-sanitizer memcheck beta@v P=4: exit 9: Invalid __global__ write of size 4 bytes in k_fake"
+want="$checks
 compute-sanitizer memcheck alpha: clean
 compute-sanitizer memcheck beta: clean
 compute-sanitizer memcheck beta@v: clean
 compute-sanitizer racecheck alpha: clean
 compute-sanitizer racecheck beta: clean
 compute-sanitizer racecheck beta@v: clean
-compute-sanitizer memcheck alpha P=2: clean
-compute-sanitizer memcheck beta@v P=4: exit 9: Invalid __global__ write of size 4 bytes in k_fake"
+$memchecks"
 got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/lanes/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
 [ "$got" = "$want" ] || fail "result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
@@ -92,19 +95,8 @@ diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/one/gpu-results.txt" | se
 # GPU_TESTS_MEMCHECK_FIRST=1: the multi-GPU memcheck runs come first (their own queue, before the
 # checks), the rest as before.
 run "$t/first" GPU_TESTS_MEMCHECK_FIRST=1 SANITIZE=0
-want="compute-sanitizer memcheck alpha P=2: clean
-compute-sanitizer memcheck beta@v P=4: exit 9: Invalid __global__ write of size 4 bytes in k_fake
-alpha P=1: ok
-alpha P=2: ok
-alpha P=4: no vectors
-beta P=1: ok
-beta P=2: ok
-beta P=4: FAILED (exit 3)
-beta@v P=1: ok
-beta@v P=2: ok
-beta@v P=4: FAILED (exit 3)
-alpha@s (gen/alpha) P=2: ok
-checks: 7 passed, 2 failed"
+want="$memchecks
+$checks"
 got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/first/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
 [ "$got" = "$want" ] || fail "GPU_TESTS_MEMCHECK_FIRST=1: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
