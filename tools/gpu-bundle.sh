@@ -172,3 +172,10 @@ if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
   echo "gpu-bundle: kept $(ls "$b/gen" | tr '\n' ' ')"
 fi
 du -sh "$b"
+# GPU_BUNDLE_PACK=1: the bundle as one .gpu-bundle/bundle.tgz (the generated sources compress
+# about 4x), for when the bundle beside the repository's tracked files passes what a device run
+# carries; tools/bench/gpu/job.sh, tests/gpu/run.sh and tools/bench/gpu/run.sh unpack it in place.
+if [ "${GPU_BUNDLE_PACK:-0}" = 1 ]; then
+  tar czf "$root/.bundle.tgz.tmp" -C "$b" . && rm -rf "$b" && mkdir -p "$b" && mv "$root/.bundle.tgz.tmp" "$b/bundle.tgz"
+  du -sh "$b/bundle.tgz"
+fi

@@ -12,6 +12,7 @@ mkdir -p "${OUT:-.}" || exit 1   # (a missing OUT folder once lost a whole run's
 res="${OUT:-.}/gpu-results.txt"
 out="$(mktemp -d)"   # logs; packed into gpu-logs.tgz beside the results at the end
 b=.gpu-bundle
+[ -f .gpu-bundle/bundle.tgz ] && tar xzf .gpu-bundle/bundle.tgz -C .gpu-bundle && rm .gpu-bundle/bundle.tgz  # GPU_BUNDLE_PACK=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1)
 export NCCL_ROOT="${NCCL_ROOT:-$NC}"

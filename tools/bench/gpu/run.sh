@@ -58,7 +58,8 @@ mkdir -p "$out/logs" "$out/raw" "$work"
 out="$(cd "$out" && pwd)"
 export OUT="$out"
 
-# The compiler.
+# The compiler (from the bundle, unpacked first if tools/gpu-bundle.sh packed it).
+[ -f .gpu-bundle/bundle.tgz ] && tar xzf .gpu-bundle/bundle.tgz -C .gpu-bundle && rm .gpu-bundle/bundle.tgz
 cc=""
 if [ -n "${COCONETC:-}" ]; then
   cc="$COCONETC"
