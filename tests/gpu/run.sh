@@ -23,7 +23,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
 } > "$res"
 pass=0; fail=0
 # The vectors: made here (the bundle does not carry them).
@@ -37,6 +37,8 @@ fi
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 # GPU_TESTS_LANES=K: at most K driver runs of one world size at once (default: as many as the GPUs
 # hold; 1: one at a time).
+# GPU_TESTS_DRIVERS=0: no driver checks (builds, then the C interface, error paths, sanitizers and
+# fake-host runs only), to finish those for builds whose driver checks an earlier call ran.
 # GPU_TESTS_MEMCHECK_FIRST=1: the memcheck runs of MEMCHECK_P2 / MEMCHECK_P4 (below) before the
 # checks rather than after them.
 only="${GPU_TESTS_ONLY:-}"
@@ -178,6 +180,7 @@ for dir in "$b"/gen/*/; do
   p=${n%@*}   # NAME@VARIANT: NAME compiled another way, checked with NAME's vectors
   exe="$dir/build/${p}_main"
   [ -x "$exe" ] || { queue_line "$n: not built"; fail=$((fail+1)); continue; }
+  [ "${GPU_TESTS_DRIVERS:-1}" = 0 ] && continue
   for P in $ranks; do
     [ "$P" -le "$gpus" ] || continue
     d="$b/dumps/$p/ranks$P"
@@ -187,7 +190,7 @@ for dir in "$b"/gen/*/; do
 done
 # Variants (tools/gpu-bundle.sh): other sizes of a program, run with each of its builds.
 for d0 in "$b"/dumps/*@*/; do
-  [ -d "$d0" ] || continue
+  [ -d "$d0" ] && [ "${GPU_TESTS_DRIVERS:-1}" != 0 ] || continue
   v=$(basename "$d0"); n=${v%@*}
   [ -z "$sets" ] || [[ " $sets " == *" $v "* ]] || continue
   for bdir in "$b/gen/$n" "$b"/gen/"$n"@*; do

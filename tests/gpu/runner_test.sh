@@ -4,7 +4,7 @@
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
 # that GPU_TESTS_LANES=1 gives the same result file, that GPU_TESTS_MEMCHECK_FIRST=1 runs the
-# multi-GPU memchecks first, and that a run stopped by a signal (a device
+# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, and that a run stopped by a signal (a device
 # job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -100,6 +100,15 @@ $checks"
 got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/first/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
 [ "$got" = "$want" ] || fail "GPU_TESTS_MEMCHECK_FIRST=1: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
+# GPU_TESTS_DRIVERS=0: no driver checks (no "no vectors" line either); the multi-GPU memchecks
+# still run, and they are the only driver runs.
+run "$t/nodrivers" GPU_TESTS_DRIVERS=0 SANITIZE=0
+want="checks: 0 passed, 0 failed
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/nodrivers/gpu-results.txt")
+[ "$got" = "$want" ] || fail "GPU_TESTS_DRIVERS=0: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+[ "$(wc -l < "$t/nodrivers.seen")" = 2 ] || fail "GPU_TESTS_DRIVERS=0 ran $(wc -l < "$t/nodrivers.seen") drivers, not the 2 memchecks"
 # Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
 # finished keep their lines, in queued order, the others say so, and the counts so far follow.
 set +e
