@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 42, call d (2 GPUs): the C interface of the @nccl twins that calls b and c left,
-# with no driver checks (GPU_TESTS_DRIVERS=0), and their fake-host runs.
+# with no driver checks (GPU_TESTS_DRIVERS=0) (the fake-host runs take the default builds: none here).
 # Bundle first: GPU_BUNDLE_PACK=1 GPU_BUNDLE_ONLY="$L" (below) bash tools/gpu-bundle.sh. -> $OUT/s42d
 set -uo pipefail
 source tools/bench/gpu/job.sh
