@@ -121,6 +121,14 @@ int main() {
     expect(!devSplitBarriers(64 * MiB, 2) && devSplitBarriers(64 * MiB, 3), "the bound is exclusive", 0, 0, 0, 0, 0);
     expect(!devSplitBarriers(1 * MiB, 0), "no rounds: whole", 0, 0, 0, 0, 0);
   }
+  {
+    // Device allocations in whole 16-byte units (roundUp16): NCCL reads buffers so rounded.
+    using coconet_rt::roundUp16;
+    expect(roundUp16(0) == 16 && roundUp16(1) == 16 && roundUp16(14) == 16 && roundUp16(16) == 16,
+           "up to 16 bytes: one unit", 0, 0, 0, 0, 0);
+    expect(roundUp16(17) == 32 && roundUp16(1000) == 1008 && roundUp16(size_t(1) << 33) == (size_t(1) << 33),
+           "past 16: the next multiple, multiples kept", 0, 0, 0, 0, 0);
+  }
   if (failures) {
     std::printf("%d failures\n", failures);
     return 1;

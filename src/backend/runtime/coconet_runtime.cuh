@@ -552,16 +552,22 @@ inline long long mergedOverlapChunks(long long scheduled, long long rowsPerRank,
   return overlapChunks(scheduled, rowsPerRank, rowBytes, kCeMinCopyBytes);
 }
 
-// Workspace: device buffers for values the program computes, grown as needed.
+// A device allocation's size: whole 16-byte units, at least one. NCCL's kernels read a buffer
+// rounded up to 16 bytes (NVIDIA/nccl issue 265), so a tensor of 7 f16 handed to ncclAllReduce
+// in an allocation of 14 bytes is read past its end (harmless on the hardware, whose allocations
+// are larger, but a finding for compute-sanitizer).
+inline size_t roundUp16(size_t bytes) { return bytes == 0 ? 16 : (bytes + 15) / 16 * 16; }
+
+// Workspace: device buffers for values the program computes, grown as needed (in 16-byte units).
 struct Buffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   void ensure(size_t want, const char* program, const char* stage) {
     if (want <= bytes) return;
+    want = roundUp16(want);
     if (ptr) check(cudaFree(ptr), program, stage, "cudaFree");
     ptr = nullptr;
     bytes = 0;
-    if (want == 0) return;
     check(cudaMalloc(&ptr, want), program, stage, "cudaMalloc");
     bytes = want;
   }
