@@ -12,15 +12,30 @@ With several dumps (one program, one rank count), one handle runs them in turn: 
 different paths through run() (the schedule, and the program without it where the schedule's
 own requirements do not hold) on the same instance, one after another.
 
-Exit status 0 when every tensor of every rank matches.
+    python3 tests/gpu/capi_check.py --batch LIST
+
+runs many such checks in one pair of worker processes (one per rank, PyTorch imported and CUDA
+started once: a check alone takes ~13 s, most of it that start). LIST has a line per check,
+`LABEL BUILD_DIR DUMP_DIR/ranksP [DUMP_DIR2/ranksP ...]`, all with the same rank count. Each
+check prints its tensor lines prefixed with `LABEL: `, then `== LABEL: ok` or `== LABEL: FAILED
+(...)`; a check that does not report within 180 s (CAPI_CHECK_TIMEOUT) stops the batch (its
+workers are killed) and every later one prints `== LABEL: not run`. tests/gpu/run.sh reruns alone any check that did not
+end ok, so a check that ran after a failure in the same processes is judged by its own run.
+
+Exit status 0 when every tensor of every rank matches (with --batch: of every check).
 """
 import ctypes
 import json
 import os
+import queue
 import sys
+import time
 
 import torch
 import torch.multiprocessing as mp
+
+# Seconds a check may take before it counts as hung (CAPI_CHECK_TIMEOUT: tests/gpu/capi_batch_test.sh).
+TIMEOUT = float(os.environ.get("CAPI_CHECK_TIMEOUT", "180"))
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
           "i8": torch.int8, "u8": torch.uint8, "bool": torch.uint8, "i32": torch.int32, "i64": torch.int64}
@@ -70,8 +85,9 @@ def bind(lib, name):
     return f
 
 
-def worker(rank, world, lib_path, name, dumps, uid, results):
-    torch.cuda.set_device(rank)
+def check(rank, world, lib_path, name, dumps, uid):
+    """One check on this rank: a handle made from uid, every dump run on it in turn, destroyed.
+    Returns (tensors that do not match, lines); raises on a failing call."""
     dev = torch.device("cuda", rank)
     f = bind(ctypes.CDLL(lib_path), name)
 
@@ -89,7 +105,28 @@ def worker(rank, world, lib_path, name, dumps, uid, results):
         bad += b
         lines += [(f"{dump}: " if len(dumps) > 1 else "") + line for line in ls]
     ok(f("destroy")(handle), "destroy")
-    results.put((rank, bad, lines))
+    return bad, lines
+
+
+def worker(rank, world, lib_path, name, dumps, uid, results):
+    torch.cuda.set_device(rank)
+    results.put((rank,) + check(rank, world, lib_path, name, dumps, uid))
+
+
+def batch_worker(rank, world, jobs, results):
+    """--batch: the checks this rank's queue hands it, until None; a failing one is reported as
+    such and the next one runs."""
+    torch.cuda.set_device(rank)
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        i, lib_path, name, dumps, uid = job
+        try:
+            bad, lines = check(rank, world, lib_path, name, dumps, uid)
+        except Exception as e:  # reported as this check's failure on this rank
+            bad, lines = 1, [f"rank {rank}: {e}"]
+        results.put((i, rank, bad, lines))
 
 
 def run_dump(f, ok, handle, iface, rank, dev, dump):
@@ -140,30 +177,111 @@ def run_dump(f, ok, handle, iface, rank, dev, dump):
     return bad, lines
 
 
-def main():
-    build, dumps = sys.argv[1], sys.argv[2:]
+def program_of(build, dumps):
+    """The program the dumps are of (one program, one rank count), its library, its rank count."""
     m = read_manifest(dumps[0])
     for d in dumps[1:]:
         other = read_manifest(d)
         if (other["program"], other["ranks"]) != (m["program"], m["ranks"]):
-            sys.exit(f"{d}: {other['program']} at {other['ranks']} ranks, not {m['program']} at {m['ranks']}")
+            raise ValueError(f"{d}: {other['program']} at {other['ranks']} ranks, not {m['program']} at {m['ranks']}")
     name = m["program"]
-    lib_path = os.path.join(build, f"libcoconet_{name}.so")
+    return name, os.path.join(build, f"libcoconet_{name}.so"), m["ranks"]
+
+
+def unique_id(lib_path, name):
     f = bind(ctypes.CDLL(lib_path), name)
     uid = ctypes.create_string_buffer(128)
     if f("unique_id")(uid) != 0:
-        sys.exit(f"unique_id: {f('last_error')().decode()}")
-    world = m["ranks"]
+        raise RuntimeError(f"unique_id: {f('last_error')().decode()}")
+    return uid.raw
+
+
+def batch(list_path):
+    jobs = []
+    with open(list_path) as fl:
+        for line in fl:
+            w = line.split()
+            if w:
+                if len(w) < 3:
+                    sys.exit(f"{list_path}: '{line.strip()}' is not LABEL BUILD_DIR DUMP...")
+                jobs.append((w[0], w[1], w[2:]))
+    if not jobs:
+        return 0
+    world = read_manifest(jobs[0][2][0])["ranks"]
+    ctx = mp.get_context("spawn")
+    queues = [ctx.Queue() for _ in range(world)]
+    results = ctx.Queue()
+    procs = [ctx.Process(target=batch_worker, args=(r, world, queues[r], results)) for r in range(world)]
+    for p in procs:
+        p.start()
+    failed, stopped = 0, False
+    for i, (label, build, dumps) in enumerate(jobs):
+        if stopped:
+            print(f"== {label}: not run", flush=True)
+            failed += 1
+            continue
+        try:
+            name, lib_path, ranks = program_of(build, dumps)
+            if ranks != world:
+                raise ValueError(f"{ranks} ranks in a batch of {world}")
+            uid = unique_id(lib_path, name)
+        except Exception as e:
+            print(f"== {label}: FAILED ({e})", flush=True)
+            failed += 1
+            continue
+        for q in queues:
+            q.put((i, lib_path, name, dumps, uid))
+        bad, lines, got = 0, [], 0
+        deadline = time.monotonic() + TIMEOUT
+        while got < world:
+            try:
+                j, rank, b, ls = results.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if j != i:  # a late report of a check already given up on (cannot happen before a stop)
+                continue
+            got += 1
+            bad += b
+            lines += ls
+        for line in lines:
+            print(f"{label}: {line}")
+        if got < world:
+            print(f"== {label}: FAILED ({world - got} of {world} ranks did not report in {TIMEOUT:g} s; the batch stops)", flush=True)
+            stopped = True
+            for p in procs:
+                p.kill()
+        else:
+            print(f"== {label}: {'ok' if bad == 0 else 'FAILED'}", flush=True)
+        failed += bad != 0 or got < world
+    if not stopped:
+        for q in queues:
+            q.put(None)
+    for p in procs:
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+    return 0 if failed == 0 else 1
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch":
+        sys.exit(batch(sys.argv[2]))
+    build, dumps = sys.argv[1], sys.argv[2:]
+    try:
+        name, lib_path, world = program_of(build, dumps)
+        uid = unique_id(lib_path, name)
+    except Exception as e:
+        sys.exit(str(e))
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dumps, uid.raw, results)) for r in range(world)]
+    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dumps, uid, results)) for r in range(world)]
     for p in procs:
         p.start()
     bad = 0
     got = 0
     for _ in range(world):
         try:
-            rank, b, lines = results.get(timeout=180)
+            rank, b, lines = results.get(timeout=TIMEOUT)
         except Exception:
             break
         got += 1

@@ -215,7 +215,12 @@ for d0 in "$b"/dumps/*@*/; do
   done
 done
 run_queue
-# The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs.
+# The C interface from Python (ctypes, PyTorch's tensors and stream), every program on 2 GPUs:
+# queued (capi_queue LABEL TEXT BUILD_DIR DUMP...), then run in one batch of capi_check.py
+# (one process per rank for all of them; GPU_TESTS_CAPI_BATCH=0: none) and every check the batch
+# did not end ok run again alone, whose result then stands. TEXT: the result line's start.
+C_LABEL=() C_TEXT=() C_ARGS=()
+capi_queue() { C_LABEL+=("$1"); C_TEXT+=("$2"); shift 2; C_ARGS+=("$*"); }
 if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
@@ -223,11 +228,7 @@ if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
     p=${n%@*}
     d="$b/dumps/$p/ranks2"
     [ -f "$dir/build/libcoconet_$p.so" ] && [ -f "$d/manifest.txt" ] || continue
-    if timeout 300 python3 tests/gpu/capi_check.py "$dir/build" "$d" > "$out/capi-$n.log" 2>&1; then
-      echo "capi $n P=2: ok ($(grep -c ': ok' "$out/capi-$n.log") tensor checks)" >> "$res"; pass=$((pass+1))
-    else
-      echo "capi $n P=2: FAILED" >> "$res"; tail -n 5 "$out/capi-$n.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
-    fi
+    capi_queue "$n" "capi $n P=2" "$dir/build" "$d"
   done
   # One handle, sizes the schedule runs and sizes only the program without it runs (its
   # NAME_unscheduled fallback), in turn: the schedule, the fallback, the schedule again.
@@ -236,14 +237,26 @@ if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
     dir="$b/gen/$n"; v=$(ls -d "$b/dumps/$n"@decode "$b/dumps/$n"@fallback 2>/dev/null | head -n 1)
     d="$b/dumps/$n/ranks2"
     [ -f "$dir/build/libcoconet_$n.so" ] && [ -f "$d/manifest.txt" ] && [ -f "$v/ranks2/manifest.txt" ] || continue
-    if timeout 300 python3 tests/gpu/capi_check.py "$dir/build" "$d" "$v/ranks2" "$d" > "$out/capi-turns-$n.log" 2>&1; then
-      echo "capi $n P=2, $(basename "$v") between two runs of the default sizes: ok ($(grep -c ': ok' "$out/capi-turns-$n.log") tensor checks)" >> "$res"; pass=$((pass+1))
-    else
-      echo "capi $n P=2, $(basename "$v") between two runs of the default sizes: FAILED" >> "$res"
-      tail -n 5 "$out/capi-turns-$n.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
-    fi
+    capi_queue "turns:$n" "capi $n P=2, $(basename "$v") between two runs of the default sizes" "$dir/build" "$d" "$v/ranks2" "$d"
   done
 fi
+batch="$out/capi-batch.log"; : > "$batch"
+if [ "${#C_LABEL[@]}" -gt 1 ] && [ "${GPU_TESTS_CAPI_BATCH:-1}" != 0 ]; then
+  for k in "${!C_LABEL[@]}"; do echo "${C_LABEL[$k]} ${C_ARGS[$k]}"; done > "$out/capi-batch.txt"
+  timeout $(( 120 + 30 * ${#C_LABEL[@]} )) python3 tests/gpu/capi_check.py --batch "$out/capi-batch.txt" > "$batch" 2>&1
+fi
+for k in "${!C_LABEL[@]}"; do
+  l=${C_LABEL[$k]} log="$out/capi-$(printf '%s' "${C_LABEL[$k]}" | tr ':' '-').log"
+  if grep -qxF "== $l: ok" "$batch"; then
+    awk -v p="$l: " 'index($0, p) == 1' "$batch" > "$log"
+    echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+  # shellcheck disable=SC2086
+  elif timeout 300 python3 tests/gpu/capi_check.py ${C_ARGS[$k]} > "$log" 2>&1; then
+    echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+  else
+    echo "${C_TEXT[$k]}: FAILED" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
+  fi
+done
 # Run-time error paths: each run is refused before any launch with this exact message.
 # error_path LABEL EXE WANT ARGS...: a 1-GPU driver run that must fail with rank 0 printing WANT.
 error_path() {

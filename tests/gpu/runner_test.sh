@@ -4,7 +4,8 @@
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
 # that GPU_TESTS_LANES=1 gives the same result file, that GPU_TESTS_MEMCHECK_FIRST=1 runs the
-# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, and that a run stopped by a signal (a device
+# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, that the
+# C-interface checks run in one batch and alone where it did not end ok, and that a run stopped by a signal (a device
 # job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -109,6 +110,54 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/nodrivers/gpu-results
 [ "$got" = "$want" ] || fail "GPU_TESTS_DRIVERS=0: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
 [ "$(wc -l < "$t/nodrivers.seen")" = 2 ] || fail "GPU_TESTS_DRIVERS=0 ran $(wc -l < "$t/nodrivers.seen") drivers, not the 2 memchecks"
+# The C interface: one batch of capi_check.py for every check (a fake python3 with "torch"), then
+# alone whatever the batch did not end ok: alpha ok in the batch (not rerun), beta stops the batch
+# (ok alone), beta@v not run by it (WRONG alone). GPU_TESTS_CAPI_BATCH=0: each alone.
+mkdir -p "$t/pybin"
+cat > "$t/pybin/python3" <<EOF
+#!/bin/bash
+[ "\$1" = -c ] && exit 0   # import torch
+shift                      # tests/gpu/capi_check.py
+if [ "\$1" = --batch ]; then
+  echo "batch \$(wc -l < "\$2")" >> "$t/capi-calls"
+  stop=""
+  while read -r label rest; do
+    if [ -n "\$stop" ]; then echo "== \$label: not run"; continue; fi
+    case "\$label" in
+      beta) echo "== \$label: FAILED (1 of 2 ranks did not report in 180 s; the batch stops)"; stop=1 ;;
+      *) for r in 0 1; do echo "\$label: rank \$r: 'y' (f32): relative error 0 (limit 0.0001): ok"; done; echo "== \$label: ok" ;;
+    esac
+  done < "\$2"
+  exit 1
+fi
+echo "alone \$1" | sed "s#//#/#g" >> "$t/capi-calls"
+case "\$1" in *beta@v*) echo "rank 0: 'y' (f32): relative error 0.5 (limit 0.0001): WRONG"; exit 1 ;; esac
+for r in 0 1; do echo "rank \$r: 'y' (f32): relative error 0 (limit 0.0001): ok"; done
+echo "beta P=2 through the C interface: ok"
+EOF
+chmod +x "$t/pybin/python3"
+for n in alpha beta beta@v; do touch "$b/gen/$n/build/libcoconet_${n%@*}.so"; done
+for mode in 1 0; do
+  : > "$t/capi-calls"
+  env PATH="$t/pybin:$t/bin:$PATH" GPU_TESTS_CAPI_BATCH=$mode GPU_TESTS_DRIVERS=0 SANITIZE=0 OUT="$t/capi$mode" \
+    bash tests/gpu/run.sh > "$t/capi$mode.log" 2>&1 || fail "run.sh exited $? ($t/capi$mode.log)"
+  want="capi alpha P=2: ok (2 tensor checks)
+capi beta P=2: ok (2 tensor checks)
+capi beta@v P=2: FAILED
+checks: 2 passed, 1 failed"
+  got=$(grep -E '^(capi|checks)' "$t/capi$mode/gpu-results.txt")
+  [ "$got" = "$want" ] || fail "GPU_TESTS_CAPI_BATCH=$mode: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+  calls="alone .gpu-bundle/gen/beta/build
+alone .gpu-bundle/gen/beta@v/build"
+  [ $mode = 1 ] && calls="batch 3
+$calls" || calls="alone .gpu-bundle/gen/alpha/build
+$calls"
+  [ "$(cat "$t/capi-calls")" = "$calls" ] || fail "GPU_TESTS_CAPI_BATCH=$mode: capi_check.py ran as
+$(cat "$t/capi-calls"), not as
+$calls"
+done
+rm -f "$b"/gen/*/build/libcoconet_*.so
 # Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
 # finished keep their lines, in queued order, the others say so, and the counts so far follow.
 set +e
