@@ -43,9 +43,6 @@ int main() {
   std::printf("# %s, %d SMs, L2 %d MiB, memory %.0f MHz x %d bits: %.0f GB/s nominal\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, clockKHz / 1e3, busWidth, peak);
   const long long sizesMiB[] = {256, 512, 1024};
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   unsigned* out;
   CK(cudaMalloc(&out, 64 * 1024 * sizeof(unsigned)));
   for (long long mib : sizesMiB) {
@@ -70,20 +67,7 @@ int main() {
               default: readAll<8><<<blocks, threads>>>(p, n, out); break;
             }
           };
-          for (int w = 0; w < 5; ++w) launch();
-          CK(cudaGetLastError());
-          std::vector<float> ms;
-          for (int r = 0; r < 50; ++r) {
-            CK(cudaEventRecord(e0));
-            launch();
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            float t;
-            CK(cudaEventElapsedTime(&t, e0, e1));
-            ms.push_back(t);
-          }
-          CK(cudaGetLastError());
-          std::sort(ms.begin(), ms.end());
+          const std::vector<float> ms = timeLaunches(launch, 5, 50);
           const double us = ms[ms.size() / 2] * 1e3, gbs = bytes / us / 1e3;
           char name[64];
           std::snprintf(name, sizeof name, "%dx%d U%d", perSM, threads, U);

@@ -213,9 +213,6 @@ int main(int argc, char** argv) {
       CK(cudaMemcpy(m, m0, n * 4, cudaMemcpyDeviceToDevice));
       CK(cudaMemcpy(v, v0, n * 4, cudaMemcpyDeviceToDevice));
     };
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     std::printf("N = 2^%d (%.1f MB moved per step)\n", lg, n * 28.0 / 1e6);
     bool first = true;
     for (const Form& f : forms) {
@@ -254,18 +251,7 @@ int main(int argc, char** argv) {
         }
         check = same ? "same bits" : "DIFFERENT";
       }
-      for (int k = 0; k < 3; ++k) launch();
-      std::vector<float> ms;
-      for (int k = 0; k < 20; ++k) {
-        CK(cudaEventRecord(e0));
-        launch();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float x = 0;
-        CK(cudaEventElapsedTime(&x, e0, e1));
-        ms.push_back(x);
-      }
-      std::sort(ms.begin(), ms.end());
+      const std::vector<float> ms = timeLaunches(launch, 3, 20);
       const double us = ms[ms.size() / 2] * 1e3;
       std::printf("  %-11s grid %7lld: median %9.1f us (min %9.1f), %5.2f TB/s  [%s]\n", f.name, grid, us, ms[0] * 1e3,
                   n * 28.0 / (us * 1e-6) / 1e12, check);
