@@ -126,11 +126,18 @@ run_queue() {
 # Stopped by a signal (a device job's `timeout` sends TERM to the whole process group): keep what
 # finished. The queue under way writes its finished runs' lines in queued order and the others
 # as "not run (stopped)" (a queue writes its lines only once all its runs are done, so a stop
-# would otherwise lose them all), then the counts so far and the logs; exit status 124.
-QA=0
+# would otherwise lose them all), and likewise the C-interface checks, then the counts so far and
+# the logs; exit status 124.
+QA=0 CA=0 batch="$out/capi-batch.log"
+: > "$batch"
 stopped() {
   trap - TERM INT
-  local i qd="$out/queue$QN"
+  local i k qd="$out/queue$QN"
+  if [ "$CA" = 1 ]; then  # the C-interface checks under way: those the batch ended ok so far
+    for ((k = CK; k < ${#C_LABEL[@]}; ++k)); do
+      capi_batch_ok "$k" || echo "${C_TEXT[$k]}: not run (stopped)" >> "$res"
+    done
+  fi
   if [ "$QA" = 1 ]; then
     for i in "${!Q_P[@]}"; do
       if [ -s "$qd/$i" ]; then
@@ -221,6 +228,16 @@ run_queue
 # did not end ok run again alone, whose result then stands. TEXT: the result line's start.
 C_LABEL=() C_TEXT=() C_ARGS=()
 capi_queue() { C_LABEL+=("$1"); C_TEXT+=("$2"); shift 2; C_ARGS+=("$*"); }
+capi_log() { echo "$out/capi-$(printf '%s' "${C_LABEL[$1]}" | tr ':' '-').log"; }
+# capi_batch_ok K: if the batch ended check K ok, its tensor lines to its log and its line to the
+# results (else status 1).
+capi_batch_ok() {
+  local l=${C_LABEL[$1]} log
+  log=$(capi_log "$1")
+  grep -qxF "== $l: ok" "$batch" || return 1
+  awk -v p="$l: " 'index($0, p) == 1' "$batch" > "$log"
+  echo "${C_TEXT[$1]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+}
 if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
@@ -240,23 +257,24 @@ if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
     capi_queue "turns:$n" "capi $n P=2, $(basename "$v") between two runs of the default sizes" "$dir/build" "$d" "$v/ranks2" "$d"
   done
 fi
-batch="$out/capi-batch.log"; : > "$batch"
+CA=1 CK=0  # (stopped: the handler writes the lines of checks CK.. from the batch's log)
 if [ "${#C_LABEL[@]}" -gt 1 ] && [ "${GPU_TESTS_CAPI_BATCH:-1}" != 0 ]; then
   for k in "${!C_LABEL[@]}"; do echo "${C_LABEL[$k]} ${C_ARGS[$k]}"; done > "$out/capi-batch.txt"
   timeout $(( 120 + 30 * ${#C_LABEL[@]} )) python3 tests/gpu/capi_check.py --batch "$out/capi-batch.txt" > "$batch" 2>&1
 fi
 for k in "${!C_LABEL[@]}"; do
-  l=${C_LABEL[$k]} log="$out/capi-$(printf '%s' "${C_LABEL[$k]}" | tr ':' '-').log"
-  if grep -qxF "== $l: ok" "$batch"; then
-    awk -v p="$l: " 'index($0, p) == 1' "$batch" > "$log"
-    echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+  log=$(capi_log "$k")
+  if capi_batch_ok "$k"; then
+    :
   # shellcheck disable=SC2086
   elif timeout 300 python3 tests/gpu/capi_check.py ${C_ARGS[$k]} > "$log" 2>&1; then
     echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
   else
     echo "${C_TEXT[$k]}: FAILED" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
   fi
+  CK=$((k + 1))
 done
+CA=0
 # Run-time error paths: each run is refused before any launch with this exact message.
 # error_path LABEL EXE WANT ARGS...: a 1-GPU driver run that must fail with rank 0 printing WANT.
 error_path() {

@@ -127,6 +127,7 @@ if [ "\$1" = --batch ]; then
       beta) echo "== \$label: FAILED (1 of 2 ranks did not report in 180 s; the batch stops)"; stop=1 ;;
       *) for r in 0 1; do echo "\$label: rank \$r: 'y' (f32): relative error 0 (limit 0.0001): ok"; done; echo "== \$label: ok" ;;
     esac
+    [ -n "\${FAKE_BATCH_SLEEP:-}" ] && sleep 30
   done < "\$2"
   exit 1
 fi
@@ -157,6 +158,20 @@ $calls"
 $(cat "$t/capi-calls"), not as
 $calls"
 done
+# Stopped in the batch (after it ended alpha ok): alpha's line, the others not run.
+set +e
+env PATH="$t/pybin:$t/bin:$PATH" FAKE_BATCH_SLEEP=1 GPU_TESTS_DRIVERS=0 SANITIZE=0 OUT="$t/capistop" \
+  timeout 4 bash tests/gpu/run.sh > "$t/capistop.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 124 ] || fail "a run stopped in the C-interface batch exited $rc, not 124 ($t/capistop.log)"
+want="capi alpha P=2: ok (2 tensor checks)
+capi beta P=2: not run (stopped)
+capi beta@v P=2: not run (stopped)
+stopped by a signal; checks until then: 1 passed, 0 failed"
+got=$(grep -E '^(capi|checks|stopped)' "$t/capistop/gpu-results.txt")
+[ "$got" = "$want" ] || fail "a run stopped in the C-interface batch: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
 rm -f "$b"/gen/*/build/libcoconet_*.so
 # Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
 # finished keep their lines, in queued order, the others say so, and the counts so far follow.
