@@ -128,11 +128,24 @@ run_queue() {
 # as "not run (stopped)" (a queue writes its lines only once all its runs are done, so a stop
 # would otherwise lose them all), and likewise the C-interface checks, then the counts so far and
 # the logs; exit status 124.
-QA=0 CA=0 batch="$out/capi-batch.log"
+QA=0 CA=0 batch="$out/capi-batch.log" CPID=""
 : > "$batch"
+# stoppable SECONDS CMD...: CMD under `timeout` in the background and waited for, so that a stop
+# reaches the handler at once (a foreground command would hold it until it ends: `timeout` puts
+# CMD in a process group of its own, which the job's TERM to its group does not reach) and the
+# handler ends CMD's group.
+stoppable() {
+  local rc
+  timeout "$@" &
+  CPID=$!
+  wait "$CPID"; rc=$?
+  CPID=""
+  return "$rc"
+}
 stopped() {
   trap - TERM INT
   local i k qd="$out/queue$QN"
+  [ -n "$CPID" ] && kill -TERM -- "-$CPID" 2> /dev/null
   if [ "$CA" = 1 ]; then  # the C-interface checks under way: those the batch ended ok so far
     for ((k = CK; k < ${#C_LABEL[@]}; ++k)); do
       capi_batch_ok "$k" || echo "${C_TEXT[$k]}: not run (stopped)" >> "$res"
@@ -260,14 +273,14 @@ fi
 CA=1 CK=0  # (stopped: the handler writes the lines of checks CK.. from the batch's log)
 if [ "${#C_LABEL[@]}" -gt 1 ] && [ "${GPU_TESTS_CAPI_BATCH:-1}" != 0 ]; then
   for k in "${!C_LABEL[@]}"; do echo "${C_LABEL[$k]} ${C_ARGS[$k]}"; done > "$out/capi-batch.txt"
-  timeout $(( 120 + 30 * ${#C_LABEL[@]} )) python3 tests/gpu/capi_check.py --batch "$out/capi-batch.txt" > "$batch" 2>&1
+  stoppable $(( 120 + 30 * ${#C_LABEL[@]} )) python3 tests/gpu/capi_check.py --batch "$out/capi-batch.txt" > "$batch" 2>&1
 fi
 for k in "${!C_LABEL[@]}"; do
   log=$(capi_log "$k")
   if capi_batch_ok "$k"; then
     :
   # shellcheck disable=SC2086
-  elif timeout 300 python3 tests/gpu/capi_check.py ${C_ARGS[$k]} > "$log" 2>&1; then
+  elif stoppable 300 python3 tests/gpu/capi_check.py ${C_ARGS[$k]} > "$log" 2>&1; then
     echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
   else
     echo "${C_TEXT[$k]}: FAILED" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
@@ -280,7 +293,7 @@ CA=0
 error_path() {
   local label=$1 exe=$2 want="rank 0: error: $3" log="$out/error-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_').log"
   shift 3
-  if ! timeout 60 "$exe" --spawn 1 "$@" > "$log" 2>&1 && grep -qxF "$want" "$log"; then
+  if ! stoppable 60 "$exe" --spawn 1 "$@" > "$log" 2>&1 && grep -qxF "$want" "$log"; then
     echo "error path $label: refused as expected" >> "$res"; pass=$((pass+1))
   else
     echo "error path $label: FAILED (wanted: $want)" >> "$res"; tail -n 3 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
@@ -326,7 +339,7 @@ run_queue
 # must take the NCCL fallback there.
 for n in megatron_row adam lamb norm_clip scalar_chain pipeline sends moe_gemm a2a_ffn; do
   keep "$n" && hasRank 2 && [ "$gpus" -ge 2 ] && [ -x "$b/gen/$n/build/${n}_main" ] || continue
-  if timeout 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
+  if stoppable 180 "$b/gen/$n/build/${n}_main" --spawn 2 --fake-hosts --check "$b/dumps/$n/ranks2" --timeout 120 > "$out/fakehosts-$n.log" 2>&1; then
     echo "fake-hosts $n P=2: ok" >> "$res"
   else
     echo "fake-hosts $n P=2: FAILED" >> "$res"; tail -n 5 "$out/fakehosts-$n.log" | sed 's/^/    /' >> "$res"
