@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/gpu/capi_check.py without a GPU: its stand-in torch (tests/gpu/fake/torch) and stand-in
 # generated libraries (tests/gpu/fake/fakeprog.c: a right one, a wrong one, one whose rank 1
-# never returns from create) with their dumps. Checks a check alone (right: exit 0; wrong:
+# never returns from create, one whose rank 1 aborts) with their dumps. Checks a check alone (right: exit 0; wrong:
 # exit 1), and a batch: each check's tensor lines and end line, a wrong check followed by a right
 # one in the same processes, a hung one stopping the batch after CAPI_CHECK_TIMEOUT and the
-# checks after it not run. Usage: tests/gpu/capi_batch_test.sh
+# checks after it not run, a crashed worker stopping it at once. Usage: tests/gpu/capi_batch_test.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 t="$(mktemp -d)"
@@ -12,7 +12,7 @@ trap 'rm -rf "$t"' EXIT
 fail() { echo "capi_batch_test: $*" >&2; exit 1; }
 command -v cc > /dev/null || { echo "capi_batch_test: no C compiler; skipping"; exit 77; }
 
-for n in fake_ok fake_bad fake_hang; do
+for n in fake_ok fake_bad fake_hang fake_crash; do
   mkdir -p "$t/$n/build"
   cc -shared -fPIC -O1 -DNAME="$n" "$root/tests/gpu/fake/fakeprog.c" -o "$t/$n/build/libcoconet_$n.so"
   # the dump (verify --dump's layout): x = 1, 2, 3, 4 on every rank, y = 2 x + rank expected
@@ -46,6 +46,14 @@ done > "$t/list"
 start=$(date +%s)
 if check --batch "$t/list" > "$t/batch.log" 2>&1; then fail "a batch with a wrong check exited 0"; fi
 [ $(( $(date +%s) - start )) -lt 60 ] || fail "the batch took more than 60 s"
+# a worker that dies stops the batch at once (not after CAPI_CHECK_TIMEOUT)
+printf 'ok3 %s %s\ncrash %s %s\nlast %s %s\n' "$t/fake_ok/build" "$t/dumps/fake_ok/ranks2" "$t/fake_crash/build" \
+  "$t/dumps/fake_crash/ranks2" "$t/fake_ok/build" "$t/dumps/fake_ok/ranks2" > "$t/list2"
+if check --batch "$t/list2" > "$t/crash.log" 2>&1; then fail "a batch with a crash exited 0"; fi
+want2="== ok3: ok
+== crash: FAILED (rank 1's process ended (exit -6); the batch stops)
+== last: not run"
+[ "$(grep '^== ' "$t/crash.log")" = "$want2" ] || fail "the crashed batch's end lines differ: $(cat "$t/crash.log")"
 want="== ok1: ok
 == bad: FAILED
 == ok2: ok

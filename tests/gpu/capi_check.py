@@ -18,8 +18,8 @@ runs many such checks in one pair of worker processes (one per rank, PyTorch imp
 started once: a check alone takes ~13 s, most of it that start). LIST has a line per check,
 `LABEL BUILD_DIR DUMP_DIR/ranksP [DUMP_DIR2/ranksP ...]`, all with the same rank count. Each
 check prints its tensor lines prefixed with `LABEL: `, then `== LABEL: ok` or `== LABEL: FAILED
-(...)`; a check that does not report within 180 s (CAPI_CHECK_TIMEOUT) stops the batch (its
-workers are killed) and every later one prints `== LABEL: not run`. tests/gpu/run.sh reruns alone any check that did not
+(...)`; a check that does not report within 180 s (CAPI_CHECK_TIMEOUT), or whose worker dies,
+stops the batch (its workers are killed) and every later one prints `== LABEL: not run`. tests/gpu/run.sh reruns alone any check that did not
 end ok, so a check that ran after a failure in the same processes is judged by its own run.
 
 Exit status 0 when every tensor of every rank matches (with --batch: of every check).
@@ -231,22 +231,26 @@ def batch(list_path):
             continue
         for q in queues:
             q.put((i, lib_path, name, dumps, uid))
-        bad, lines, got = 0, [], 0
+        bad, lines, got, why = 0, [], 0, ""
         deadline = time.monotonic() + TIMEOUT
-        while got < world:
+        while got < world and not why:
             try:
-                j, rank, b, ls = results.get(timeout=max(0.1, deadline - time.monotonic()))
+                j, rank, b, ls = results.get(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
             except queue.Empty:
-                break
-            if j != i:  # a late report of a check already given up on (cannot happen before a stop)
+                dead = [f"rank {r}'s process ended (exit {p.exitcode})" for r, p in enumerate(procs) if not p.is_alive()]
+                if dead:
+                    why = "; ".join(dead)
+                elif time.monotonic() >= deadline:
+                    why = f"{world - got} of {world} ranks did not report in {TIMEOUT:g} s"
                 continue
+            assert j == i, "a report of another check"  # one check at a time, every report awaited
             got += 1
             bad += b
             lines += ls
         for line in lines:
             print(f"{label}: {line}")
         if got < world:
-            print(f"== {label}: FAILED ({world - got} of {world} ranks did not report in {TIMEOUT:g} s; the batch stops)", flush=True)
+            print(f"== {label}: FAILED ({why}; the batch stops)", flush=True)
             stopped = True
             for p in procs:
                 p.kill()

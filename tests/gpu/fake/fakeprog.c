@@ -1,8 +1,9 @@
 /* A stand-in for a generated libcoconet_NAME.so's C interface (tests/gpu/capi_batch_test.sh):
  * program NAME(N: size) { in x : f64[N] local; y = 2 x + rank }, on host memory. Built as
- * -DNAME=fake_ok (as said), fake_bad (y one off: a wrong result) or fake_hang (rank 1's create
- * never returns). */
+ * -DNAME=fake_ok (as said), fake_bad (y one off: a wrong result), fake_hang (rank 1's create
+ * never returns) or fake_crash (rank 1's run aborts its process). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ int FN(run)(void* h, const long long* sizes, const double* scalars, void** tenso
   const double* x = tensors[0];
   double* y = tensors[1];
   const int r = *(int*)h;
+  if (strcmp(STR(NAME), "fake_crash") == 0 && r == 1) abort();
   for (long long i = 0; i < sizes[0]; ++i) y[i] = 2 * x[i] + r + (strcmp(STR(NAME), "fake_bad") == 0);
   return 0;
 }
