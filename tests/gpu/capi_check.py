@@ -19,8 +19,9 @@ started once: a check alone takes ~13 s, most of it that start). LIST has a line
 `LABEL BUILD_DIR DUMP_DIR/ranksP [DUMP_DIR2/ranksP ...]`, all with the same rank count. Each
 check prints its tensor lines prefixed with `LABEL: `, then `== LABEL: ok` or `== LABEL: FAILED
 (...)`; a check that does not report within 180 s (CAPI_CHECK_TIMEOUT), or whose worker dies,
-stops the batch (its workers are killed) and every later one prints `== LABEL: not run`. tests/gpu/run.sh reruns alone any check that did not
-end ok, so a check that ran after a failure in the same processes is judged by its own run.
+stops the batch (its workers are killed) and every later one prints `== LABEL: not run`.
+tests/gpu/run.sh reruns alone any check that did not end ok, so a check that ran after a failure
+in the same processes is judged by its own run.
 
 Exit status 0 when every tensor of every rank matches (with --batch: of every check).
 """
