@@ -172,10 +172,18 @@ if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
   echo "gpu-bundle: kept $(ls "$b/gen" | tr '\n' ' ')"
 fi
 du -sh "$b"
-# GPU_BUNDLE_PACK=1: the bundle as one .gpu-bundle/bundle.tgz (the generated sources compress
-# about 4x), for when the bundle beside the repository's tracked files passes what a device run
-# carries; tools/bench/gpu/job.sh, tests/gpu/run.sh and tools/bench/gpu/run.sh unpack it in place.
-if [ "${GPU_BUNDLE_PACK:-0}" = 1 ]; then
+# The bundle as one .gpu-bundle/bundle.tgz (the generated sources compress about 4x) when it and
+# the repository's tracked files pass 56 MiB (a device run carries 64 MiB in all), or with
+# GPU_BUNDLE_PACK=1 (=0: never); tools/bench/gpu/job.sh, tests/gpu/run.sh and
+# tools/bench/gpu/run.sh unpack it in place.
+pack=${GPU_BUNDLE_PACK:-}
+if [ -z "$pack" ]; then
+  tracked=$(cd "$root" && git ls-files -z 2>/dev/null | du --files0-from=- -cb 2>/dev/null | tail -n 1 | cut -f1)
+  total=$(( ${tracked:-0} + $(du -sb "$b" | cut -f1) ))
+  pack=0
+  [ "$total" -gt $(( 56 << 20 )) ] && pack=1 && echo "gpu-bundle: $(( total >> 20 )) MiB with the tracked files: packed"
+fi
+if [ "$pack" = 1 ]; then
   tar czf "$root/.bundle.tgz.tmp" -C "$b" . && rm -rf "$b" && mkdir -p "$b" && mv "$root/.bundle.tgz.tmp" "$b/bundle.tgz"
   du -sh "$b/bundle.tgz"
 fi
