@@ -174,8 +174,8 @@ fi
 du -sh "$b"
 # The bundle as one .gpu-bundle/bundle.tgz (the generated sources compress about 4x) when it and
 # the repository's tracked files pass 56 MiB (a device run carries 64 MiB in all), or with
-# GPU_BUNDLE_PACK=1 (=0: never); tools/bench/gpu/job.sh, tests/gpu/run.sh and
-# tools/bench/gpu/run.sh unpack it in place.
+# GPU_BUNDLE_PACK=1 (=0: never); tools/gpu-unpack.sh (which tools/bench/gpu/job.sh,
+# tests/gpu/run.sh and tools/bench/gpu/run.sh call) unpacks it in place.
 pack=${GPU_BUNDLE_PACK:-}
 if [ -z "$pack" ]; then
   tracked=$(cd "$root" && git ls-files -z 2>/dev/null | du --files0-from=- -cb 2>/dev/null | tail -n 1 | cut -f1)

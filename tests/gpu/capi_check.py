@@ -109,14 +109,9 @@ def check(rank, world, lib_path, name, dumps, uid):
     return bad, lines
 
 
-def worker(rank, world, lib_path, name, dumps, uid, results):
-    torch.cuda.set_device(rank)
-    results.put((rank,) + check(rank, world, lib_path, name, dumps, uid))
-
-
 def batch_worker(rank, world, jobs, results):
-    """--batch: the checks this rank's queue hands it, until None; a failing one is reported as
-    such and the next one runs."""
+    """One rank's process: the checks its queue hands it, until None; a failing one is reported
+    as such and the next one runs."""
     torch.cuda.set_device(rank)
     while True:
         job = jobs.get()
@@ -197,17 +192,11 @@ def unique_id(lib_path, name):
     return uid.raw
 
 
-def batch(list_path):
-    jobs = []
-    with open(list_path) as fl:
-        for line in fl:
-            w = line.split()
-            if w:
-                if len(w) < 3:
-                    sys.exit(f"{list_path}: '{line.strip()}' is not LABEL BUILD_DIR DUMP...")
-                jobs.append((w[0], w[1], w[2:]))
-    if not jobs:
-        return 0
+def run_checks(jobs, report):
+    """Runs the checks (LABEL, BUILD_DIR, DUMPS) in turn in one process per rank and hands each
+    one's outcome to report(label, tensor lines, status): 'ok', 'FAILED' or 'FAILED (why)', or
+    'not run' after a check that hung or lost a process (which stops the rest). Returns the number
+    of checks not ok."""
     world = read_manifest(jobs[0][2][0])["ranks"]
     ctx = mp.get_context("spawn")
     queues = [ctx.Queue() for _ in range(world)]
@@ -217,9 +206,9 @@ def batch(list_path):
         p.start()
     failed, stopped = 0, False
     for i, (label, build, dumps) in enumerate(jobs):
+        failed += 1  # until it ends ok
         if stopped:
-            print(f"== {label}: not run", flush=True)
-            failed += 1
+            report(label, [], "not run")
             continue
         try:
             name, lib_path, ranks = program_of(build, dumps)
@@ -227,8 +216,7 @@ def batch(list_path):
                 raise ValueError(f"{ranks} ranks in a batch of {world}")
             uid = unique_id(lib_path, name)
         except Exception as e:
-            print(f"== {label}: FAILED ({e})", flush=True)
-            failed += 1
+            report(label, [], f"FAILED ({e})")
             continue
         for q in queues:
             q.put((i, lib_path, name, dumps, uid))
@@ -248,16 +236,14 @@ def batch(list_path):
             got += 1
             bad += b
             lines += ls
-        for line in lines:
-            print(f"{label}: {line}")
         if got < world:
-            print(f"== {label}: FAILED ({why}; the batch stops)", flush=True)
+            report(label, lines, f"FAILED ({why}; the batch stops)")
             stopped = True
             for p in procs:
                 p.kill()
         else:
-            print(f"== {label}: {'ok' if bad == 0 else 'FAILED'}", flush=True)
-        failed += bad != 0 or got < world
+            report(label, lines, "ok" if bad == 0 else "FAILED")
+            failed -= bad == 0
     if not stopped:
         for q in queues:
             q.put(None)
@@ -265,7 +251,25 @@ def batch(list_path):
         p.join(timeout=30)
         if p.is_alive():
             p.kill()
-    return 0 if failed == 0 else 1
+    return failed
+
+
+def batch(list_path):
+    jobs = []
+    with open(list_path) as fl:
+        for line in fl:
+            w = line.split()
+            if w:
+                if len(w) < 3:
+                    sys.exit(f"{list_path}: '{line.strip()}' is not LABEL BUILD_DIR DUMP...")
+                jobs.append((w[0], w[1], w[2:]))
+
+    def report(label, lines, status):
+        for line in lines:
+            print(f"{label}: {line}")
+        print(f"== {label}: {status}", flush=True)
+
+    return 0 if not jobs or run_checks(jobs, report) == 0 else 1
 
 
 def main():
@@ -273,34 +277,18 @@ def main():
         sys.exit(batch(sys.argv[2]))
     build, dumps = sys.argv[1], sys.argv[2:]
     try:
-        name, lib_path, world = program_of(build, dumps)
-        uid = unique_id(lib_path, name)
+        name, _, world = program_of(build, dumps)
     except Exception as e:
         sys.exit(str(e))
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, lib_path, name, dumps, uid, results)) for r in range(world)]
-    for p in procs:
-        p.start()
-    bad = 0
-    got = 0
-    for _ in range(world):
-        try:
-            rank, b, lines = results.get(timeout=TIMEOUT)
-        except Exception:
-            break
-        got += 1
-        bad += b
-        print("\n".join(lines))
-    for p in procs:
-        p.join(timeout=30)
-        if p.exitcode != 0:
-            bad += 1
-    if got != world:
-        print(f"{name}: only {got} of {world} ranks reported")
-        bad += 1
-    print(f"{name} P={world} through the C interface: {'ok' if bad == 0 else 'FAILED'}")
-    sys.exit(0 if bad == 0 else 1)
+
+    def report(label, lines, status):  # one check: its lines bare, then the program's verdict
+        for line in lines:
+            print(line)
+        if status not in ("ok", "FAILED"):
+            print(f"{name}: {status}")
+        print(f"{name} P={world} through the C interface: {'ok' if status == 'ok' else 'FAILED'}")
+
+    sys.exit(0 if run_checks([(name, build, dumps)], report) == 0 else 1)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ mkdir -p "${OUT:-.}" || exit 1   # (a missing OUT folder once lost a whole run's
 res="${OUT:-.}/gpu-results.txt"
 out="$(mktemp -d)"   # logs; packed into gpu-logs.tgz beside the results at the end
 b=.gpu-bundle
-[ -f .gpu-bundle/bundle.tgz ] && tar xzf .gpu-bundle/bundle.tgz -C .gpu-bundle && rm .gpu-bundle/bundle.tgz  # GPU_BUNDLE_PACK=1
+bash tools/gpu-unpack.sh   # a bundle tools/gpu-bundle.sh packed
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 NC=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1)
 export NCCL_ROOT="${NCCL_ROOT:-$NC}"
@@ -44,6 +44,7 @@ fi
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
+drivers="${GPU_TESTS_DRIVERS:-1}"
 hasRank() { [[ " $ranks " == *" $1 "* ]]; }
 keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 # check_run LABEL EXE P DUMPDIR RESULT: one driver run on P GPUs against verify vectors; its line
@@ -200,7 +201,7 @@ for dir in "$b"/gen/*/; do
   p=${n%@*}   # NAME@VARIANT: NAME compiled another way, checked with NAME's vectors
   exe="$dir/build/${p}_main"
   [ -x "$exe" ] || { queue_line "$n: not built"; fail=$((fail+1)); continue; }
-  [ "${GPU_TESTS_DRIVERS:-1}" = 0 ] && continue
+  [ "$drivers" = 0 ] && continue
   for P in $ranks; do
     [ "$P" -le "$gpus" ] || continue
     d="$b/dumps/$p/ranks$P"
@@ -210,7 +211,7 @@ for dir in "$b"/gen/*/; do
 done
 # Variants (tools/gpu-bundle.sh): other sizes of a program, run with each of its builds.
 for d0 in "$b"/dumps/*@*/; do
-  [ -d "$d0" ] && [ "${GPU_TESTS_DRIVERS:-1}" != 0 ] || continue
+  [ -d "$d0" ] && [ "$drivers" != 0 ] || continue
   v=$(basename "$d0"); n=${v%@*}
   [ -z "$sets" ] || [[ " $sets " == *" $v "* ]] || continue
   for bdir in "$b/gen/$n" "$b"/gen/"$n"@*; do
@@ -249,8 +250,10 @@ capi_batch_ok() {
   log=$(capi_log "$1")
   grep -qxF "== $l: ok" "$batch" || return 1
   awk -v p="$l: " 'index($0, p) == 1' "$batch" > "$log"
-  echo "${C_TEXT[$1]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+  capi_passed "$1" "$log"
 }
+# capi_passed K LOG: check K's line, ok with the tensor checks its log counts.
+capi_passed() { echo "${C_TEXT[$1]}: ok ($(grep -c 'relative error .*: ok$' "$2") tensor checks)" >> "$res"; pass=$((pass+1)); }
 if hasRank 2 && python3 -c "import torch" 2>/dev/null && [ "$gpus" -ge 2 ]; then
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")
@@ -281,7 +284,7 @@ for k in "${!C_LABEL[@]}"; do
     :
   # shellcheck disable=SC2086
   elif stoppable 300 python3 tests/gpu/capi_check.py ${C_ARGS[$k]} > "$log" 2>&1; then
-    echo "${C_TEXT[$k]}: ok ($(grep -c 'relative error .*: ok$' "$log") tensor checks)" >> "$res"; pass=$((pass+1))
+    capi_passed "$k" "$log"
   else
     echo "${C_TEXT[$k]}: FAILED" >> "$res"; tail -n 5 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
   fi

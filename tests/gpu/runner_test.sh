@@ -30,6 +30,7 @@ exit 9
 EOF
 chmod +x "$t/bin/"*
 cp "$root/tests/gpu/run.sh" "$t/repo/tests/gpu/"
+mkdir -p "$t/repo/tools" && cp "$root/tools/gpu-unpack.sh" "$t/repo/tools/"
 printf '#!/bin/sh\nexit 0\n' > "$t/repo/tests/gpu/make-vectors.sh"
 cd "$t/repo"
 b=.gpu-bundle

@@ -9,7 +9,7 @@
 #
 # The header ($R/header.txt) names the date, the GPUs and the bundle's commit; each step appends
 # its exit code and the seconds since job_begin.
-[ -f .gpu-bundle/bundle.tgz ] && tar xzf .gpu-bundle/bundle.tgz -C .gpu-bundle && rm .gpu-bundle/bundle.tgz  # GPU_BUNDLE_PACK=1
+bash tools/gpu-unpack.sh   # a bundle tools/gpu-bundle.sh packed
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 job_begin() {  # NAME LIMIT

@@ -59,7 +59,7 @@ out="$(cd "$out" && pwd)"
 export OUT="$out"
 
 # The compiler (from the bundle, unpacked first if tools/gpu-bundle.sh packed it).
-[ -f .gpu-bundle/bundle.tgz ] && tar xzf .gpu-bundle/bundle.tgz -C .gpu-bundle && rm .gpu-bundle/bundle.tgz
+bash tools/gpu-unpack.sh
 cc=""
 if [ -n "${COCONETC:-}" ]; then
   cc="$COCONETC"
