@@ -53,6 +53,9 @@ variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chu
 # taper 3 (1, 2, 4, 8, 4, 2, 1) on the head, and 6 rounds with taper 8 on the tail (clamped to
 # 3: 1, 2, 4, 4, 2, 1, no middle chunk).
 variant taper lamb $'tune(moments, chunks = 7, roles = split, taper = 3);\ntune(apply, chunks = 6, roles = split, taper = 8);'
+# One end tapered (tune(G, taper_ends = ...)): the head's last 5 of 6 chunks shrink (32, 16, 8, 4,
+# 2, 1), the tail's first 2 of 5 grow (1, 2, 4, 4, 4).
+variant taperends lamb $'tune(moments, chunks = 6, roles = split, taper = 5, taper_ends = last);\ntune(apply, chunks = 5, roles = split, taper = 2, taper_ends = first);'
 # `moments` at two blocks per SM (tune(f, occupancy = 2): 64 registers, twice the workers) with
 # movers (8 rounds, roles auto).
 variant occ2 lamb $'tune(moments, chunks = 8, roles = auto, occupancy = 2);\ntune(apply, chunks = 8, roles = auto);'

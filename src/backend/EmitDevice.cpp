@@ -115,6 +115,8 @@ void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, De
     dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
   dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
   if (auto k = knobs.find("taper"); k != knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
+  if (auto k = knobs.find("taper_ends"); k != knobs.end())
+    dg.taperEnds = k->second == "first" ? DevGroup::TaperEnds::First : k->second == "last" ? DevGroup::TaperEnds::Last : DevGroup::TaperEnds::Both;
   if (auto k = knobs.find("barriers"); k != knobs.end())
     dg.barriers = k->second == "split" ? DevGroup::Barriers::Split : k->second == "sync" ? DevGroup::Barriers::Sync : DevGroup::Barriers::Auto;
   if (auto o = knobs.find("occupancy"); o != knobs.end() && o->second == "auto")
@@ -516,8 +518,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   if (tail)
     K << (oneShot ? "" : "    " + publish + "coconet_rt::store_vec(mine + i0, o" + std::to_string(src) + ");\n")
       << "    coconet_rt::store_vec(own + i0, o" << src << ");\n";
-  // the chunks' taper (chunkLo): the schedule's; alike without it
-  const std::string taper = dg.taper > 0 ? ", " + std::to_string(dg.taper) : std::string();
+  // the chunks' taper (chunkLo): the schedule's, at the ends it names; alike without it
+  const std::string taper = dg.taper <= 0 ? std::string()
+                            : ", " + std::to_string(dg.taper) +
+                                  (dg.taperEnds == DevGroup::TaperEnds::First  ? ", coconet_rt::kTaperFirst"
+                                   : dg.taperEnds == DevGroup::TaperEnds::Last ? ", coconet_rt::kTaperLast"
+                                                                               : "");
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded || oneShot ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");

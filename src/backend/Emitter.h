@@ -364,8 +364,10 @@ private:
     bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
     int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
     // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); 0:
-    // the chunks alike.
+    // the chunks alike. tune(f, taper_ends = first | last): only that end tapers (up to
+    // rounds - 1 chunks); both by default.
     int taper = 0;
+    enum class TaperEnds { Both, First, Last } taperEnds = TaperEnds::Both;
     // tune(f, barriers = split | sync | auto): each round's barrier in two phases, the arrival as
     // soon as what it certifies is done and the wait as late as the next step that needs it, so
     // that a round's barrier latency overlaps other work (a pull of an earlier chunk, a push of the

@@ -101,7 +101,7 @@ bool fuse(StepContext& c);
 bool overlap(StepContext& c);
 
 // tune(s, key = value, ...): knobs the backend reads (blocks, chunks, algorithm = ll | one_shot |
-// two_shot | ring | nccl | copy_engines, gather, tail, merge, roles, movers, taper, occupancy;
+// two_shot | ring | nccl | copy_engines, gather, tail, merge, roles, movers, taper, taper_ends, occupancy;
 // docs/language.md 17.3.6), stored as plain data on a stage or a fused group.
 bool tune(StepContext& c);
 

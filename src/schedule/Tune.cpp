@@ -17,8 +17,10 @@ const std::map<std::string, std::vector<std::string>> kChoices = {
     {"gather", {"pipelined", "after"}},
     {"merge", {"by_size", "never"}},
     {"roles", {"split", "shared", "auto"}},
+    {"taper_ends", {"both", "first", "last"}},
 };
-// taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike)
+// taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike);
+// taper_ends: which ends (both, the default, or the first or the last chunks alone)
 // occupancy: blocks of 512 threads per SM (an SM holds 2048 threads), or auto (by the ranks at
 // run time: coconet_rt::devAutoOccupancy)
 const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}, {"occupancy", {1, 4}}};
@@ -27,7 +29,7 @@ const std::map<std::string, std::string> kIntOrWord = {{"occupancy", "auto"}};
 }  // namespace
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "barriers", "occupancy"}, 1, 1, 0)) return false;
+  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "taper_ends", "barriers", "occupancy"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -91,7 +93,7 @@ bool tune(StepContext& c) {
     }
     knobs[k.key] = k.value;
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper, barriers or occupancy");
+  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper, taper_ends, barriers or occupancy");
   auto& dst = group ? group->knobs : c.p.stages[id].knobs;
   auto& locs = group ? group->knobLocs : c.p.stages[id].knobLocs;
   for (auto& [k, v] : knobs) dst[k] = v;
@@ -113,7 +115,7 @@ std::string appliesTo(const std::string& key) {
   if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
   if (key == "chunks" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "chunks" ? ", or an allreduce" : "");
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
-  return "a fused group that starts with a reduce_scatter or an allreduce (its two-shot form) or ends with an all_gather";  // roles, movers, taper, barriers
+  return "a fused group that starts with a reduce_scatter or an allreduce (its two-shot form) or ends with an all_gather";  // roles, movers, taper, taper_ends, barriers
 }
 
 bool overlapNames(const ir::Program& p, const std::string& name) {
@@ -130,7 +132,8 @@ const ir::Overlap* consumedBy(const ir::Program& p, const std::string& name) {
 }
 
 bool roundKnob(const std::string& key) {
-  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "barriers" || key == "occupancy";
+  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "taper_ends" || key == "barriers" ||
+         key == "occupancy";
 }
 
 // Why the backend reads `key` nowhere on the consumer of an overlap whose first collective is
@@ -171,7 +174,7 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
   }
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
     return overlapped ? "" : "a fused group that no overlap pipelines";
-  if (key == "roles" || key == "movers" || key == "taper" || key == "barriers") {
+  if (key == "roles" || key == "movers" || key == "taper" || key == "taper_ends" || key == "barriers") {
     // (a group that starts with an allreduce may run in its two-shot form, the allreduce's
     // reduce-scatter in rounds, which reads them, unless its algorithm asks for another form)
     const auto algo = g.knobs.find("algorithm");
@@ -216,6 +219,10 @@ std::string unreadMessage(const ir::Program& p, const std::string& target, const
   if (const ir::FusedGroup* g = p.findFused(target)) {
     if (!g->knobs.count(key)) return "";
     why = unreadOnGroup(p, *g, key);
+    // taper_ends chooses the tapered ends: nothing without a taper
+    if (auto t = g->knobs.find("taper"); why.empty() && key == "taper_ends" && (t == g->knobs.end() || t->second == "0"))
+      return "tune knob 'taper_ends' has no effect on " + quote(target) + ": its chunks are not tapered (tune(" + target +
+             ", taper = K) with K from 1 to 8 tapers them)";
   } else if (int id = p.find(target); id >= 0 && p.stages[id].knobs.count(key)) {
     const ir::Stage& s = p.stages[id];
     if (std::string v = key == "algorithm" ? unreadAlgorithm(s) : ""; !v.empty())

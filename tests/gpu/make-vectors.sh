@@ -61,7 +61,7 @@ vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
 vectors adam@many "$root/samples/adam/adam.cnet" -D N=3145728 --ranks 4
 builds adam@many 'adam@split* adam@barriers16'
 vectors lamb@many "$root/samples/lamb/lamb.cnet" -D N=3145728 --ranks 4
-builds lamb@many 'lamb@split* lamb@chunks4 lamb@chunks8 lamb@taper lamb@occ2 lamb@barriers8'
+builds lamb@many 'lamb@split* lamb@chunks4 lamb@chunks8 lamb@taper* lamb@occ2 lamb@barriers8'
 # norm_clip at a size where its slices take the vector path (its own vectors take the scalar one).
 vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
 # scalar_chain with slices over several blocks of its head kernel (block partials combined in order).

@@ -22,44 +22,58 @@ void expect(bool ok, const char* what, int rounds, int taper, long long m, int u
 int main() {
   using coconet_rt::chunkLo;
   const long long sizes[] = {0, 1, 7, 8, 9, 63, 64, 65, 1000, 4097, 1 << 20, (1 << 20) + 3, 1LL << 28, (1LL << 33) + 5};
+  using coconet_rt::kTaperBoth;
+  using coconet_rt::kTaperFirst;
+  using coconet_rt::kTaperLast;
   for (long long m : sizes)
     for (int unit : {1, 2, 4, 8})
       for (int rounds = 1; rounds <= 40; ++rounds)
-        for (int taper = 0; taper <= 8; ++taper) {
-          // a partition of [0, m): starts at 0, ends at m, never goes back; every inner edge a
-          // whole number of units (the kernels' vector accesses)
-          expect(chunkLo(0, rounds, m, unit, taper) == 0, "first edge 0", rounds, taper, m, unit, 0);
-          expect(chunkLo(rounds, rounds, m, unit, taper) == m, "last edge m", rounds, taper, m, unit, rounds);
-          for (int c = 0; c < rounds; ++c) {
-            const long long lo = chunkLo(c, rounds, m, unit, taper), hi = chunkLo(c + 1, rounds, m, unit, taper);
-            expect(lo <= hi, "edges in order", rounds, taper, m, unit, c);
-            expect(lo == m || lo % unit == 0, "edge on a unit", rounds, taper, m, unit, c);
-          }
-          // taper 0: the chunks as before tapering existed (ceil(units / rounds) units each)
-          if (taper == 0) {
-            const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
-            for (int c = 0; c <= rounds; ++c) {
-              const long long want = std::min(m, c * per * unit);
-              expect(chunkLo(c, rounds, m, unit, 0) == want, "taper 0 alike", rounds, taper, m, unit, c);
-            }
-          }
-          // tapered, large slices: chunk c's share of the units is its weight (1, 2, ...,
-          // 2^(t-1), then 2^t, then back down; t = min(taper, rounds / 2)) over the weights' sum,
-          // to one unit
-          const int t = std::min(taper, rounds / 2);
-          if (t > 0 && m >= (1 << 20)) {
-            std::vector<long long> w(rounds, 1LL << t);
-            for (int c = 0; c < t; ++c) w[c] = w[rounds - 1 - c] = 1LL << c;
-            long long total = 0;
-            for (long long x : w) total += x;
-            const long long units = (m + unit - 1) / unit;
+        for (int taper = 0; taper <= 8; ++taper)
+          for (int ends : {kTaperBoth, kTaperFirst, kTaperLast}) {
+            auto edge = [&](int c) { return chunkLo(c, rounds, m, unit, taper, ends); };
+            // a partition of [0, m): starts at 0, ends at m, never goes back; every inner edge a
+            // whole number of units (the kernels' vector accesses)
+            expect(edge(0) == 0, "first edge 0", rounds, taper, m, unit, 0);
+            expect(edge(rounds) == m, "last edge m", rounds, taper, m, unit, rounds);
             for (int c = 0; c < rounds; ++c) {
-              const long long got = (std::min(m, chunkLo(c + 1, rounds, m, unit, taper)) - chunkLo(c, rounds, m, unit, taper) + unit - 1) / unit;
-              const long double want = static_cast<long double>(units) * w[c] / total;
-              expect(got >= want - 1 && got <= want + 1, "chunk share", rounds, taper, m, unit, c);
+              const long long lo = edge(c), hi = edge(c + 1);
+              expect(lo <= hi, "edges in order", rounds, taper, m, unit, c);
+              expect(lo == m || lo % unit == 0, "edge on a unit", rounds, taper, m, unit, c);
             }
+            // taper 0: the chunks as before tapering existed (ceil(units / rounds) units each)
+            if (taper == 0) {
+              const long long units = (m + unit - 1) / unit, per = (units + rounds - 1) / rounds;
+              for (int c = 0; c <= rounds; ++c) {
+                const long long want = std::min(m, c * per * unit);
+                expect(edge(c) == want, "taper 0 alike", rounds, taper, m, unit, c);
+              }
+            }
+            // tapered, large slices: chunk c's share of the units is its weight over the weights'
+            // sum, to one unit. Weights: 1, 2, ..., 2^(t-1) for the first t chunks where the first
+            // end tapers, 2^(t-1), ..., 1 for the last t where the last does, 2^t elsewhere;
+            // t = min(taper, rounds / 2) at both ends, min(taper, rounds - 1) at one.
+            const bool first = ends & kTaperFirst, last = ends & kTaperLast;
+            const int t = std::min(taper, first && last ? rounds / 2 : rounds - 1);
+            if (t > 0 && m >= (1 << 20)) {
+              std::vector<long long> w(rounds, 1LL << t);
+              for (int c = 0; c < t; ++c) {
+                if (first) w[c] = 1LL << c;
+                if (last) w[rounds - 1 - c] = 1LL << c;
+              }
+              long long total = 0;
+              for (long long x : w) total += x;
+              const long long units = (m + unit - 1) / unit;
+              for (int c = 0; c < rounds; ++c) {
+                const long long got = (std::min(m, edge(c + 1)) - edge(c) + unit - 1) / unit;
+                const long double want = static_cast<long double>(units) * w[c] / total;
+                expect(got >= want - 1 && got <= want + 1, "chunk share", rounds, taper, m, unit, c);
+              }
+            }
+            // both ends: the default of chunkLo (the partitions built before `ends` existed)
+            if (ends == kTaperBoth)
+              for (int c = 0; c <= rounds; ++c)
+                expect(edge(c) == chunkLo(c, rounds, m, unit, taper), "both ends by default", rounds, taper, m, unit, c);
           }
-        }
   // the ends of a tapered pipeline are small: 8 rounds, taper 2 over 2^26 elements in units of 8
   {
     const long long m = 1LL << 26;
@@ -67,6 +81,13 @@ int main() {
     const long long last = m - chunkLo(7, 8, m, 8, 2);
     expect(mid >= 4 * first - 40 && mid <= 4 * first + 40, "first chunk a quarter of a middle one", 8, 2, m, 8, 0);
     expect(last == first || last == first + 8 || last == first - 8, "last chunk as the first", 8, 2, m, 8, 7);
+    // one end: a reduce-scatter head's last chunk an eighth of a middle one at taper 3, the rest
+    // alike; an all-gather tail's first chunk so, and its last a middle one
+    const long long mid3 = chunkLo(1, 8, m, 8, 3, kTaperLast) - chunkLo(0, 8, m, 8, 3, kTaperLast);
+    const long long last3 = m - chunkLo(7, 8, m, 8, 3, kTaperLast);
+    expect(mid3 >= 8 * last3 - 80 && mid3 <= 8 * last3 + 80, "taper last: the last chunk an eighth", 8, 3, m, 8, 7);
+    const long long first3 = chunkLo(1, 8, m, 8, 3, kTaperFirst), end3 = m - chunkLo(7, 8, m, 8, 3, kTaperFirst);
+    expect(end3 >= 8 * first3 - 80 && end3 <= 8 * first3 + 80, "taper first: the first chunk an eighth", 8, 3, m, 8, 0);
   }
   // A batched matmul whose weight repeats over the outer batches gathers its rows by weight only
   // where its GEMMs are read-bound: MoE decode (16 tokens per expert and rank) yes; training

@@ -471,27 +471,39 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
 // chunkLo(c+1)), a multiple of `unit` long but for the last.
-// With taper t > 0 (tune(f, taper = t); 0 without the knob) the chunks are not all alike: the
-// first t grow and the last t shrink by halves, 1/2^t, ..., 1/2 of a middle chunk, for
-// t = min(taper, rounds / 2). A pipeline of movers and workers (roles split) waits for the first
-// chunk's transfer before any computation starts and for the last chunk's computation (or pull)
-// after the last transfer; small end chunks shorten that fill and drain while the middle chunks
-// keep the transfers long. Not the default: on 2x H200 LAMB with taper 2 chosen at run time (114
-// registers in `moments`, as with chunks alike) was no faster than chunks alike in another call
-// (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); the builds with a literal taper that
-// ran 10% faster there had `moments` compiled to 64 registers, two blocks per SM.
-__host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0) {
+// With taper t > 0 (tune(f, taper = t); 0 without the knob) the chunks are not all alike: at the
+// tapered ends (`ends`: kTaperFirst, kTaperLast or both, tune(f, taper_ends = ...)) they shrink
+// by halves, 1/2^t, ..., 1/2 of a middle chunk, the first t growing and the last t shrinking,
+// for t = min(taper, rounds / 2) at both ends and min(taper, rounds - 1) at one. A pipeline of
+// movers and workers (roles split) waits for the first chunk's transfer before any computation
+// starts and for the last chunk's computation (or pull) after the last transfer; small end chunks
+// shorten that fill and drain while the middle chunks keep the transfers long. Where the
+// transfers set the pace only one end is exposed: a reduce-scatter head's last computation, an
+// all-gather tail's first. Not the default: on 2x H200 LAMB with taper 2 at both ends chosen at
+// run time (114 registers in `moments`, as with chunks alike) was no faster than chunks alike in
+// another call (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); the builds with a literal
+// taper that ran 10% faster there had `moments` compiled to 64 registers, two blocks per SM.
+constexpr int kTaperFirst = 1, kTaperLast = 2, kTaperBoth = 3;
+__host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0,
+                                                       int ends = kTaperBoth) {
   if (c >= rounds) return m;
   const long long units = (m + unit - 1) / unit;
-  const int t = taper < rounds / 2 ? taper : rounds / 2;
+  const bool first = (ends & kTaperFirst) != 0, last = (ends & kTaperLast) != 0;
+  const int cap = first && last ? rounds / 2 : rounds - 1;
+  const int t = !first && !last ? 0 : taper < cap ? taper : cap;
   long long lo;
   if (t <= 0) {
     lo = c * ((units + rounds - 1) / rounds) * unit;
   } else {
-    // weights in units of 1/2^t of a middle chunk: 1, 2, ..., 2^(t-1), then 2^t each, then back
-    // down; s is the sum of the weights of chunks [0, c)
-    const long long full = 1LL << t, ramp = full - 1, total = 2 * ramp + (rounds - 2 * t) * full;
-    const long long s = c <= t ? (1LL << c) - 1 : c <= rounds - t ? ramp + (c - t) * full : total - ((1LL << (rounds - c)) - 1);
+    // weights in units of 1/2^t of a middle chunk: 1, 2, ..., 2^(t-1) for the first t chunks
+    // (where tapered), 2^t each in the middle, 2^(t-1), ..., 1 for the last t (where tapered);
+    // s is the sum of the weights of chunks [0, c)
+    const int tf = first ? t : 0, tl = last ? t : 0;
+    const long long full = 1LL << t, total = ((1LL << tf) - 1) + (rounds - tf - tl) * full + ((1LL << tl) - 1);
+    long long s;
+    if (c <= tf) s = (1LL << c) - 1;
+    else if (c <= rounds - tl) s = ((1LL << tf) - 1) + (c - tf) * full;
+    else s = total - ((1LL << (rounds - c)) - 1);
     lo = units * s / total * unit;
   }
   return lo < m ? lo : m;

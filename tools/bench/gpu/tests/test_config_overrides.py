@@ -1,5 +1,6 @@
 """The workloads' developer overrides of their configs: megatron's decode token counts
-(MEGATRON_DECODE_TOKENS) and allreduce's sizes (ALLREDUCE_SIZES).
+(MEGATRON_DECODE_TOKENS), allreduce's sizes (ALLREDUCE_SIZES) and the optimizers' schedule
+variants (BENCH_SCHED_ROWS).
 
     python3 -m unittest discover -s tools/bench/gpu/tests
 """
@@ -78,6 +79,42 @@ class AllReduceSizes(unittest.TestCase):
             with mock.patch.dict(os.environ, {allreduce.SIZES_ENV: text}):
                 with self.assertRaisesRegex(ValueError, allreduce.SIZES_ENV):
                     allreduce.configs(2, quick=False)
+
+
+class SchedRows(unittest.TestCase):
+    """BENCH_SCHED_ROWS: schedule variants of Adam and LAMB as rows coconetc_NAME."""
+
+    def load(self, text: str):
+        import importlib
+        from workloads import _optim, lamb
+        with mock.patch.dict(os.environ, {"BENCH_SCHED_ROWS": text}):
+            importlib.reload(_optim)
+            return importlib.reload(lamb)
+
+    def tearDown(self):
+        self.load("")
+
+    def test_rows_and_programs(self):
+        lamb = self.load("t2=tune(moments, taper = 2); tune(apply, taper = 2);|"
+                         " ends = tune(moments, taper = 2, taper_ends = last);")
+        self.assertEqual(lamb.PROGRAMS["lamb_x_t2"]["schedule_append"],
+                         "tune(moments, taper = 2); tune(apply, taper = 2);\n")
+        self.assertEqual(lamb.PROGRAMS["lamb_x_ends"]["schedule_append"],
+                         "tune(moments, taper = 2, taper_ends = last);\n")
+        self.assertEqual(lamb.PROGRAMS["lamb_x_t2"]["schedule"], "samples/lamb/lamb.sched")
+        names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
+        self.assertIn("coconetc_t2", names)
+        self.assertIn("coconetc_ends", names)
+
+    def test_none_by_default(self):
+        lamb = self.load("")
+        self.assertFalse([k for k in lamb.PROGRAMS if "_x_" in k])
+
+    def test_bad_entries_are_refused(self):
+        from workloads import _optim
+        for text in ("t2", "t 2=tune(f, taper = 2);", "t2=tune(f, taper = 2)", "a=x;|a=y;", "=x;"):
+            with self.assertRaisesRegex(ValueError, "BENCH_SCHED_ROWS"):
+                _optim.sched_rows(text)
 
 
 if __name__ == "__main__":

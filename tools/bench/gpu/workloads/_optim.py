@@ -152,6 +152,30 @@ def compiled(fn):
 # Pipelined rounds of the device-API kernels measured as rows `coconetc_chunksK` (Adam, LAMB);
 # BENCH_ROUNDS="4,8,16" measures others (a knob sweep in the same run as the defaults).
 ROUNDS = [int(k) for k in os.environ.get("BENCH_ROUNDS", "4").split(",") if k.strip()]
+# Schedule variants measured as rows `coconetc_NAME` beside the defaults:
+# BENCH_SCHED_ROWS="NAME=STATEMENTS|NAME=STATEMENTS", each STATEMENTS added to the end of the
+# sample's schedule (e.g. "t2=tune(moments, taper = 2); tune(apply, taper = 2);").
+SCHED_ROWS_ENV = "BENCH_SCHED_ROWS"
+
+
+def sched_rows(text: str) -> list[tuple[str, str]]:
+    """(NAME, STATEMENTS) of each entry of BENCH_SCHED_ROWS' text; NAME a word, STATEMENTS
+    ending in ';'."""
+    rows = []
+    for entry in (e.strip() for e in text.split("|")):
+        if not entry:
+            continue
+        name, eq, stmts = entry.partition("=")
+        name, stmts = name.strip(), stmts.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z0-9_]+", name) or not stmts.endswith(";"):
+            raise ValueError(f"{SCHED_ROWS_ENV}: '{entry}' is not NAME=STATEMENTS; (NAME letters, digits, '_')")
+        if name in (n for n, _ in rows):
+            raise ValueError(f"{SCHED_ROWS_ENV}: row '{name}' given twice")
+        rows.append((name, stmts))
+    return rows
+
+
+SCHED_ROWS = sched_rows(os.environ.get(SCHED_ROWS_ENV, ""))
 
 
 class OptimizerWorkload:
@@ -208,6 +232,9 @@ class OptimizerWorkload:
             self.programs[f"{kind}_barriers_tail"] = dict(
                 source=source, schedule=schedule, schedule_append=f"tune({groups[-1]}, barriers = split);\n")
         self.tail_row = len(groups) > 1
+        self.sched_rows = [name for name, _ in SCHED_ROWS]
+        for name, text in SCHED_ROWS:
+            self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, schedule_append=text + "\n")
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -379,6 +406,8 @@ class OptimizerWorkload:
             ("coconetc_sync", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_sync")),
             *([("coconetc_barriers_tail", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_tail"))]
               if self.tail_row else []),
+            *[(f"coconetc_{name}", lambda name=name: self.coconetc(cfg, ctx, f"{self.kind}_x_{name}"))
+              for name in self.sched_rows],
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
             *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),
