@@ -280,6 +280,15 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   // (the host code declares `rounds` and, with roles split, `movers`: emitDeviceGroup)
   params.push_back("int rounds");
   hostArgs.push_back("rounds");
+  // A tapered kernel takes its taper as arguments: with the literals in the kernel ptxas
+  // specializes chunkLo into the rounds' loops and spills (LAMB's `moments` at one block per SM:
+  // 0 -> 316-324 bytes), with arguments it compiles as without a taper.
+  if (dg.taper > 0) {
+    params.insert(params.end(), {"int taper", "int taperEnds"});
+    hostArgs.insert(hostArgs.end(), {std::to_string(dg.taper), dg.taperEnds == DevGroup::TaperEnds::First  ? "coconet_rt::kTaperFirst"
+                                                               : dg.taperEnds == DevGroup::TaperEnds::Last ? "coconet_rt::kTaperLast"
+                                                                                                           : "coconet_rt::kTaperBoth"});
+  }
   if (dg.splitRoles()) {
     params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
     hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
@@ -518,12 +527,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   if (tail)
     K << (oneShot ? "" : "    " + publish + "coconet_rt::store_vec(mine + i0, o" + std::to_string(src) + ");\n")
       << "    coconet_rt::store_vec(own + i0, o" << src << ");\n";
-  // the chunks' taper (chunkLo): the schedule's, at the ends it names; alike without it
-  const std::string taper = dg.taper <= 0 ? std::string()
-                            : ", " + std::to_string(dg.taper) +
-                                  (dg.taperEnds == DevGroup::TaperEnds::First  ? ", coconet_rt::kTaperFirst"
-                                   : dg.taperEnds == DevGroup::TaperEnds::Last ? ", coconet_rt::kTaperLast"
-                                                                               : "");
+  // the chunks' taper (chunkLo): the schedule's, at the ends it names (the kernel's arguments);
+  // alike without it
+  const std::string taper = dg.taper <= 0 ? std::string() : ", taper, taperEnds";
   K << "  }, elem);\n"
     << "  };\n"
     << (dg.preloaded || oneShot ? "" : "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V" + taper + "); };\n");

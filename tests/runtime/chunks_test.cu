@@ -49,9 +49,11 @@ int main() {
               }
             }
             // tapered, large slices: chunk c's share of the units is its weight over the weights'
-            // sum, to one unit. Weights: 1, 2, ..., 2^(t-1) for the first t chunks where the first
-            // end tapers, 2^(t-1), ..., 1 for the last t where the last does, 2^t elsewhere;
-            // t = min(taper, rounds / 2) at both ends, min(taper, rounds - 1) at one.
+            // sum, to one unit per weight (a weight is a whole number of units), and chunk tf (the
+            // first after the first end's ramp, of the largest weight) takes the units left over
+            // (fewer than the weights' sum). Weights: 1, 2, ..., 2^(t-1) for the first t chunks
+            // where the first end tapers, 2^(t-1), ..., 1 for the last t where the last does, 2^t
+            // elsewhere; t = min(taper, rounds / 2) at both ends, min(taper, rounds - 1) at one.
             const bool first = ends & kTaperFirst, last = ends & kTaperLast;
             const int t = std::min(taper, first && last ? rounds / 2 : rounds - 1);
             if (t > 0 && m >= (1 << 20)) {
@@ -66,7 +68,9 @@ int main() {
               for (int c = 0; c < rounds; ++c) {
                 const long long got = (std::min(m, edge(c + 1)) - edge(c) + unit - 1) / unit;
                 const long double want = static_cast<long double>(units) * w[c] / total;
-                expect(got >= want - 1 && got <= want + 1, "chunk share", rounds, taper, m, unit, c);
+                const long long tf = first ? t : 0, extra = c == tf ? total : 0;
+                expect(got >= want - w[c] - 1 && got <= want + w[c] + extra, "chunk share", rounds, taper, m, unit, c);
+                expect(w[c] <= w[tf], "the leftover on a largest chunk", rounds, taper, m, unit, c);
               }
             }
             // both ends: the default of chunkLo (the partitions built before `ends` existed)

@@ -497,14 +497,17 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
   } else {
     // weights in units of 1/2^t of a middle chunk: 1, 2, ..., 2^(t-1) for the first t chunks
     // (where tapered), 2^t each in the middle, 2^(t-1), ..., 1 for the last t (where tapered);
-    // s is the sum of the weights of chunks [0, c)
+    // s is the sum of the weights of chunks [0, c). A weight is `base` units, and chunk tf (a
+    // chunk of the largest weight) takes the `rem` units left over: no division but the one
+    // that the rounds' loops hoist (with one per edge, ptxas spilled LAMB's kernels).
     const int tf = first ? t : 0, tl = last ? t : 0;
     const long long full = 1LL << t, total = ((1LL << tf) - 1) + (rounds - tf - tl) * full + ((1LL << tl) - 1);
+    const long long base = units / total, rem = units - base * total;
     long long s;
     if (c <= tf) s = (1LL << c) - 1;
     else if (c <= rounds - tl) s = ((1LL << tf) - 1) + (c - tf) * full;
     else s = total - ((1LL << (rounds - c)) - 1);
-    lo = units * s / total * unit;
+    lo = (s * base + (c > tf ? rem : 0)) * unit;
   }
   return lo < m ? lo : m;
 }
