@@ -481,8 +481,9 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // transfers set the pace only one end is exposed: a reduce-scatter head's last computation, an
 // all-gather tail's first. Not the default: on 2x H200 LAMB with taper 2 at both ends chosen at
 // run time (114 registers in `moments`, as with chunks alike) was no faster than chunks alike in
-// another call (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); the builds with a literal
-// taper that ran 10% faster there had `moments` compiled to 64 registers, two blocks per SM.
+// another call (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); on 4x H100 any taper on
+// LAMB's `moments`, at either end, ran 20-27 us slower at 2^24 parameters and one on `apply`'s
+// first chunks within 1% (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43).
 constexpr int kTaperFirst = 1, kTaperLast = 2, kTaperBoth = 3;
 __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0,
                                                        int ends = kTaperBoth) {
