@@ -513,6 +513,18 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
   return lo < m ? lo : m;
 }
 
+// A tapered kernel's chunk edges, computed once at its start into shared memory (`tab`, at least
+// kTaperTableRounds + 1 long), by every block's threads, up to kTaperTableRounds rounds; past
+// that the kernel's chunks are alike (chunkLo without a taper). With chunkLo's tapered form in
+// the rounds' loops LAMB's `moments` compiled differently and ran 10% slower on 4x H100
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43). Every thread of the block calls it.
+constexpr int kTaperTableRounds = 64;
+__device__ __forceinline__ void fillTaperEdges(long long* tab, int rounds, long long m, int unit, int taper, int ends) {
+  if (rounds > kTaperTableRounds) return;
+  for (int c = threadIdx.x; c <= rounds; c += blockDim.x) tab[c] = chunkLo(c, rounds, m, unit, taper, ends);
+  __syncthreads();
+}
+
 // Roles (tune(f, roles = split); in two rounds or more; not the default, see kDevMovers): the
 // kernel's first `movers` blocks move the chunks (push, barrier, pull; part b of each chunk in
 // block b, and the LSA barrier b) and the other blocks ("workers") compute them, so that one
