@@ -280,9 +280,9 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   // (the host code declares `rounds` and, with roles split, `movers`: emitDeviceGroup)
   params.push_back("int rounds");
   hostArgs.push_back("rounds");
-  // A tapered kernel takes its taper as arguments: with the literals in the kernel ptxas
-  // specializes chunkLo into the rounds' loops and spills (LAMB's `moments` at one block per SM:
-  // 0 -> 316-324 bytes), with arguments it compiles as without a taper.
+  // A tapered kernel takes its taper as arguments, which fill its table of chunk edges
+  // (fillTaperEdges): with the literals ptxas specialized chunkLo into the rounds' loops and
+  // spilled (LAMB's `moments` at one block per SM: 0 -> 316-372 bytes).
   if (dg.taper > 0) {
     params.insert(params.end(), {"int taper", "int taperEnds"});
     hostArgs.insert(hostArgs.end(), {std::to_string(dg.taper), dg.taperEnds == DevGroup::TaperEnds::First  ? "coconet_rt::kTaperFirst"

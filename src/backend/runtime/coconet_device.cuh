@@ -482,8 +482,10 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // all-gather tail's first. Not the default: on 2x H200 LAMB with taper 2 at both ends chosen at
 // run time (114 registers in `moments`, as with chunks alike) was no faster than chunks alike in
 // another call (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); on 4x H100 any taper on
-// LAMB's `moments`, at either end, ran 20-27 us slower at 2^24 parameters and one on `apply`'s
-// first chunks within 1% (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43).
+// LAMB's `moments`, at either end, ran 20-27 us slower at 2^24 parameters while the rounds' loops
+// computed the edges (now a table, fillTaperEdges; then on 2x H200 `moments`' first chunks
+// tapered ran 1.3% faster, its last 4% slower) and one on `apply`'s first chunks within 1%
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43).
 constexpr int kTaperFirst = 1, kTaperLast = 2, kTaperBoth = 3;
 __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0,
                                                        int ends = kTaperBoth) {
@@ -499,8 +501,7 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
     // weights in units of 1/2^t of a middle chunk: 1, 2, ..., 2^(t-1) for the first t chunks
     // (where tapered), 2^t each in the middle, 2^(t-1), ..., 1 for the last t (where tapered);
     // s is the sum of the weights of chunks [0, c). A weight is `base` units, and chunk tf (a
-    // chunk of the largest weight) takes the `rem` units left over: no division but the one
-    // that the rounds' loops hoist (with one per edge, ptxas spilled LAMB's kernels).
+    // chunk of the largest weight) takes the `rem` units left over.
     const int tf = first ? t : 0, tl = last ? t : 0;
     const long long full = 1LL << t, total = ((1LL << tf) - 1) + (rounds - tf - tl) * full + ((1LL << tl) - 1);
     const long long base = units / total, rem = units - base * total;
