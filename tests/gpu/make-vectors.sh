@@ -6,8 +6,8 @@
 # tools/gpu-bundle.sh runs it into a scratch folder first, so that a failing verify stops the
 # bundle before any device time is spent.
 # Usage: tests/gpu/make-vectors.sh [OUT]   (COCONETC=path: the compiler; default: the bundled one,
-# else build/coconetc; GPU_TESTS_ONLY="a b@v", as tests/gpu/run.sh takes it: only the vectors of
-# these programs, by their names before any @, default and other sets)
+# else build/coconetc; GPU_TESTS_ONLY="a b@v c@*", as tests/gpu/run.sh takes it: only the vectors
+# of these programs, by their names (or patterns) before any @, default and other sets)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 d="${1:-$root/.gpu-bundle/dumps}"
@@ -21,9 +21,18 @@ if [ -z "$cc" ]; then
   fi
 fi
 rm -rf "$d" && mkdir -p "$d"
-only=""
-for n in ${GPU_TESTS_ONLY:-}; do only+=" ${n%@*}"; done
-wanted() { [ -z "$only" ] || [[ "$only " == *" ${1%@*} "* ]]; }
+# the programs GPU_TESTS_ONLY's builds belong to (names or shell patterns; split without expanding
+# them against files)
+read -r -a only <<< "${GPU_TESTS_ONLY:-}"
+wanted() {  # NAME[@SET]: whether its program is one of them
+  [ ${#only[@]} -eq 0 ] && return 0
+  local n
+  for n in "${only[@]}"; do
+    # shellcheck disable=SC2053
+    [[ "${1%@*}" == ${n%@*} ]] && return 0
+  done
+  return 1
+}
 # vectors NAME ARGS...: coconetc verify ARGS --seed 7 --dump OUT/NAME (ranks 1, 2, 4 unless ARGS say).
 vectors() {
   local name=$1; shift

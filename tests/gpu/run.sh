@@ -30,7 +30,8 @@ pass=0; fail=0
 if ! bash tests/gpu/make-vectors.sh "$b/dumps" > "$out/make-vectors.log" 2>&1; then
   echo "make-vectors FAILED:" >> "$res"; tail -n 5 "$out/make-vectors.log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
 fi
-# GPU_TESTS_ONLY="a b": only these programs; GPU_TESTS_SETS="a@x b@y": of the vector sets beside
+# GPU_TESTS_ONLY="a b@x c@*": only these builds, each a name or a shell pattern (a program's name
+# keeps its default build alone; "c@*" every variant of c); GPU_TESTS_SETS="a@x b@y": of the vector sets beside
 # the defaults (make-vectors.sh), only these (the default vectors still run; a set runs with each
 # of its program's builds that GPU_TESTS_ONLY keeps); SANITIZE=0: no compute-sanitizer runs;
 # GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
@@ -46,7 +47,16 @@ sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
 drivers="${GPU_TESTS_DRIVERS:-1}"
 hasRank() { [[ " $ranks " == *" $1 "* ]]; }
-keep() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+keep() {  # BUILD: whether GPU_TESTS_ONLY names it or has a pattern it matches
+  [ -z "$only" ] && return 0
+  local pat pats
+  read -r -a pats <<< "$only"  # (split without expanding the patterns against files)
+  for pat in "${pats[@]}"; do
+    # shellcheck disable=SC2053
+    [[ "$1" == $pat ]] && return 0
+  done
+  return 1
+}
 # check_run LABEL EXE P DUMPDIR RESULT: one driver run on P GPUs against verify vectors; its line
 # goes to the file RESULT (run_queue gathers them in order and counts them).
 check_run() {

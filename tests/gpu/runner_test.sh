@@ -111,6 +111,23 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/nodrivers/gpu-results
 [ "$got" = "$want" ] || fail "GPU_TESTS_DRIVERS=0: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
 [ "$(wc -l < "$t/nodrivers.seen")" = 2 ] || fail "GPU_TESTS_DRIVERS=0 ran $(wc -l < "$t/nodrivers.seen") drivers, not the 2 memchecks"
+# GPU_TESTS_ONLY: names and shell patterns ("beta@*": beta's variants, not beta itself; a "*"
+# in the folder must not expand to its files).
+touch "beta@file"
+run "$t/only" GPU_TESTS_ONLY="alpha beta@*" SANITIZE=0
+rm "beta@file"
+want="alpha P=1: ok
+alpha P=2: ok
+alpha P=4: no vectors
+beta@v P=1: ok
+beta@v P=2: ok
+beta@v P=4: FAILED (exit 3)
+alpha@s (gen/alpha) P=2: ok
+checks: 5 passed, 1 failed
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/only/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/; s/: no vectors .*/: no vectors/')
+[ "$got" = "$want" ] || fail "GPU_TESTS_ONLY with a pattern: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
 # The C interface: one batch of capi_check.py for every check (a fake python3 with "torch"), then
 # alone whatever the batch did not end ok: alpha ok in the batch (not rerun), beta stops the batch
 # (ok alone), beta@v not run by it (WRONG alone). GPU_TESTS_CAPI_BATCH=0: each alone.
