@@ -174,6 +174,9 @@ if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
   done
   echo "gpu-bundle: kept $(ls "$b/gen" | tr '\n' ' ')"
 fi
+# The commit the bundle was made from (job.sh's headers name it), "-dirty" with changes not
+# committed: a result must name the code that ran.
+git -C "$root" describe --always --dirty --abbrev=7 > "$b/commit.txt" 2>/dev/null || echo "unknown" > "$b/commit.txt"
 du -sh "$b"
 # The bundle as one .gpu-bundle/bundle.tgz (the generated sources compress about 4x) when it and
 # the repository's tracked files pass 56 MiB (a device run carries 64 MiB in all), or with

@@ -7,7 +7,8 @@
 #   job_bench megatron4 4 megatron $(( $(left) - 10 )) MEGATRON_DECODE_TOKENS=... BUILD_ARGS=... BENCH_ARGS=...
 #   job_end                         # prints the header, the tests' non-ok lines and the tables; packs $R
 #
-# The header ($R/header.txt) names the date, the GPUs and the bundle's commit; each step appends
+# The header ($R/header.txt) names the date, the GPUs and the bundle's commit (.gpu-bundle/commit.txt,
+# written by tools/gpu-bundle.sh: `git describe --dirty`); each step appends
 # its exit code and the seconds since job_begin.
 bash tools/gpu-unpack.sh   # a bundle tools/gpu-bundle.sh packed
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
