@@ -70,7 +70,10 @@ int main() {
                 const long double want = static_cast<long double>(units) * w[c] / total;
                 const long long tf = first ? t : 0, extra = c == tf ? total : 0;
                 expect(got >= want - w[c] - 1 && got <= want + w[c] + extra, "chunk share", rounds, taper, m, unit, c);
-                expect(w[c] <= w[tf], "the leftover on a largest chunk", rounds, taper, m, unit, c);
+                // exactly: `base` units a weight, the `rem` left over on chunk tf (one of the
+                // largest weight)
+                const long long base = units / total, rem = units - base * total;
+                expect(got == base * w[c] + (c == tf ? rem : 0), "the leftover on chunk tf", rounds, taper, m, unit, c);
               }
             }
             // both ends: the default of chunkLo (the partitions built before `ends` existed)
