@@ -5,7 +5,8 @@ Rewrites a folder that `coconetc compile` wrote into a copy whose device-group k
 taking `ncclDevComm dc`) record the time on block 0 and on the grid's last block at: the kernel's
 entry (0), after its PDL wait (1), after a tail's scalar chain (2, where the kernel has one),
 after every statement of its shared rounds loop (8 + 4 r + j: the j-th statement of round r,
-push / compute / pull / barrier in the order the loop has them) and at its end (47). Each kernel
+push / compute / pull / barrier in the order the loop has them) and at its end (47); and on
+every block: the earliest entry (3) and latest end (4) of any block of the kernel. Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
 (K = STAMP_CALL, default 200: build with -DSTAMP_CALL=K to change it), and the first device
 kernel of call K + 1 prints them, in microseconds from call K's first kernel's entry on block 0:
@@ -15,7 +16,9 @@ kernel of call K + 1 prints them, in microseconds from call K's first kernel's e
 (KID: the kernels in source order; B: 0 block 0, 1 the last block). Run the copy's driver with
 enough calls, e.g. `NAME_main --spawn 4 -D ... --bench --warmup 50 --iters 300`
 (tools/bench/gpu/driver-ab.sh --raw DIR keeps each run's output). Rounds run by separate mover
-and worker blocks (roles split) are not stamped inside their loops. Session 27 used it to find
+and worker blocks (roles split) are stamped in their own loops (8 + 4 r + j, j the statement of
+that loop: block 0 is a mover, the last block a worker), and where such a block returns early
+(47, its exit counted). Session 27 used it to find
 LAMB's serial exchange (docs/benchmarks/gpu/2026-11-26-4xH200-session27).
 
 Usage: stamps.py GENERATED_DIR OUT_DIR
@@ -34,6 +37,8 @@ RUNTIME = r'''
 #endif
 __device__ unsigned long long stT[8][2][48];
 __device__ unsigned stLaunch[8], stExit[8];
+// every block's earliest entry and latest end of call K, per kernel (printed as 3 and 4)
+__device__ unsigned long long stFirst[8] = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}, stLast[8];
 __device__ __forceinline__ unsigned long long stNow() { unsigned long long x; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x)); return x; }
 __device__ __forceinline__ int stBlock() { return blockIdx.x == 0 ? 0 : blockIdx.x == gridDim.x - 1 ? 1 : -1; }
 __device__ __forceinline__ void stamp(int kid, int k, unsigned call) {
@@ -43,11 +48,13 @@ __device__ __forceinline__ void stamp(int kid, int k, unsigned call) {
 __device__ __forceinline__ unsigned stEnter(int kid, unsigned long long t0) {
   const unsigned call = *static_cast<volatile unsigned*>(&stLaunch[kid]);
   if (call == STAMP_CALL && stBlock() >= 0 && threadIdx.x == 0) stT[kid][stBlock()][0] = t0;
+  if (call == STAMP_CALL && threadIdx.x == 0) atomicMin(&stFirst[kid], t0);
   return call;
 }
 __device__ __forceinline__ void stExitK(int kid) {
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (*static_cast<volatile unsigned*>(&stLaunch[kid]) == STAMP_CALL) atomicMax(&stLast[kid], stNow());
     __threadfence();
     if (atomicAdd(&stExit[kid], 1u) == gridDim.x - 1) { stExit[kid] = 0; __threadfence(); atomicAdd(&stLaunch[kid], 1u); }
   }
@@ -57,6 +64,8 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
     const unsigned long long z = stT[0][0][0];
     for (int kid = 0; kid < kernels; ++kid)
       for (int b = 0; b < 2; ++b) {
+        stT[kid][b][3] = stFirst[kid];
+        stT[kid][b][4] = stLast[kid];
         printf("ST rank %d kernel %d block %d:", me, kid, b);
         for (int k = 0; k < 48; ++k)
           if (stT[kid][b][k] >= z && stT[kid][b][k] - z < 100000000ull) printf(" %d:%.1f", k, (stT[kid][b][k] - z) / 1000.0);
@@ -67,6 +76,9 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
 '''
 
 LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coconet_rt::pullSlices|compute\(edge|bar\.sync)")
+# The loops of blocks in roles (movers, workers: four spaces) and their statements (six).
+ROLES_LOOP = re.compile(r"^    for \(int r = 0; r < rounds; \+\+r\) \{$")
+ROLES_STATEMENT = re.compile(r"^      (coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices)|compute\(edge|bar\.sync)")
 
 
 def stamp_source(text: str) -> tuple[str, int]:
@@ -79,10 +91,18 @@ def stamp_source(text: str) -> tuple[str, int]:
     out, last = [], 0
     for kid, start in enumerate(starts):
         end = text.index("\n}\n", start) + 3
-        res, j, inloop = [], 0, False
+        res, j, inloop, inroles = [], 0, False, False
         for ln in text[start:end].split("\n"):
             if re.match(r"^  for \(int r = 0;", ln):
-                inloop = True
+                inloop, inroles, j = True, False, 0
+            elif ROLES_LOOP.match(ln):
+                inroles, j = True, 0
+            elif inroles and ln == "    }":
+                inroles = False
+            if ln == "    return;":
+                # a block in a role, or the one-rank form, ends here: stamp it and count its exit
+                res += [f"    stamp({kid}, 47, stc);", f"    stExitK({kid});", ln]
+                continue
             if ln.strip() == "coconet_rt::pdlWait();":
                 res += ["  const unsigned long long stT0 = stNow();", ln,
                         f"  const unsigned stc = stEnter({kid}, stT0);", f"  stamp({kid}, 1, stc);"]
@@ -94,6 +114,9 @@ def stamp_source(text: str) -> tuple[str, int]:
             res.append(ln)
             if inloop and LOOP_STATEMENT.match(ln):
                 res.append(f"    stamp({kid}, 8 + 4 * r + {j}, stc);")
+                j += 1
+            elif inroles and ROLES_STATEMENT.match(ln) and j < 4:
+                res.append(f"      stamp({kid}, 8 + 4 * r + {j}, stc);")
                 j += 1
         body = "\n".join(res)
         if "stEnter(" not in body:

@@ -22,8 +22,14 @@ __global__ void __launch_bounds__(512) k_5_f_device(ncclDevComm dc, int rounds) 
   coconet_rt::pdlLaunchDependents();
   if (movers > 0) {
     for (int r = 0; r < rounds; ++r) {
+      coconet_rt::roleWait(coconet_rt::roleDone(roles, r), workers);
       bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
     }
+    if (lastBarrier) {
+      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+    }
+    coconet_rt::roleExit(roles, rounds);
+    return;
   }
   for (int r = 0; r <= rounds; ++r) {
     if (r < rounds) coconet_rt::pushSlices<__half, V>(pt, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);
@@ -48,10 +54,16 @@ class StampSource(unittest.TestCase):
         # entry, PDL wait, the print of the last call by the first kernel
         self.assertIn("const unsigned long long stT0 = stNow();\n  coconet_rt::pdlWait();\n  const unsigned stc = stEnter(0, stT0);\n"
                       "  stamp(0, 1, stc);\n  stampPrint(dc.lsaRank, 1, stc);", text)
-        # the shared loop's three statements, not the movers' loop (six spaces)
+        # the shared loop's three statements
         for j in range(3):
-            self.assertIn(f"    stamp(0, 8 + 4 * r + {j}, stc);", text)
+            self.assertIn(f"\n    stamp(0, 8 + 4 * r + {j}, stc);", text)
         self.assertNotIn("    stamp(0, 8 + 4 * r + 3, stc);", text)
+        # the movers' loop (six spaces) on its own count, not the barrier after it
+        self.assertIn("      coconet_rt::roleWait(coconet_rt::roleDone(roles, r), workers);\n      stamp(0, 8 + 4 * r + 0, stc);\n"
+                      "      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n      stamp(0, 8 + 4 * r + 1, stc);\n    }", text)
+        self.assertIn("    if (lastBarrier) {\n      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n    }", text)
+        # a block returning early stamps its end and counts its exit
+        self.assertIn("    stamp(0, 47, stc);\n    stExitK(0);\n    return;", text)
         self.assertIn("  stamp(0, 47, stc);\n  stExitK(0);\n}\n\n__global__ void k_6_f", text)
         # kernels without the device communicator untouched
         self.assertIn("__global__ void k_6_f(float* out) {\n  out[0] = 1;\n}", text)
