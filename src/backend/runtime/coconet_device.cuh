@@ -485,7 +485,9 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // LAMB's `moments`, at either end, ran 20-27 us slower at 2^24 parameters while the rounds' loops
 // computed the edges (now a table, fillTaperEdges; then on 2x H200 `moments`' first chunks
 // tapered ran 1.3% faster, its last 4% slower) and one on `apply`'s first chunks within 1%
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43).
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43); on 4x H200, with the table, every
+// taper on `moments` (first or last chunks) 6-48 us slower and `apply`'s first within the spread
+// (docs/benchmarks/gpu/2026-11-28-4xH200-session44).
 constexpr int kTaperFirst = 1, kTaperLast = 2, kTaperBoth = 3;
 __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0,
                                                        int ends = kTaperBoth) {
