@@ -62,6 +62,10 @@ class StampSource(unittest.TestCase):
         self.assertIn("      coconet_rt::roleWait(coconet_rt::roleDone(roles, r), workers);\n      stamp(0, 8 + 4 * r + 0, stc);\n"
                       "      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n      stamp(0, 8 + 4 * r + 1, stc);\n    }", text)
         self.assertIn("    if (lastBarrier) {\n      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n    }", text)
+        # every block's entry and end of the stamped call feed the kernel's earliest entry and latest end
+        self.assertIn("atomicMin(&stFirst[kid], t0);", text)
+        self.assertIn("atomicMax(&stLast[kid], stNow());", text)
+        self.assertIn("stT[kid][b][3] = stFirst[kid];", text)
         # a block returning early stamps its end and counts its exit
         self.assertIn("    stamp(0, 47, stc);\n    stExitK(0);\n    return;", text)
         self.assertIn("  stamp(0, 47, stc);\n  stExitK(0);\n}\n\n__global__ void k_6_f", text)
