@@ -40,7 +40,8 @@ class TargetsByGpuTime(unittest.TestCase):
         (gpu,) = target(res, "lamb, 4 GPUs: the same by GPU time")
         self.assertEqual(med[1], "MET")
         self.assertEqual(gpu[1], "MISSED")
-        self.assertIn("2^20: 1.33x (coconetc)", gpu[2])
+        self.assertIn("2^20: 1.33x (coconetc)", gpu[2])  # the default the fastest: nothing beside it
+        self.assertNotIn("; coconetc", gpu[2])
 
     def test_fastest_row_by_gpu_time_and_host_bound_rows_skipped(self):
         # coconetc_b is faster by GPU time; coconetc_c's queued figure has host gaps (not
@@ -51,7 +52,10 @@ class TargetsByGpuTime(unittest.TestCase):
                 for e in (20, 22, 24, 26, 28)]
         (gpu,) = target(report.Results([raw("adam", cfgs)]), "adam, 4 GPUs: the same by GPU time")
         self.assertEqual(gpu[1], "MET")
-        self.assertIn("2^28: 1.00x (coconetc_b)", gpu[2])
+        # the program's own schedule (the row coconetc) beside the fastest where that is another
+        self.assertIn("2^28: 1.00x (coconetc_b; coconetc 1.10x)", gpu[2])
+        (med,) = target(report.Results([raw("adam", cfgs)]), "adam, 4 GPUs: best coconetc row within 1.15x")
+        self.assertIn("2^28: 0.90x (coconetc_c; coconetc 1.00x)", med[2])
 
     def test_no_queued_figures_no_line(self):
         # Raw files from before session 24 have no queued_us: no second line (rather than a
