@@ -1,0 +1,127 @@
+// pdl-micro: does programmatic dependent launch place a dependent kernel's blocks on the SMs
+// that some of the running kernel's blocks have left, before its last block ends? (Session 44's
+// stamps of LAMB found `apply`'s earliest block entering ~2 us after `moments`' latest block
+// ended, though `moments`' 32 mover blocks had left ~20 us before its workers:
+// docs/benchmarks/gpu/2026-11-28-4xH200-session44.)
+//
+// Kernel `primary`: one block of 512 threads per SM (its dynamic shared memory keeps a second
+// off), every block first says its dependents may launch (griddepcontrol.launch_dependents, as
+// the generated kernels do, after their own wait), then `early` blocks spin for `shortUs` and
+// leave, the rest for `longUs`. Kernel `secondary`, launched next on the stream with
+// cudaLaunchAttributeProgrammaticStreamSerialization (or without, for comparison), records
+// %globaltimer at its entry, before its griddepcontrol.wait, and after it. Printed per form,
+// medians over the repetitions, microseconds from the primary's earliest entry:
+//   early blocks' latest exit | primary's latest exit | secondary's earliest entry | its median
+//   entry | its earliest return from the wait
+// If PDL places blocks early, the secondary's earliest entry follows the early blocks' exit;
+// if not, the primary's last exit.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90a tools/bench/gpu/pdl-micro.cu -o pdl-micro
+//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50]
+#include "micro.cuh"
+
+#include <cstdint>
+
+__device__ __forceinline__ unsigned long long gtime() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+struct Stamps {
+  unsigned long long primEntry, earlyExit, primExit, secEntry, secWait;
+  unsigned long long secEntrySum;
+  unsigned secBlocks;
+};
+
+__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs) {
+  extern __shared__ unsigned char pad[];  // one block per SM
+  const unsigned long long t0 = gtime();
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  if (threadIdx.x == 0) atomicMin(&s->primEntry, t0);
+  const unsigned long long until = t0 + (static_cast<int>(blockIdx.x) < early ? shortNs : longNs);
+  while (gtime() < until) {
+  }
+  if (threadIdx.x == 0) pad[0] = 1;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned long long t1 = gtime();
+    if (static_cast<int>(blockIdx.x) < early) atomicMax(&s->earlyExit, t1);
+    atomicMax(&s->primExit, t1);
+  }
+}
+
+__global__ void __launch_bounds__(512) secondary(Stamps* s) {
+  const unsigned long long t0 = gtime();
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  const unsigned long long t1 = gtime();
+  if (threadIdx.x == 0) {
+    atomicMin(&s->secEntry, t0);
+    atomicMin(&s->secWait, t1);
+    atomicAdd(&s->secEntrySum, t0);
+    atomicAdd(&s->secBlocks, 1u);
+  }
+}
+
+int main(int argc, char** argv) {
+  const int early = argc > 1 ? std::atoi(argv[1]) : 32;
+  const double shortUs = argc > 2 ? std::atof(argv[2]) : 10.0;
+  const double longUs = argc > 3 ? std::atof(argv[3]) : 60.0;
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 50;
+  int dev = 0, sms = 0, smemMax = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaDeviceGetAttribute(&smemMax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int smem = smemMax / 2 + 1024;  // more than half an SM's shared memory: one block per SM
+  CK(cudaFuncSetAttribute(primary, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us), "
+              "secondary %d blocks; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs, sms, reps);
+  Stamps* s = nullptr;
+  CK(cudaMalloc(&s, sizeof(Stamps)));
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const Stamps init{~0ull, 0, 0, ~0ull, ~0ull, 0, 0};
+  for (int pdl = 1; pdl >= 0; --pdl) {
+    std::vector<double> col[5];
+    for (int k = 0; k < reps + 5; ++k) {
+      CK(cudaMemcpyAsync(s, &init, sizeof init, cudaMemcpyHostToDevice, st));
+      primary<<<sms, 512, smem, st>>>(s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000));
+      CK(cudaGetLastError());
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(sms));
+      cfg.blockDim = dim3(512);
+      cfg.stream = st;
+      cfg.attrs = attr;
+      cfg.numAttrs = pdl;
+      CK(cudaLaunchKernelEx(&cfg, secondary, s));
+      Stamps h;
+      CK(cudaMemcpyAsync(&h, s, sizeof h, cudaMemcpyDeviceToHost, st));
+      CK(cudaStreamSynchronize(st));
+      if (k < 5) continue;  // warm-up
+      const double z = static_cast<double>(h.primEntry);
+      col[0].push_back((h.earlyExit - z) / 1000.0);
+      col[1].push_back((h.primExit - z) / 1000.0);
+      col[2].push_back((h.secEntry - z) / 1000.0);
+      col[3].push_back((static_cast<double>(h.secEntrySum) / h.secBlocks - z) / 1000.0);
+      col[4].push_back((h.secWait - z) / 1000.0);
+    }
+    auto med = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("%s: early blocks' exit %.1f | primary's exit %.1f | secondary's first entry %.1f | "
+                "mean entry %.1f | first past its wait %.1f us\n",
+                pdl ? "PDL" : "plain", med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[4]));
+  }
+  CK(cudaFree(s));
+  return 0;
+}
