@@ -470,7 +470,7 @@ def point(cfg: dict, num: str, den: str, label: str, time=median) -> dict:
 def best_point(cfg: dict, den: str, label: str, prefix: str = "coconetc", time=median) -> dict:
     """point() of the fastest row named `prefix`* that did not fail its check, naming it
     ("row"), with the row named `prefix` itself (the program's own schedule) beside it where
-    another row is faster ("default": its ratio); where none has a time, why not (bad when one
+    another row is faster ("default": its name and ratio); where none has a time, why not (bad when one
     of them failed its check)."""
     rs = rows_of(cfg)
     names = [n for n in rs if n.startswith(prefix)]
@@ -480,7 +480,7 @@ def best_point(cfg: dict, den: str, label: str, prefix: str = "coconetc", time=m
         best = min(timed, key=lambda n: time(rs[n]))
         pr = dict(point(cfg, best, den, label, time), row=best)
         if best != prefix and prefix in timed:
-            pr["default"] = point(cfg, prefix, den, label, time)["value"]
+            pr["default"] = (prefix, point(cfg, prefix, den, label, time)["value"])
         return pr
     if not names:
         return point(cfg, prefix, den, label, time)
@@ -510,7 +510,7 @@ def verdict(points: list[dict], ok, show, expected: int | None = None) -> tuple[
         text = f"{p['label']}: {show(p['value'])}"
         if p.get("row"):
             # the fastest row, and the program's own schedule where that is another row
-            default = f"; coconetc {show(p['default'])}" if p.get("default") is not None else ""
+            default = f"; {p['default'][0]} {show(p['default'][1])}" if p.get("default") else ""
             text += f" ({p['row']}{default})"
         return text
     parts = [", ".join(shown(p) for p in measured)] if measured else []
