@@ -531,12 +531,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     << "  };\n";
   // the chunks' edges (chunkLo): alike, or tapered as the schedule says (the kernel's arguments),
   // then from a table the block fills once (fillTaperEdges), up to kTaperTableRounds rounds
-  if (!dg.preloaded && !oneShot && dg.taper <= 0)
-    K << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
-  else if (!dg.preloaded && !oneShot)
-    K << "  __shared__ long long edgeTab[coconet_rt::kTaperTableRounds + 1];\n"
-      << "  coconet_rt::fillTaperEdges(edgeTab, rounds, nSlice, V, taper, taperEnds);\n"
-      << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
+  if (!dg.preloaded && !oneShot) {
+    if (dg.taper <= 0)
+      K << "  auto edge = [&](int c) { return coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
+    else
+      K << "  __shared__ long long edgeTab[coconet_rt::kTaperTableRounds + 1];\n"
+        << "  coconet_rt::fillTaperEdges(edgeTab, rounds, nSlice, V, taper, taperEnds);\n"
+        << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
+  }
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   auto pushOf = [&](const std::string& range) {
     return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
