@@ -458,9 +458,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
+  else if (head && dg.pushes())
+    // the push leaves this rank's own slice in rsIn (coconet_rt::pushSlices): the sums read it there
+    K << "  const coconet_rt::OwnSlots<" << XT << "> slots{kSolo ? rsIn : static_cast<const " << XT
+      << "*>(ncclGetLocalPointer(stageWin, 0)), rsIn + static_cast<long long>(me) * nSlice, me};\n";
   else if (head)
-    K << "  const " << XT << "* slots = "
-      << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+    K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
   if (tail && !oneShot)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
