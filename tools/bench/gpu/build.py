@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compiles and builds the programs that the workload modules declare.
 
-For every PROGRAMS entry (KEY -> dict(source, schedule, replace, flags, schedule_append)) of
-the chosen workloads (`flags`, optional: extra `coconetc compile` arguments, e.g.
-["--no-device-collectives"]; `schedule_append`, optional: text added to the end of the schedule):
+For every PROGRAMS entry (KEY -> dict(source, schedule, replace, flags, schedule_append,
+compiler)) of the chosen workloads (`flags`, optional: extra `coconetc compile` arguments, e.g.
+["--no-device-collectives"]; `schedule_append`, optional: text added to the end of the schedule;
+`compiler`, optional: another coconetc executable for this program than --coconetc):
   1. writes the source (with the `replace` substitutions applied) and its schedule (with
      `schedule_append`) to WORK/src/KEY.cnet and WORK/src/KEY.sched,
   2. runs `coconetc compile WORK/src/KEY.cnet --schedule S|none -I stdlib -I SRCDIR
@@ -103,6 +104,10 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
            "schedule": spec.get("schedule"), "schedule_append": spec.get("schedule_append"),
            "replace": spec.get("replace") or {},
            "flags": [str(f) for f in spec.get("flags") or []], "log": str(logs / f"{key}.log")}
+    # (a program may name its own compiler: BENCH_COMPILER_ROWS' A/B of coconetc itself)
+    compiler = str(Path(spec["compiler"]).resolve()) if spec.get("compiler") else args.coconetc
+    if spec.get("compiler"):
+        rec["compiler"] = compiler
     log = logs / f"{key}.log"
     log.write_text("")
     try:
@@ -122,7 +127,7 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
             sched_arg = "none"
         gen = args.work / "gen" / key
         shutil.rmtree(gen, ignore_errors=True)
-        cmd = [args.coconetc, "compile", str(src), "--schedule", sched_arg,
+        cmd = [compiler, "compile", str(src), "--schedule", sched_arg,
                "-I", str(REPO / "stdlib"), "-I", str(src_path.parent), "-o", str(gen)]
         if args.arch:
             cmd += ["--arch", args.arch]

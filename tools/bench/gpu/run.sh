@@ -16,7 +16,8 @@
 # 900), BUILD_ARGS / BENCH_ARGS (extra options of build.py / bench.py), BENCH_ROUNDS (Adam's and
 # LAMB's `coconetc_chunksK` rows, default 4; "4,8,16" sweeps the rounds in one run),
 # BENCH_SCHED_ROWS (Adam's and LAMB's schedule variants as rows `coconetc_NAME`:
-# "NAME=STATEMENTS|..." added to the sample's schedule),
+# "NAME=STATEMENTS|..." added to the sample's schedule), BENCH_COMPILER_ROWS (Adam's and LAMB's
+# rows `coconetc_NAME` compiled by another coconetc: "NAME=PATH|...", an A/B of the compiler),
 # MEGATRON_DECODE_TOKENS / ALLREDUCE_SIZES (developer options: other decode token counts, other
 # all-reduce sizes; the results' command names them).
 #
@@ -50,7 +51,7 @@ done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The command as recorded in the results: with the environment that changes what runs.
 envs=""
-for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES COCONET_GATHER_ROWS; do
+for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS BENCH_COMPILER_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES COCONET_GATHER_ROWS; do
   if [ -n "${!v:-}" ]; then envs+="$v='${!v}' "; fi
 done
 export COCONET_BENCH_COMMAND="$envs$cmdline"

@@ -1,6 +1,7 @@
 """The workloads' developer overrides of their configs: megatron's decode token counts
 (MEGATRON_DECODE_TOKENS), allreduce's sizes (ALLREDUCE_SIZES) and the optimizers' schedule
-variants (BENCH_SCHED_ROWS).
+variants (BENCH_SCHED_ROWS) and compiler variants (BENCH_COMPILER_ROWS, with build.py's
+per-program compiler).
 
     python3 -m unittest discover -s tools/bench/gpu/tests
 """
@@ -115,6 +116,59 @@ class SchedRows(unittest.TestCase):
         for text in ("t2", "t 2=tune(f, taper = 2);", "t2=tune(f, taper = 2)", "a=x;|a=y;", "=x;"):
             with self.assertRaisesRegex(ValueError, "BENCH_SCHED_ROWS"):
                 _optim.sched_rows(text)
+
+
+class CompilerRows(unittest.TestCase):
+    """BENCH_COMPILER_ROWS: Adam and LAMB compiled by another coconetc as rows coconetc_NAME."""
+
+    def load(self, env: dict):
+        import importlib
+        from workloads import _optim, adam
+        with mock.patch.dict(os.environ, env):
+            importlib.reload(_optim)
+            return importlib.reload(adam)
+
+    def tearDown(self):
+        self.load({"BENCH_COMPILER_ROWS": "", "BENCH_SCHED_ROWS": ""})
+
+    def test_rows_and_programs(self):
+        adam = self.load({"BENCH_COMPILER_ROWS": "base=/x/coconetc-main| own = bin/coconetc", "BENCH_SCHED_ROWS": ""})
+        self.assertEqual(adam.PROGRAMS["adam_x_base"]["compiler"], "/x/coconetc-main")
+        self.assertEqual(adam.PROGRAMS["adam_x_own"]["compiler"], "bin/coconetc")
+        self.assertEqual(adam.PROGRAMS["adam_x_own"]["schedule"], adam.PROGRAMS["adam"]["schedule"])
+        self.assertNotIn("schedule_append", adam.PROGRAMS["adam_x_own"])
+        self.assertNotIn("compiler", adam.PROGRAMS["adam"])
+        names = [name for name, _ in adam.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
+        self.assertIn("coconetc_base", names)
+        self.assertIn("coconetc_own", names)
+
+    def test_bad_entries_are_refused(self):
+        from workloads import _optim
+        for text in ("base", "b c=/x", "base=", "a=/x|a=/y", "=/x"):
+            with self.assertRaisesRegex(ValueError, "BENCH_COMPILER_ROWS"):
+                _optim.compiler_rows(text)
+
+    def test_build_runs_the_programs_compiler(self):
+        import tempfile
+        import types
+        import build
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            for name in ("default", "other"):  # each says who it is and fails
+                (d / name).write_text(f"#!/bin/sh\necho compiled-by-{name}\nexit 1\n")
+                (d / name).chmod(0o755)
+            args = types.SimpleNamespace(coconetc=str(d / "default"), work=d / "work", arch=None)
+            spec = dict(workload="adam", source="samples/adam/adam.cnet", schedule="samples/adam/adam.sched")
+            rec = build.compile_program("adam", spec, args, d)
+            self.assertIn("compiled-by-default", rec["error"])
+            self.assertNotIn("compiler", rec)
+            rec = build.compile_program("adam_x_b", dict(spec, compiler=str(d / "other")), args, d)
+            self.assertIn("compiled-by-other", rec["error"])
+            self.assertEqual(rec["compiler"], str(d / "other"))
+
+    def test_a_name_of_a_schedule_row_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "given twice"):
+            self.load({"BENCH_COMPILER_ROWS": "t2=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
 
 
 if __name__ == "__main__":

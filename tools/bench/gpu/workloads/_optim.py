@@ -177,6 +177,30 @@ def sched_rows(text: str) -> list[tuple[str, str]]:
 
 SCHED_ROWS = sched_rows(os.environ.get(SCHED_ROWS_ENV, ""))
 
+# Compiler variants measured as rows `coconetc_NAME` beside the defaults (an A/B of a change to
+# coconetc itself, side by side in one run): BENCH_COMPILER_ROWS="NAME=PATH|NAME=PATH", PATH a
+# coconetc executable that compiles the sample with its own schedule (build.py's `compiler`).
+COMPILER_ROWS_ENV = "BENCH_COMPILER_ROWS"
+
+
+def compiler_rows(text: str) -> list[tuple[str, str]]:
+    """(NAME, PATH) of each entry of BENCH_COMPILER_ROWS' text."""
+    rows = []
+    for entry in (e.strip() for e in text.split("|")):
+        if not entry:
+            continue
+        name, eq, path = entry.partition("=")
+        name, path = name.strip(), path.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z0-9_]+", name) or not path:
+            raise ValueError(f"{COMPILER_ROWS_ENV}: '{entry}' is not NAME=PATH (NAME letters, digits, '_')")
+        if name in (n for n, _ in rows) or name in (n for n, _ in SCHED_ROWS):
+            raise ValueError(f"{COMPILER_ROWS_ENV}: row '{name}' given twice")
+        rows.append((name, path))
+    return rows
+
+
+COMPILER_ROWS = compiler_rows(os.environ.get(COMPILER_ROWS_ENV, ""))
+
 
 class OptimizerWorkload:
     """The rows of one optimizer (`kind` "adam" or "lamb") for the module that makes it."""
@@ -235,6 +259,9 @@ class OptimizerWorkload:
         self.sched_rows = [name for name, _ in SCHED_ROWS]
         for name, text in SCHED_ROWS:
             self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, schedule_append=text + "\n")
+        for name, path in COMPILER_ROWS:
+            self.sched_rows.append(name)
+            self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, compiler=path)
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
