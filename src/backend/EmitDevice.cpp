@@ -458,12 +458,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
-  else if (head && dg.pushes())
-    // the push leaves this rank's own slice in rsIn (coconet_rt::pushSlices): the sums read it there
+  else if (head && dg.pushes() && !roles)
+    // the push leaves this rank's own slice in rsIn (coconet_rt::pushSlices, skip = me): the sums
+    // read it there (with roles split the movers push it too, skip = -1)
     K << "  const coconet_rt::OwnSlots<" << XT << "> slots{kSolo ? rsIn : static_cast<const " << XT
       << "*>(ncclGetLocalPointer(stageWin, 0)), rsIn + static_cast<long long>(me) * nSlice, me};\n";
   else if (head)
-    K << "  const " << XT << "* slots = static_cast<const " << XT << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+    K << "  const " << XT << "* slots = " << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT
+      << "*>(ncclGetLocalPointer(stageWin, 0));\n";
   if (tail && !oneShot)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
@@ -544,7 +546,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   }
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   auto pushOf = [&](const std::string& range) {
-    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec, " + (roles ? "-1" : "me") + ")";
   };
   const std::string push = pushOf("edge(r), edge(r + 1)");
   auto pullOf = [&](const std::string& range) {

@@ -363,13 +363,17 @@ constexpr int kPeersInFlight = 4;
 
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
 // V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
-// area (P slots of m elements at byte `stageOff` of window w), for every rank p but this one:
-// its own slice stays in `in`, where the sums read it (OwnSlots), so that slot `me` of this
-// rank's own area is never written (2 bytes per element less through HBM at f16: one store, one
-// load).
+// area (P slots of m elements at byte `stageOff` of window w), for every rank p but `skip`.
+// skip = me: this rank's own slice stays in `in`, where the sums read it (OwnSlots), and slot
+// `me` of its own area is never written (2 bytes per element less through HBM at f16: one store,
+// one load), for a kernel whose blocks push and sum alike. skip = -1: every slice moves, for a
+// kernel with roles split (movers push, workers sum), whose movers so read the own slice from
+// HBM early, under the transfers, and its workers read it from L2, just written: read from `in`,
+// it came from HBM on the workers' path, and LAMB's `moments` took 10 us more at 2^26 on 4 H200
+// (session 45).
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
-                                           long long lo, long long hi, bool vec) {
+                                           long long lo, long long hi, bool vec, int skip) {
   forUnits<V>(
       pt, lo, hi, vec,
       [&](long long i0) {
@@ -377,21 +381,21 @@ __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stage
           Vec<T, V> x[kPeersInFlight];
 #pragma unroll
           for (int q = 0; q < kPeersInFlight; ++q)
-            if (p0 + q < P && p0 + q != me) load_vec(x[q], in + (p0 + q) * m + i0);
+            if (p0 + q < P && p0 + q != skip) load_vec(x[q], in + (p0 + q) * m + i0);
 #pragma unroll
           for (int q = 0; q < kPeersInFlight; ++q)
-            if (p0 + q < P && p0 + q != me) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
+            if (p0 + q < P && p0 + q != skip) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
         }
       },
       [&](long long i) {
         for (int p = 0; p < P; ++p)
-          if (p != me) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+          if (p != skip) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
       });
 }
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
-                                           long long lo, long long hi, bool vec) {
-  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec);
+                                           long long lo, long long hi, bool vec, int skip) {
+  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec, skip);
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
@@ -781,7 +785,7 @@ __global__ void __launch_bounds__(kDevThreads)
   pdlWait();  // launched with PDL (launchDependent): the kernel before this one is done
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
-  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec);
+  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec, me);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
   // (my own slot: my input's slice me, which the push left there)
   const OwnSlots<T> st{static_cast<const T*>(ncclGetLocalPointer(stage, 0)), in + me * m, me};
