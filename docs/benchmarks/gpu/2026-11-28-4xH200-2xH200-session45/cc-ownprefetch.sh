@@ -1,0 +1,1 @@
+cc-prefetch.sh
