@@ -429,15 +429,6 @@ __device__ __forceinline__ void sumSlots(const T* stage, long long m, int P, lon
     for (int e = 0; e < V; ++e) s[e] = __fadd_rn(s[e], to_f(x.v[e]));
   }
 }
-// The same sums rounded to T, as one vector (what an allreduce's kernels store).
-template <class T, int V> __device__ __forceinline__ Vec<T, V> sumSlotsRounded(const T* stage, long long m, int P, long long i0) {
-  float s[V];
-  sumSlots<T, V>(stage, m, P, i0, s);
-  Vec<T, V> y;
-#pragma unroll
-  for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(s[e]);
-  return y;
-}
 template <class T> __device__ __forceinline__ float sumSlot(const T* stage, long long m, int P, long long i) {
   float s = 0.0f;
   for (int q = 0; q < P; ++q) s = __fadd_rn(s, to_f(stage[q * m + i]));
@@ -466,18 +457,21 @@ __device__ __forceinline__ void sumSlots(const OwnSlots<T>& s, long long m, int 
     for (int e = 0; e < V; ++e) sum[e] = __fadd_rn(sum[e], to_f(x.v[e]));
   }
 }
-template <class T, int V> __device__ __forceinline__ Vec<T, V> sumSlotsRounded(const OwnSlots<T>& s, long long m, int P, long long i0) {
-  float sum[V];
-  sumSlots<T, V>(s, m, P, i0, sum);
-  Vec<T, V> y;
-#pragma unroll
-  for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(sum[e]);
-  return y;
-}
 template <class T> __device__ __forceinline__ float sumSlot(const OwnSlots<T>& s, long long m, int P, long long i) {
   float sum = 0.0f;
   for (int q = 0; q < P; ++q) sum = __fadd_rn(sum, to_f(s.slot(q, m)[i]));
   return sum;
+}
+// sumSlots' sums rounded to T, as one vector (what an allreduce's kernels store); `slots` the
+// staging area (const T*) or OwnSlots<T>.
+template <class T, int V, class Slots>
+__device__ __forceinline__ Vec<T, V> sumSlotsRounded(const Slots& slots, long long m, int P, long long i0) {
+  float sum[V];
+  sumSlots<T, V>(slots, m, P, i0, sum);
+  Vec<T, V> y;
+#pragma unroll
+  for (int e = 0; e < V; ++e) y.v[e] = Store<T>::from(sum[e]);
+  return y;
 }
 
 // Phase "pull" of an all-gather, for the elements [lo, hi) of every slice (lo a multiple of V):

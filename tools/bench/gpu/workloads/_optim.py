@@ -158,21 +158,28 @@ ROUNDS = [int(k) for k in os.environ.get("BENCH_ROUNDS", "4").split(",") if k.st
 SCHED_ROWS_ENV = "BENCH_SCHED_ROWS"
 
 
-def sched_rows(text: str) -> list[tuple[str, str]]:
-    """(NAME, STATEMENTS) of each entry of BENCH_SCHED_ROWS' text; NAME a word, STATEMENTS
-    ending in ';'."""
+def named_entries(text: str, env: str, form: str, valid, taken=()) -> list[tuple[str, str]]:
+    """(NAME, VALUE) of each NAME=VALUE entry of `text` (entries separated by '|'), NAME a word
+    not in `taken` nor given twice, VALUE such that valid(VALUE); errors name the variable `env`
+    and the entries' `form`."""
     rows = []
     for entry in (e.strip() for e in text.split("|")):
         if not entry:
             continue
-        name, eq, stmts = entry.partition("=")
-        name, stmts = name.strip(), stmts.strip()
-        if not eq or not re.fullmatch(r"[A-Za-z0-9_]+", name) or not stmts.endswith(";"):
-            raise ValueError(f"{SCHED_ROWS_ENV}: '{entry}' is not NAME=STATEMENTS; (NAME letters, digits, '_')")
-        if name in (n for n, _ in rows):
-            raise ValueError(f"{SCHED_ROWS_ENV}: row '{name}' given twice")
-        rows.append((name, stmts))
+        name, eq, value = entry.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z0-9_]+", name) or not valid(value):
+            raise ValueError(f"{env}: '{entry}' is not {form} (NAME letters, digits, '_')")
+        if name in (n for n, _ in rows) or name in taken:
+            raise ValueError(f"{env}: row '{name}' given twice")
+        rows.append((name, value))
     return rows
+
+
+def sched_rows(text: str) -> list[tuple[str, str]]:
+    """(NAME, STATEMENTS) of each entry of BENCH_SCHED_ROWS' text; NAME a word, STATEMENTS
+    ending in ';'."""
+    return named_entries(text, SCHED_ROWS_ENV, "NAME=STATEMENTS;", lambda v: v.endswith(";"))
 
 
 SCHED_ROWS = sched_rows(os.environ.get(SCHED_ROWS_ENV, ""))
@@ -184,19 +191,8 @@ COMPILER_ROWS_ENV = "BENCH_COMPILER_ROWS"
 
 
 def compiler_rows(text: str) -> list[tuple[str, str]]:
-    """(NAME, PATH) of each entry of BENCH_COMPILER_ROWS' text."""
-    rows = []
-    for entry in (e.strip() for e in text.split("|")):
-        if not entry:
-            continue
-        name, eq, path = entry.partition("=")
-        name, path = name.strip(), path.strip()
-        if not eq or not re.fullmatch(r"[A-Za-z0-9_]+", name) or not path:
-            raise ValueError(f"{COMPILER_ROWS_ENV}: '{entry}' is not NAME=PATH (NAME letters, digits, '_')")
-        if name in (n for n, _ in rows) or name in (n for n, _ in SCHED_ROWS):
-            raise ValueError(f"{COMPILER_ROWS_ENV}: row '{name}' given twice")
-        rows.append((name, path))
-    return rows
+    """(NAME, PATH) of each entry of BENCH_COMPILER_ROWS' text (no NAME of BENCH_SCHED_ROWS')."""
+    return named_entries(text, COMPILER_ROWS_ENV, "NAME=PATH", bool, taken=[n for n, _ in SCHED_ROWS])
 
 
 COMPILER_ROWS = compiler_rows(os.environ.get(COMPILER_ROWS_ENV, ""))
