@@ -105,7 +105,8 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
            "replace": spec.get("replace") or {},
            "flags": [str(f) for f in spec.get("flags") or []], "log": str(logs / f"{key}.log")}
     # (a program may name its own compiler: BENCH_COMPILER_ROWS' A/B of coconetc itself)
-    compiler = str(Path(spec["compiler"]).resolve()) if spec.get("compiler") else args.coconetc
+    # (made absolute, links kept: a wrapper may tell what it is by the name it was run by)
+    compiler = str(Path(spec["compiler"]).absolute()) if spec.get("compiler") else args.coconetc
     if spec.get("compiler"):
         rec["compiler"] = compiler
     log = logs / f"{key}.log"
