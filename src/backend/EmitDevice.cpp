@@ -430,6 +430,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !oneShot && !dg.preloaded && dg.splitRoles();
+  // A pushing head leaves this rank's own slice in rsIn (coconet_rt::pushSlices, skip = me) and
+  // its sums read it there (OwnSlots), unless roles are split: then the movers push it too
+  // (skip = -1), so that the workers read it from L2 (session 45: from rsIn, 10 us more for
+  // LAMB's `moments` at 2^26 on 4 H200).
+  const bool ownInInput = !oneShot && dg.pushes() && !roles;
   // (the kernels with a one-rank form make their barrier sessions after its branch)
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
@@ -458,14 +463,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  // every slice: the elements' indices are the whole tensor's\n"
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
-  else if (head && dg.pushes() && !roles)
-    // the push leaves this rank's own slice in rsIn (coconet_rt::pushSlices, skip = me): the sums
-    // read it there (with roles split the movers push it too, skip = -1)
-    K << "  const coconet_rt::OwnSlots<" << XT << "> slots{kSolo ? rsIn : static_cast<const " << XT
-      << "*>(ncclGetLocalPointer(stageWin, 0)), rsIn + static_cast<long long>(me) * nSlice, me};\n";
-  else if (head)
-    K << "  const " << XT << "* slots = " << (dg.pushes() ? "kSolo ? rsIn : " : "") << "static_cast<const " << XT
-      << "*>(ncclGetLocalPointer(stageWin, 0));\n";
+  else if (head) {
+    const std::string stage = std::string(dg.pushes() ? "kSolo ? rsIn : " : "") + "static_cast<const " + XT +
+                              "*>(ncclGetLocalPointer(stageWin, 0))";
+    if (ownInInput)
+      K << "  const coconet_rt::OwnSlots<" << XT << "> slots{" << stage << ", rsIn + static_cast<long long>(me) * nSlice, me};\n";
+    else
+      K << "  const " << XT << "* slots = " << stage << ";\n";
+  }
   if (tail && !oneShot)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
@@ -546,7 +551,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   }
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   auto pushOf = [&](const std::string& range) {
-    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec, " + (roles ? "-1" : "me") + ")";
+    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec, " + (ownInInput ? "me" : "-1") + ")";
   };
   const std::string push = pushOf("edge(r), edge(r + 1)");
   auto pullOf = [&](const std::string& range) {

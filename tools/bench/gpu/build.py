@@ -104,11 +104,9 @@ def compile_program(key: str, spec: dict, args, logs: Path) -> dict:
            "schedule": spec.get("schedule"), "schedule_append": spec.get("schedule_append"),
            "replace": spec.get("replace") or {},
            "flags": [str(f) for f in spec.get("flags") or []], "log": str(logs / f"{key}.log")}
-    # (a program may name its own compiler: BENCH_COMPILER_ROWS' A/B of coconetc itself)
-    # (made absolute, links kept: a wrapper may tell what it is by the name it was run by)
-    compiler = str(Path(spec["compiler"]).absolute()) if spec.get("compiler") else args.coconetc
-    if spec.get("compiler"):
-        rec["compiler"] = compiler
+    compiler = args.coconetc
+    if spec.get("compiler"):  # BENCH_COMPILER_ROWS' A/B of coconetc itself (absolute, links kept)
+        compiler = rec["compiler"] = str(Path(spec["compiler"]).absolute())
     log = logs / f"{key}.log"
     log.write_text("")
     try:

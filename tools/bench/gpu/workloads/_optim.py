@@ -252,11 +252,11 @@ class OptimizerWorkload:
             self.programs[f"{kind}_barriers_tail"] = dict(
                 source=source, schedule=schedule, schedule_append=f"tune({groups[-1]}, barriers = split);\n")
         self.tail_row = len(groups) > 1
-        self.sched_rows = [name for name, _ in SCHED_ROWS]
+        self.variant_rows = [name for name, _ in SCHED_ROWS]  # and COMPILER_ROWS' below
         for name, text in SCHED_ROWS:
             self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, schedule_append=text + "\n")
         for name, path in COMPILER_ROWS:
-            self.sched_rows.append(name)
+            self.variant_rows.append(name)
             self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, compiler=path)
         self.scalars = scalar_values(source, t=T)
 
@@ -430,7 +430,7 @@ class OptimizerWorkload:
             *([("coconetc_barriers_tail", lambda: self.coconetc(cfg, ctx, f"{self.kind}_barriers_tail"))]
               if self.tail_row else []),
             *[(f"coconetc_{name}", lambda name=name: self.coconetc(cfg, ctx, f"{self.kind}_x_{name}"))
-              for name in self.sched_rows],
+              for name in self.variant_rows],
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
             *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),
