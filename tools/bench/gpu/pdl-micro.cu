@@ -17,7 +17,10 @@
 // if not, the primary's last exit.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a tools/bench/gpu/pdl-micro.cu -o pdl-micro
-//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50]
+//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0]
+// secBig=1 gives the secondary as much shared memory as the primary, so that no SM holds a block of
+// each: its blocks can enter only where the primary's have left. (With secBig=0 they share the SMs:
+// 2026-11-28, 1 H200, they entered ~4 us after the primary's first block, before any had left.)
 #include "micro.cuh"
 
 #include <cstdint>
@@ -36,6 +39,7 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
   extern __shared__ unsigned char pad[];  // one block per SM
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // as the generated kernels: wait, then let go
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   if (threadIdx.x == 0) atomicMin(&s->primEntry, t0);
@@ -51,8 +55,20 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
   }
 }
 
+// chain=1: a kernel before the primary, which then is launched dependent on it too (the generated
+// step: every device-group kernel launched so, after the one before it)
+__global__ void pre(unsigned ns) {
+  const unsigned long long until = gtime() + ns;
+  while (gtime() < until) {
+  }
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // (each block's entry in `entries`, averaged on the host: a sum of %globaltimer values overflows)
 __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* entries) {
+  extern __shared__ unsigned char spad[];
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -62,6 +78,7 @@ __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* 
     atomicMin(&s->secEntry, t0);
     atomicMin(&s->secWait, t1);
     entries[blockIdx.x] = t0;
+    spad[0] = 1;
   }
 }
 
@@ -70,16 +87,22 @@ int main(int argc, char** argv) {
   const double shortUs = argc > 2 ? std::atof(argv[2]) : 10.0;
   const double longUs = argc > 3 ? std::atof(argv[3]) : 60.0;
   const int reps = argc > 4 ? std::atoi(argv[4]) : 50;
+  const bool secBig = argc > 5 && std::atoi(argv[5]) != 0;
+  const bool chain = argc > 6 && std::atoi(argv[6]) != 0;
   int dev = 0, sms = 0, smemMax = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CK(cudaDeviceGetAttribute(&smemMax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const int smem = smemMax / 2 + 1024;  // more than half an SM's shared memory: one block per SM
   CK(cudaFuncSetAttribute(primary, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(secondary, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int secSmem = secBig ? smem : 16;  // (16 bytes: room for the write below)
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us), "
-              "secondary %d blocks; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs, sms, reps);
+              "secondary %d blocks (%s)%s; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs, sms,
+              secBig ? "as much shared memory as the primary's: no SM holds both" : "no shared memory",
+              chain ? ", after a 5-us kernel the primary depends on" : "", reps);
   Stamps* s = nullptr;
   CK(cudaMalloc(&s, sizeof(Stamps)));
   unsigned long long* entries = nullptr;
@@ -92,14 +115,28 @@ int main(int argc, char** argv) {
     std::vector<double> col[5];
     for (int k = 0; k < reps + 5; ++k) {
       CK(cudaMemcpyAsync(s, &init, sizeof init, cudaMemcpyHostToDevice, st));
-      primary<<<sms, 512, smem, st>>>(s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000));
-      CK(cudaGetLastError());
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[0].val.programmaticStreamSerializationAllowed = 1;
+      if (chain) {
+        pre<<<1, 32, 0, st>>>(5000);
+        CK(cudaGetLastError());
+        cudaLaunchConfig_t pc = {};
+        pc.gridDim = dim3(static_cast<unsigned>(sms));
+        pc.blockDim = dim3(512);
+        pc.dynamicSmemBytes = static_cast<size_t>(smem);
+        pc.stream = st;
+        pc.attrs = attr;
+        pc.numAttrs = pdl;
+        CK(cudaLaunchKernelEx(&pc, primary, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000)));
+      } else {
+        primary<<<sms, 512, smem, st>>>(s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000));
+        CK(cudaGetLastError());
+      }
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<unsigned>(sms));
       cfg.blockDim = dim3(512);
+      cfg.dynamicSmemBytes = static_cast<size_t>(secSmem);
       cfg.stream = st;
       cfg.attrs = attr;
       cfg.numAttrs = pdl;
