@@ -430,11 +430,6 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // workers (block indices up to the resident limit) take none and leave before it is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !oneShot && !dg.preloaded && dg.splitRoles();
-  // A pushing head leaves this rank's own slice in rsIn (coconet_rt::pushSlices, skip = me) and
-  // its sums read it there (OwnSlots), unless roles are split: then the movers push it too
-  // (skip = -1), so that the workers read it from L2 (session 45: from rsIn, 10 us more for
-  // LAMB's `moments` at 2^26 on 4 H200).
-  const bool ownInInput = !oneShot && dg.pushes() && !roles;
   // (the kernels with a one-rank form make their barrier sessions after its branch)
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
@@ -466,7 +461,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   else if (head) {
     const std::string stage = std::string(dg.pushes() ? "kSolo ? rsIn : " : "") + "static_cast<const " + XT +
                               "*>(ncclGetLocalPointer(stageWin, 0))";
-    if (ownInInput)
+    // A pushing head leaves this rank's own slice in rsIn (coconet_rt::pushSlices) and its sums
+    // read it there (OwnSlots); with roles split its movers ask L2 for each chunk of it after
+    // pushing the chunk (pushSlicesPrefetchOwn), so that the workers read it from L2.
+    if (dg.pushes())
       K << "  const coconet_rt::OwnSlots<" << XT << "> slots{" << stage << ", rsIn + static_cast<long long>(me) * nSlice, me};\n";
     else
       K << "  const " << XT << "* slots = " << stage << ";\n";
@@ -550,10 +548,14 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
   }
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
-  auto pushOf = [&](const std::string& range) {
-    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec, " + (ownInInput ? "me" : "-1") + ")";
+  // (byMovers: the movers' push, with roles split, which then asks L2 for the own slice's part)
+  auto pushOf = [&](const std::string& range, bool byMovers) {
+    if (byMovers)
+      return "coconet_rt::pushSlicesPrefetchOwn<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
   };
-  const std::string push = pushOf("edge(r), edge(r + 1)");
+  const std::string push = pushOf("edge(r), edge(r + 1)", false);
+  const std::string moversPush = pushOf("edge(r), edge(r + 1)", true);
   auto pullOf = [&](const std::string& range) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
   };
@@ -610,7 +612,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       K << "    // push chunk r; once every worker published chunk r-1, arrive; pull chunk r-2 (ready since the\n"
         << "    // last round) while the arrivals land; wait: chunk r is ready\n"
         << "    for (int r = 0; r <= rounds + 1; ++r) {\n"
-        << "      if (r < rounds) " << push << ";\n"
+        << "      if (r < rounds) " << moversPush << ";\n"
         << "      if (r >= 1 && r <= rounds) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // (every rank pushed chunk r and published chunk r-1 of this part, once all arrived)\n"
         << "      if (r <= rounds) " << arrive
@@ -623,7 +625,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     else if (dg.full())
       K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
         << "    for (int r = 0; r <= rounds; ++r) {\n"
-        << "      if (r < rounds) " << push << ";\n"
+        << "      if (r < rounds) " << moversPush << ";\n"
         << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
         << "      " << sync
@@ -635,13 +637,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "    // ready (the workers start it half a push sooner than after all of chunk r); push the second half, arrive\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
         << "      const long long mid = edge(r) + (edge(r + 1) - edge(r)) / (2 * V) * V;\n"
-        << "      " << pushOf("edge(r), mid") << ";\n"
+        << "      " << pushOf("edge(r), mid", true) << ";\n"
         << "      if (r >= 1) {\n"
         << "        // every rank pushed chunk r-1 of this part\n"
         << "        " << wait
         << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
         << "      }\n"
-        << "      " << pushOf("mid, edge(r + 1)") << ";\n"
+        << "      " << pushOf("mid, edge(r + 1)", true) << ";\n"
         << "      " << arrive
         << "    }\n"
         << "    " << wait
@@ -654,7 +656,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     else if (head)
       K << "    // push chunk r; barrier; chunk r is ready\n"
         << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      " << push << ";\n"
+        << "      " << moversPush << ";\n"
         << "      // every rank pushed chunk r of this part\n"
         << "      " << sync
         << "      coconet_rt::roleSignal(" << ready("r") << ");\n"

@@ -363,17 +363,13 @@ constexpr int kPeersInFlight = 4;
 
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
 // V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
-// area (P slots of m elements at byte `stageOff` of window w), for every rank p but `skip`.
-// skip = me: this rank's own slice stays in `in`, where the sums read it (OwnSlots), and slot
-// `me` of its own area is never written (2 bytes per element less through HBM at f16: one store,
-// one load), for a kernel whose blocks push and sum alike. skip = -1: every slice moves, for a
-// kernel with roles split (movers push, workers sum), whose movers so read the own slice from
-// HBM early, under the transfers, and its workers read it from L2, just written: read from `in`,
-// it came from HBM on the workers' path, and LAMB's `moments` took 10 us more at 2^26 on 4 H200
-// (session 45).
+// area (P slots of m elements at byte `stageOff` of window w), for every rank p but this one:
+// its own slice stays in `in`, where the sums read it (OwnSlots), and slot `me` of its own area
+// is never written (2 bytes per element less through HBM at f16: one store, its write-back, one
+// load; Adam 3% faster at 2^24 on 4 H200, session 45).
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
-                                           long long lo, long long hi, bool vec, int skip) {
+                                           long long lo, long long hi, bool vec) {
   forUnits<V>(
       pt, lo, hi, vec,
       [&](long long i0) {
@@ -381,21 +377,53 @@ __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stage
           Vec<T, V> x[kPeersInFlight];
 #pragma unroll
           for (int q = 0; q < kPeersInFlight; ++q)
-            if (p0 + q < P && p0 + q != skip) load_vec(x[q], in + (p0 + q) * m + i0);
+            if (p0 + q < P && p0 + q != me) load_vec(x[q], in + (p0 + q) * m + i0);
 #pragma unroll
           for (int q = 0; q < kPeersInFlight; ++q)
-            if (p0 + q < P && p0 + q != skip) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
+            if (p0 + q < P && p0 + q != me) store_vec(peerPtr<T>(w, stageOff + (me * m + i0) * sizeof(T), p0 + q), x[q]);
         }
       },
       [&](long long i) {
         for (int p = 0; p < P; ++p)
-          if (p != skip) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
+          if (p != me) *peerPtr<T>(w, stageOff + (me * m + i) * sizeof(T), p) = in[p * m + i];
       });
 }
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
-                                           long long lo, long long hi, bool vec, int skip) {
-  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec, skip);
+                                           long long lo, long long hi, bool vec) {
+  pushSlices<T, V>(gridPart(), w, stageOff, P, me, in, m, lo, hi, vec);
+}
+
+// Asks L2 for the lines of elements [lo, hi) of `a`, the part's threads a 128-byte line each in
+// turn (no register holds the data; every address asked lies within the range). A head with roles
+// split has its movers so fetch the chunk of the own slice they left in the input (pushSlices)
+// while the other slices travel, so that the workers' sums read it from L2 as they read
+// the slots the peers wrote: read from HBM on the workers' path instead, it cost LAMB's `moments`
+// 10 us at 2^26 on 4 H200 (session 45); prefetched, LAMB ran 2.5-4% faster than with the own slice
+// copied into the staging area at 2^24 .. 2^28 on 2 H200 (session 46).
+template <class T>
+__device__ __forceinline__ void prefetchL2(Part pt, const T* a, long long lo, long long hi) {
+  if (hi <= lo) return;
+  const unsigned long long first = reinterpret_cast<unsigned long long>(a + lo);
+  const unsigned long long end = reinterpret_cast<unsigned long long>(a + hi);
+  const unsigned long long step = static_cast<unsigned long long>(pt.count) * blockDim.x;
+  for (unsigned long long k = static_cast<unsigned long long>(pt.index) * blockDim.x + threadIdx.x;; k += step) {
+    const unsigned long long line = (first & ~127ull) + k * 128;
+    if (line >= end) break;
+    const unsigned long long at = line < first ? first : line;
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+#endif
+  }
+}
+
+// A mover's push (roles split): the slices to the other ranks, then the own slice's part into L2
+// for the workers' sums (prefetchL2).
+template <class T, int V>
+__device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in,
+                                                      long long m, long long lo, long long hi, bool vec) {
+  pushSlices<T, V>(pt, w, stageOff, P, me, in, m, lo, hi, vec);
+  prefetchL2(pt, in + static_cast<long long>(me) * m, lo, hi);
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
@@ -779,7 +807,7 @@ __global__ void __launch_bounds__(kDevThreads)
   pdlWait();  // launched with PDL (launchDependent): the kernel before this one is done
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};
   const int P = dc.lsaSize, me = dc.lsaRank;
-  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec, me);
+  pushSlices<T, V>(stage, 0, P, me, in, m, 0, m, vec);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every rank's slot of my slice has arrived
   // (my own slot: my input's slice me, which the push left there)
   const OwnSlots<T> st{static_cast<const T*>(ncclGetLocalPointer(stage, 0)), in + me * m, me};
