@@ -115,32 +115,28 @@ int main(int argc, char** argv) {
     std::vector<double> col[5];
     for (int k = 0; k < reps + 5; ++k) {
       CK(cudaMemcpyAsync(s, &init, sizeof init, cudaMemcpyHostToDevice, st));
+      // sms blocks of 512 threads, launched dependent on the kernel before (PDL) or not
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[0].val.programmaticStreamSerializationAllowed = 1;
+      auto config = [&](int smemBytes, bool dependent) {
+        cudaLaunchConfig_t c = {};
+        c.gridDim = dim3(static_cast<unsigned>(sms));
+        c.blockDim = dim3(512);
+        c.dynamicSmemBytes = static_cast<size_t>(smemBytes);
+        c.stream = st;
+        c.attrs = attr;
+        c.numAttrs = dependent ? 1 : 0;
+        return c;
+      };
       if (chain) {
         pre<<<1, 32, 0, st>>>(5000);
         CK(cudaGetLastError());
-        cudaLaunchConfig_t pc = {};
-        pc.gridDim = dim3(static_cast<unsigned>(sms));
-        pc.blockDim = dim3(512);
-        pc.dynamicSmemBytes = static_cast<size_t>(smem);
-        pc.stream = st;
-        pc.attrs = attr;
-        pc.numAttrs = pdl;
-        CK(cudaLaunchKernelEx(&pc, primary, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000)));
-      } else {
-        primary<<<sms, 512, smem, st>>>(s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000));
-        CK(cudaGetLastError());
       }
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(sms));
-      cfg.blockDim = dim3(512);
-      cfg.dynamicSmemBytes = static_cast<size_t>(secSmem);
-      cfg.stream = st;
-      cfg.attrs = attr;
-      cfg.numAttrs = pdl;
-      CK(cudaLaunchKernelEx(&cfg, secondary, s, entries));
+      const cudaLaunchConfig_t pc = config(smem, chain && pdl);
+      CK(cudaLaunchKernelEx(&pc, primary, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000)));
+      const cudaLaunchConfig_t sc = config(secSmem, pdl);
+      CK(cudaLaunchKernelEx(&sc, secondary, s, entries));
       Stamps h;
       CK(cudaMemcpyAsync(&h, s, sizeof h, cudaMemcpyDeviceToHost, st));
       CK(cudaMemcpyAsync(hostEntries.data(), entries, sms * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
