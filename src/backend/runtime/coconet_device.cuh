@@ -399,7 +399,7 @@ __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int 
 // split has its movers so fetch the chunk of the own slice they left in the input (pushSlices)
 // while the other slices travel, so that the workers' sums read it from L2 as they read
 // the slots the peers wrote: read from HBM on the workers' path instead, it cost LAMB's `moments`
-// 10 us at 2^26 on 4 H200 (session 45); prefetched, LAMB ran 2.5-4% faster than with the own slice
+// 10 us at 2^26 on 4 H200 (session 45); prefetched, LAMB ran 1.5-3.8% faster than with the own slice
 // copied into the staging area at 2^24 .. 2^28 on 2 H200 (session 46).
 template <class T>
 __device__ __forceinline__ void prefetchL2(Part pt, const T* a, long long lo, long long hi) {
