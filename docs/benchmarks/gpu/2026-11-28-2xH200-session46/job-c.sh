@@ -9,8 +9,8 @@
 # then 675079f's stripped coconetc as .gpu-bundle/ab/coconetc-main.  -> $OUT/c
 set -uo pipefail
 source tools/bench/gpu/job.sh
-job_begin c "${LIMIT:-420}"
-job_tests 170 GPU_TESTS_RANKS="4" GPU_TESTS_SETS="lamb@many adam@many" \
+job_begin c "${LIMIT:-400}"
+job_tests 150 GPU_TESTS_RANKS="4" GPU_TESTS_SETS="lamb@many adam@many" \
   GPU_TESTS_ONLY="lamb lamb@chunks8 lamb@taper lamb@split16 adam adam@split5 adam@split16 allreduces megatron_row"
 export LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 job_bench lamb4 4 lamb $(( $(left) - 10 )) BENCH_COMPILER_ROWS="base=.gpu-bundle/ab/coconetc-main" \
