@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us), "
               "secondary %d blocks (%s)%s; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs, sms,
-              secBig ? "as much shared memory as the primary's: no SM holds both" : "no shared memory",
+              secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
               chain ? ", after a 5-us kernel the primary depends on" : "", reps);
   Stamps* s = nullptr;
   CK(cudaMalloc(&s, sizeof(Stamps)));
