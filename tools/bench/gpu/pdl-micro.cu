@@ -17,10 +17,16 @@
 // if not, the primary's last exit.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a tools/bench/gpu/pdl-micro.cu -o pdl-micro
-//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0]
+//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0] [regs=0] [bigParam=0] [peer=0]
 // secBig=1 gives the secondary as much shared memory as the primary, so that no SM holds a block of
 // each: its blocks can enter only where the primary's have left. (With secBig=0 they share the SMs:
 // 2026-11-28, 1 H200, they entered ~4 us after the primary's first block, before any had left.)
+// The last three bring the pair closer to a generated step's (LAMB's `moments` then `apply`):
+// regs=1 keeps the primary at one block per SM by its registers (128 a thread: the whole register
+// file) instead of shared memory, and launches the secondary as 2 blocks per SM with 16 bytes of
+// shared memory (it fits on no SM the primary holds); bigParam=1 gives the secondary a 1-KiB
+// parameter by value (the device communicator and maps); peer=1 has every primary block store
+// 8 KiB into GPU 1's memory before it leaves (a push over NVLink; needs 2 GPUs).
 #include "micro.cuh"
 
 #include <cstdint>
@@ -35,8 +41,11 @@ struct Stamps {
   unsigned long long primEntry, earlyExit, primExit, secEntry, secWait;
 };
 
-__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs) {
-  extern __shared__ unsigned char pad[];  // one block per SM
+constexpr int kLive = 112;  // regs=1: values live across the spin (ptxas: 128 registers)
+
+template <bool Regs>
+__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer) {
+  extern __shared__ unsigned char pad[];  // one block per SM (regs=0)
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");  // as the generated kernels: wait, then let go
@@ -44,9 +53,24 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
 #endif
   if (threadIdx.x == 0) atomicMin(&s->primEntry, t0);
   const unsigned long long until = t0 + (static_cast<int>(blockIdx.x) < early ? shortNs : longNs);
-  while (gtime() < until) {
+  if constexpr (Regs) {
+    float r[kLive];
+#pragma unroll
+    for (int j = 0; j < kLive; ++j) r[j] = __int_as_float(static_cast<int>(threadIdx.x) + j);
+    while (gtime() < until) {
+#pragma unroll
+      for (int j = 0; j < kLive; ++j) r[j] = fmaf(r[j], 1.0001f, r[(j + 1) % kLive]);
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < kLive; ++j) sum += r[j];
+    if (sum == 1.2345f) s->secWait = 0;  // never: keeps the values live
+  } else {
+    while (gtime() < until) {
+    }
+    if (threadIdx.x == 0) pad[0] = 1;
   }
-  if (threadIdx.x == 0) pad[0] = 1;
+  if (peer) peer[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = make_float4(1.f, 2.f, 3.f, 4.f);
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned long long t1 = gtime();
@@ -67,7 +91,14 @@ __global__ void pre(unsigned ns) {
 }
 
 // (each block's entry in `entries`, averaged on the host: a sum of %globaltimer values overflows)
-__global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* entries) {
+struct Small {
+  unsigned char b[8];
+};
+struct Big {
+  unsigned char b[1024];
+};
+template <class Param>
+__global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* entries, Param param) {
   extern __shared__ unsigned char spad[];
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
@@ -78,7 +109,7 @@ __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* 
     atomicMin(&s->secEntry, t0);
     atomicMin(&s->secWait, t1);
     entries[blockIdx.x] = t0;
-    spad[0] = 1;
+    spad[0] = static_cast<unsigned char>(param.b[blockIdx.x % sizeof param.b]);
   }
 }
 
@@ -89,39 +120,69 @@ int main(int argc, char** argv) {
   const int reps = argc > 4 ? std::atoi(argv[4]) : 50;
   const bool secBig = argc > 5 && std::atoi(argv[5]) != 0;
   const bool chain = argc > 6 && std::atoi(argv[6]) != 0;
+  const bool regs = argc > 7 && std::atoi(argv[7]) != 0;
+  const bool bigParam = argc > 8 && std::atoi(argv[8]) != 0;
+  const bool usePeer = argc > 9 && std::atoi(argv[9]) != 0;
   int dev = 0, sms = 0, smemMax = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CK(cudaDeviceGetAttribute(&smemMax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const int smem = smemMax / 2 + 1024;  // more than half an SM's shared memory: one block per SM
-  CK(cudaFuncSetAttribute(primary, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CK(cudaFuncSetAttribute(secondary, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int secSmem = secBig ? smem : 16;  // (16 bytes: room for the write below)
+  auto* const prim = regs ? &primary<true> : &primary<false>;
+  CK(cudaFuncSetAttribute(prim, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(secondary<Small>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(secondary<Big>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int primSmem = regs ? 0 : smem;
+  const int secSmem = secBig && !regs ? smem : 16;  // (16 bytes: room for the write below)
+  const int secBlocks = regs ? 2 * sms : sms;
+  // peer=1: a buffer on GPU 1 the primary's blocks store into
+  float4* peer = nullptr;
+  if (usePeer) {
+    int n = 0, can = 0;
+    CK(cudaGetDeviceCount(&n));
+    if (n < 2) {
+      std::printf("pdl-micro: peer=1 needs 2 GPUs\n");
+      return 1;
+    }
+    CK(cudaDeviceCanAccessPeer(&can, dev, 1));
+    if (!can) {
+      std::printf("pdl-micro: GPU %d cannot access GPU 1\n", dev);
+      return 1;
+    }
+    CK(cudaDeviceEnablePeerAccess(1, 0));
+    CK(cudaSetDevice(1));
+    CK(cudaMalloc(&peer, static_cast<size_t>(sms) * 512 * sizeof(float4)));
+    CK(cudaSetDevice(dev));
+  }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us), "
-              "secondary %d blocks (%s)%s; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs, sms,
-              secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
-              chain ? ", after a 5-us kernel the primary depends on" : "", reps);
+  std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us; one per SM by its %s)%s, "
+              "secondary %d blocks (%s)%s%s; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs,
+              regs ? "registers" : "shared memory", usePeer ? ", each storing 8 KiB into GPU 1" : "", secBlocks,
+              regs ? "2 per SM, 16 bytes of shared memory: no SM holds both"
+              : secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
+              bigParam ? ", a 1-KiB parameter" : "", chain ? ", after a 5-us kernel the primary depends on" : "", reps);
   Stamps* s = nullptr;
   CK(cudaMalloc(&s, sizeof(Stamps)));
   unsigned long long* entries = nullptr;
-  CK(cudaMalloc(&entries, sms * sizeof(unsigned long long)));
-  std::vector<unsigned long long> hostEntries(sms);
+  CK(cudaMalloc(&entries, secBlocks * sizeof(unsigned long long)));
+  std::vector<unsigned long long> hostEntries(secBlocks);
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const Stamps init{~0ull, 0, 0, ~0ull, ~0ull};
+  Small small{};
+  Big big{};
   for (int pdl = 1; pdl >= 0; --pdl) {
     std::vector<double> col[5];
     for (int k = 0; k < reps + 5; ++k) {
       CK(cudaMemcpyAsync(s, &init, sizeof init, cudaMemcpyHostToDevice, st));
-      // sms blocks of 512 threads, launched dependent on the kernel before (PDL) or not
+      // blocks of 512 threads, launched dependent on the kernel before (PDL) or not
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[0].val.programmaticStreamSerializationAllowed = 1;
-      auto config = [&](int smemBytes, bool dependent) {
+      auto config = [&](int blocks, int smemBytes, bool dependent) {
         cudaLaunchConfig_t c = {};
-        c.gridDim = dim3(static_cast<unsigned>(sms));
+        c.gridDim = dim3(static_cast<unsigned>(blocks));
         c.blockDim = dim3(512);
         c.dynamicSmemBytes = static_cast<size_t>(smemBytes);
         c.stream = st;
@@ -133,13 +194,16 @@ int main(int argc, char** argv) {
         pre<<<1, 32, 0, st>>>(5000);
         CK(cudaGetLastError());
       }
-      const cudaLaunchConfig_t pc = config(smem, chain && pdl);
-      CK(cudaLaunchKernelEx(&pc, primary, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000)));
-      const cudaLaunchConfig_t sc = config(secSmem, pdl);
-      CK(cudaLaunchKernelEx(&sc, secondary, s, entries));
+      const cudaLaunchConfig_t pc = config(sms, primSmem, chain && pdl);
+      CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer));
+      const cudaLaunchConfig_t sc = config(secBlocks, secSmem, pdl);
+      if (bigParam)
+        CK(cudaLaunchKernelEx(&sc, secondary<Big>, s, entries, big));
+      else
+        CK(cudaLaunchKernelEx(&sc, secondary<Small>, s, entries, small));
       Stamps h;
       CK(cudaMemcpyAsync(&h, s, sizeof h, cudaMemcpyDeviceToHost, st));
-      CK(cudaMemcpyAsync(hostEntries.data(), entries, sms * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+      CK(cudaMemcpyAsync(hostEntries.data(), entries, secBlocks * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
       CK(cudaStreamSynchronize(st));
       if (k < 5) continue;  // warm-up
       const double z = static_cast<double>(h.primEntry);
@@ -148,7 +212,7 @@ int main(int argc, char** argv) {
       col[2].push_back((h.secEntry - z) / 1000.0);
       double sum = 0;
       for (unsigned long long t : hostEntries) sum += static_cast<double>(t - h.primEntry);
-      col[3].push_back(sum / sms / 1000.0);
+      col[3].push_back(sum / secBlocks / 1000.0);
       col[4].push_back((h.secWait - z) / 1000.0);
     }
     auto med = [](std::vector<double> v) {
@@ -161,5 +225,6 @@ int main(int argc, char** argv) {
   }
   CK(cudaFree(entries));
   CK(cudaFree(s));
+  if (peer) CK(cudaFree(peer));
   return 0;
 }
