@@ -21,7 +21,11 @@
 // first run of every row is checked byte for byte (push: every slot holds its sender's slice;
 // pull: every output part its owner's slice). GB/s: (G-1)/G S / time, per GPU, each direction.
 //   nvcc -O3 -std=c++17 -arch=sm_90a -I$NC/include tools/bench/gpu/sm-transfer-micro.cu -L$NC/lib -l:libnccl.so.2 -o /tmp/smt
-//   LD_LIBRARY_PATH=$NC/lib /tmp/smt [MiB ...]     (NC: NCCL's root; NCCL_NVLS_ENABLE=0 for multicast off)
+//   LD_LIBRARY_PATH=$NC/lib /tmp/smt [dyn] [MiB ...]     (NC: NCCL's root; NCCL_NVLS_ENABLE=0 for multicast off)
+// `dyn`: only the push, the runtime's static parts (128 and 64 blocks of 512 threads, one unit in
+// flight) against the same blocks claiming tiles of 1, 2, 4 or 8 units per thread through a counter
+// (push_dyn_k), each with its blocks' end spread (%globaltimer: the latest end less the earliest
+// and less the mean, the last run's worst GPU).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -51,23 +55,67 @@ constexpr int kGroup = 4;
 // The push loop: units of 8 elements of each slice (m elements, a multiple of 8); thread t takes
 // units t, t + nth, ... and, U units at a time and kGroup peers at a time, loads their slices'
 // vectors, then stores each to its slot (`me`) on the GPU that owns the slice. U = 1 is the
-// runtime's loop.
+// runtime's loop. pushRange: units j, j + stride, ... below `end`.
 template <int U>
-__global__ void push_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me) {
-  const long long units = m / 8, nth = (long long)gridDim.x * blockDim.x;
-  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < units; j += nth * U) {
+__device__ __forceinline__ void pushRange(const Peers& stage, const __half* __restrict__ in, long long m, int G, int me, long long j,
+                                          long long end, long long stride) {
+  for (; j < end; j += stride * U) {
     for (int p0 = 0; p0 < G; p0 += kGroup) {
       uint4 x[U][kGroup];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int q = 0; q < kGroup; ++q)
-          if (p0 + q < G && j + u * nth < units) x[u][q] = ld16(in + (p0 + q) * m + (j + u * nth) * 8);
+          if (p0 + q < G && j + u * stride < end) x[u][q] = ld16(in + (p0 + q) * m + (j + u * stride) * 8);
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int q = 0; q < kGroup; ++q)
-          if (p0 + q < G && j + u * nth < units) st16(stage.p[p0 + q] + me * m + (j + u * nth) * 8, x[u][q]);
+          if (p0 + q < G && j + u * stride < end) st16(stage.p[p0 + q] + me * m + (j + u * stride) * 8, x[u][q]);
+    }
+  }
+}
+__device__ __forceinline__ unsigned long long gtime() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// `stamps` (or null): every block's entry at [b] and end at [gridDim.x + b] (%globaltimer).
+template <int U>
+__global__ void push_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me, unsigned long long* stamps) {
+  const unsigned long long t0 = gtime();
+  const long long nth = (long long)gridDim.x * blockDim.x;
+  pushRange<U>(stage, in, m, G, me, blockIdx.x * (long long)blockDim.x + threadIdx.x, m / 8, nth);
+  if (stamps) {
+    __syncthreads();
+    if (threadIdx.x == 0) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+  }
+}
+// The same bytes with each block claiming tiles of blockDim.x * tileUnits units through a counter
+// (ctr[0]; the next claim asked while the current tile moves) instead of every nth unit: blocks
+// that move faster take more. The last block to finish (ctr[1]) zeroes both for the next launch.
+template <int U>
+__global__ void push_dyn_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me, int tileUnits,
+                           unsigned long long* ctr, unsigned long long* stamps) {
+  const unsigned long long t0 = gtime();
+  const long long units = m / 8, tile = (long long)blockDim.x * tileUnits, tiles = (units + tile - 1) / tile;
+  __shared__ long long claim[2];
+  if (threadIdx.x == 0) claim[0] = static_cast<long long>(atomicAdd(&ctr[0], 1ull));
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const long long t = claim[k];
+    if (t >= tiles) break;
+    if (threadIdx.x == 0) claim[k ^ 1] = static_cast<long long>(atomicAdd(&ctr[0], 1ull));
+    const long long lo = t * tile;
+    pushRange<U>(stage, in, m, G, me, lo + threadIdx.x, lo + tile < units ? lo + tile : units, blockDim.x);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
+      ctr[0] = 0;
+      ctr[1] = 0;
+      __threadfence();
     }
   }
 }
@@ -139,8 +187,11 @@ int main(int argc, char** argv) {
       CK(cudaDeviceEnablePeerAccess(b, 0));
     }
   }
+  // `dyn` first: only the push's static parts against tiles claimed by the blocks, with their
+  // blocks' end spread
+  const bool dyn = argc > 1 && std::strcmp(argv[1], "dyn") == 0;
   std::vector<int> mibs;
-  for (int i = 1; i < argc; ++i) mibs.push_back(std::atoi(argv[i]));
+  for (int i = dyn ? 2 : 1; i < argc; ++i) mibs.push_back(std::atoi(argv[i]));
   if (mibs.empty()) mibs = {8, 32, 128};
   std::vector<ncclComm_t> comms(G);
   std::vector<int> devs(G);
@@ -268,6 +319,63 @@ int main(int argc, char** argv) {
         CK(cudaDeviceSynchronize());
       }
     };
+    if (dyn) {
+      // per GPU: the claim counters and every block's entry and end
+      std::vector<unsigned long long*> ctr(G), stamps(G);
+      for (int g = 0; g < G; ++g) {
+        CK(cudaSetDevice(g));
+        CK(cudaMalloc(&ctr[g], 2 * sizeof(unsigned long long)));
+        CK(cudaMemset(ctr[g], 0, 2 * sizeof(unsigned long long)));
+        CK(cudaMalloc(&stamps[g], 2 * 1024 * sizeof(unsigned long long)));
+        CK(cudaDeviceSynchronize());
+      }
+      // the last run's block ends, us: the latest end less the earliest and less the mean, worst GPU
+      auto spread = [&](int blocks) {
+        double worstRange = 0, worstMean = 0;
+        std::vector<unsigned long long> h(2 * blocks);
+        for (int g = 0; g < G; ++g) {
+          CK(cudaSetDevice(g));
+          CK(cudaMemcpy(h.data(), stamps[g], h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+          unsigned long long lo = ~0ull, hi = 0;
+          double sum = 0;
+          for (int b = 0; b < blocks; ++b) lo = std::min(lo, h[blocks + b]), hi = std::max(hi, h[blocks + b]);
+          for (int b = 0; b < blocks; ++b) sum += double(hi - h[blocks + b]);
+          worstRange = std::max(worstRange, (hi - lo) / 1000.0);
+          worstMean = std::max(worstMean, sum / blocks / 1000.0);
+        }
+        std::printf("%4d MiB  %-22s  block ends: latest - earliest %.1f us, latest - mean %.1f us (last run, worst GPU)\n", mib, "", worstRange,
+                    worstMean);
+      };
+      char name[64];
+      for (int blocks : {128, 64}) {
+        clear(stage);
+        std::snprintf(name, sizeof name, "push %dx512 u1", blocks);
+        report(name, timeRow([&](int g) {
+          push_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, stamps[g]);
+          CK(cudaGetLastError());
+        }, checkPush));
+        spread(blocks);
+        for (int tu : {1, 2, 4, 8}) {
+          clear(stage);
+          std::snprintf(name, sizeof name, "push dyn %dx512 t%d", blocks, tu);
+          report(name, timeRow([&](int g) {
+            push_dyn_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]);
+            CK(cudaGetLastError());
+          }, checkPush));
+          spread(blocks);
+        }
+      }
+      for (int g = 0; g < G; ++g) {
+        CK(cudaSetDevice(g));
+        CK(cudaFree(ctr[g]));
+        CK(cudaFree(stamps[g]));
+        CK(cudaFree(in[g]));
+        CK(cudaFree(stage[g]));
+        CK(cudaFree(out[g]));
+        CK(cudaFree(slice[g]));
+      }
+      continue;
+    }
     // NCCL's first calls set up their connections: made once outside the gate, then synchronized.
     CK(ncclGroupStart());
     for (int g = 0; g < G; ++g) {
@@ -300,9 +408,9 @@ int main(int argc, char** argv) {
       }
       auto launchPush = [&](int g) {
         switch (sh.units) {
-          case 1: push_k<1><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g); break;
-          case 2: push_k<2><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g); break;
-          default: push_k<4><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g); break;
+          case 1: push_k<1><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g, nullptr); break;
+          case 2: push_k<2><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g, nullptr); break;
+          default: push_k<4><<<sh.blocks, sh.threads, 0, st[g]>>>(stageP, in[g], m, G, g, nullptr); break;
         }
         CK(cudaGetLastError());
       };
