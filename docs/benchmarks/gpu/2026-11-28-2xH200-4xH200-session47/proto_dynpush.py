@@ -10,13 +10,17 @@ in static parts, whose blocks ended up to 74 us apart; LAMB's slowest mover ends
 14-42 us after mover block 0 at 2^26 on 4 H200 (call i). Rewrites a folder `coconetc compile
 samples/lamb/lamb.cnet` wrote (the mover loop of `moments` as main emits it).
 
-Usage: proto_dynpush.py GENERATED_DIR OUT_DIR TILE_UNITS_PER_THREAD
+Usage: proto_dynpush.py GENERATED_DIR OUT_DIR TILE   (TILE: K, block tiles of K units per thread;
+wK, warp tiles of K units per lane: each warp claims its own through the same counter, the next
+claim's atomic issued before the current tile's push and read after it, no block barrier per tile)
 """
 import pathlib
 import shutil
 import sys
 
-src, dst, tu = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3])
+src, dst, tile = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+warp = tile.startswith("w")
+tu = int(tile[1:] if warp else tile)
 if dst.exists():
     shutil.rmtree(dst)
 shutil.copytree(src, dst)
@@ -47,7 +51,25 @@ __device__ __forceinline__ void protoPushTiles(int r, long long lo, long long hi
   }
   __syncthreads();
 }
-''' % (tu, tu)
+// The same by warps: tiles of 32 * V * %d elements, each warp claiming its own; `push(a, b, lane)`
+// moves [a, b) with the warp's lanes.
+template <int V, class F>
+__device__ __forceinline__ void protoPushWarpTiles(int r, long long lo, long long hi, F&& push) {
+  constexpr long long kTile = 32LL * V * %d;
+  const long long nT = (hi - lo + kTile - 1) / kTile;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  unsigned long long c = 0;
+  if (lane == 0) c = atomicAdd(&protoCtr[r], 1ull);
+  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  while (t < nT) {
+    if (lane == 0) c = atomicAdd(&protoCtr[r], 1ull);  // the next, read after this tile's push
+    const long long a = lo + t * kTile;
+    push(a, a + kTile < hi ? a + kTile : hi, lane);
+    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  }
+  __syncthreads();
+}
+''' % (tu, tu, tu, tu)
 
 anchor = "namespace {\n"
 i = s.index(anchor) + len(anchor)
@@ -92,6 +114,39 @@ new = """    for (int r = 0; r < rounds; ++r) {
       __threadfence();
     }
 """
+CALL_BLOCK = """      protoPushTiles<V>(r, edge(r), edge(r + 1), [&](long long lo, long long hi) {
+        coconet_rt::pushSlicesPrefetchOwn<__half, V>(coconet_rt::Part{0, 1}, stageWin, 0, P, me, rsIn, nSlice, lo, hi, vec);
+      });
+"""
+CALL_WARP = """      protoPushWarpTiles<V>(r, edge(r), edge(r + 1), [&](long long a, long long b, int lane) {
+        // slice p's [a, b) to slot me of rank p, every p but me (as pushSlices), then the own
+        // slice's lines of [a, b) into L2 (as prefetchL2)
+        for (long long i0 = a + lane * V; i0 < b; i0 += 32 * V) {
+          if (vec && i0 + V <= b) {
+            for (int p0 = 0; p0 < P; p0 += coconet_rt::kPeersInFlight) {
+              coconet_rt::Vec<__half, V> x[coconet_rt::kPeersInFlight];
+#pragma unroll
+              for (int q = 0; q < coconet_rt::kPeersInFlight; ++q)
+                if (p0 + q < P && p0 + q != me) coconet_rt::load_vec(x[q], rsIn + (p0 + q) * nSlice + i0);
+#pragma unroll
+              for (int q = 0; q < coconet_rt::kPeersInFlight; ++q)
+                if (p0 + q < P && p0 + q != me) coconet_rt::store_vec(coconet_rt::peerPtr<__half>(stageWin, (me * nSlice + i0) * sizeof(__half), p0 + q), x[q]);
+            }
+          } else {
+            for (long long i = i0; i < i0 + V && i < b; ++i)
+              for (int p = 0; p < P; ++p)
+                if (p != me) *coconet_rt::peerPtr<__half>(stageWin, (me * nSlice + i) * sizeof(__half), p) = rsIn[p * nSlice + i];
+          }
+        }
+        const unsigned long long first = reinterpret_cast<unsigned long long>(rsIn + me * nSlice + a);
+        const unsigned long long end = reinterpret_cast<unsigned long long>(rsIn + me * nSlice + b);
+        for (unsigned long long line = (first & ~127ull) + lane * 128ull; line < end; line += 32 * 128ull)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(line < first ? first : line));
+      });
+"""
+if warp:
+    assert new.count(CALL_BLOCK) == 1
+    new = new.replace(CALL_BLOCK, CALL_WARP)
 body = body.replace(old, new)
 old_last = """    if (lastBarrier) {
       coconet_rt::roleWait(coconet_rt::roleDone(roles, rounds - 1), workers);
@@ -104,4 +159,4 @@ body = body.replace(old_last, """    if (lastBarrier && blockIdx.x == 0) {
     }""")
 s = s[:k0] + body + s[k1:]
 f.write_text(s)
-print(f"proto_dynpush: {dst} (tiles of {tu} units per thread)")
+print(f"proto_dynpush: {dst} ({'warp' if warp else 'block'} tiles of {tu} units per {'lane' if warp else 'thread'})")
