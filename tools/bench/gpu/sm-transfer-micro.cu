@@ -22,10 +22,12 @@
 // pull: every output part its owner's slice). GB/s: (G-1)/G S / time, per GPU, each direction.
 //   nvcc -O3 -std=c++17 -arch=sm_90a -I$NC/include tools/bench/gpu/sm-transfer-micro.cu -L$NC/lib -l:libnccl.so.2 -o /tmp/smt
 //   LD_LIBRARY_PATH=$NC/lib /tmp/smt [dyn] [MiB ...]     (NC: NCCL's root; NCCL_NVLS_ENABLE=0 for multicast off)
-// `dyn`: only the push, the runtime's static parts (128 and 64 blocks of 512 threads, one unit in
-// flight) against the same blocks claiming tiles of 1, 2, 4 or 8 units per thread through a counter
-// (push_dyn_k), each with its blocks' end spread (%globaltimer: the latest end less the earliest
-// and less the mean, the last run's worst GPU).
+// `dyn`: the runtime's static parts (128 and 64 blocks of 512 threads, one unit in flight) against
+// the same blocks claiming tiles through a counter: the push in block tiles of 1, 2, 4 or 8 units
+// per thread (push_dyn_k) and in warp tiles of 8 or 32 units (push_dyn_warp_k), the pull in warp
+// tiles of 8 or 32 units (pull_dyn_k); each with its
+// blocks' end spread (%globaltimer: the latest end less the earliest and less the mean, the last
+// run's worst GPU).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -120,24 +122,88 @@ __global__ void push_dyn_k(Peers stage, const __half* __restrict__ in, long long
   }
 }
 
-// The pull loop: out[p * m + i] = GPU p's slice element i for every peer p != me, U units and
-// kGroup peers at a time.
+// The push with each warp claiming tiles of 32 * tileUnits units (as pull_dyn_k; the generated
+// LAMB prototype's warp tiles, proto_dynpush.py).
 template <int U>
-__global__ void pull_k(Peers slice, __half* __restrict__ out, long long m, int G, int me) {
-  const long long units = m / 8, nth = (long long)gridDim.x * blockDim.x;
-  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < units; j += nth * U) {
+__global__ void push_dyn_warp_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me, int tileUnits,
+                                unsigned long long* ctr, unsigned long long* stamps) {
+  const unsigned long long t0 = gtime();
+  const long long units = m / 8, tile = 32LL * tileUnits, tiles = (units + tile - 1) / tile;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  unsigned long long c = 0;
+  if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  while (t < tiles) {
+    if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+    const long long lo = t * tile;
+    pushRange<U>(stage, in, m, G, me, lo + lane, lo + tile < units ? lo + tile : units, 32);
+    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
+      ctr[0] = 0;
+      ctr[1] = 0;
+      __threadfence();
+    }
+  }
+}
+
+// The pull loop: out[p * m + i] = GPU p's slice element i for every peer p != me, U units and
+// kGroup peers at a time; pullRange: units j, j + stride, ... below `end`.
+template <int U>
+__device__ __forceinline__ void pullRange(const Peers& slice, __half* __restrict__ out, long long m, int G, int me, long long j,
+                                          long long end, long long stride) {
+  for (; j < end; j += stride * U) {
     for (int p0 = 0; p0 < G; p0 += kGroup) {
       uint4 y[U][kGroup];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int q = 0; q < kGroup; ++q)
-          if (p0 + q < G && p0 + q != me && j + u * nth < units) y[u][q] = ld16(slice.p[p0 + q] + (j + u * nth) * 8);
+          if (p0 + q < G && p0 + q != me && j + u * stride < end) y[u][q] = ld16(slice.p[p0 + q] + (j + u * stride) * 8);
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int q = 0; q < kGroup; ++q)
-          if (p0 + q < G && p0 + q != me && j + u * nth < units) st16(out + (p0 + q) * m + (j + u * nth) * 8, y[u][q]);
+          if (p0 + q < G && p0 + q != me && j + u * stride < end) st16(out + (p0 + q) * m + (j + u * stride) * 8, y[u][q]);
+    }
+  }
+}
+template <int U>
+__global__ void pull_k(Peers slice, __half* __restrict__ out, long long m, int G, int me, unsigned long long* stamps) {
+  const unsigned long long t0 = gtime();
+  pullRange<U>(slice, out, m, G, me, blockIdx.x * (long long)blockDim.x + threadIdx.x, m / 8, (long long)gridDim.x * blockDim.x);
+  if (stamps) {
+    __syncthreads();
+    if (threadIdx.x == 0) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+  }
+}
+// The pull with each warp claiming tiles of 32 * tileUnits units (ctr[0]; the next claim's atomic
+// issued before the current tile's pull, read after it); the last block zeroes ctr (ctr[1]).
+template <int U>
+__global__ void pull_dyn_k(Peers slice, __half* __restrict__ out, long long m, int G, int me, int tileUnits, unsigned long long* ctr,
+                           unsigned long long* stamps) {
+  const unsigned long long t0 = gtime();
+  const long long units = m / 8, tile = 32LL * tileUnits, tiles = (units + tile - 1) / tile;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  unsigned long long c = 0;
+  if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  while (t < tiles) {
+    if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+    const long long lo = t * tile;
+    pullRange<U>(slice, out, m, G, me, lo + lane, lo + tile < units ? lo + tile : units, 32);
+    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
+      ctr[0] = 0;
+      ctr[1] = 0;
+      __threadfence();
     }
   }
 }
@@ -364,6 +430,31 @@ int main(int argc, char** argv) {
           }, checkPush));
           spread(blocks);
         }
+        for (int tu : {8, 32}) {
+          clear(stage);
+          std::snprintf(name, sizeof name, "push dyn-warp %dx512 w%d", blocks, tu);
+          report(name, timeRow([&](int g) {
+            push_dyn_warp_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]);
+            CK(cudaGetLastError());
+          }, checkPush));
+          spread(blocks);
+        }
+        clear(out);
+        std::snprintf(name, sizeof name, "pull %dx512 u1", blocks);
+        report(name, timeRow([&](int g) {
+          pull_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, stamps[g]);
+          CK(cudaGetLastError());
+        }, checkPull));
+        spread(blocks);
+        for (int tu : {8, 32}) {
+          clear(out);
+          std::snprintf(name, sizeof name, "pull dyn-warp %dx512 w%d", blocks, tu);
+          report(name, timeRow([&](int g) {
+            pull_dyn_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, tu, ctr[g], stamps[g]);
+            CK(cudaGetLastError());
+          }, checkPull));
+          spread(blocks);
+        }
       }
       for (int g = 0; g < G; ++g) {
         CK(cudaSetDevice(g));
@@ -416,9 +507,9 @@ int main(int argc, char** argv) {
       };
       auto launchPull = [&](int g) {
         switch (sh.units) {
-          case 1: pull_k<1><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g); break;
-          case 2: pull_k<2><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g); break;
-          default: pull_k<4><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g); break;
+          case 1: pull_k<1><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g, nullptr); break;
+          case 2: pull_k<2><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g, nullptr); break;
+          default: pull_k<4><<<sh.blocks, sh.threads, 0, st[g]>>>(sliceP, out[g], m, G, g, nullptr); break;
         }
         CK(cudaGetLastError());
       };
