@@ -4,7 +4,7 @@
 # thread) and @split16dpw, @splitc8dpw (warp tiles of 1 unit per lane), lamb's vectors and at 4
 # ranks the lamb@many set; (2) drivers (median of 300 calls, repetitions interleaved) of
 # .gpu-bundle/ab/def (the sample as compiled) against ab/dp2, dp4 (block tiles of 2, 4 units per
-# thread) and dpw1, dpw2 (warp tiles of 1, 2 units per lane) at 2^24 and 2^26; (3)
+# thread) and dpw1 (warp tiles of 1 unit per lane) at 2^24 and 2^26; (3)
 # sm-transfer-micro `dyn` on 4 GPUs. Made before the call from main 50eb01d's coconetc.  -> $OUT/m
 set -uo pipefail
 source tools/bench/gpu/job.sh
@@ -13,7 +13,7 @@ job_tests 110 GPU_TESTS_RANKS="2 4" GPU_TESTS_SETS="lamb@many" GPU_TESTS_ONLY="l
 ab=.gpu-bundle/ab
 for n in 67108864 16777216; do
   timeout $(( $(left) - 25 )) bash tools/bench/gpu/driver-ab.sh --ranks 4 --iters 300 --warmup 50 --reps 2 \
-    -D N=$n -D t=10 $ab/def $ab/dp2 $ab/dp4 $ab/dpw1 $ab/dpw2 >> "$R/ab.txt" 2>&1
+    -D N=$n -D t=10 $ab/def $ab/dp2 $ab/dp4 $ab/dpw1 >> "$R/ab.txt" 2>&1
   step "ab N=$n" $?
 done
 cat "$R/ab.txt"
