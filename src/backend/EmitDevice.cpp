@@ -297,6 +297,10 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.push_back("int lastBarrier");
     hostArgs.push_back("lastBarrier");
   }
+  if (claimsPushes(dg)) {
+    params.push_back("int claimed");
+    hostArgs.push_back("coconet_rt::claimedPushes()");
+  }
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }
 
@@ -654,16 +658,30 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
         << "      " << sync << "    }\n";
     else if (head)
-      K << "    // push chunk r; barrier; chunk r is ready\n"
-        << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      " << moversPush << ";\n"
-        << "      // every rank pushed chunk r of this part\n"
-        << "      " << sync
-        << "      coconet_rt::roleSignal(" << ready("r") << ");\n"
+      K << "    if (claimed) {\n"
+        << "      // push tiles of chunk r as claimed; once every mover pushed its tiles, block 0: barrier; chunk r is ready\n"
+        << "      for (int r = 0; r < rounds; ++r) {\n"
+        << "        coconet_rt::pushTilesPrefetchOwn<" << XT << ", V>(coconet_rt::roleClaimed(roles, r), stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
+        << "        coconet_rt::moverPushed(coconet_rt::rolePushed(roles, r));\n"
+        << "        if (blockIdx.x == 0) {\n"
+        << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"
+        << "          // every rank pushed chunk r\n"
+        << "          " << sync
+        << "          coconet_rt::roleSignalMany(" << ready("r") << ", static_cast<unsigned>(movers));\n"
+        << "        }\n"
+        << "      }\n"
+        << "    } else {\n"
+        << "      // push chunk r; barrier; chunk r is ready\n"
+        << "      for (int r = 0; r < rounds; ++r) {\n"
+        << "        " << moversPush << ";\n"
+        << "        // every rank pushed chunk r of this part\n"
+        << "        " << sync
+        << "        coconet_rt::roleSignal(" << ready("r") << ");\n"
+        << "      }\n"
         << "    }\n"
         << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
         << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
-        << "    if (lastBarrier) {\n"
+        << "    if (lastBarrier && (!claimed || blockIdx.x == 0)) {\n"
         << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
         << "      " << sync << "    }\n";
     else if (split)

@@ -610,6 +610,12 @@ private:
   // head's kernel takes `lastBarrier` (0 where that group runs): its successor here, or null.
   const DevGroup* devSuccessor(const DevGroup& dg) const;
   bool takesLastBarrier(const DevGroup& dg) const { return dg.pushes() && !dg.tail(); }
+  // A reduce-scatter head whose movers (roles split, whole barriers) may push in claimed tiles,
+  // block 0 taking one barrier per round for the rank (coconet_rt::pushTilesPrefetchOwn): its
+  // kernel takes `claimed` (coconet_rt::claimedPushes, 1 unless COCONET_CLAIMED_PUSH=0).
+  bool claimsPushes(const DevGroup& dg) const {
+    return dg.splitRoles() && dg.pushes() && !dg.tail() && dg.barriers != DevGroup::Barriers::Split;
+  }
   // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
   // of the pulls of the round before (emitCopyRounds).
   struct CopyRounds {

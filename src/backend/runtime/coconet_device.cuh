@@ -426,6 +426,56 @@ __device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, s
   prefetchL2(pt, in + static_cast<long long>(me) * m, lo, hi);
 }
 
+// A reduce-scatter head's movers (roles split, whole barriers) push a round's chunk [lo, hi) in
+// tiles they claim one at a time through the round's counter `claimed` (roleClaimed; the next
+// claim asked while the current tile travels), each tile by the whole block as
+// pushSlicesPrefetchOwn, instead of a fixed part of every chunk each: then each mover counts
+// itself in the round's `pushed` (moverPushed) and block 0 alone, once every mover counted, takes
+// the rank's barrier for the chunk. With fixed parts each mover index met its own index on the
+// other ranks at its own barrier, and the slowest of them set when the workers could start: on 4
+// H200 LAMB's slowest mover ended each round 14-42 us after mover block 0 at 2^26 parameters
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session47, call i); a push of 128 MiB on 64 blocks
+// took 292 us claiming tiles against 334 in fixed parts, whose blocks ended up to 122 us apart
+// (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step 692-703 us against 719-724 (the
+// drivers' minima, prototype, call m). COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed
+// parts (A/B timings).
+constexpr int kPushTileUnits = 4;  // a tile: kDevThreads x V x this many elements of each slice
+template <class T, int V>
+__device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, ncclWindow_t w, size_t stageOff, int P, int me,
+                                                     const T* __restrict__ in, long long m, long long lo, long long hi, bool vec) {
+  constexpr long long kTile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
+  __shared__ unsigned claim[2];
+  const long long tiles = (hi - lo + kTile - 1) / kTile;
+  if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const long long t = claim[k];
+    if (t >= tiles) break;
+    if (threadIdx.x == 0) claim[k ^ 1] = atomicAdd(claimed, 1u);  // the next, while this one travels
+    const long long a = lo + t * kTile;
+    pushSlicesPrefetchOwn<T, V>(Part{0, 1}, w, stageOff, P, me, in, m, a, a + kTile < hi ? a + kTile : hi, vec);
+    __syncthreads();
+  }
+  __syncthreads();  // (claim[k] read by every thread before a later round's first claim)
+}
+// A mover has no tile of the round left: its pushes are made visible to every GPU, then it adds 1
+// to the round's `pushed` (rolePushed; every thread calls it).
+__device__ __forceinline__ void moverPushed(unsigned* pushed) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*pushed).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+// Whether a head's movers claim tiles (COCONET_CLAIMED_PUSH; read once).
+inline int claimedPushes() {
+  static const int v = [] {
+    const char* e = std::getenv("COCONET_CLAIMED_PUSH");
+    return e && std::strcmp(e, "0") == 0 ? 0 : 1;
+  }();
+  return v;
+}
+
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
 // elements): every rank p, this one included, gets them in slot `me` of its staging area (P slots
 // of m elements at byte `stageOff` of window w).
@@ -615,11 +665,15 @@ __device__ __forceinline__ void fillTaperEdges(long long* tab, int rounds, long 
 // workers, whose indices run up to the resident limit, never make a barrier session (a session
 // reads its barrier's epoch when made and writes it back when destroyed; a worker's would have
 // written past the barriers' epochs into other barriers' inboxes).
-// Layout: [0] exits, then ready[kMaxRoleRounds], then done[kMaxRoleRounds] (tune(f, chunks = K)
+// Layout: [0] exits, then ready[kMaxRoleRounds], then done[kMaxRoleRounds], then a reduce-scatter
+// head's claimed[kMaxRoleRounds] and pushed[kMaxRoleRounds] (pushTilesPrefetchOwn) (tune(f, chunks = K)
 // allows K up to 65535).
 constexpr int kMaxRoleRounds = 65535;
+constexpr int kRoleCounterSets = 4;
 __device__ __forceinline__ unsigned* roleReady(unsigned* roles, int r) { return roles + 1 + r; }
 __device__ __forceinline__ unsigned* roleDone(unsigned* roles, int r) { return roles + 1 + kMaxRoleRounds + r; }
+__device__ __forceinline__ unsigned* roleClaimed(unsigned* roles, int r) { return roles + 1 + 2 * kMaxRoleRounds + r; }
+__device__ __forceinline__ unsigned* rolePushed(unsigned* roles, int r) { return roles + 1 + 3 * kMaxRoleRounds + r; }
 // Makes the block's writes (and what it saw) visible on this GPU, then adds 1 to *counter (every
 // thread calls it). A device-scope fence is enough for what peers read too: a worker's writes
 // reach the movers through this release and their acquire in roleWait, and peers through the
@@ -629,6 +683,14 @@ __device__ __forceinline__ void roleSignal(unsigned* counter) {
   if (threadIdx.x == 0) {
     __threadfence();
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+// Adds n to *counter once the block's writes are visible on this GPU (every thread calls it).
+__device__ __forceinline__ void roleSignalMany(unsigned* counter, unsigned n) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(n, cuda::memory_order_release);
   }
 }
 // Waits until *counter >= value (every thread calls it; thread 0 polls).
@@ -649,6 +711,8 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
       for (int r = 0; r < rounds; ++r) {
         *roleReady(roles, r) = 0;
         *roleDone(roles, r) = 0;
+        *roleClaimed(roles, r) = 0;
+        *rolePushed(roles, r) = 0;
       }
       exits.store(0u, cuda::memory_order_release);
     }
@@ -661,7 +725,7 @@ struct RoleFlags {
   unsigned* ptr = nullptr;
   unsigned* get(cudaStream_t stream, const char* program, const char* stage) {
     if (!ptr) {
-      const size_t bytes = (1 + 2 * static_cast<size_t>(kMaxRoleRounds)) * sizeof(unsigned);
+      const size_t bytes = (1 + kRoleCounterSets * static_cast<size_t>(kMaxRoleRounds)) * sizeof(unsigned);
       check(cudaMalloc(&ptr, bytes), program, stage, "cudaMalloc (role counters)");
       check(cudaMemsetAsync(ptr, 0, bytes, stream), program, stage, "cudaMemsetAsync (role counters)");
     }
