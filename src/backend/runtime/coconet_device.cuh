@@ -436,9 +436,10 @@ __device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, s
 // H200 LAMB's slowest mover ended each round 14-42 us after mover block 0 at 2^26 parameters
 // (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session47, call i); a push of 128 MiB on 64 blocks
 // took 292 us claiming tiles against 334 in fixed parts, whose blocks ended up to 122 us apart
-// (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step 692-703 us against 719-724 (the
-// drivers' minima, prototype, call m). COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed
-// parts (A/B timings).
+// (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step at 2^26 697.6 us of GPU time
+// against 720.4 (the bench, rows taking turns, call n), level at 2^24, where a round's chunk is
+// one tile per mover. COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed parts (A/B
+// timings).
 constexpr int kPushTileUnits = 4;  // a tile: kDevThreads x V x this many elements of each slice
 template <class T, int V>
 __device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, ncclWindow_t w, size_t stageOff, int P, int me,
