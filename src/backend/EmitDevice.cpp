@@ -667,7 +667,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"
         << "          // every rank pushed chunk r\n"
         << "          " << sync
-        << "          coconet_rt::roleSignalMany(" << ready("r") << ", static_cast<unsigned>(movers));\n"
+        << "          coconet_rt::roleSignal(" << ready("r") << ", static_cast<unsigned>(movers));\n"
         << "        }\n"
         << "      }\n"
         << "    } else {\n"

@@ -675,19 +675,12 @@ __device__ __forceinline__ unsigned* roleReady(unsigned* roles, int r) { return 
 __device__ __forceinline__ unsigned* roleDone(unsigned* roles, int r) { return roles + 1 + kMaxRoleRounds + r; }
 __device__ __forceinline__ unsigned* roleClaimed(unsigned* roles, int r) { return roles + 1 + 2 * kMaxRoleRounds + r; }
 __device__ __forceinline__ unsigned* rolePushed(unsigned* roles, int r) { return roles + 1 + 3 * kMaxRoleRounds + r; }
-// Makes the block's writes (and what it saw) visible on this GPU, then adds 1 to *counter (every
-// thread calls it). A device-scope fence is enough for what peers read too: a worker's writes
+// Makes the block's writes (and what it saw) visible on this GPU, then adds n to *counter (every
+// thread calls it; n > 1: block 0 of a head whose movers claim tiles counts a chunk ready for
+// every mover at once). A device-scope fence is enough for what peers read too: a worker's writes
 // reach the movers through this release and their acquire in roleWait, and peers through the
 // movers' system-scope barrier after it (causality order is transitive across the two scopes).
-__device__ __forceinline__ void roleSignal(unsigned* counter) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).fetch_add(1u, cuda::memory_order_release);
-  }
-}
-// Adds n to *counter once the block's writes are visible on this GPU (every thread calls it).
-__device__ __forceinline__ void roleSignalMany(unsigned* counter, unsigned n) {
+__device__ __forceinline__ void roleSignal(unsigned* counter, unsigned n = 1u) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
