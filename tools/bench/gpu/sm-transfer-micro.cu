@@ -93,9 +93,38 @@ __global__ void push_k(Peers stage, const __half* __restrict__ in, long long m, 
     if (threadIdx.x == 0) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
   }
 }
+// A claiming kernel's end: the block's entry and end into `stamps` (if any), and the last block
+// to finish (ctr[1]) zeroes the counters for the next launch.
+__device__ __forceinline__ void claimsExit(unsigned long long* ctr, unsigned long long* stamps, unsigned long long t0) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
+    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
+      ctr[0] = 0;
+      ctr[1] = 0;
+      __threadfence();
+    }
+  }
+}
+// Each warp claims tiles of 32 * tileUnits of `units` through ctr[0] (the next claim's atomic
+// issued before the current tile moves, read after it) and moves each: move(first unit, end, 32).
+template <class Move>
+__device__ __forceinline__ void warpClaims(long long units, int tileUnits, unsigned long long* ctr, Move&& move) {
+  const long long tile = 32LL * tileUnits, tiles = (units + tile - 1) / tile;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  unsigned long long c = 0;
+  if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  while (t < tiles) {
+    if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
+    const long long lo = t * tile;
+    move(lo + lane, lo + tile < units ? lo + tile : units);
+    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
+  }
+}
 // The same bytes with each block claiming tiles of blockDim.x * tileUnits units through a counter
 // (ctr[0]; the next claim asked while the current tile moves) instead of every nth unit: blocks
-// that move faster take more. The last block to finish (ctr[1]) zeroes both for the next launch.
+// that move faster take more.
 template <int U>
 __global__ void push_dyn_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me, int tileUnits,
                            unsigned long long* ctr, unsigned long long* stamps) {
@@ -112,42 +141,16 @@ __global__ void push_dyn_k(Peers stage, const __half* __restrict__ in, long long
     pushRange<U>(stage, in, m, G, me, lo + threadIdx.x, lo + tile < units ? lo + tile : units, blockDim.x);
     __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
-    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
-      ctr[0] = 0;
-      ctr[1] = 0;
-      __threadfence();
-    }
-  }
+  claimsExit(ctr, stamps, t0);
 }
-
-// The push with each warp claiming tiles of 32 * tileUnits units (as pull_dyn_k; the generated
-// LAMB prototype's warp tiles, proto_dynpush.py).
+// The push with each warp claiming tiles of 32 * tileUnits units (the generated LAMB prototype's
+// warp tiles, proto_dynpush.py).
 template <int U>
 __global__ void push_dyn_warp_k(Peers stage, const __half* __restrict__ in, long long m, int G, int me, int tileUnits,
                                 unsigned long long* ctr, unsigned long long* stamps) {
   const unsigned long long t0 = gtime();
-  const long long units = m / 8, tile = 32LL * tileUnits, tiles = (units + tile - 1) / tile;
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  unsigned long long c = 0;
-  if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
-  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
-  while (t < tiles) {
-    if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
-    const long long lo = t * tile;
-    pushRange<U>(stage, in, m, G, me, lo + lane, lo + tile < units ? lo + tile : units, 32);
-    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
-    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
-      ctr[0] = 0;
-      ctr[1] = 0;
-      __threadfence();
-    }
-  }
+  warpClaims(m / 8, tileUnits, ctr, [&](long long j, long long end) { pushRange<U>(stage, in, m, G, me, j, end, 32); });
+  claimsExit(ctr, stamps, t0);
 }
 
 // The pull loop: out[p * m + i] = GPU p's slice element i for every peer p != me, U units and
@@ -180,32 +183,13 @@ __global__ void pull_k(Peers slice, __half* __restrict__ out, long long m, int G
     if (threadIdx.x == 0) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
   }
 }
-// The pull with each warp claiming tiles of 32 * tileUnits units (ctr[0]; the next claim's atomic
-// issued before the current tile's pull, read after it); the last block zeroes ctr (ctr[1]).
+// The pull with each warp claiming tiles of 32 * tileUnits units (warpClaims).
 template <int U>
 __global__ void pull_dyn_k(Peers slice, __half* __restrict__ out, long long m, int G, int me, int tileUnits, unsigned long long* ctr,
                            unsigned long long* stamps) {
   const unsigned long long t0 = gtime();
-  const long long units = m / 8, tile = 32LL * tileUnits, tiles = (units + tile - 1) / tile;
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  unsigned long long c = 0;
-  if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
-  long long t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
-  while (t < tiles) {
-    if (lane == 0) c = atomicAdd(&ctr[0], 1ull);
-    const long long lo = t * tile;
-    pullRange<U>(slice, out, m, G, me, lo + lane, lo + tile < units ? lo + tile : units, 32);
-    t = static_cast<long long>(__shfl_sync(0xffffffffu, c, 0));
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (stamps) stamps[blockIdx.x] = t0, stamps[gridDim.x + blockIdx.x] = gtime();
-    if (atomicAdd(&ctr[1], 1ull) == gridDim.x - 1) {
-      ctr[0] = 0;
-      ctr[1] = 0;
-      __threadfence();
-    }
-  }
+  warpClaims(m / 8, tileUnits, ctr, [&](long long j, long long end) { pullRange<U>(slice, out, m, G, me, j, end, 32); });
+  claimsExit(ctr, stamps, t0);
 }
 
 // Holds a stream until the host sets go[0], so that every GPU's work is queued before any starts
