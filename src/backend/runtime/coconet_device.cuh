@@ -438,7 +438,7 @@ __device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, s
 // took 292 us claiming tiles against 334 in fixed parts, whose blocks ended up to 122 us apart
 // (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step at 2^26 697.6 us of GPU time
 // against 720.4 (the bench, rows taking turns, call n), level at 2^24, where a round's chunk is
-// one tile per mover. COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed parts (A/B
+// two tiles per mover of LAMB's 32. COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed parts (A/B
 // timings).
 constexpr int kPushTileUnits = 4;  // a tile: kDevThreads x V x this many elements of each slice
 template <class T, int V>
