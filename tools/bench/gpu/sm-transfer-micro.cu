@@ -287,6 +287,15 @@ int main(int argc, char** argv) {
       CK(cudaSetDevice(g));
       CK(cudaDeviceSynchronize());
     }
+    auto freeBuffers = [&] {
+      for (int g = 0; g < G; ++g) {
+        CK(cudaSetDevice(g));
+        CK(cudaFree(in[g]));
+        CK(cudaFree(stage[g]));
+        CK(cudaFree(out[g]));
+        CK(cudaFree(slice[g]));
+      }
+    };
     Peers stageP{}, sliceP{};
     for (int g = 0; g < G; ++g) stageP.p[g] = stage[g], sliceP.p[g] = slice[g];
     const double bytesOut = double(G - 1) / G * S;
@@ -398,57 +407,38 @@ int main(int argc, char** argv) {
       };
       char name[64];
       for (int blocks : {128, 64}) {
-        clear(stage);
+        // one row: `dst` cleared, then timed and checked, then its blocks' ends
+        auto row = [&](std::vector<__half*>& dst, auto launch, auto check) {
+          clear(dst);
+          report(name, timeRow([&](int g) {
+            launch(g);
+            CK(cudaGetLastError());
+          }, check));
+          spread(blocks);
+        };
         std::snprintf(name, sizeof name, "push %dx512 u1", blocks);
-        report(name, timeRow([&](int g) {
-          push_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, stamps[g]);
-          CK(cudaGetLastError());
-        }, checkPush));
-        spread(blocks);
+        row(stage, [&](int g) { push_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, stamps[g]); }, checkPush);
         for (int tu : {1, 2, 4, 8}) {
-          clear(stage);
           std::snprintf(name, sizeof name, "push dyn %dx512 t%d", blocks, tu);
-          report(name, timeRow([&](int g) {
-            push_dyn_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]);
-            CK(cudaGetLastError());
-          }, checkPush));
-          spread(blocks);
+          row(stage, [&](int g) { push_dyn_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]); }, checkPush);
         }
         for (int tu : {8, 32}) {
-          clear(stage);
           std::snprintf(name, sizeof name, "push dyn-warp %dx512 w%d", blocks, tu);
-          report(name, timeRow([&](int g) {
-            push_dyn_warp_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]);
-            CK(cudaGetLastError());
-          }, checkPush));
-          spread(blocks);
+          row(stage, [&](int g) { push_dyn_warp_k<1><<<blocks, 512, 0, st[g]>>>(stageP, in[g], m, G, g, tu, ctr[g], stamps[g]); }, checkPush);
         }
-        clear(out);
         std::snprintf(name, sizeof name, "pull %dx512 u1", blocks);
-        report(name, timeRow([&](int g) {
-          pull_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, stamps[g]);
-          CK(cudaGetLastError());
-        }, checkPull));
-        spread(blocks);
+        row(out, [&](int g) { pull_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, stamps[g]); }, checkPull);
         for (int tu : {8, 32}) {
-          clear(out);
           std::snprintf(name, sizeof name, "pull dyn-warp %dx512 w%d", blocks, tu);
-          report(name, timeRow([&](int g) {
-            pull_dyn_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, tu, ctr[g], stamps[g]);
-            CK(cudaGetLastError());
-          }, checkPull));
-          spread(blocks);
+          row(out, [&](int g) { pull_dyn_k<1><<<blocks, 512, 0, st[g]>>>(sliceP, out[g], m, G, g, tu, ctr[g], stamps[g]); }, checkPull);
         }
       }
       for (int g = 0; g < G; ++g) {
         CK(cudaSetDevice(g));
         CK(cudaFree(ctr[g]));
         CK(cudaFree(stamps[g]));
-        CK(cudaFree(in[g]));
-        CK(cudaFree(stage[g]));
-        CK(cudaFree(out[g]));
-        CK(cudaFree(slice[g]));
       }
+      freeBuffers();
       continue;
     }
     // NCCL's first calls set up their connections: made once outside the gate, then synchronized.
@@ -504,13 +494,7 @@ int main(int argc, char** argv) {
       std::snprintf(name, sizeof name, "pull %dx%d u%d", sh.blocks, sh.threads, sh.units);
       report(name, timeRow(launchPull, checkPull));
     }
-    for (int g = 0; g < G; ++g) {
-      CK(cudaSetDevice(g));
-      CK(cudaFree(in[g]));
-      CK(cudaFree(stage[g]));
-      CK(cudaFree(out[g]));
-      CK(cudaFree(slice[g]));
-    }
+    freeBuffers();
   }
   for (int g = 0; g < G; ++g) CK(ncclCommDestroy(comms[g]));
   CK(cudaFreeHost((void*)go));
