@@ -299,7 +299,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
-    hostArgs.push_back("coconet_rt::claimedPushes()");
+    hostArgs.push_back("coconet_rt::claimedPushes(P_)");
   }
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }

@@ -452,9 +452,13 @@ __device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, ncclWind
   for (int k = 0;; k ^= 1) {
     const long long t = claim[k];
     if (t >= tiles) break;
-    if (threadIdx.x == 0) claim[k ^ 1] = atomicAdd(claimed, 1u);  // the next, while this one travels
+    // The next claim is asked before this tile and its answer kept in a register until after it,
+    // so that thread 0 (and the block at the barrier) does not wait for the atomic's round trip.
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(claimed, 1u);
     const long long a = lo + t * kTile;
     pushSlicesPrefetchOwn<T, V>(Part{0, 1}, w, stageOff, P, me, in, m, a, a + kTile < hi ? a + kTile : hi, vec);
+    if (threadIdx.x == 0) claim[k ^ 1] = next;
     __syncthreads();
   }
   __syncthreads();  // (claim[k] read by every thread before a later round's first claim)
@@ -468,13 +472,17 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*pushed).fetch_add(1u, cuda::memory_order_release);
   }
 }
-// Whether a head's movers claim tiles (COCONET_CLAIMED_PUSH; read once).
-inline int claimedPushes() {
+// Whether a head's movers claim tiles on P ranks: from 3 ranks, unless COCONET_CLAIMED_PUSH=0 (read
+// once). On 2 ranks each mover pushes to the one peer, its fixed part evens out, and the tiles'
+// claims only cost: LAMB's drivers on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9
+// / 2,543 with tiles of 8, against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2).
+inline int claimedPushes(int P) {
   static const int v = [] {
     const char* e = std::getenv("COCONET_CLAIMED_PUSH");
     return e && std::strcmp(e, "0") == 0 ? 0 : 1;
   }();
-  return v;
+  return P > 2 ? v : 0;
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
