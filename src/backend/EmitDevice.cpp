@@ -659,9 +659,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      " << sync << "    }\n";
     else if (head)
       K << "    if (claimed) {\n"
-        << "      // push tiles of chunk r as claimed; once every mover pushed its tiles, block 0: barrier; chunk r is ready\n"
+        << "      // push tiles (`claimed` units per thread) of chunk r as claimed; once every mover pushed its tiles,\n"
+        << "      // block 0: barrier; chunk r is ready\n"
         << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        coconet_rt::pushTilesPrefetchOwn<" << XT << ", V>(coconet_rt::roleClaimed(roles, r), stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
+        << "        coconet_rt::pushTilesPrefetchOwn<" << XT << ", V>(coconet_rt::roleClaimed(roles, r), claimed, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
         << "        coconet_rt::moverPushed(coconet_rt::rolePushed(roles, r));\n"
         << "        if (blockIdx.x == 0) {\n"
         << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"

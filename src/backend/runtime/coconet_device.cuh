@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -438,13 +439,12 @@ __device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, s
 // took 292 us claiming tiles against 334 in fixed parts, whose blocks ended up to 122 us apart
 // (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step at 2^26 697.6 us of GPU time
 // against 720.4 (the bench, rows taking turns, call n), level at 2^24, where a round's chunk is
-// two tiles per mover of LAMB's 32. COCONET_CLAIMED_PUSH=0 in the environment keeps the fixed parts (A/B
-// timings).
-constexpr int kPushTileUnits = 4;  // a tile: kDevThreads x V x this many elements of each slice
+// two tiles per mover of LAMB's 32. A tile is kDevThreads x V x `units` elements of each slice
+// (the kernel's `claimed`: claimedPushes).
 template <class T, int V>
-__device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, ncclWindow_t w, size_t stageOff, int P, int me,
+__device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, int units, ncclWindow_t w, size_t stageOff, int P, int me,
                                                      const T* __restrict__ in, long long m, long long lo, long long hi, bool vec) {
-  constexpr long long kTile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
+  const long long kTile = static_cast<long long>(kDevThreads) * V * units;
   __shared__ unsigned claim[2];
   const long long tiles = (hi - lo + kTile - 1) / kTile;
   if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
@@ -472,17 +472,28 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*pushed).fetch_add(1u, cuda::memory_order_release);
   }
 }
-// Whether a head's movers claim tiles on P ranks: from 3 ranks, unless COCONET_CLAIMED_PUSH=0 (read
-// once). On 2 ranks each mover pushes to the one peer, its fixed part evens out, and the tiles'
-// claims only cost: LAMB's drivers on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9
-// / 2,543 with tiles of 8, against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2).
+// A head's claimed pushes on P ranks (the kernel's `claimed`): the tile's units per thread, 0 for
+// the fixed parts. From 3 ranks tiles of kPushTileUnits; on 2 ranks the fixed parts: each mover
+// pushes to the one peer, its fixed part evens out, and the tiles' claims only cost: LAMB's drivers
+// on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9 / 2,543 with tiles of 8,
+// against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2). COCONET_CLAIMED_PUSH in the
+// environment (read once) sets the units on any number of ranks, 0 the fixed parts (A/B timings);
+// any other value than a number from 0 to 64 is reported and ignored.
+constexpr int kPushTileUnits = 4;
 inline int claimedPushes(int P) {
-  static const int v = [] {
+  static const int forced = [] {
     const char* e = std::getenv("COCONET_CLAIMED_PUSH");
-    return e && std::strcmp(e, "0") == 0 ? 0 : 1;
+    if (!e || !*e) return -1;
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (*end || v < 0 || v > 64) {
+      std::fprintf(stderr, "coconet: COCONET_CLAIMED_PUSH=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", e);
+      return -1;
+    }
+    return static_cast<int>(v);
   }();
-  return P > 2 ? v : 0;
+  return forced >= 0 ? forced : P > 2 ? kPushTileUnits : 0;
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
