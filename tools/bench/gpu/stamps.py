@@ -76,9 +76,12 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
 '''
 
 LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coconet_rt::pullSlices|compute\(edge|bar\.sync)")
-# The loops of blocks in roles (movers, workers: four spaces) and their statements (six).
-ROLES_LOOP = re.compile(r"^    for \(int r = 0; r < rounds; \+\+r\) \{$")
-ROLES_STATEMENT = re.compile(r"^      (coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices)|compute\(edge|bar\.sync)")
+# The loops of blocks in roles (movers, workers: four spaces, or six inside a head's `if (claimed)`
+# and its `else`) and their statements (any deeper line; a claimed round's block-0 statements
+# inside `if (blockIdx.x == 0)`, which block 0 runs whole, so its stamps' barriers are uniform).
+ROLES_LOOP = re.compile(r"^( {4}| {6})for \(int r = 0; r < rounds; \+\+r\) \{$")
+ROLES_STATEMENT = re.compile(
+    r"^ +(coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices|pushTilesPrefetchOwn)|compute\(edge|bar\.sync)")
 
 
 def stamp_source(text: str) -> tuple[str, int]:
@@ -91,13 +94,13 @@ def stamp_source(text: str) -> tuple[str, int]:
     out, last = [], 0
     for kid, start in enumerate(starts):
         end = text.index("\n}\n", start) + 3
-        res, j, inloop, inroles = [], 0, False, False
+        res, j, inloop, inroles, indent = [], 0, False, False, ""
         for ln in text[start:end].split("\n"):
             if re.match(r"^  for \(int r = 0;", ln):
                 inloop, inroles, j = True, False, 0
             elif ROLES_LOOP.match(ln):
-                inroles, j = True, 0
-            elif inroles and ln == "    }":
+                inroles, j, indent = True, 0, ROLES_LOOP.match(ln).group(1)
+            elif inroles and ln == indent + "}":
                 inroles = False
             if ln == "    return;":
                 # a block in a role, or the one-rank form, ends here: stamp it and count its exit
@@ -116,7 +119,7 @@ def stamp_source(text: str) -> tuple[str, int]:
                 res.append(f"    stamp({kid}, 8 + 4 * r + {j}, stc);")
                 j += 1
             elif inroles and ROLES_STATEMENT.match(ln) and j < 4:
-                res.append(f"      stamp({kid}, 8 + 4 * r + {j}, stc);")
+                res.append(" " * (len(ln) - len(ln.lstrip())) + f"stamp({kid}, 8 + 4 * r + {j}, stc);")
                 j += 1
         body = "\n".join(res)
         if "stEnter(" not in body:

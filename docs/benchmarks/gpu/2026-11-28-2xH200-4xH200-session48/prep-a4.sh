@@ -7,6 +7,7 @@ GPU_BUNDLE_ONLY="lamb" bash tools/gpu-bundle.sh > /dev/null
 ab=.gpu-bundle/ab
 mkdir -p $ab && cp /tmp/coconetc-main $ab/ && cp -r /tmp/def $ab/def
 build/coconetc compile samples/lamb/lamb.cnet -o $ab/cur > /dev/null
+python3 tools/bench/gpu/stamps.py $ab/cur $ab/curst > /dev/null
 knobs() {  # NAME MOMENTS_CHUNKS APPLY_CHUNKS
   { cat samples/lamb/lamb.sched
     printf 'tune(moments, chunks = %s, roles = auto);\ntune(apply, chunks = %s, roles = auto);\n' "$2" "$3"; } > /tmp/lamb-$1.sched
