@@ -227,6 +227,8 @@ std::string Emitter::sourceText() {
       << "struct " << cls_ << "::Dev_ {\n  coconet_rt::DevComm dc;\n"
       << "  coconet_rt::Window stage[" << k << "], slice[" << k << "], oneShot[" << k << "], ll[" << k << "], ll128[" << k << "];\n  int parity[" << k << "] = {};\n"
       << "  unsigned epoch[" << k << "] = {};\n"
+      << "  coconet_rt::Window flags[" << k << "];  // an all-gather tail's chunk counts (flagsPulls)\n"
+      << "  unsigned flagEpoch[" << k << "] = {};\n"
       << "  coconet_rt::RoleFlags roles;  // the hand-off counters of kernels whose blocks take roles\n};\n\n"
       << "// The device path needs every rank of the communicator load/store reachable (one NVLink domain);\n"
       << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run. On one\n"
@@ -258,7 +260,7 @@ std::string Emitter::sourceText() {
         // Teardown in the order of NCCL's device-API examples: this rank's calls finished, then
         // the device communicator, then the windows it knew (deregistered, then freed).
         "  if (dev_) {\n    cudaStreamSynchronize(stream_);\n    dev_->dc.destroy(comm_);\n"
-        "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot, dev_->ll, dev_->ll128})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
+        "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot, dev_->ll, dev_->ll128, dev_->flags})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
         "    dev_->roles.release();\n    delete dev_;\n  }\n")
     << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
     << (chunked_.empty() ? "" :

@@ -297,6 +297,11 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.push_back("int lastBarrier");
     hostArgs.push_back("lastBarrier");
   }
+  if (flagsPulls(dg)) {
+    params.insert(params.end(), {"ncclWindow_t flagWin", "size_t flagOff", "unsigned flagEpoch"});
+    hostArgs.insert(hostArgs.end(), {"dev_->flags[" + gi + "].win", "(dev_->flagEpoch[" + gi + "] & 1u) * (dev_->flags[" + gi + "].bytes / 2)",
+                                     "coconet_rt::tailFlags() ? dev_->flagEpoch[" + gi + "] : 0u"});
+  }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
     hostArgs.push_back("coconet_rt::claimedPushes(P_)");
@@ -696,14 +701,31 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      // every rank published chunk r of this part\n"
         << "      if (r < rounds) " << wait
         << "    }\n";
-    else
-      K << "    // once every worker published chunk r, barrier; pull chunk r\n"
-        << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      coconet_rt::roleWait(" << done("r") << ", workers);\n"
-        << "      // every rank published chunk r of this part\n"
-        << "      " << sync
-        << "      " << pullOf("edge(r), edge(r + 1)") << ";\n"
-        << "    }\n";
+    else {
+      // once every worker published chunk r, a barrier per round (every tail without flags, and under
+      // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
+      std::string barrierPulls = "// once every worker published chunk r, barrier; pull chunk r\n"
+                                 "for (int r = 0; r < rounds; ++r) {\n"
+                                 "  coconet_rt::roleWait(" + done("r") + ", workers);\n"
+                                 "  // every rank published chunk r of this part\n"
+                                 "  " + sync +
+                                 "  " + pullOf("edge(r), edge(r + 1)") + ";\n"
+                                 "}\n";
+      if (flagsPulls(dg))
+        K << "    if (flagEpoch) {\n"
+          << "      // block 0: once the workers computed chunk r, count it (and every later chunk they finished) in\n"
+          << "      // every rank's flags; every mover: pull chunk r once every rank counted it\n"
+          << "      unsigned published = 0;\n"
+          << "      for (int r = 0; r < rounds; ++r) {\n"
+          << "        if (blockIdx.x == 0) published = coconet_rt::publishChunks(roles, r, rounds, workers, published, flagWin, flagOff, P, me, flagEpoch);\n"
+          << "        coconet_rt::waitChunks(flagWin, flagOff, P, me, flagEpoch, static_cast<unsigned>(r + 1));\n"
+          << "        " << pullOf("edge(r), edge(r + 1)") << ";\n"
+          << "      }\n"
+          << "    } else {\n"
+          << indent(indent(indent(barrierPulls))) << "    }\n";
+      else
+        K << indent(indent(barrierPulls));
+    }
     K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
   }
   if (oneShot)
@@ -1181,6 +1203,15 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
       << (dg.halves() ? "2 * ((" + bytes + " + 255) / 256 * 256)" : bytes) << ", " << prog << ", " << name << ")"
       << (dg.head() ? " || grew" : "") << ")\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
+    if (flagsPulls(dg))
+      b << "      // the movers' flags (flagsPulls): zeroed on every rank before any rank counts a chunk in them\n"
+        << "      if (dev_->flags[" << gi << "].ensure(comm_, stream_, coconet_rt::tailFlagBytes(P_), " << prog << ", " << name << ")) {\n"
+        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+        << "        CHECK(cudaMemsetAsync(dev_->flags[" << gi << "].ptr, 0, dev_->flags[" << gi << "].bytes, stream_), " << name << ");\n"
+        << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 0);\n"
+        << "        CHECK(cudaGetLastError(), " << name << ");\n"
+        << "      }\n"
+        << "      if (++dev_->flagEpoch[" << gi << "] == 0) dev_->flagEpoch[" << gi << "] = 1;  // (0: a word never written)\n";
   } else {
     b << "      if (grew) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
   }

@@ -616,6 +616,13 @@ private:
   bool claimsPushes(const DevGroup& dg) const {
     return dg.splitRoles() && dg.pushes() && !dg.tail() && dg.barriers != DevGroup::Barriers::Split;
   }
+  // An all-gather tail whose movers (roles split, whole barriers) pull once every rank counted the
+  // chunk in its flags rather than after a barrier per round (coconet_rt::publishChunks,
+  // waitChunks): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
+  // COCONET_TAIL_FLAGS=0: the barriers).
+  bool flagsPulls(const DevGroup& dg) const {
+    return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
+  }
   // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
   // of the pulls of the round before (emitCopyRounds).
   struct CopyRounds {

@@ -732,6 +732,70 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
   }
 }
 
+// An all-gather tail's movers (roles split, whole barriers) pull without barriers where the kernel
+// has `flagEpoch` (nonzero; tailFlags): each rank counts the chunks its workers published in slot
+// `me` of every rank's flags (a window of its own, `off` its call's half: P words of epoch << 32 |
+// chunks), and a mover pulls chunk r once every other rank's word in this rank's flags holds this
+// call's epoch and at least r + 1 chunks. With a barrier per round (each mover index meeting its
+// index on the other ranks before each pull) every pull waited for the slowest rank's previous one
+// even where every chunk was long computed: LAMB's `apply` on 4 H200 at 2^24 parameters spent 1.2-4.7
+// us in each of its 4 rounds' barriers while its workers had finished every chunk by the second
+// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a4's stamps). By flags LAMB's step
+// took 694.9 / 2,510 us of GPU time against 698.5 / 2,530 at 2^26 / 2^28 and 220.6 against 220.6 at
+// 2^24 (call f4, the bench's rows taking turns): the pulls share the links, so most of a barrier's
+// wait was the other ranks' pulls and remains.
+//
+// Block 0 of the movers, at round r (every thread calls it): waits for the workers' chunk r, counts
+// the later chunks they finished too (so that no rank waits for this block's own pulls), and, where
+// that is more than `published`, stores the count into slot `me` of every other rank after
+// __threadfence_system (the workers' stores of those chunks to the slice window, acquired through
+// roleDone, are then visible to every GPU before the count). Returns the count published (thread 0's).
+__device__ __forceinline__ unsigned publishChunks(unsigned* roles, int r, int rounds, unsigned workers, unsigned published,
+                                                  ncclWindow_t w, size_t off, int P, int me, unsigned epoch) {
+  roleWait(roleDone(roles, r), workers);
+  if (threadIdx.x == 0) {
+    unsigned k = static_cast<unsigned>(r) + 1;
+    while (static_cast<int>(k) < rounds &&
+           cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*roleDone(roles, static_cast<int>(k))).load(cuda::memory_order_acquire) >= workers)
+      ++k;
+    if (k > published) {
+      __threadfence_system();
+      const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | k;
+      for (int p = 0; p < P; ++p)
+        if (p != me)
+          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*peerPtr<unsigned long long>(w, off + me * sizeof(unsigned long long), p))
+              .store(word, cuda::memory_order_relaxed);
+      published = k;
+    }
+  }
+  return published;
+}
+// Waits (every thread calls it; warp 0's lanes poll a rank each) until every other rank's word in
+// this rank's flags holds `epoch` and at least `count` chunks.
+__device__ __forceinline__ void waitChunks(ncclWindow_t w, size_t off, int P, int me, unsigned epoch, unsigned count) {
+  if (threadIdx.x < 32) {
+    const unsigned long long* flags = static_cast<const unsigned long long*>(ncclGetLocalPointer(w, off));
+    for (int p = static_cast<int>(threadIdx.x); p < P; p += 32) {
+      if (p == me) continue;
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(flags + p));
+      for (unsigned long long word = slot.load(cuda::memory_order_acquire);
+           static_cast<unsigned>(word >> 32) != epoch || static_cast<unsigned>(word) < count; word = slot.load(cuda::memory_order_acquire))
+        __nanosleep(20);
+    }
+  }
+  __syncthreads();
+}
+// Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read once).
+inline bool tailFlags() {
+  static const bool v = [] {
+    const char* e = std::getenv("COCONET_TAIL_FLAGS");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return v;
+}
+// A tail's flags window: two halves of P words (256-byte aligned), the call's epoch picking one.
+inline size_t tailFlagBytes(int P) { return 2 * ((static_cast<size_t>(P) * sizeof(unsigned long long) + 255) / 256 * 256); }
+
 // The counters of split kernels (see roleReady), zero between launches. One set serves every
 // group of a program: its kernels run one after another on the program's stream.
 struct RoleFlags {
