@@ -77,11 +77,13 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
 
 LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coconet_rt::pullSlices|compute\(edge|bar\.sync)")
 # The loops of blocks in roles (movers, workers: four spaces, or six inside a head's `if (claimed)`
-# and its `else`) and their statements (any deeper line; a claimed round's block-0 statements
-# inside `if (blockIdx.x == 0)`, which block 0 runs whole, so its stamps' barriers are uniform).
+# and its `else`, or a tail's `if (flagEpoch)` and its `else`) and their statements (any deeper
+# line; a claimed round's block-0 statements inside `if (blockIdx.x == 0)`, which block 0 runs
+# whole, so its stamps' barriers are uniform; a tail's publishChunks, block 0's alone).
 ROLES_LOOP = re.compile(r"^( {4}| {6})for \(int r = 0; r < rounds; \+\+r\) \{$")
 ROLES_STATEMENT = re.compile(
-    r"^ +(coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices|pushTilesPrefetchOwn)|compute\(edge|bar\.sync)")
+    r"^ +(coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices|pushTilesPrefetchOwn|waitChunks)|compute\(edge|bar\.sync"
+    r"|if \(blockIdx\.x == 0\) published = coconet_rt::publishChunks)")
 
 
 def stamp_source(text: str) -> tuple[str, int]:
