@@ -606,7 +606,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     auto ready = [](const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; };
     auto done = [](const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; };
     K << "  if (movers > 0 && !mover) {\n"
-      << "    // a worker: compute chunk r once every mover counted it ready" << (tail ? "; publish it" : "") << "\n"
+      << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n"
       << "    for (int r = 0; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
