@@ -704,7 +704,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     else {
       // once every worker published chunk r, a barrier per round (every tail without flags, and under
       // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
-      std::string barrierPulls = "// once every worker published chunk r, barrier; pull chunk r\n"
+      const std::string barrierPulls = "// once every worker published chunk r, barrier; pull chunk r\n"
                                  "for (int r = 0; r < rounds; ++r) {\n"
                                  "  coconet_rt::roleWait(" + done("r") + ", workers);\n"
                                  "  // every rank published chunk r of this part\n"
