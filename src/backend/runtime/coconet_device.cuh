@@ -478,22 +478,25 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 // on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9 / 2,543 with tiles of 8,
 // against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
 // (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2). COCONET_CLAIMED_PUSH in the
-// environment (read once) sets the units on any number of ranks, 0 the fixed parts (A/B timings);
-// any other value than a number from 0 to 64 is reported and ignored.
+// environment sets the units on any number of ranks, 0 the fixed parts (A/B timings; read at every
+// call, so that the bench's BENCH_ENV_ROWS time both forms of one build side by side); any other
+// value than a number from 0 to 64 is reported (once) and ignored.
 constexpr int kPushTileUnits = 4;
 inline int claimedPushes(int P) {
-  static const int forced = [] {
-    const char* e = std::getenv("COCONET_CLAIMED_PUSH");
-    if (!e || !*e) return -1;
+  int units = P > 2 ? kPushTileUnits : 0;
+  if (const char* e = std::getenv("COCONET_CLAIMED_PUSH"); e && *e) {
     char* end = nullptr;
     const long v = std::strtol(e, &end, 10);
     if (*end || v < 0 || v > 64) {
-      std::fprintf(stderr, "coconet: COCONET_CLAIMED_PUSH=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", e);
-      return -1;
+      static bool told = false;
+      if (!told)
+        std::fprintf(stderr, "coconet: COCONET_CLAIMED_PUSH=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", e);
+      told = true;
+    } else {
+      units = static_cast<int>(v);
     }
-    return static_cast<int>(v);
-  }();
-  return forced >= 0 ? forced : P > 2 ? kPushTileUnits : 0;
+  }
+  return units;
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
@@ -785,13 +788,11 @@ __device__ __forceinline__ void waitChunks(ncclWindow_t w, size_t off, int P, in
   }
   __syncthreads();
 }
-// Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read once).
+// Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read at
+// every call, as COCONET_CLAIMED_PUSH).
 inline bool tailFlags() {
-  static const bool v = [] {
-    const char* e = std::getenv("COCONET_TAIL_FLAGS");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
-  return v;
+  const char* e = std::getenv("COCONET_TAIL_FLAGS");
+  return !(e && std::strcmp(e, "0") == 0);
 }
 // A tail's flags window: two halves of P words (256-byte aligned), the call's epoch picking one.
 inline size_t tailFlagBytes(int P) { return 2 * ((static_cast<size_t>(P) * sizeof(unsigned long long) + 255) / 256 * 256); }

@@ -18,6 +18,9 @@
 # BENCH_SCHED_ROWS (Adam's and LAMB's schedule variants as rows `coconetc_NAME`:
 # "NAME=STATEMENTS|..." added to the sample's schedule), BENCH_COMPILER_ROWS (Adam's and LAMB's
 # rows `coconetc_NAME` compiled by another coconetc: "NAME=PATH|...", an A/B of the compiler),
+# BENCH_ENV_ROWS (Adam's and LAMB's rows `coconetc_NAME` of the sample's build with run-time
+# knobs set around each step: "NAME=VAR=VALUE[ VAR=VALUE]|...", VAR COCONET_CLAIMED_PUSH or
+# COCONET_TAIL_FLAGS),
 # MEGATRON_DECODE_TOKENS / ALLREDUCE_SIZES (developer options: other decode token counts, other
 # all-reduce sizes; the results' command names them).
 #
@@ -33,7 +36,7 @@ root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root" || exit 2
 here=tools/bench/gpu
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 gpus_opt="" workloads="" quick=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,7 +54,7 @@ done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The command as recorded in the results: with the environment that changes what runs.
 envs=""
-for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS BENCH_COMPILER_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES COCONET_GATHER_ROWS; do
+for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS BENCH_COMPILER_ROWS BENCH_ENV_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES COCONET_GATHER_ROWS; do
   if [ -n "${!v:-}" ]; then envs+="$v='${!v}' "; fi
 done
 export COCONET_BENCH_COMMAND="$envs$cmdline"

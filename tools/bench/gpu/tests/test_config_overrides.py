@@ -171,5 +171,61 @@ class CompilerRows(unittest.TestCase):
             self.load({"BENCH_COMPILER_ROWS": "t2=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
 
 
+class EnvRows(unittest.TestCase):
+    """BENCH_ENV_ROWS: the sample's own build with run-time knobs set around each step."""
+
+    def load(self, env: dict):
+        import importlib
+        from workloads import _optim, lamb
+        base = {"BENCH_COMPILER_ROWS": "", "BENCH_SCHED_ROWS": "", "BENCH_ENV_ROWS": ""}
+        with mock.patch.dict(os.environ, dict(base, **env)):
+            importlib.reload(_optim)
+            return importlib.reload(lamb)
+
+    def tearDown(self):
+        self.load({})
+
+    def test_rows_without_programs(self):
+        lamb = self.load({"BENCH_ENV_ROWS": "fixed=COCONET_CLAIMED_PUSH=0| both = COCONET_CLAIMED_PUSH=2 COCONET_TAIL_FLAGS=0"})
+        from workloads import _optim
+        self.assertEqual(_optim.ENV_ROWS, [("fixed", {"COCONET_CLAIMED_PUSH": "0"}),
+                                           ("both", {"COCONET_CLAIMED_PUSH": "2", "COCONET_TAIL_FLAGS": "0"})])
+        self.assertFalse([k for k in lamb.PROGRAMS if "_x_" in k])  # the default build serves them
+        names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
+        self.assertIn("coconetc_fixed", names)
+        self.assertIn("coconetc_both", names)
+
+    def test_bad_entries_are_refused(self):
+        from workloads import _optim
+        for text in ("fixed", "fixed=", "fixed=COCONET_PDL=0", "fixed=NCCL_ALGO=Ring", "fixed=COCONET_CLAIMED_PUSH",
+                     "f=COCONET_CLAIMED_PUSH=0 COCONET_CLAIMED_PUSH=1", "f=COCONET_TAIL_FLAGS=0|f=COCONET_TAIL_FLAGS=1",
+                     "f=COCONET_TAIL_FLAGS=$(x)"):
+            with self.assertRaisesRegex(ValueError, "BENCH_ENV_ROWS"):
+                _optim.env_rows(text)
+
+    def test_a_name_of_a_compiler_row_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "given twice"):
+            self.load({"BENCH_COMPILER_ROWS": "base=/x", "BENCH_ENV_ROWS": "base=COCONET_TAIL_FLAGS=0"})
+
+    def test_settings_hold_during_the_step_only(self):
+        from workloads import _optim
+        seen = []
+        with mock.patch.dict(os.environ, {"COCONET_TAIL_FLAGS": "1"}):
+            os.environ.pop("COCONET_CLAIMED_PUSH", None)
+            step = _optim.with_env(lambda: seen.append((os.environ.get("COCONET_CLAIMED_PUSH"),
+                                                        os.environ.get("COCONET_TAIL_FLAGS"))),
+                                   {"COCONET_CLAIMED_PUSH": "0", "COCONET_TAIL_FLAGS": "0"})
+            step()
+            self.assertEqual(seen, [("0", "0")])
+            self.assertNotIn("COCONET_CLAIMED_PUSH", os.environ)
+            self.assertEqual(os.environ["COCONET_TAIL_FLAGS"], "1")
+
+            def fails():
+                raise RuntimeError("step failed")
+            with self.assertRaises(RuntimeError):
+                _optim.with_env(fails, {"COCONET_TAIL_FLAGS": "0"})()
+            self.assertEqual(os.environ["COCONET_TAIL_FLAGS"], "1")
+
+
 if __name__ == "__main__":
     unittest.main()
