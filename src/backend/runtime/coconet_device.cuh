@@ -294,10 +294,14 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
 // word per value, a float's bits in the low half and the call's epoch in the high half, stored
 // and loaded whole, so that a reader that sees this call's epoch sees this call's value. No
 // barrier: block 0 of every rank stores, every block of every rank waits for each slot.
-__device__ __forceinline__ void putEpochSlot(ncclWindow_t w, size_t byteOffset, int peer, float v, unsigned epoch) {
-  const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(v);
+// (putEpochWord: any 32-bit value so, e.g. a tail's chunk count, publishChunks.)
+__device__ __forceinline__ void putEpochWord(ncclWindow_t w, size_t byteOffset, int peer, unsigned low, unsigned epoch) {
+  const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | low;
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
   slot.store(word, cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ void putEpochSlot(ncclWindow_t w, size_t byteOffset, int peer, float v, unsigned epoch) {
+  putEpochWord(w, byteOffset, peer, __float_as_uint(v), epoch);
 }
 __device__ __forceinline__ float waitEpochSlot(const unsigned long long* p, unsigned epoch) {
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(p));
@@ -763,11 +767,8 @@ __device__ __forceinline__ unsigned publishChunks(unsigned* roles, int r, int ro
       ++k;
     if (k > published) {
       __threadfence_system();
-      const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | k;
       for (int p = 0; p < P; ++p)
-        if (p != me)
-          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*peerPtr<unsigned long long>(w, off + me * sizeof(unsigned long long), p))
-              .store(word, cuda::memory_order_relaxed);
+        if (p != me) putEpochWord(w, off + me * sizeof(unsigned long long), p, k, epoch);
       published = k;
     }
   }
