@@ -1,10 +1,14 @@
 // Host checks of the device runtime's chunk edges (coconet_device.cuh, chunkLo): every kernel
 // that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
-// mergedOverlapChunks). Built with nvcc and run on the build machine (the
+// mergedOverlapChunks); and the run-time knobs read from the environment at every call
+// (claimedPushes, tailFlags). Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "coconet_device.cuh"
@@ -156,6 +160,49 @@ int main() {
            "up to 16 bytes: one unit", 0, 0, 0, 0, 0);
     expect(roundUp16(17) == 32 && roundUp16(1000) == 1008 && roundUp16(size_t(1) << 33) == (size_t(1) << 33),
            "past 16: the next multiple, multiples kept", 0, 0, 0, 0, 0);
+  }
+  {
+    // The claimed pushes' tile (claimedPushes): kPushTileUnits from 3 ranks, the fixed parts (0) on
+    // 2; COCONET_CLAIMED_PUSH=K forces K on any ranks; a bad value is reported once and ignored.
+    using coconet_rt::claimedPushes;
+    using coconet_rt::kPushTileUnits;
+    unsetenv("COCONET_CLAIMED_PUSH");
+    expect(claimedPushes(2) == 0 && claimedPushes(4) == kPushTileUnits && claimedPushes(8) == kPushTileUnits,
+           "claimed pushes: fixed parts on 2 ranks, tiles from 3", 0, 0, 0, 0, 0);
+    setenv("COCONET_CLAIMED_PUSH", "0", 1);
+    expect(claimedPushes(4) == 0, "COCONET_CLAIMED_PUSH=0: fixed parts", 0, 0, 0, 0, 0);
+    setenv("COCONET_CLAIMED_PUSH", "3", 1);
+    expect(claimedPushes(2) == 3 && claimedPushes(4) == 3, "COCONET_CLAIMED_PUSH=3 on any ranks (read per call)", 0, 0, 0, 0, 0);
+    // stderr into a file while bad values are read
+    std::fflush(stderr);
+    const int saved = dup(2);
+    std::FILE* err = std::tmpfile();
+    dup2(fileno(err), 2);
+    setenv("COCONET_CLAIMED_PUSH", "4x", 1);
+    const int bad1 = claimedPushes(4);
+    setenv("COCONET_CLAIMED_PUSH", "65", 1);
+    const int bad2 = claimedPushes(2);
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    std::string said;
+    std::rewind(err);
+    for (int ch; (ch = std::fgetc(err)) != EOF;) said += static_cast<char>(ch);
+    std::fclose(err);
+    expect(bad1 == kPushTileUnits && bad2 == 0, "bad COCONET_CLAIMED_PUSH: the default", 0, 0, 0, 0, 0);
+    expect(said == "coconet: COCONET_CLAIMED_PUSH=4x ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
+           "bad COCONET_CLAIMED_PUSH: reported once, naming the value", 0, 0, 0, 0, 0);
+    unsetenv("COCONET_CLAIMED_PUSH");
+    // A tail's pulls by flags (tailFlags) unless COCONET_TAIL_FLAGS=0, read per call.
+    using coconet_rt::tailFlags;
+    unsetenv("COCONET_TAIL_FLAGS");
+    const bool byDefault = tailFlags();
+    setenv("COCONET_TAIL_FLAGS", "0", 1);
+    const bool off = tailFlags();
+    setenv("COCONET_TAIL_FLAGS", "1", 1);
+    const bool on = tailFlags();
+    unsetenv("COCONET_TAIL_FLAGS");
+    expect(byDefault && !off && on, "COCONET_TAIL_FLAGS: flags unless 0", 0, 0, 0, 0, 0);
   }
   if (failures) {
     std::printf("%d failures\n", failures);
