@@ -610,7 +610,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "    for (int r = 0; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
-      << "      coconet_rt::roleSignal(" << done("r") << ");\n"
+      << (flagsPulls(dg) ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
+                         : "      coconet_rt::roleSignal(" + done("r") + ");\n")
       << "    }\n"
       << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
       << "  // the blocks that take barriers: the movers, or every block without roles\n"
@@ -713,12 +714,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
                                  "}\n";
       if (flagsPulls(dg))
         K << "    if (flagEpoch) {\n"
-          << "      // block 0: once the workers computed chunk r, count it (and every later chunk they finished) in\n"
-          << "      // every rank's flags; every mover: pull chunk r once every rank counted it\n"
-          << "      unsigned published = 0;\n"
+          << "      // pull chunk r once every rank counted it (the last worker of each chunk counts it in every\n"
+          << "      // rank's flags); `known`: the fewest chunks any rank had counted when last read\n"
+          << "      __shared__ unsigned known;\n"
+          << "      if (threadIdx.x == 0) known = 0;\n"
+          << "      __syncthreads();\n"
           << "      for (int r = 0; r < rounds; ++r) {\n"
-          << "        if (blockIdx.x == 0) published = coconet_rt::publishChunks(roles, r, rounds, workers, published, flagWin, flagOff, P, me, flagEpoch);\n"
-          << "        coconet_rt::waitChunks(flagWin, flagOff, P, me, flagEpoch, static_cast<unsigned>(r + 1));\n"
+          << "        coconet_rt::needChunk(flagWin, flagOff, P, me, flagEpoch, r, &known);\n"
           << "        " << pullOf("edge(r), edge(r + 1)") << ";\n"
           << "      }\n"
           << "    } else {\n"

@@ -294,7 +294,7 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
 // word per value, a float's bits in the low half and the call's epoch in the high half, stored
 // and loaded whole, so that a reader that sees this call's epoch sees this call's value. No
 // barrier: block 0 of every rank stores, every block of every rank waits for each slot.
-// (putEpochWord: any 32-bit value so, e.g. a tail's chunk count, publishChunks.)
+// (putEpochWord: any 32-bit value so; a tail's chunk counts are raised by a maximum instead, workerDone.)
 __device__ __forceinline__ void putEpochWord(ncclWindow_t w, size_t byteOffset, int peer, unsigned low, unsigned epoch) {
   const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | low;
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
@@ -742,8 +742,8 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // An all-gather tail's movers (roles split, whole barriers) pull without barriers where the kernel
 // has `flagEpoch` (nonzero; tailFlags): each rank counts the chunks its workers published in slot
 // `me` of every rank's flags (a window of its own, `off` its call's half: P words of epoch << 32 |
-// chunks), and a mover pulls chunk r once every other rank's word in this rank's flags holds this
-// call's epoch and at least r + 1 chunks. With a barrier per round (each mover index meeting its
+// chunks; workerDone), and a mover pulls chunk r once every other rank's word in this rank's flags
+// holds this call's epoch and at least r + 1 chunks (needChunk). With a barrier per round (each mover index meeting its
 // index on the other ranks before each pull) every pull waited for the slowest rank's previous one
 // even where every chunk was long computed: LAMB's `apply` on 4 H200 at 2^24 parameters spent 1.2-4.7
 // us in each of its 4 rounds' barriers while its workers had finished every chunk by the second
@@ -752,41 +752,55 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // 2^24 (call f4, the bench's rows taking turns): the pulls share the links, so most of a barrier's
 // wait was the other ranks' pulls and remains.
 //
-// Block 0 of the movers, at round r (every thread calls it): waits for the workers' chunk r, counts
-// the later chunks they finished too (so that no rank waits for this block's own pulls), and, where
-// that is more than `published`, stores the count into slot `me` of every other rank after
-// __threadfence_system (the workers' stores of those chunks to the slice window, acquired through
-// roleDone, are then visible to every GPU before the count). Returns the count published (thread 0's).
-__device__ __forceinline__ unsigned publishChunks(unsigned* roles, int r, int rounds, unsigned workers, unsigned published,
-                                                  ncclWindow_t w, size_t off, int P, int me, unsigned epoch) {
-  roleWait(roleDone(roles, r), workers);
+// A tail's worker is done with chunk r (every thread calls it, in place of roleSignal(roleDone)):
+// it counts itself in roleDone(r), and the last worker of chunk r (every chunk before it is then
+// done too: each worker computes the rounds in order) makes their stores visible to every GPU
+// (its acquire of the count, then __threadfence_system) and raises this rank's count in every
+// rank's flags to r + 1, by a maximum: the last workers of two chunks may get there out of order.
+// (Published by mover block 0 after its pull instead, a system fence stood behind the pull's own
+// traffic: 4-10 us in the rounds that published, call s4.) With `epoch` 0 (COCONET_TAIL_FLAGS=0)
+// only the count.
+__device__ __forceinline__ void workerDone(unsigned* roles, int r, unsigned workers, ncclWindow_t w, size_t off, int P, int me,
+                                           unsigned epoch) {
+  __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned k = static_cast<unsigned>(r) + 1;
-    while (static_cast<int>(k) < rounds &&
-           cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*roleDone(roles, static_cast<int>(k))).load(cuda::memory_order_acquire) >= workers)
-      ++k;
-    if (k > published) {
+    __threadfence();
+    const unsigned before =
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*roleDone(roles, r)).fetch_add(1u, cuda::memory_order_acq_rel);
+    if (epoch != 0 && before + 1 == workers) {
       __threadfence_system();
+      const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | static_cast<unsigned>(r + 1);
       for (int p = 0; p < P; ++p)
-        if (p != me) putEpochWord(w, off + me * sizeof(unsigned long long), p, k, epoch);
-      published = k;
+        if (p != me)
+          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*peerPtr<unsigned long long>(w, off + me * sizeof(unsigned long long), p))
+              .fetch_max(word, cuda::memory_order_relaxed);
     }
   }
-  return published;
 }
-// Waits (every thread calls it; warp 0's lanes poll a rank each) until every other rank's word in
-// this rank's flags holds `epoch` and at least `count` chunks.
-__device__ __forceinline__ void waitChunks(ncclWindow_t w, size_t off, int P, int me, unsigned epoch, unsigned count) {
+// A mover needs chunk r (every thread calls it): where `*known` (shared: the fewest chunks any
+// other rank had counted when last read) covers it, nothing, so that pulls follow one another with
+// no synchronization between them; else warp 0's lanes wait until each other rank's word holds
+// this call's epoch and at least r + 1 chunks, and `*known` becomes the fewest they then hold.
+__device__ __forceinline__ void needChunk(ncclWindow_t w, size_t off, int P, int me, unsigned epoch, int r, unsigned* known) {
+  const unsigned count = static_cast<unsigned>(r + 1);
+  if (*known >= count) return;  // (every thread reads the same: *known changes only below, between barriers)
+  unsigned fewest = ~0u;
   if (threadIdx.x < 32) {
     const unsigned long long* flags = static_cast<const unsigned long long*>(ncclGetLocalPointer(w, off));
     for (int p = static_cast<int>(threadIdx.x); p < P; p += 32) {
       if (p == me) continue;
       cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(flags + p));
-      for (unsigned long long word = slot.load(cuda::memory_order_acquire);
-           static_cast<unsigned>(word >> 32) != epoch || static_cast<unsigned>(word) < count; word = slot.load(cuda::memory_order_acquire))
+      unsigned long long word = slot.load(cuda::memory_order_acquire);
+      while (static_cast<unsigned>(word >> 32) != epoch || static_cast<unsigned>(word) < count) {
         __nanosleep(20);
+        word = slot.load(cuda::memory_order_acquire);
+      }
+      fewest = min(fewest, static_cast<unsigned>(word));
     }
+    fewest = __reduce_min_sync(0xffffffffu, fewest);
   }
+  __syncthreads();  // (every thread read *known above)
+  if (threadIdx.x == 0) *known = fewest;
   __syncthreads();
 }
 // Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read at

@@ -79,11 +79,11 @@ LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coco
 # The loops of blocks in roles (movers, workers: four spaces, or six inside a head's `if (claimed)`
 # and its `else`, or a tail's `if (flagEpoch)` and its `else`) and their statements (any deeper
 # line; a claimed round's block-0 statements inside `if (blockIdx.x == 0)`, which block 0 runs
-# whole, so its stamps' barriers are uniform; a tail's publishChunks, block 0's alone).
+# whole, so its stamps' barriers are uniform).
 ROLES_LOOP = re.compile(r"^( {4}| {6})for \(int r = 0; r < rounds; \+\+r\) \{$")
 ROLES_STATEMENT = re.compile(
-    r"^ +(coconet_rt::(roleWait|roleSignal|pushSlices|pullSlices|pushTilesPrefetchOwn|waitChunks)|compute\(edge|bar\.sync"
-    r"|if \(blockIdx\.x == 0\) published = coconet_rt::publishChunks)")
+    r"^ +(coconet_rt::(roleWait|roleSignal|workerDone|pushSlices|pullSlices|pushTilesPrefetchOwn|needChunk)|compute\(edge"
+    r"|bar\.sync)")
 
 
 def stamp_source(text: str) -> tuple[str, int]:
