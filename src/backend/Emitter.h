@@ -618,8 +618,8 @@ private:
     return dg.splitRoles() && dg.pushes() && !dg.tail() && dg.barriers != DevGroup::Barriers::Split;
   }
   // An all-gather tail whose movers (roles split, whole barriers) pull once every rank counted the
-  // chunk in its flags rather than after a barrier per round (coconet_rt::publishChunks,
-  // waitChunks): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
+  // chunk in its flags rather than after a barrier per round (coconet_rt::workerDone,
+  // needChunk): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
   // COCONET_TAIL_FLAGS=0: the barriers).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
