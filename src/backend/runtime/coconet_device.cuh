@@ -743,9 +743,9 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // has `flagEpoch` (nonzero; tailFlags): each rank counts the chunks its workers published in slot
 // `me` of every rank's flags (a window of its own, `off` its call's half: P words of epoch << 32 |
 // chunks; workerDone), and a mover pulls chunk r once every other rank's word in this rank's flags
-// holds this call's epoch and at least r + 1 chunks (needChunk). With a barrier per round (each mover index meeting its
-// index on the other ranks before each pull) every pull waited for the slowest rank's previous one
-// even where every chunk was long computed: LAMB's `apply` on 4 H200 at 2^24 parameters spent 1.2-4.7
+// holds this call's epoch and at least r + 1 chunks (needChunk). With a barrier per round (each
+// mover index meeting its index on the other ranks before each pull) every pull waited for the
+// slowest rank's previous one even where every chunk was long computed: LAMB's `apply` on 4 H200 at 2^24 parameters spent 1.2-4.7
 // us in each of its 4 rounds' barriers while its workers had finished every chunk by the second
 // (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a4's stamps). By flags LAMB's step
 // took 694.9 / 2,510 us of GPU time against 698.5 / 2,530 at 2^26 / 2^28 and 220.6 against 220.6 at
