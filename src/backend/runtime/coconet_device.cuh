@@ -797,7 +797,7 @@ __device__ __forceinline__ void needChunk(ncclWindow_t w, size_t off, int P, int
       }
       fewest = min(fewest, static_cast<unsigned>(word));
     }
-    fewest = __reduce_min_sync(0xffffffffu, fewest);
+    for (int o = 16; o > 0; o >>= 1) fewest = min(fewest, __shfl_xor_sync(0xffffffffu, fewest, o));  // (any arch: no __reduce_min_sync)
   }
   __syncthreads();  // (every thread read *known above)
   if (threadIdx.x == 0) *known = fewest;
