@@ -203,6 +203,24 @@ class EnvRows(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "BENCH_ENV_ROWS"):
                 _optim.env_rows(text)
 
+    def test_a_name_of_the_workloads_own_rows_is_refused(self):
+        from workloads import _optim
+        for name in ("barriers", "sync", "chunks8", "split", "unscheduled", "barriers_tail"):
+            with self.assertRaisesRegex(ValueError, f"BENCH_ENV_ROWS: row '{name}' would be named as the workload's own row"):
+                _optim.env_rows(f"{name}=COCONET_TAIL_FLAGS=0")
+            with self.assertRaisesRegex(ValueError, "BENCH_SCHED_ROWS"):
+                _optim.sched_rows(f"{name}=tune(apply, taper = 2);")
+        self.assertEqual(_optim.env_rows("barriers2=COCONET_TAIL_FLAGS=0|nobarriers=COCONET_TAIL_FLAGS=0")[0][0], "barriers2")
+
+    def test_every_row_name_is_distinct(self):
+        lamb = self.load({"BENCH_ENV_ROWS": "flagsoff=COCONET_TAIL_FLAGS=0"})
+        names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
+        self.assertEqual(len(names), len(set(names)))
+        # a name that got past the variables' check still stops the run before any row runs
+        with mock.patch.object(lamb._W, "env_rows", [("barriers", {"COCONET_TAIL_FLAGS": "0"})]):
+            with self.assertRaisesRegex(ValueError, "lamb: rows named twice: coconetc_barriers"):
+                lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")
+
     def test_a_name_of_a_compiler_row_is_refused(self):
         with self.assertRaisesRegex(ValueError, "given twice"):
             self.load({"BENCH_COMPILER_ROWS": "base=/x", "BENCH_ENV_ROWS": "base=COCONET_TAIL_FLAGS=0"})

@@ -158,10 +158,15 @@ ROUNDS = [int(k) for k in os.environ.get("BENCH_ROUNDS", "4").split(",") if k.st
 SCHED_ROWS_ENV = "BENCH_SCHED_ROWS"
 
 
+# The rows `coconetc_NAME` the workloads make themselves (Optim.rows): a row of the variables
+# below may not take one of those names, or the bench would run both under one name.
+OWN_ROWS = re.compile(r"nccl|chunks[0-9]+|split|auto|occ2|copy_engines|barriers|sync|barriers_tail|unscheduled")
+
+
 def named_entries(text: str, env: str, form: str, valid, taken=()) -> list[tuple[str, str]]:
     """(NAME, VALUE) of each NAME=VALUE entry of `text` (entries separated by '|'), NAME a word
-    not in `taken` nor given twice, VALUE such that valid(VALUE); errors name the variable `env`
-    and the entries' `form`."""
+    not in `taken` nor given twice nor one of the workloads' own rows (OWN_ROWS), VALUE such that
+    valid(VALUE); errors name the variable `env` and the entries' `form`."""
     rows = []
     for entry in (e.strip() for e in text.split("|")):
         if not entry:
@@ -172,6 +177,8 @@ def named_entries(text: str, env: str, form: str, valid, taken=()) -> list[tuple
             raise ValueError(f"{env}: '{entry}' is not {form} (NAME letters, digits, '_')")
         if name in (n for n, _ in rows) or name in taken:
             raise ValueError(f"{env}: row '{name}' given twice")
+        if OWN_ROWS.fullmatch(name):
+            raise ValueError(f"{env}: row '{name}' would be named as the workload's own row coconetc_{name}")
         rows.append((name, value))
     return rows
 
@@ -461,7 +468,14 @@ class OptimizerWorkload:
                    bytes=2 * n, note="dist.all_gather_into_tensor of the f16 slices alone")
 
     def rows(self, cfg: dict, ctx, mode: str):
-        """Eager first: it is the reference of the check."""
+        """Eager first: it is the reference of the check. No two rows share a name (OWN_ROWS)."""
+        rows = self.all_rows(cfg, ctx)
+        names = [name for name, _ in rows]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"{self.kind}: rows named twice: {', '.join(twice)}")
+        return rows
+
+    def all_rows(self, cfg: dict, ctx):
         return [
             ("eager", lambda: self.eager(cfg, ctx)),
             ("torch.compile", lambda: self.compiled_row(cfg, ctx)),
