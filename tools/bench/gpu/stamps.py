@@ -6,7 +6,9 @@ taking `ncclDevComm dc`) record the time on block 0 and on the grid's last block
 entry (0), after its PDL wait (1), after a tail's scalar chain (2, where the kernel has one),
 after every statement of its shared rounds loop (8 + 4 r + j: the j-th statement of round r,
 push / compute / pull / barrier in the order the loop has them) and at its end (47); and on
-every block: the earliest entry (3) and latest end (4) of any block of the kernel. Each kernel
+every block: the earliest entry (3) and latest end (4) of any block of the kernel, and the
+earliest and latest end of a tail's scalar chain (48, 49) and of a tail worker's first chunk
+(50, 51: after its workerDone) over the blocks that reach them. Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
 (K = STAMP_CALL, default 200: build with -DSTAMP_CALL=K to change it), and the first device
 kernel of call K + 1 prints them, in microseconds from call K's first kernel's entry on block 0:
@@ -35,10 +37,15 @@ RUNTIME = r'''
 #ifndef STAMP_CALL
 #define STAMP_CALL 200
 #endif
-__device__ unsigned long long stT[8][2][48];
+__device__ unsigned long long stT[8][2][52];
 __device__ unsigned stLaunch[8], stExit[8];
 // every block's earliest entry and latest end of call K, per kernel (printed as 3 and 4)
 __device__ unsigned long long stFirst[8] = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}, stLast[8];
+// the earliest and latest time of any block at spread point s (0: a tail's chain end, 1: a tail
+// worker's first chunk done), per kernel (printed as 48 + 2 s and 49 + 2 s)
+__device__ unsigned long long stSpreadLo[8][2] = {{~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull},
+                                                  {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}},
+                          stSpreadHi[8][2];
 __device__ __forceinline__ unsigned long long stNow() { unsigned long long x; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x)); return x; }
 __device__ __forceinline__ int stBlock() { return blockIdx.x == 0 ? 0 : blockIdx.x == gridDim.x - 1 ? 1 : -1; }
 __device__ __forceinline__ void stamp(int kid, int k, unsigned call) {
@@ -50,6 +57,13 @@ __device__ __forceinline__ unsigned stEnter(int kid, unsigned long long t0) {
   if (call == STAMP_CALL && stBlock() >= 0 && threadIdx.x == 0) stT[kid][stBlock()][0] = t0;
   if (call == STAMP_CALL && threadIdx.x == 0) atomicMin(&stFirst[kid], t0);
   return call;
+}
+__device__ __forceinline__ void stSpread(int kid, int s, unsigned call) {
+  if (call == STAMP_CALL && threadIdx.x == 0) {
+    const unsigned long long t = stNow();
+    atomicMin(&stSpreadLo[kid][s], t);
+    atomicMax(&stSpreadHi[kid][s], t);
+  }
 }
 __device__ __forceinline__ void stExitK(int kid) {
   __syncthreads();
@@ -66,8 +80,12 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
       for (int b = 0; b < 2; ++b) {
         stT[kid][b][3] = stFirst[kid];
         stT[kid][b][4] = stLast[kid];
+        for (int s = 0; s < 2; ++s) {
+          stT[kid][b][48 + 2 * s] = stSpreadLo[kid][s];
+          stT[kid][b][49 + 2 * s] = stSpreadHi[kid][s];
+        }
         printf("ST rank %d kernel %d block %d:", me, kid, b);
-        for (int k = 0; k < 48; ++k)
+        for (int k = 0; k < 52; ++k)
           if (stT[kid][b][k] >= z && stT[kid][b][k] - z < 100000000ull) printf(" %d:%.1f", k, (stT[kid][b][k] - z) / 1000.0);
         printf("\n");
       }
@@ -115,13 +133,16 @@ def stamp_source(text: str) -> tuple[str, int]:
                     res.append(f"  stampPrint(dc.lsaRank, {len(starts)}, stc);")
                 continue
             if ln.startswith("  __half* mine = static_cast<__half*>") and "chainEpoch" in text[start:end]:
-                res.append(f"  stamp({kid}, 2, stc);")
+                res += [f"  stamp({kid}, 2, stc);", f"  stSpread({kid}, 0, stc);"]
             res.append(ln)
             if inloop and LOOP_STATEMENT.match(ln):
                 res.append(f"    stamp({kid}, 8 + 4 * r + {j}, stc);")
                 j += 1
             elif inroles and ROLES_STATEMENT.match(ln) and j < 4:
-                res.append(" " * (len(ln) - len(ln.lstrip())) + f"stamp({kid}, 8 + 4 * r + {j}, stc);")
+                pad = " " * (len(ln) - len(ln.lstrip()))
+                res.append(pad + f"stamp({kid}, 8 + 4 * r + {j}, stc);")
+                if "coconet_rt::workerDone(" in ln:
+                    res.append(pad + f"if (r == 0) stSpread({kid}, 1, stc);")
                 j += 1
         body = "\n".join(res)
         if "stEnter(" not in body:
