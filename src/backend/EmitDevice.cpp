@@ -304,7 +304,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
-    hostArgs.push_back("coconet_rt::claimedPushes(P_)");
+    hostArgs.push_back("coconet_rt::claimedPushes(P_, " + L.nSlice + " / rounds, movers, " + std::to_string(devVecWidth(dg)) + ")");
   }
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }
@@ -1206,14 +1206,16 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
       << (dg.head() ? " || grew" : "") << ")\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
     if (flagsPulls(dg))
-      b << "      // the movers' flags (flagsPulls): zeroed on every rank before any rank counts a chunk in them\n"
-        << "      if (dev_->flags[" << gi << "].ensure(comm_, stream_, coconet_rt::tailFlagBytes(P_), " << prog << ", " << name << ")) {\n"
-        << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      b << "      // the movers' flags (flagsPulls): zeroed on every rank before any rank counts a chunk in them, when made and\n"
+        << "      // when the call's epoch wraps (nextFlagEpoch)\n"
+        << "      const bool madeFlags = dev_->flags[" << gi << "].ensure(comm_, stream_, coconet_rt::tailFlagBytes(P_), " << prog << ", " << name
+        << ");\n"
+        << "      if (madeFlags) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+        << "      if (coconet_rt::nextFlagEpoch(dev_->flagEpoch[" << gi << "]) || madeFlags) {\n"
         << "        CHECK(cudaMemsetAsync(dev_->flags[" << gi << "].ptr, 0, dev_->flags[" << gi << "].bytes, stream_), " << name << ");\n"
         << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 0);\n"
         << "        CHECK(cudaGetLastError(), " << name << ");\n"
-        << "      }\n"
-        << "      if (++dev_->flagEpoch[" << gi << "] == 0) dev_->flagEpoch[" << gi << "] = 1;  // (0: a word never written)\n";
+        << "      }\n";
   } else {
     b << "      if (grew) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
   }

@@ -612,8 +612,8 @@ private:
   bool takesLastBarrier(const DevGroup& dg) const { return dg.pushes() && !dg.tail(); }
   // A reduce-scatter head whose movers (roles split, whole barriers) may push in claimed tiles,
   // block 0 taking one barrier per round for the rank (coconet_rt::pushTilesPrefetchOwn): its
-  // kernel takes `claimed` (coconet_rt::claimedPushes: the tiles' units per thread from 3 ranks, 0 for
-  // the fixed parts; COCONET_CLAIMED_PUSH=K forces K).
+  // kernel takes `claimed` (coconet_rt::claimedPushes: the tiles' units per thread from 3 ranks where a
+  // round holds enough tiles per mover, 0 for the fixed parts; COCONET_CLAIMED_PUSH=K forces K).
   bool claimsPushes(const DevGroup& dg) const {
     return dg.splitRoles() && dg.pushes() && !dg.tail() && dg.barriers != DevGroup::Barriers::Split;
   }

@@ -162,26 +162,38 @@ int main() {
            "past 16: the next multiple, multiples kept", 0, 0, 0, 0, 0);
   }
   {
-    // The claimed pushes' tile (claimedPushes): kPushTileUnits from 3 ranks, the fixed parts (0) on
-    // 2; COCONET_CLAIMED_PUSH=K forces K on any ranks; a bad value is reported once and ignored.
+    // The claimed pushes' tile (claimedPushes): kPushTileUnits from 3 ranks where a round has
+    // kClaimTilesPerMover tiles per mover, else the fixed parts (0), always so on 2 ranks;
+    // COCONET_CLAIMED_PUSH=K forces K on any ranks and rounds; a bad value is reported once and ignored.
     using coconet_rt::claimedPushes;
+    using coconet_rt::kClaimTilesPerMover;
     using coconet_rt::kPushTileUnits;
+    const long long tile8 = static_cast<long long>(coconet_rt::kDevThreads) * 8 * kPushTileUnits;  // (V = 8)
+    const long long enough = kClaimTilesPerMover * tile8 * 32;  // 32 movers: 2^21 elements a round
     unsetenv("COCONET_CLAIMED_PUSH");
-    expect(claimedPushes(2) == 0 && claimedPushes(4) == kPushTileUnits && claimedPushes(8) == kPushTileUnits,
-           "claimed pushes: fixed parts on 2 ranks, tiles from 3", 0, 0, 0, 0, 0);
+    expect(enough == (1LL << 21), "claimed pushes: 4 tiles of 16 Ki elements per mover of 32", 0, 0, enough, 0, 0);
+    expect(claimedPushes(2, 1LL << 22, 32, 8) == 0 && claimedPushes(4, 1LL << 22, 32, 8) == kPushTileUnits &&
+               claimedPushes(8, enough, 32, 8) == kPushTileUnits,
+           "claimed pushes: fixed parts on 2 ranks, tiles from 3 with rounds of enough tiles", 0, 0, 0, 0, 0);
+    expect(claimedPushes(4, enough - 1, 32, 8) == 0 && claimedPushes(4, 1LL << 20, 32, 8) == 0,
+           "claimed pushes: fixed parts below kClaimTilesPerMover tiles per mover", 0, 0, 0, 0, 0);
+    expect(claimedPushes(4, enough / 2, 16, 8) == kPushTileUnits && claimedPushes(4, enough / 2, 32, 4) == kPushTileUnits &&
+               claimedPushes(4, enough / 2, 32, 8) == 0,
+           "claimed pushes: the tiles per mover by the movers and the vector width", 0, 0, 0, 0, 0);
     setenv("COCONET_CLAIMED_PUSH", "0", 1);
-    expect(claimedPushes(4) == 0, "COCONET_CLAIMED_PUSH=0: fixed parts", 0, 0, 0, 0, 0);
+    expect(claimedPushes(4, 1LL << 22, 32, 8) == 0, "COCONET_CLAIMED_PUSH=0: fixed parts", 0, 0, 0, 0, 0);
     setenv("COCONET_CLAIMED_PUSH", "3", 1);
-    expect(claimedPushes(2) == 3 && claimedPushes(4) == 3, "COCONET_CLAIMED_PUSH=3 on any ranks (read per call)", 0, 0, 0, 0, 0);
+    expect(claimedPushes(2, 1LL << 22, 32, 8) == 3 && claimedPushes(4, 1LL << 20, 32, 8) == 3,
+           "COCONET_CLAIMED_PUSH=3 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
     // stderr into a file while bad values are read
     std::fflush(stderr);
     const int saved = dup(2);
     std::FILE* err = std::tmpfile();
     dup2(fileno(err), 2);
     setenv("COCONET_CLAIMED_PUSH", "4x", 1);
-    const int bad1 = claimedPushes(4);
+    const int bad1 = claimedPushes(4, 1LL << 22, 32, 8);
     setenv("COCONET_CLAIMED_PUSH", "65", 1);
-    const int bad2 = claimedPushes(2);
+    const int bad2 = claimedPushes(2, 1LL << 22, 32, 8);
     std::fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -203,6 +215,20 @@ int main() {
     const bool on = tailFlags();
     unsetenv("COCONET_TAIL_FLAGS");
     expect(byDefault && !off && on, "COCONET_TAIL_FLAGS: flags unless 0", 0, 0, 0, 0, 0);
+  }
+  {
+    // A tail's flags' epochs: 1, 2, ... from 0, never 0; zeroed flags where the epoch wraps.
+    using coconet_rt::nextFlagEpoch;
+    unsigned e = 0;
+    const bool first = nextFlagEpoch(e);
+    expect(!first && e == 1, "nextFlagEpoch: 0 -> 1, no zeroing", 0, 0, 0, 0, static_cast<int>(e));
+    e = 0xfffffffeu;
+    const bool last = nextFlagEpoch(e);
+    expect(!last && e == 0xffffffffu, "nextFlagEpoch: 2^32 - 2 -> 2^32 - 1, no zeroing", 0, 0, 0, 0, static_cast<int>(e));
+    const bool wrapped = nextFlagEpoch(e);
+    expect(wrapped && e == 1, "nextFlagEpoch: 2^32 - 1 -> 1, zeroing", 0, 0, 0, 0, static_cast<int>(e));
+    const bool after = nextFlagEpoch(e);
+    expect(!after && e == 2, "nextFlagEpoch: 1 -> 2 after the wrap, no zeroing", 0, 0, 0, 0, static_cast<int>(e));
   }
   if (failures) {
     std::printf("%d failures\n", failures);

@@ -476,18 +476,30 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*pushed).fetch_add(1u, cuda::memory_order_release);
   }
 }
-// A head's claimed pushes on P ranks (the kernel's `claimed`): the tile's units per thread, 0 for
-// the fixed parts. From 3 ranks tiles of kPushTileUnits; on 2 ranks the fixed parts: each mover
-// pushes to the one peer, its fixed part evens out, and the tiles' claims only cost: LAMB's drivers
-// on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9 / 2,543 with tiles of 8,
-// against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2). COCONET_CLAIMED_PUSH in the
-// environment sets the units on any number of ranks, 0 the fixed parts (A/B timings; read at every
-// call, so that the bench's BENCH_ENV_ROWS time both forms of one build side by side); any other
-// value than a number from 0 to 64 is reported (once) and ignored.
+// A head's claimed pushes on P ranks (the kernel's `claimed`), for rounds of `roundElems` elements
+// of each slice (the mean, where tapered) pushed by `movers` blocks in units of `V` elements per
+// thread: the tile's units per thread, 0 for the fixed parts.
+// From 3 ranks tiles of kPushTileUnits where a round has at least kClaimTilesPerMover tiles per
+// mover, else the fixed parts:
+// - On 2 ranks each mover pushes to the one peer, its fixed part evens out, and the tiles' claims
+//   only cost: LAMB's drivers on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9 /
+//   2,543 with tiles of 8, against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
+//   (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2).
+// - With 2 tiles per mover a round has nothing to even out by whole tiles: LAMB on 4 H200 at 2^24
+//   parameters (4 rounds of 2^20 elements per slice, 32 movers) took 222.4 / 222.0 us of GPU time
+//   claiming against 218.8 / 218.9 in fixed parts, and at 2^26 / 2^28 (4 / 8 tiles per mover)
+//   698.8 / 679.0 against 718.8 / 710.2 and 2,545 / 2,500 against 2,648 / 2,629 (the bench, rows
+//   taking turns: session48 call a4, docs/benchmarks/gpu/2026-11-28-4xH200-session49 call w4).
+//   3 tiles per mover were not measured.
+// COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
+// fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
+// of one build side by side); any other value than a number from 0 to 64 is reported (once) and
+// ignored.
 constexpr int kPushTileUnits = 4;
-inline int claimedPushes(int P) {
-  int units = P > 2 ? kPushTileUnits : 0;
+constexpr long long kClaimTilesPerMover = 4;
+inline int claimedPushes(int P, long long roundElems, int movers, int V) {
+  const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
+  int units = P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0;
   if (const char* e = std::getenv("COCONET_CLAIMED_PUSH"); e && *e) {
     char* end = nullptr;
     const long v = std::strtol(e, &end, 10);
@@ -758,7 +770,10 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // (its acquire of the count, then __threadfence_system) and raises this rank's count in every
 // rank's flags to r + 1, by a maximum: the last workers of two chunks may get there out of order.
 // (Published by mover block 0 after its pull instead, a system fence stood behind the pull's own
-// traffic: 4-10 us in the rounds that published, call s4.) With `epoch` 0 (COCONET_TAIL_FLAGS=0)
+// traffic: 4-10 us in the rounds that published, call s4.) LAMB's step on 4 H200 took 222.0 /
+// 679.0 / 2,500 us of GPU time at 2^24 / 2^26 / 2^28 so, against 223.5 / 691.9 / 2,519 published by
+// mover block 0 and 224.8 / 699.9 / 2,541 with the barriers (the bench, rows taking turns:
+// docs/benchmarks/gpu/2026-11-28-4xH200-session49, call w4). With `epoch` 0 (COCONET_TAIL_FLAGS=0)
 // only the count.
 __device__ __forceinline__ void workerDone(unsigned* roles, int r, unsigned workers, ncclWindow_t w, size_t off, int P, int me,
                                            unsigned epoch) {
@@ -802,6 +817,15 @@ __device__ __forceinline__ void needChunk(ncclWindow_t w, size_t off, int P, int
   __syncthreads();  // (every thread read *known above)
   if (threadIdx.x == 0) *known = fewest;
   __syncthreads();
+}
+// A tail's flags' epoch for the next call (`epoch` the last call's; 0 is skipped: a word never
+// written). Returns whether the flags must be zeroed on every rank (with a barrier) before the call:
+// where the epoch wraps, since workerDone raises the counts by a maximum and the words of the calls
+// before (epochs up to 2^32 - 1) would stand above every word of the new call's.
+inline bool nextFlagEpoch(unsigned& epoch) {
+  if (++epoch != 0) return false;
+  epoch = 1;
+  return true;
 }
 // Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read at
 // every call, as COCONET_CLAIMED_PUSH).
