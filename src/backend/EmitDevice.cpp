@@ -605,12 +605,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     };
     auto ready = [](const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; };
     auto done = [](const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; };
+    // (A flagsPulls tail's workers wait for each other's chunk 0 (Emitter.h): safe, as every block
+    // of a split grid is resident at once, roleBlocks.)
     K << "  if (movers > 0 && !mover) {\n"
       << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n"
       << "    for (int r = 0; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
       << (flagsPulls(dg) ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
+                           "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+                           "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"
                          : "      coconet_rt::roleSignal(" + done("r") + ");\n")
       << "    }\n"
       << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"

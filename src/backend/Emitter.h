@@ -620,7 +620,10 @@ private:
   // An all-gather tail whose movers (roles split, whole barriers) pull once every rank counted the
   // chunk in its flags rather than after a barrier per round (coconet_rt::workerDone,
   // needChunk): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
-  // COCONET_TAIL_FLAGS=0: the barriers).
+  // COCONET_TAIL_FLAGS=0: the barriers). Its workers compute chunk 0, which every pull waits for,
+  // together: none starts chunk 1 before every worker counted chunk 0 (LAMB's step on 4 H200: 210.9
+  // / 673.5 / 2,469 us of GPU time at 2^24 / 2^26 / 2^28 against 214.7 / 688.3 / 2,493, and 215.2 /
+  // 680.6 / 2,492 waiting so after every chunk; docs/benchmarks/gpu/2026-11-28-4xH200-session49, l4).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }
