@@ -10,7 +10,7 @@
 # Bundle (on the branch, coconetc built there): GPU_BUNDLE_ONLY="lamb" bash tools/gpu-bundle.sh;
 # then main's stripped coconetc as .gpu-bundle/ab/coconetc-main (git stash / checkout main, ninja
 # -C build coconetc, strip -o, back to the branch and rebuild).
-# Run: LIMIT=420 bash docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48/job-w4.sh (kind
+# Run: LIMIT=420 bash docs/benchmarks/gpu/2026-11-28-4xH200-session49/job-w4.sh (kind
 # nvidia-h200-x4, carry .gpu-bundle).  -> $OUT/w4
 set -uo pipefail
 source tools/bench/gpu/job.sh
