@@ -462,6 +462,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
+  // A flags-pulling tail without folds has every block compute chunk 0 (moversJoinChunk0): compute()
+  // takes its part from `cpt`, the grid's for that chunk, else pt.
+  const bool joinChunk0 = roles && flagsPulls(dg) && dg.folds.empty();
+  if (joinChunk0) K << "  coconet_rt::Part cpt = pt;  // the part compute() takes (the grid's for chunk 0)\n";
   if (oneShot)
     K << "  const auto slots = coconet_rt::oneShotSlots<kProto>(stageWin, stageOff, me, rsIn, nSlice, llFlag);\n"
       << "  // every slice: the elements' indices are the whole tensor's\n"
@@ -523,7 +527,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   K << E.str()
     << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
     << "  // partition either way), then the elements after the last unit.\n"
-    << "  coconet_rt::forUnits<V>(pt, lo, hi, vec, [&](long long i0) {\n";
+    << "  coconet_rt::forUnits<V>(" << (joinChunk0 ? "cpt" : "pt") << ", lo, hi, vec, [&](long long i0) {\n";
   if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
   for (int k : others) {
     std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
@@ -606,16 +610,31 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     auto ready = [](const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; };
     auto done = [](const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; };
     // (A flagsPulls tail's workers wait for each other's chunk 0 (Emitter.h): safe, as every block
-    // of a split grid is resident at once, roleBlocks.)
+    // of a split grid is resident at once, roleBlocks. Where every block computes chunk 0
+    // (joinChunk0) that wait also keeps a later chunk's count from being published before chunk 0
+    // is whole: workerDone's last worker of chunk r stands for every chunk before r.)
+    if (joinChunk0)
+      K << "  if (movers > 0) {\n"
+        << "    // chunk 0, which every pull waits for, by every block (the movers have nothing to pull before\n"
+        << "    // it); all gridDim.x blocks count it\n"
+        << "    cpt = coconet_rt::gridPart();\n"
+        << "    compute(edge(0), edge(1));\n"
+        << "    cpt = pt;\n"
+        << "    coconet_rt::workerDone(roles, 0, gridDim.x, flagWin, flagOff, P, me, flagEpoch);\n"
+        << "  }\n";
     K << "  if (movers > 0 && !mover) {\n"
-      << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n"
-      << "    for (int r = 0; r < rounds; ++r) {\n"
+      << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n";
+    if (joinChunk0)
+      K << "    // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+        << "    coconet_rt::roleWait(" << done("0") << ", gridDim.x);\n";
+    K << "    for (int r = " << (joinChunk0 ? 1 : 0) << "; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
-      << (flagsPulls(dg) ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
-                           "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
-                           "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"
-                         : "      coconet_rt::roleSignal(" + done("r") + ");\n")
+      << (joinChunk0       ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
+          : flagsPulls(dg) ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
+                             "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+                             "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"
+                           : "      coconet_rt::roleSignal(" + done("r") + ");\n")
       << "    }\n"
       << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
       << "  // the blocks that take barriers: the movers, or every block without roles\n"
@@ -711,7 +730,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
       const std::string barrierPulls = "// once every worker published chunk r, barrier; pull chunk r\n"
                                  "for (int r = 0; r < rounds; ++r) {\n"
-                                 "  coconet_rt::roleWait(" + done("r") + ", workers);\n"
+                                 "  coconet_rt::roleWait(" + done("r") + (joinChunk0 ? ", r == 0 ? gridDim.x : workers);\n" : ", workers);\n") +
                                  "  // every rank published chunk r of this part\n"
                                  "  " + sync +
                                  "  " + pullOf("edge(r), edge(r + 1)") + ";\n"

@@ -623,7 +623,10 @@ private:
   // COCONET_TAIL_FLAGS=0: the barriers). Its workers compute chunk 0, which every pull waits for,
   // together: none starts chunk 1 before every worker counted chunk 0 (LAMB's step on 4 H200: 210.9
   // / 673.5 / 2,469 us of GPU time at 2^24 / 2^26 / 2^28 against 214.7 / 688.3 / 2,493, and 215.2 /
-  // 680.6 / 2,492 waiting so after every chunk; docs/benchmarks/gpu/2026-11-28-4xH200-session49, l4).
+  // 680.6 / 2,492 waiting so after every chunk; docs/benchmarks/gpu/2026-11-28-4xH200-session49, l4),
+  // and without folds its movers compute their share of chunk 0 too (nothing to pull before it;
+  // at 2^24 one unit per thread where the workers alone left 24 of 232 blocks a second: 211.6 /
+  // 668.1 / 2,468 against 215.5 / 670.5 / 2,481, call j4).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }

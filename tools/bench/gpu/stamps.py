@@ -8,7 +8,8 @@ after every statement of its shared rounds loop (8 + 4 r + j: the j-th statement
 push / compute / pull / barrier in the order the loop has them) and at its end (47); and on
 every block: the earliest entry (3) and latest end (4) of any block of the kernel, and the
 earliest and latest end of a tail's scalar chain (48, 49) and of a tail worker's first chunk
-(50, 51: after its workerDone) over the blocks that reach them. Each kernel
+(50, 51: after its workerDone; every block's where all compute chunk 0) over the blocks that reach
+them. Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
 (K = STAMP_CALL, default 200: build with -DSTAMP_CALL=K to change it), and the first device
 kernel of call K + 1 prints them, in microseconds from call K's first kernel's entry on block 0:
@@ -98,7 +99,7 @@ LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coco
 # and its `else`, or a tail's `if (flagEpoch)` and its `else`) and their statements (any deeper
 # line; a claimed round's block-0 statements inside `if (blockIdx.x == 0)`, which block 0 runs
 # whole, so its stamps' barriers are uniform).
-ROLES_LOOP = re.compile(r"^( {4}| {6})for \(int r = 0; r < rounds; \+\+r\) \{$")
+ROLES_LOOP = re.compile(r"^( {4}| {6})for \(int r = [01]; r < rounds; \+\+r\) \{$")
 ROLES_STATEMENT = re.compile(
     r"^ +(coconet_rt::(roleWait|roleSignal|workerDone|pushSlices|pullSlices|pushTilesPrefetchOwn|needChunk)|compute\(edge"
     r"|bar\.sync)")
@@ -135,6 +136,9 @@ def stamp_source(text: str) -> tuple[str, int]:
             if ln.startswith("  __half* mine = static_cast<__half*>") and "chainEpoch" in text[start:end]:
                 res += [f"  stamp({kid}, 2, stc);", f"  stSpread({kid}, 0, stc);"]
             res.append(ln)
+            if ln.strip().startswith("coconet_rt::workerDone(roles, 0, gridDim.x,"):
+                # chunk 0 computed by every block (a tail whose movers join it): its spread
+                res.append(" " * (len(ln) - len(ln.lstrip())) + f"stSpread({kid}, 1, stc);")
             if inloop and LOOP_STATEMENT.match(ln):
                 res.append(f"    stamp({kid}, 8 + 4 * r + {j}, stc);")
                 j += 1

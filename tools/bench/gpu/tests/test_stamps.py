@@ -88,9 +88,11 @@ class StampSource(unittest.TestCase):
             self.assertIn("stExitK(0);", text)
             self.assertIn("stExitK(1);", text)
             self.assertIn("  stamp(1, 2, stc);\n  stSpread(1, 0, stc);\n  __half* mine", text)
-            # the spread of apply's workers' first chunk: after their workerDone, over every worker
-            self.assertRegex(text, r"coconet_rt::workerDone\(roles, r,[^\n]*\n +stamp\(1, 8 \+ 4 \* r \+ 1, stc\);\n"
-                                   r" +if \(r == 0\) stSpread\(1, 1, stc\);")
+            # the spread of apply's first chunk, which every block computes: after its workerDone
+            self.assertRegex(text, r"coconet_rt::workerDone\(roles, 0, gridDim.x,[^\n]*\n +stSpread\(1, 1, stc\);\n")
+            # the workers' loop from chunk 1 stamped
+            self.assertRegex(text, r"for \(int r = 1; r < rounds; \+\+r\) \{\n +compute\(edge\(r\), edge\(r \+ 1\)\);\n"
+                                   r" +stamp\(1, 8 \+ 4 \* r \+ 0, stc\);")
             self.assertEqual(text.count("stampPrint(dc.lsaRank, 2, stc);"), 1)
             self.assertEqual((out / "lamb_main.cu").read_text(), (gen / "lamb_main.cu").read_text())
 
