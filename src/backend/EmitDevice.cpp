@@ -304,7 +304,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
-    hostArgs.push_back("coconet_rt::claimedPushes(P_, " + L.nSlice + " / rounds, movers, " + std::to_string(devVecWidth(dg)) + ")");
+    hostArgs.push_back("coconet_rt::claimedPushes(P_, (" + L.nSlice + ") / rounds, movers, " + std::to_string(devVecWidth(dg)) + ")");
   }
   if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
 }
@@ -462,8 +462,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
       << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
-  // A flags-pulling tail without folds has every block compute chunk 0 (moversJoinChunk0): compute()
-  // takes its part from `cpt`, the grid's for that chunk, else pt.
+  // A flags-pulling tail without folds (whose partial results would be per worker block) has every
+  // block compute chunk 0 (joinChunk0): compute() takes its part from `cpt`, the grid's for that
+  // chunk, else pt.
   const bool joinChunk0 = roles && flagsPulls(dg) && dg.folds.empty();
   if (joinChunk0) K << "  coconet_rt::Part cpt = pt;  // the part compute() takes (the grid's for chunk 0)\n";
   if (oneShot)
@@ -630,11 +631,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "    for (int r = " << (joinChunk0 ? 1 : 0) << "; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
-      << (joinChunk0       ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
-          : flagsPulls(dg) ? "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n"
-                             "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
-                             "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"
-                           : "      coconet_rt::roleSignal(" + done("r") + ");\n")
+      << (!flagsPulls(dg) ? "      coconet_rt::roleSignal(" + done("r") + ");\n"
+                            : "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n" +
+                                  std::string(joinChunk0 ? ""
+                                                         : "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+                                                           "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"))
       << "    }\n"
       << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
       << "  // the blocks that take barriers: the movers, or every block without roles\n"
