@@ -489,8 +489,9 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 //   parameters (4 rounds of 2^20 elements per slice, 32 movers) took 222.4 / 222.0 us of GPU time
 //   claiming against 218.8 / 218.9 in fixed parts, and at 2^26 / 2^28 (4 / 8 tiles per mover)
 //   698.8 / 679.0 against 718.8 / 710.2 and 2,545 / 2,500 against 2,648 / 2,629 (the bench, rows
-//   taking turns: session48 call a4, docs/benchmarks/gpu/2026-11-28-4xH200-session49 call w4).
-//   3 tiles per mover were not measured.
+//   taking turns: session48 call a4, docs/benchmarks/gpu/2026-11-28-4xH200-session49 call w4);
+//   with this rule 215.9 against 218.9 claiming at 2^24 (session49 call c4). 3 tiles per mover
+//   were not measured.
 // COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
 // fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
 // of one build side by side); any other value than a number from 0 to 64 is reported (once) and
