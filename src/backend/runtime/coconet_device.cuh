@@ -294,14 +294,13 @@ template <class T> __device__ __forceinline__ T* peerPtr(ncclWindow_t w, size_t 
 // word per value, a float's bits in the low half and the call's epoch in the high half, stored
 // and loaded whole, so that a reader that sees this call's epoch sees this call's value. No
 // barrier: block 0 of every rank stores, every block of every rank waits for each slot.
-// (putEpochWord: any 32-bit value so; a tail's chunk counts are raised by a maximum instead, workerDone.)
-__device__ __forceinline__ void putEpochWord(ncclWindow_t w, size_t byteOffset, int peer, unsigned low, unsigned epoch) {
-  const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | low;
-  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
-  slot.store(word, cuda::memory_order_relaxed);
+// (epochWord: the word of any 32-bit value so; a tail's chunk counts, raised by a maximum: workerDone.)
+__host__ __device__ __forceinline__ unsigned long long epochWord(unsigned low, unsigned epoch) {
+  return (static_cast<unsigned long long>(epoch) << 32) | low;
 }
 __device__ __forceinline__ void putEpochSlot(ncclWindow_t w, size_t byteOffset, int peer, float v, unsigned epoch) {
-  putEpochWord(w, byteOffset, peer, __float_as_uint(v), epoch);
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*peerPtr<unsigned long long>(w, byteOffset, peer));
+  slot.store(epochWord(__float_as_uint(v), epoch), cuda::memory_order_relaxed);
 }
 __device__ __forceinline__ float waitEpochSlot(const unsigned long long* p, unsigned epoch) {
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> slot(*const_cast<unsigned long long*>(p));
@@ -785,7 +784,7 @@ __device__ __forceinline__ void workerDone(unsigned* roles, int r, unsigned work
         cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*roleDone(roles, r)).fetch_add(1u, cuda::memory_order_acq_rel);
     if (epoch != 0 && before + 1 == workers) {
       __threadfence_system();
-      const unsigned long long word = (static_cast<unsigned long long>(epoch) << 32) | static_cast<unsigned>(r + 1);
+      const unsigned long long word = epochWord(static_cast<unsigned>(r + 1), epoch);
       for (int p = 0; p < P; ++p)
         if (p != me)
           cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*peerPtr<unsigned long long>(w, off + me * sizeof(unsigned long long), p))
