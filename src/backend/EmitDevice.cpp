@@ -301,6 +301,8 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.insert(params.end(), {"ncclWindow_t flagWin", "size_t flagOff", "unsigned flagEpoch"});
     hostArgs.insert(hostArgs.end(), {"dev_->flags[" + gi + "].win", "(dev_->flagEpoch[" + gi + "] & 1u) * (dev_->flags[" + gi + "].bytes / 2)",
                                      "coconet_rt::tailFlags() ? dev_->flagEpoch[" + gi + "] : 0u"});
+    params.push_back("int pulled");
+    hostArgs.push_back("coconet_rt::claimedPulls(P_, rounds)");
   }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
@@ -574,6 +576,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
   };
   const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
+  // a flagsPulls tail's claimed pulls of chunk r
+  const std::string tiles = "coconet_rt::pullTiles<" + ST + ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
+                            "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
   // the blocks' partial results of the folded reductions: one tree pass for all of them
   // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
   std::string folds;
@@ -743,9 +748,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
           << "      __shared__ unsigned known;\n"
           << "      if (threadIdx.x == 0) known = 0;\n"
           << "      __syncthreads();\n"
-          << "      for (int r = 0; r < rounds; ++r) {\n"
-          << "        coconet_rt::needChunk(flagWin, flagOff, P, me, flagEpoch, r, &known);\n"
-          << "        " << pullOf("edge(r), edge(r + 1)") << ";\n"
+          << "      if (pulled) {\n"
+          << "        // tiles of chunk r as claimed (pullTiles)\n"
+          << "        for (int r = 0; r < rounds; ++r) {\n"
+          << "          " << tiles << ";\n"
+          << "        }\n"
+          << "      } else {\n"
+          << "        for (int r = 0; r < rounds; ++r) {\n"
+          << "          coconet_rt::needChunk(flagWin, flagOff, P, me, flagEpoch, r, &known);\n"
+          << "          " << pullOf("edge(r), edge(r + 1)") << ";\n"
+          << "        }\n"
           << "      }\n"
           << "    } else {\n"
           << indent(indent(indent(barrierPulls))) << "    }\n";

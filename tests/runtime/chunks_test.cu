@@ -2,7 +2,7 @@
 // that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
 // mergedOverlapChunks); and the run-time knobs read from the environment at every call
-// (claimedPushes, tailFlags). Built with nvcc and run on the build machine (the
+// (claimedPushes, claimedPulls, tailFlags). Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <unistd.h>
 
@@ -205,6 +205,41 @@ int main() {
     expect(said == "coconet: COCONET_CLAIMED_PUSH=4x ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
            "bad COCONET_CLAIMED_PUSH: reported once, naming the value", 0, 0, 0, 0, 0);
     unsetenv("COCONET_CLAIMED_PUSH");
+    // A tail's claimed pulls (claimedPulls): kPullTileUnits from 3 ranks in at most
+    // kClaimPullMaxRounds rounds, else the fixed parts; COCONET_CLAIMED_PULL=K forces K, a bad
+    // value is reported once (its own report, not the pushes') and ignored.
+    using coconet_rt::claimedPulls;
+    using coconet_rt::kClaimPullMaxRounds;
+    using coconet_rt::kPullTileUnits;
+    unsetenv("COCONET_CLAIMED_PULL");
+    expect(kPullTileUnits > 0 && claimedPulls(4, kClaimPullMaxRounds) == kPullTileUnits && claimedPulls(8, 1) == kPullTileUnits &&
+               claimedPulls(3, 2) == kPullTileUnits,
+           "claimed pulls: tiles from 3 ranks in few rounds", 0, 0, 0, 0, 0);
+    expect(claimedPulls(2, 4) == 0 && claimedPulls(4, kClaimPullMaxRounds + 1) == 0 && claimedPulls(4, 16) == 0,
+           "claimed pulls: fixed parts on 2 ranks and in more rounds", 0, 0, 0, 0, 0);
+    setenv("COCONET_CLAIMED_PULL", "0", 1);
+    const bool pullsOff = claimedPulls(4, 4) == 0;
+    setenv("COCONET_CLAIMED_PULL", "2", 1);
+    expect(pullsOff && claimedPulls(2, 16) == 2, "COCONET_CLAIMED_PULL=0 / =2 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
+    std::fflush(stderr);
+    const int savedPull = dup(2);
+    std::FILE* errPull = std::tmpfile();
+    dup2(fileno(errPull), 2);
+    setenv("COCONET_CLAIMED_PULL", "-1", 1);
+    const int badPull1 = claimedPulls(4, 4);
+    setenv("COCONET_CLAIMED_PULL", "x", 1);
+    const int badPull2 = claimedPulls(4, 8);
+    std::fflush(stderr);
+    dup2(savedPull, 2);
+    close(savedPull);
+    std::string saidPull;
+    std::rewind(errPull);
+    for (int ch; (ch = std::fgetc(errPull)) != EOF;) saidPull += static_cast<char>(ch);
+    std::fclose(errPull);
+    expect(badPull1 == kPullTileUnits && badPull2 == 0, "bad COCONET_CLAIMED_PULL: the default", 0, 0, 0, 0, 0);
+    expect(saidPull == "coconet: COCONET_CLAIMED_PULL=-1 ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
+           "bad COCONET_CLAIMED_PULL: reported once, naming the variable and value", 0, 0, 0, 0, 0);
+    unsetenv("COCONET_CLAIMED_PULL");
     // A tail's pulls by flags (tailFlags) unless COCONET_TAIL_FLAGS=0, read per call.
     using coconet_rt::tailFlags;
     unsetenv("COCONET_TAIL_FLAGS");

@@ -497,22 +497,25 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 // ignored.
 constexpr int kPushTileUnits = 4;
 constexpr long long kClaimTilesPerMover = 4;
-inline int claimedPushes(int P, long long roundElems, int movers, int V) {
-  const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
-  int units = P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0;
-  if (const char* e = std::getenv("COCONET_CLAIMED_PUSH"); e && *e) {
+// The units per thread of a tile from the environment variable `name` (read at every call) where
+// it holds a number from 0 to 64, else `units`; any other value is reported (once per `told`).
+inline int envTileUnits(const char* name, int units, bool& told) {
+  if (const char* e = std::getenv(name); e && *e) {
     char* end = nullptr;
     const long v = std::strtol(e, &end, 10);
     if (*end || v < 0 || v > 64) {
-      static bool told = false;
-      if (!told)
-        std::fprintf(stderr, "coconet: COCONET_CLAIMED_PUSH=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", e);
+      if (!told) std::fprintf(stderr, "coconet: %s=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", name, e);
       told = true;
     } else {
       units = static_cast<int>(v);
     }
   }
   return units;
+}
+inline int claimedPushes(int P, long long roundElems, int movers, int V) {
+  const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
+  static bool told = false;
+  return envTileUnits("COCONET_CLAIMED_PUSH", P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0, told);
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
@@ -817,6 +820,58 @@ __device__ __forceinline__ void needChunk(ncclWindow_t w, size_t off, int P, int
   __syncthreads();  // (every thread read *known above)
   if (threadIdx.x == 0) *known = fewest;
   __syncthreads();
+}
+// An all-gather tail's movers pull round r's chunk [lo, hi) in tiles they claim one at a time
+// through the round's counter `claimed` (roleClaimed; the next claim asked while the current tile
+// travels), each tile by the whole block, instead of a fixed part of every chunk each. A mover
+// that claims a tile of round r first waits for chunk r on every rank (needChunk). With fixed
+// parts each mover pulled its part of every chunk whatever the others did: LAMB's `apply` on 4
+// H200 ended 3-9 us after mover block 0 at 2^24 parameters (docs/benchmarks/gpu/2026-11-28-4xH200-session49,
+// call j4's stamps). The pulls are bound by the links, not by the blocks issuing them: with the
+// workers also claiming tiles once done with their chunks LAMB's step took 228.6 / 741.8 us of GPU
+// time at 2^24 / 2^26 against 217.3 / 681.2 in fixed parts, the movers alone 211.6 / 680.0
+// (docs/benchmarks/gpu/2026-11-28-4xH200-session50, call k4). A tile is kDevThreads x V x `units`
+// elements of each slice.
+template <class T, int V>
+__device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWindow_t w, size_t sliceOff, int P, int me, T* __restrict__ out,
+                                          long long m, long long lo, long long hi, bool vec, ncclWindow_t flagWin, size_t flagOff,
+                                          unsigned epoch, int r, unsigned* known) {
+  const long long kTile = static_cast<long long>(kDevThreads) * V * units;
+  __shared__ unsigned claim[2];
+  const long long tiles = (hi - lo + kTile - 1) / kTile;
+  if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const long long t = claim[k];
+    if (t >= tiles) break;
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(claimed, 1u);
+    needChunk(flagWin, flagOff, P, me, epoch, r, known);  // (at once after the first: `known` covers r)
+    const long long a = lo + t * kTile;
+    pullSlices<T, V>(Part{0, 1}, w, sliceOff, P, me, out, m, a, a + kTile < hi ? a + kTile : hi, vec);
+    if (threadIdx.x == 0) claim[k ^ 1] = next;
+    __syncthreads();
+  }
+  __syncthreads();  // (claim[k] read by every thread before a later round's first claim)
+}
+// A tail's claimed pulls (pullTiles) on P ranks in `rounds` rounds: the tile's units per thread,
+// 0 for the fixed parts. From 3 ranks tiles of kPullTileUnits where the kernel has at most
+// kClaimPullMaxRounds rounds, else the fixed parts. LAMB on 4 H200, GPU time, the bench's rows
+// taking turns (docs/benchmarks/gpu/2026-11-28-4xH200-session50, calls k4, m4, n4):
+// - 2^24 parameters (4 rounds): tiles of 1 unit 211.6 / 212.3 / 207.5 us against 217.3 / 216.1 /
+//   214.7 in fixed parts (tiles of 4: 208.2 / 207.8); the kernel then ends 5-6 us sooner after
+//   its entry (n4's stamps). 2^25 (4 rounds, the drivers' minima): 369.5-375.0 against 374.3-377.6.
+// - 2^26 (8 rounds): 680.0 / 675.8 against 681.2 / 674.2; 2^28 (16 rounds): 2,498 / 2,492
+//   against 2,483 / 2,479: the fixed parts' uneven ends weigh less there than the claims cost.
+// - On 2 ranks (each block pulls from the one peer) tiles of 1 unit lost at every size: 219.5 /
+//   720.4 / 2,659 against 211.1 / 666.8 / 2,431 at 2^24 / 2^26 / 2^28 (m4, 2 H200).
+// COCONET_CLAIMED_PULL in the environment sets the units on any ranks and rounds, 0 the fixed parts
+// (A/B timings, read at every call as COCONET_CLAIMED_PUSH).
+constexpr int kPullTileUnits = 1;
+constexpr int kClaimPullMaxRounds = 4;
+inline int claimedPulls(int P, int rounds) {
+  static bool told = false;
+  return envTileUnits("COCONET_CLAIMED_PULL", P > 2 && rounds <= kClaimPullMaxRounds ? kPullTileUnits : 0, told);
 }
 // A tail's flags' epoch for the next call (`epoch` the last call's; 0 is skipped: a word never
 // written). Returns whether the flags must be zeroed on every rank (with a barrier) before the call:

@@ -19,8 +19,8 @@
 # "NAME=STATEMENTS|..." added to the sample's schedule), BENCH_COMPILER_ROWS (Adam's and LAMB's
 # rows `coconetc_NAME` compiled by another coconetc: "NAME=PATH|...", an A/B of the compiler),
 # BENCH_ENV_ROWS (Adam's and LAMB's rows `coconetc_NAME` of the sample's build with run-time
-# knobs set around each step: "NAME=VAR=VALUE[ VAR=VALUE]|...", VAR COCONET_CLAIMED_PUSH or
-# COCONET_TAIL_FLAGS),
+# knobs set around each step: "NAME=VAR=VALUE[ VAR=VALUE]|...", VAR COCONET_CLAIMED_PUSH,
+# COCONET_TAIL_FLAGS or COCONET_CLAIMED_PULL),
 # MEGATRON_DECODE_TOKENS / ALLREDUCE_SIZES (developer options: other decode token counts, other
 # all-reduce sizes; the results' command names them).
 #

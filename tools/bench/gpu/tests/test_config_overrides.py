@@ -186,10 +186,12 @@ class EnvRows(unittest.TestCase):
         self.load({})
 
     def test_rows_without_programs(self):
-        lamb = self.load({"BENCH_ENV_ROWS": "fixed=COCONET_CLAIMED_PUSH=0| both = COCONET_CLAIMED_PUSH=2 COCONET_TAIL_FLAGS=0"})
+        lamb = self.load({"BENCH_ENV_ROWS": "fixed=COCONET_CLAIMED_PUSH=0| both = COCONET_CLAIMED_PUSH=2 COCONET_TAIL_FLAGS=0"
+                                            "|t1=COCONET_CLAIMED_PULL=1"})
         from workloads import _optim
         self.assertEqual(_optim.ENV_ROWS, [("fixed", {"COCONET_CLAIMED_PUSH": "0"}),
-                                           ("both", {"COCONET_CLAIMED_PUSH": "2", "COCONET_TAIL_FLAGS": "0"})])
+                                           ("both", {"COCONET_CLAIMED_PUSH": "2", "COCONET_TAIL_FLAGS": "0"}),
+                                           ("t1", {"COCONET_CLAIMED_PULL": "1"})])
         self.assertFalse([k for k in lamb.PROGRAMS if "_x_" in k])  # the default build serves them
         names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
         self.assertIn("coconetc_fixed", names)

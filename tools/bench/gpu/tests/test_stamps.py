@@ -93,6 +93,10 @@ class StampSource(unittest.TestCase):
             # the workers' loop from chunk 1 stamped
             self.assertRegex(text, r"for \(int r = 1; r < rounds; \+\+r\) \{\n +compute\(edge\(r\), edge\(r \+ 1\)\);\n"
                                    r" +stamp\(1, 8 \+ 4 \* r \+ 0, stc\);")
+            # the movers' pulls, both forms (claimed tiles, fixed parts), stamped per round
+            self.assertRegex(text, r"coconet_rt::pullTiles<[^\n]*\n +stamp\(1, 8 \+ 4 \* r \+ 0, stc\);\n")
+            self.assertRegex(text, r"coconet_rt::needChunk\([^\n]*\n +stamp\(1, 8 \+ 4 \* r \+ 0, stc\);\n"
+                                   r" +coconet_rt::pullSlices<[^\n]*\n +stamp\(1, 8 \+ 4 \* r \+ 1, stc\);\n")
             self.assertEqual(text.count("stampPrint(dc.lsaRank, 2, stc);"), 1)
             self.assertEqual((out / "lamb_main.cu").read_text(), (gen / "lamb_main.cu").read_text())
 

@@ -210,7 +210,7 @@ COMPILER_ROWS = compiler_rows(os.environ.get(COMPILER_ROWS_ENV, ""))
 # row's steps. Only the knobs read at every call (ENV_ROW_KNOBS) are taken: any other is read
 # once per process, so such a row would time the default again.
 ENV_ROWS_ENV = "BENCH_ENV_ROWS"
-ENV_ROW_KNOBS = ("COCONET_CLAIMED_PUSH", "COCONET_TAIL_FLAGS")  # coconet_rt::claimedPushes, tailFlags
+ENV_ROW_KNOBS = ("COCONET_CLAIMED_PUSH", "COCONET_TAIL_FLAGS", "COCONET_CLAIMED_PULL")  # coconet_rt::claimedPushes, tailFlags, claimedPulls
 
 
 def env_settings(text: str) -> dict | None:
