@@ -626,7 +626,9 @@ private:
   // 680.6 / 2,492 waiting so after every chunk; docs/benchmarks/gpu/2026-11-28-4xH200-session49, l4),
   // and without folds its movers compute their share of chunk 0 too (nothing to pull before it;
   // at 2^24 one unit per thread where the workers alone left 24 of 232 blocks a second: 211.6 /
-  // 668.1 / 2,468 against 215.5 / 670.5 / 2,481, call j4).
+  // 668.1 / 2,468 against 215.5 / 670.5 / 2,481, call j4). It also takes `pulled`
+  // (coconet_rt::claimedPulls: the tiles' units per thread from 3 ranks in at most 4 rounds, 0 for
+  // the fixed parts), with which its movers pull in tiles they claim (pullTiles).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }

@@ -4,7 +4,7 @@
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
 # that GPU_TESTS_LANES=1 gives the same result file, that GPU_TESTS_MEMCHECK_FIRST=1 runs the
-# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, that the
+# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, that COCONET_ knobs set around a run are recorded, that the
 # C-interface checks run in one batch and alone where it did not end ok, and that a run stopped by a signal (a device
 # job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
@@ -104,7 +104,11 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/first/gpu-results.txt
 $(diff <(echo "$want") <(echo "$got"))"
 # GPU_TESTS_DRIVERS=0: no driver checks (no "no vectors" line either); the multi-GPU memchecks
 # still run, and they are the only driver runs.
-run "$t/nodrivers" GPU_TESTS_DRIVERS=0 SANITIZE=0
+run "$t/nodrivers" GPU_TESTS_DRIVERS=0 SANITIZE=0 COCONET_CLAIMED_PULL=2 COCONET_CLAIMED_PUSH=0
+# the generated programs' knobs set around a run are recorded; none, no line
+[ "$(grep '^knobs:' "$t/nodrivers/gpu-results.txt")" = "knobs: COCONET_CLAIMED_PULL=2 COCONET_CLAIMED_PUSH=0" ] ||
+  fail "the knobs' line: $(grep '^knobs:' "$t/nodrivers/gpu-results.txt" || echo none)"
+! grep -q '^knobs:' "$t/lanes/gpu-results.txt" || fail "a knobs line without knobs set"
 want="checks: 0 passed, 0 failed
 $memchecks"
 got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/nodrivers/gpu-results.txt")
