@@ -77,6 +77,9 @@ vectors norm_clip@vec "$root/tests/gpu/programs/norm_clip.cnet" -D R=64 -D C=96
 vectors scalar_chain@big "$root/tests/gpu/programs/scalar_chain.cnet" -D N=131072
 # fold_local over several blocks of its head kernel.
 vectors fold_local@big "$root/tests/gpu/programs/fold_local.cnet" -D N=131072
+# tail_fold over several worker blocks and several pull tiles per round (65536 elements a rank
+# at 4 ranks: 4 rounds of 16384).
+vectors tail_fold@big "$root/tests/gpu/programs/tail_fold.cnet" -D N=262144
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
 vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4
