@@ -21,6 +21,23 @@ void expect(bool ok, const char* what, int rounds, int taper, long long m, int u
   if (++failures <= 20)
     std::printf("FAIL %s: rounds %d taper %d m %lld unit %d chunk %d\n", what, rounds, taper, m, unit, c);
 }
+// What `run` writes to stderr.
+template <class Run>
+std::string stderrOf(Run&& run) {
+  std::fflush(stderr);
+  const int saved = dup(2);
+  std::FILE* err = std::tmpfile();
+  dup2(fileno(err), 2);
+  run();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string said;
+  std::rewind(err);
+  for (int ch; (ch = std::fgetc(err)) != EOF;) said += static_cast<char>(ch);
+  std::fclose(err);
+  return said;
+}
 }  // namespace
 
 int main() {
@@ -185,22 +202,13 @@ int main() {
     setenv("COCONET_CLAIMED_PUSH", "3", 1);
     expect(claimedPushes(2, 1LL << 22, 32, 8) == 3 && claimedPushes(4, 1LL << 20, 32, 8) == 3,
            "COCONET_CLAIMED_PUSH=3 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
-    // stderr into a file while bad values are read
-    std::fflush(stderr);
-    const int saved = dup(2);
-    std::FILE* err = std::tmpfile();
-    dup2(fileno(err), 2);
-    setenv("COCONET_CLAIMED_PUSH", "4x", 1);
-    const int bad1 = claimedPushes(4, 1LL << 22, 32, 8);
-    setenv("COCONET_CLAIMED_PUSH", "65", 1);
-    const int bad2 = claimedPushes(2, 1LL << 22, 32, 8);
-    std::fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    std::string said;
-    std::rewind(err);
-    for (int ch; (ch = std::fgetc(err)) != EOF;) said += static_cast<char>(ch);
-    std::fclose(err);
+    int bad1 = -1, bad2 = -1;
+    const std::string said = stderrOf([&] {
+      setenv("COCONET_CLAIMED_PUSH", "4x", 1);
+      bad1 = claimedPushes(4, 1LL << 22, 32, 8);
+      setenv("COCONET_CLAIMED_PUSH", "65", 1);
+      bad2 = claimedPushes(2, 1LL << 22, 32, 8);
+    });
     expect(bad1 == kPushTileUnits && bad2 == 0, "bad COCONET_CLAIMED_PUSH: the default", 0, 0, 0, 0, 0);
     expect(said == "coconet: COCONET_CLAIMED_PUSH=4x ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
            "bad COCONET_CLAIMED_PUSH: reported once, naming the value", 0, 0, 0, 0, 0);
@@ -221,21 +229,13 @@ int main() {
     const bool pullsOff = claimedPulls(4, 4) == 0;
     setenv("COCONET_CLAIMED_PULL", "2", 1);
     expect(pullsOff && claimedPulls(2, 16) == 2, "COCONET_CLAIMED_PULL=0 / =2 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
-    std::fflush(stderr);
-    const int savedPull = dup(2);
-    std::FILE* errPull = std::tmpfile();
-    dup2(fileno(errPull), 2);
-    setenv("COCONET_CLAIMED_PULL", "-1", 1);
-    const int badPull1 = claimedPulls(4, 4);
-    setenv("COCONET_CLAIMED_PULL", "x", 1);
-    const int badPull2 = claimedPulls(4, 8);
-    std::fflush(stderr);
-    dup2(savedPull, 2);
-    close(savedPull);
-    std::string saidPull;
-    std::rewind(errPull);
-    for (int ch; (ch = std::fgetc(errPull)) != EOF;) saidPull += static_cast<char>(ch);
-    std::fclose(errPull);
+    int badPull1 = -1, badPull2 = -1;
+    const std::string saidPull = stderrOf([&] {
+      setenv("COCONET_CLAIMED_PULL", "-1", 1);
+      badPull1 = claimedPulls(4, 4);
+      setenv("COCONET_CLAIMED_PULL", "x", 1);
+      badPull2 = claimedPulls(4, 8);
+    });
     expect(badPull1 == kPullTileUnits && badPull2 == 0, "bad COCONET_CLAIMED_PULL: the default", 0, 0, 0, 0, 0);
     expect(saidPull == "coconet: COCONET_CLAIMED_PULL=-1 ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
            "bad COCONET_CLAIMED_PULL: reported once, naming the variable and value", 0, 0, 0, 0, 0);

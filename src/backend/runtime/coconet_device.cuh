@@ -430,6 +430,27 @@ __device__ __forceinline__ void pushSlicesPrefetchOwn(Part pt, ncclWindow_t w, s
   prefetchL2(pt, in + static_cast<long long>(me) * m, lo, hi);
 }
 
+// Runs tile(t) (every thread) for each tile t < `tiles` that this block claims through the
+// counter `claimed`, one at a time: the next claim is asked before a tile and its answer kept in a
+// register until after it, so that thread 0 (and the block after it) does not wait for the atomic's
+// round trip. Every thread calls it; each call site has its own pair of shared words.
+template <class Tile>
+__device__ __forceinline__ void forClaimedTiles(unsigned* claimed, long long tiles, Tile&& tile) {
+  __shared__ unsigned claim[2];
+  if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const long long t = claim[k];
+    if (t >= tiles) break;
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(claimed, 1u);
+    tile(t);
+    if (threadIdx.x == 0) claim[k ^ 1] = next;
+    __syncthreads();
+  }
+  __syncthreads();  // (claim[k] read by every thread before a later call's first claim)
+}
+
 // A reduce-scatter head's movers (roles split, whole barriers) push a round's chunk [lo, hi) in
 // tiles they claim one at a time through the round's counter `claimed` (roleClaimed; the next
 // claim asked while the current tile travels), each tile by the whole block as
@@ -448,23 +469,10 @@ template <class T, int V>
 __device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, int units, ncclWindow_t w, size_t stageOff, int P, int me,
                                                      const T* __restrict__ in, long long m, long long lo, long long hi, bool vec) {
   const long long kTile = static_cast<long long>(kDevThreads) * V * units;
-  __shared__ unsigned claim[2];
-  const long long tiles = (hi - lo + kTile - 1) / kTile;
-  if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
-  __syncthreads();
-  for (int k = 0;; k ^= 1) {
-    const long long t = claim[k];
-    if (t >= tiles) break;
-    // The next claim is asked before this tile and its answer kept in a register until after it,
-    // so that thread 0 (and the block at the barrier) does not wait for the atomic's round trip.
-    unsigned next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(claimed, 1u);
+  forClaimedTiles(claimed, (hi - lo + kTile - 1) / kTile, [&](long long t) {
     const long long a = lo + t * kTile;
     pushSlicesPrefetchOwn<T, V>(Part{0, 1}, w, stageOff, P, me, in, m, a, a + kTile < hi ? a + kTile : hi, vec);
-    if (threadIdx.x == 0) claim[k ^ 1] = next;
-    __syncthreads();
-  }
-  __syncthreads();  // (claim[k] read by every thread before a later round's first claim)
+  });
 }
 // A mover has no tile of the round left: its pushes are made visible to every GPU, then it adds 1
 // to the round's `pushed` (rolePushed; every thread calls it).
@@ -837,22 +845,11 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
                                           long long m, long long lo, long long hi, bool vec, ncclWindow_t flagWin, size_t flagOff,
                                           unsigned epoch, int r, unsigned* known) {
   const long long kTile = static_cast<long long>(kDevThreads) * V * units;
-  __shared__ unsigned claim[2];
-  const long long tiles = (hi - lo + kTile - 1) / kTile;
-  if (threadIdx.x == 0) claim[0] = atomicAdd(claimed, 1u);
-  __syncthreads();
-  for (int k = 0;; k ^= 1) {
-    const long long t = claim[k];
-    if (t >= tiles) break;
-    unsigned next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(claimed, 1u);
+  forClaimedTiles(claimed, (hi - lo + kTile - 1) / kTile, [&](long long t) {
     needChunk(flagWin, flagOff, P, me, epoch, r, known);  // (at once after the first: `known` covers r)
     const long long a = lo + t * kTile;
     pullSlices<T, V>(Part{0, 1}, w, sliceOff, P, me, out, m, a, a + kTile < hi ? a + kTile : hi, vec);
-    if (threadIdx.x == 0) claim[k ^ 1] = next;
-    __syncthreads();
-  }
-  __syncthreads();  // (claim[k] read by every thread before a later round's first claim)
+  });
 }
 // A tail's claimed pulls (pullTiles) on P ranks in `rounds` rounds: the tile's units per thread,
 // 0 for the fixed parts. From 3 ranks tiles of kPullTileUnits where the kernel has at most
