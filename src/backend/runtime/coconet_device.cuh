@@ -856,14 +856,16 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
 // kClaimPullMaxRounds rounds, else the fixed parts. LAMB on 4 H200, GPU time, the bench's rows
 // taking turns (docs/benchmarks/gpu/2026-11-28-4xH200-session50, calls k4, m4, n4):
 // - 2^24 parameters (4 rounds): tiles of 1 unit 211.6 / 212.3 / 207.5 us against 217.3 / 216.1 /
-//   214.7 in fixed parts (tiles of 4: 208.2 / 207.8); the kernel then ends 5-6 us sooner after
-//   its entry (n4's stamps). 2^25 (4 rounds, the drivers' minima): 369.5-375.0 against 374.3-377.6.
+//   214.7 in fixed parts (tiles of 4: 208.2 / 207.8), and with this rule 208.1 against 214.1
+//   (call p4); the kernel then ends 5-6 us sooner after its entry (n4's stamps). 2^25 (4 rounds,
+//   the drivers' minima): 369.5-375.0 against 374.3-377.6.
 // - 2^26 (8 rounds): 680.0 / 675.8 against 681.2 / 674.2; 2^28 (16 rounds): 2,498 / 2,492
 //   against 2,483 / 2,479: the fixed parts' uneven ends weigh less there than the claims cost.
 // - On 2 ranks (each block pulls from the one peer) tiles of 1 unit lost at every size: 219.5 /
 //   720.4 / 2,659 against 211.1 / 666.8 / 2,431 at 2^24 / 2^26 / 2^28 (m4, 2 H200).
 // COCONET_CLAIMED_PULL in the environment sets the units on any ranks and rounds, 0 the fixed parts
-// (A/B timings, read at every call as COCONET_CLAIMED_PUSH).
+// (A/B timings, read at every call as COCONET_CLAIMED_PUSH). Only the pulls by flags claim: under
+// COCONET_TAIL_FLAGS=0 (a barrier per round) the movers keep their fixed parts.
 constexpr int kPullTileUnits = 1;
 constexpr int kClaimPullMaxRounds = 4;
 inline int claimedPulls(int P, int rounds) {
