@@ -302,7 +302,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     hostArgs.insert(hostArgs.end(), {"dev_->flags[" + gi + "].win", "(dev_->flagEpoch[" + gi + "] & 1u) * (dev_->flags[" + gi + "].bytes / 2)",
                                      "coconet_rt::tailFlags() ? dev_->flagEpoch[" + gi + "] : 0u"});
     params.push_back("int pulled");
-    hostArgs.push_back("coconet_rt::claimedPulls(P_, rounds)");
+    hostArgs.push_back("pulled");
   }
   if (claimsPushes(dg)) {
     params.push_back("int claimed");
@@ -423,10 +423,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // Adam's kernel takes 64 so, 114 with them, one block of kDevThreads per SM), and its grid may fill the
   // GPU (coconet_rt::soloBlocks). Not so in a preloaded kernel, whose slots copy engines fill
   // (those groups take the NCCL calls on one rank: soloDevice).
+  //
+  // A flags-pulling tail's movers pull in claimed tiles or in fixed parts (claimedPulls), each form
+  // its own instantiation, kTiles: with both in one kernel LAMB's `apply` (64 registers) spilled
+  // 152 / 404 bytes (stores / loads) where the fixed parts alone spill 72 / 192, in the form that 8
+  // and 16 rounds take (ptxas for sm_90a, session 50).
   const bool solo = !oneShot && dg.soloForm();
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
-  if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo>\n" : "template <int kOccupancy>\n");
-  else if (solo) K << "template <bool kSolo>\n";
+  const bool tilesForm = !oneShot && flagsPulls(dg);  // (a flags-pulling tail has the one-rank form)
+  const std::string tilesParam = tilesForm ? ", bool kTiles" : "";
+  if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo" + tilesParam + ">\n" : "template <int kOccupancy>\n");
+  else if (solo) K << "template <bool kSolo" + tilesParam + ">\n";
   else if (oneShot) K << "template <int kProto>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
     << (occupancyByRanks      ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
@@ -577,7 +584,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   };
   const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
   // a flagsPulls tail's claimed pulls of chunk r
-  const std::string tiles = "coconet_rt::pullTiles<" + ST + ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
+  const std::string pullTilesCall = "coconet_rt::pullTiles<" + ST + ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
                             "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
   // the blocks' partial results of the folded reductions: one tree pass for all of them
   // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
@@ -748,10 +755,10 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
           << "      __shared__ unsigned known;\n"
           << "      if (threadIdx.x == 0) known = 0;\n"
           << "      __syncthreads();\n"
-          << "      if (pulled) {\n"
+          << "      if constexpr (kTiles) {\n"
           << "        // tiles of chunk r as claimed (pullTiles)\n"
           << "        for (int r = 0; r < rounds; ++r) {\n"
-          << "          " << tiles << ";\n"
+          << "          " << pullTilesCall << ";\n"
           << "        }\n"
           << "      } else {\n"
           << "        for (int r = 0; r < rounds; ++r) {\n"
@@ -1160,12 +1167,19 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     b << ind << "const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
       b << ind << "int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
+    // a flags-pulling tail: the movers' tiles' units (0: fixed parts), and the instantiation of that form
+    const bool tiles = flagsPulls(dg);
+    if (tiles) b << ind << "const int pulled = coconet_rt::claimedPulls(P_, rounds);\n";
+    auto inst = [&](const std::string& lead) {  // the instantiation(s) after the one-rank form
+      return tiles ? "(pulled > 0 ? &" + kname + "<" + lead + "true> : &" + kname + "<" + lead + "false>)" : "&" + kname + "<" + lead.substr(0, lead.size() - 2) + ">";
+    };
+    const std::string soloInst = tiles ? ", false" : "";
     if (dg.occupancyByRanks())
       b << ind << "// the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? &"
-        << kname << "<2, false> : &" << kname << "<1, false>;\n";
+        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true" << soloInst << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
+        << inst("2, false, ") << " : " << inst("1, false, ") << ";\n";
     else if (solo)
-      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true> : &" << kname << "<false>;  // the one-rank form, or not\n";
+      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true" << soloInst << "> : " << inst("false, ") << ";  // the one-rank form, or not\n";
     // (on one rank no barriers: as many blocks as fit at once)
     const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
                                  std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
