@@ -1170,16 +1170,16 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     // a flags-pulling tail: the movers' tiles' units (0: fixed parts), and the instantiation of that form
     const bool tiles = flagsPulls(dg);
     if (tiles) b << ind << "const int pulled = coconet_rt::claimedPulls(P_, rounds);\n";
-    auto inst = [&](const std::string& lead) {  // the instantiation(s) after the one-rank form
-      return tiles ? "(pulled > 0 ? &" + kname + "<" + lead + "true> : &" + kname + "<" + lead + "false>)" : "&" + kname + "<" + lead.substr(0, lead.size() - 2) + ">";
+    auto inst = [&](const std::string& args) {  // the instantiation(s) after the one-rank form
+      return tiles ? "(pulled > 0 ? &" + kname + "<" + args + ", true> : &" + kname + "<" + args + ", false>)" : "&" + kname + "<" + args + ">";
     };
-    const std::string soloInst = tiles ? ", false" : "";
+    const std::string soloTiles = tiles ? ", false" : "";
     if (dg.occupancyByRanks())
       b << ind << "// the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true" << soloInst << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
-        << inst("2, false, ") << " : " << inst("1, false, ") << ";\n";
+        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true" << soloTiles << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
+        << inst("2, false") << " : " << inst("1, false") << ";\n";
     else if (solo)
-      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true" << soloInst << "> : " << inst("false, ") << ";  // the one-rank form, or not\n";
+      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true" << soloTiles << "> : " << inst("false") << ";  // the one-rank form, or not\n";
     // (on one rank no barriers: as many blocks as fit at once)
     const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
                                  std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
