@@ -97,7 +97,7 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
 LOOP_STATEMENT = re.compile(r"^    (if \(r[^)]*\) )?(coconet_rt::pushSlices|coconet_rt::pullSlices|compute\(edge|bar\.sync)")
 # The loops of blocks in roles (movers, workers: four spaces, or six inside a head's `if (claimed)`
 # and its `else`, or a tail's `if (flagEpoch)` and its `else`, or eight inside that `if`'s
-# `if (pulled)` and its `else`) and their statements (any deeper
+# `if constexpr (kTiles)` and its `else`) and their statements (any deeper
 # line; a claimed round's block-0 statements inside `if (blockIdx.x == 0)`, which block 0 runs
 # whole, so its stamps' barriers are uniform).
 ROLES_LOOP = re.compile(r"^( {4}| {6}| {8})for \(int r = [01]; r < rounds; \+\+r\) \{$")
