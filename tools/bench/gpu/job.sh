@@ -4,6 +4,8 @@
 #   source tools/bench/gpu/job.sh
 #   job_begin s39a 570              # $OUT/s39a, a time budget of 570 s from now
 #   job_tests 260 GPU_TESTS_ONLY="..." GPU_TESTS_RANKS="4"    # tests/gpu/run.sh into $R/gpu-tests
+#   job_tests --as knob 200 COCONET_X=1 GPU_TESTS_ONLY="..."  # again, into $R/gpu-tests-knob
+#   job_stamps fixed 60 .gpu-bundle/ab/curst 16777216 COCONET_X=0   # stamps.py's driver, $R/stamps.txt
 #   job_bench megatron4 4 megatron $(( $(left) - 10 )) MEGATRON_DECODE_TOKENS=... BUILD_ARGS=... BENCH_ARGS=...
 #   job_end                         # prints the header, the tests' non-ok lines and the tables; packs $R
 #
@@ -26,10 +28,24 @@ left() { echo $(( JOB_LIMIT - ($(date +%s) - JOB_T0) )); }
 
 step() { echo "$1 rc=$2 at +$(( $(date +%s) - JOB_T0 )) s" >> "$R/header.txt"; }
 
-job_tests() {  # SECONDS VAR=VALUE...: tests/gpu/run.sh with these settings (SANITIZE=0 unless given)
+job_tests() {  # [--as NAME] SECONDS VAR=VALUE...: tests/gpu/run.sh with these settings (SANITIZE=0
+  # unless given) into $R/gpu-tests (with --as, $R/gpu-tests-NAME: a second run in the same job)
+  local as=""
+  if [ "$1" = --as ]; then as="-$2"; shift 2; fi
   local s=$1; shift
-  timeout "$s" env SANITIZE=0 "$@" OUT="$R/gpu-tests" bash tests/gpu/run.sh > "$R/tests.log" 2>&1
-  step tests $?
+  timeout "$s" env SANITIZE=0 "$@" OUT="$R/gpu-tests$as" bash tests/gpu/run.sh > "$R/tests$as.log" 2>&1
+  step "tests$as" $?
+}
+
+job_stamps() {  # NAME SECONDS DRIVER N [VAR=VALUE ...]: one stamped driver run at 4 ranks (call 200 of
+  # 250; DRIVER built by tools/bench/gpu/stamps.py) with these COCONET_* settings: raw files in
+  # $R/raw-NAME, their ST lines sorted by rank, block and stamp appended to $R/stamps.txt
+  local name=$1 s=$2 drv=$3 n=$4; shift 4
+  timeout "$s" bash tools/bench/gpu/driver-ab.sh --ranks 4 --iters 200 --warmup 50 --reps 1 \
+    --raw "$R/raw-$name" --env "$*" -D N="$n" -D t=10 "$drv" >> "$R/ab.txt" 2>&1
+  step "stamps $name" $?
+  local f
+  for f in "$R/raw-$name"/*.txt; do echo "== $name $f"; grep -h "^ST" "$f" | sort -k3,3n -k5,5n -k7,7n; done >> "$R/stamps.txt"
 }
 
 job_bench() {  # DIR GPUS WORKLOADS SECONDS VAR=VALUE...: tools/bench/gpu/run.sh into $R/DIR, skipped under 40 s
@@ -43,11 +59,12 @@ job_bench() {  # DIR GPUS WORKLOADS SECONDS VAR=VALUE...: tools/bench/gpu/run.sh
 
 job_end() {
   cat "$R/header.txt"
-  if [ -f "$R/gpu-tests/gpu-results.txt" ]; then
-    grep -v ": ok" "$R/gpu-tests/gpu-results.txt" | tail -n 25
-    echo "ok lines: $(grep -c ': ok' "$R/gpu-tests/gpu-results.txt")"
-  fi
   local d
+  for d in "$R"/gpu-tests "$R"/gpu-tests-*; do
+    [ -f "$d/gpu-results.txt" ] || continue
+    grep -v ": ok" "$d/gpu-results.txt" | tail -n 25
+    echo "${d##*/} ok lines: $(grep -c ': ok' "$d/gpu-results.txt")"
+  done
   for d in "${JOB_BENCHES[@]}"; do
     grep -B2 -A12 "GPU time" "$R/$d/results.md" 2>/dev/null | grep "^|"
     echo "$d: $(grep -c "fail (" "$R/$d/results.md" 2>/dev/null) failed checks"
