@@ -14,6 +14,8 @@
 # its exit code and the seconds since job_begin.
 bash tools/gpu-unpack.sh   # a bundle tools/gpu-bundle.sh packed
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# the bundle's libraries (tools/gpu-bundle.sh) for the drivers and the bench's builds
+export LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 job_begin() {  # NAME LIMIT
   JOB_NAME=$1; JOB_LIMIT=$2; JOB_T0=$(date +%s)
