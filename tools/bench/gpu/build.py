@@ -71,6 +71,16 @@ def collect_programs(names: list[str]) -> tuple[dict, dict]:
     return programs, errors
 
 
+def select_programs(programs: dict, keys: str) -> tuple[dict, list[str]]:
+    """The programs `--programs KEY,KEY` keeps: each KEY and its rows' variants (KEY_x_NAME, made
+    by BENCH_SCHED_ROWS, BENCH_COMPILER_ROWS and BENCH_ENV_ROWS' workloads), so that asking for a
+    program never leaves out the rows asked for beside it; and the KEYs that name no program."""
+    wanted = [k for k in keys.split(",") if k]
+    unknown = [k for k in wanted if k not in programs]
+    kept = {k: v for k, v in programs.items() if any(k == w or k.startswith(w + "_x_") for w in wanted)}
+    return kept, unknown
+
+
 def program_name(text: str) -> str | None:
     """NAME of the first `program NAME(` in a source (the library is libcoconet_NAME.so)."""
     text = re.sub(r"//[^\n]*", "", text)
@@ -233,8 +243,9 @@ def main():
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 where a program fails or a workload module does not import (CI's check "
                          "that every benchmark program compiles)")
-    ap.add_argument("--programs", help="only these program keys, comma-separated (developer option: a row "
-                                       "whose program is left out fails as not built)")
+    ap.add_argument("--programs", help="only these program keys and their rows' variants (KEY_x_NAME), "
+                                       "comma-separated (developer option: a row whose program is left out "
+                                       "fails as not built)")
     ap.add_argument("--command", default=os.environ.get("COCONET_BENCH_COMMAND"),
                     help="the command line to record")
     args = ap.parse_args()
@@ -247,11 +258,9 @@ def main():
     names = workload_names(args.workloads)
     programs, import_errors = collect_programs(names)
     if args.programs:
-        wanted = set(args.programs.split(","))
-        unknown = wanted - set(programs)
+        programs, unknown = select_programs(programs, args.programs)
         if unknown:
             sys.exit(f"build.py: --programs: no program {', '.join(sorted(unknown))} in {', '.join(names)}")
-        programs = {k: v for k, v in programs.items() if k in wanted}
     result = {
         "schema": "coconet-bench-build/1",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -166,6 +166,19 @@ class CompilerRows(unittest.TestCase):
             self.assertIn("compiled-by-other", rec["error"])
             self.assertEqual(rec["compiler"], str(d / "other"))
 
+    def test_programs_keeps_the_rows_variants(self):
+        # build.py --programs adam: adam and the programs of its compiler and schedule rows (a
+        # compiler row's program left out was a row failing as not built: session 51, call v2)
+        import build
+        adam = self.load({"BENCH_COMPILER_ROWS": "c8=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
+        programs = dict(adam.PROGRAMS, lamb=dict(source="a"), adamw_x_c8=dict(source="b"))
+        kept, unknown = build.select_programs(programs, "adam")
+        self.assertEqual(sorted(kept), ["adam", "adam_x_c8", "adam_x_t2"])
+        self.assertEqual(unknown, [])
+        kept, unknown = build.select_programs(programs, "adam_x_c8,nope")
+        self.assertEqual(sorted(kept), ["adam_x_c8"])
+        self.assertEqual(unknown, ["nope"])
+
     def test_a_name_of_a_schedule_row_is_refused(self):
         with self.assertRaisesRegex(ValueError, "given twice"):
             self.load({"BENCH_COMPILER_ROWS": "t2=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
