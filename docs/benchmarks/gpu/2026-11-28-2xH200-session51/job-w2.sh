@@ -5,7 +5,7 @@
 # (832f65d's compiler: on 2 ranks the same kernels as main's fixed-parts instantiation), NCCL's
 # all-reduce.
 # Bundle: as job-v2.sh.
-# Run: LIMIT=200 bash docs/benchmarks/gpu/2026-11-28-4xH200-session51/job-w2.sh (kind
+# Run: LIMIT=200 bash docs/benchmarks/gpu/2026-11-28-2xH200-session51/job-w2.sh (kind
 # nvidia-h200-x2, carry .gpu-bundle).  -> $OUT/w2
 set -uo pipefail
 source tools/bench/gpu/job.sh

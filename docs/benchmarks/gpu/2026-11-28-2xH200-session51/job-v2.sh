@@ -8,7 +8,7 @@
 # all-reduce.
 # Bundle: GPU_BUNDLE_ONLY="lamb tail_fold" bash tools/gpu-bundle.sh; mkdir .gpu-bundle/ab; a
 # stripped coconetc built at 832f65d in .gpu-bundle/ab/coconetc-832f65d.
-# Run: LIMIT=540 bash docs/benchmarks/gpu/2026-11-28-4xH200-session51/job-v2.sh (kind
+# Run: LIMIT=540 bash docs/benchmarks/gpu/2026-11-28-2xH200-session51/job-v2.sh (kind
 # nvidia-h200-x2, carry .gpu-bundle).  -> $OUT/v2
 set -uo pipefail
 source tools/bench/gpu/job.sh

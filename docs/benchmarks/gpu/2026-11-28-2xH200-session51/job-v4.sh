@@ -7,7 +7,7 @@
 # (COCONET_CLAIMED_PUSH=1: `moments`' pushes in tiles of 1 unit), NCCL's all-reduce.
 # Bundle: GPU_BUNDLE_ONLY="lamb tail_fold" bash tools/gpu-bundle.sh; mkdir .gpu-bundle/ab; a
 # stripped coconetc built at 832f65d in .gpu-bundle/ab/coconetc-832f65d.
-# Run: LIMIT=420 bash docs/benchmarks/gpu/2026-11-28-4xH200-session51/job-v4.sh (kind
+# Run: LIMIT=420 bash docs/benchmarks/gpu/2026-11-28-2xH200-session51/job-v4.sh (kind
 # nvidia-h200-x4, carry .gpu-bundle).  -> $OUT/v4
 set -uo pipefail
 source tools/bench/gpu/job.sh
