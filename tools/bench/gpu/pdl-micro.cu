@@ -26,7 +26,9 @@
 // file) instead of shared memory, and launches the secondary as 2 blocks per SM with 16 bytes of
 // shared memory (it fits on no SM the primary holds); bigParam=1 gives the secondary a 1-KiB
 // parameter by value (the device communicator and maps); peer=1 has every primary block store
-// 8 KiB into GPU 1's memory before it leaves (a push over NVLink; needs 2 GPUs).
+// 8 KiB into GPU 1's memory before it leaves (a push over NVLink; needs 2 GPUs), peer=2 only the
+// early blocks (as `moments`' movers, done pushing before its workers' last chunk), peer=3 those
+// then __threadfence_system(), peer=4 every block, then the fence (session 51).
 #include "micro.cuh"
 
 #include <cstdint>
@@ -44,7 +46,7 @@ struct Stamps {
 constexpr int kLive = 112;  // regs=1: values live across the spin (ptxas: 128 registers)
 
 template <bool Regs>
-__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer) {
+__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer, int peerMode) {
   extern __shared__ unsigned char pad[];  // one block per SM (regs=0)
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
@@ -70,7 +72,13 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
     }
     if (threadIdx.x == 0) pad[0] = 1;
   }
-  if (peer) peer[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = make_float4(1.f, 2.f, 3.f, 4.f);
+  // peer=1, 4: every block stores into GPU 1 before it leaves; 2, 3: only the early blocks (as
+  // `moments`' movers, whose pushes end before its workers' last chunk); 3, 4: then a system fence
+  const bool stores = peer && (peerMode == 1 || peerMode == 4 || static_cast<int>(blockIdx.x) < early);
+  if (stores) {
+    peer[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = make_float4(1.f, 2.f, 3.f, 4.f);
+    if (peerMode >= 3) __threadfence_system();
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned long long t1 = gtime();
@@ -122,7 +130,8 @@ int main(int argc, char** argv) {
   const bool chain = argc > 6 && std::atoi(argv[6]) != 0;
   const bool regs = argc > 7 && std::atoi(argv[7]) != 0;
   const bool bigParam = argc > 8 && std::atoi(argv[8]) != 0;
-  const bool usePeer = argc > 9 && std::atoi(argv[9]) != 0;
+  const int peerMode = argc > 9 ? std::atoi(argv[9]) : 0;
+  const bool usePeer = peerMode != 0;
   int dev = 0, sms = 0, smemMax = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -158,7 +167,13 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us; one per SM by its %s)%s, "
               "secondary %d blocks (%s)%s%s; %d repetitions\n", prop.name, sms, sms, early, shortUs, longUs,
-              regs ? "registers" : "shared memory", usePeer ? ", each storing 8 KiB into GPU 1" : "", secBlocks,
+              regs ? "registers" : "shared memory",
+              !usePeer           ? ""
+              : peerMode == 1    ? ", each storing 8 KiB into GPU 1"
+              : peerMode == 2    ? ", the early ones storing 8 KiB each into GPU 1"
+              : peerMode == 3    ? ", the early ones storing 8 KiB each into GPU 1, then a system fence"
+                                 : ", each storing 8 KiB into GPU 1, then a system fence",
+              secBlocks,
               regs ? "2 per SM, 16 bytes of shared memory: no SM holds both"
               : secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
               bigParam ? ", a 1-KiB parameter" : "", chain ? ", after a 5-us kernel the primary depends on" : "", reps);
@@ -195,7 +210,7 @@ int main(int argc, char** argv) {
         CK(cudaGetLastError());
       }
       const cudaLaunchConfig_t pc = config(sms, primSmem, chain && pdl);
-      CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer));
+      CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer, peerMode));
       const cudaLaunchConfig_t sc = config(secBlocks, secSmem, pdl);
       if (bigParam)
         CK(cudaLaunchKernelEx(&sc, secondary<Big>, s, entries, big));
