@@ -17,7 +17,7 @@
 // if not, the primary's last exit.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a tools/bench/gpu/pdl-micro.cu -o pdl-micro
-//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0] [regs=0] [bigParam=0] [peer=0]
+//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0] [regs=0] [bigParam=0] [peer=0] [local=0]
 // secBig=1 gives the secondary as much shared memory as the primary, so that no SM holds a block of
 // each: its blocks can enter only where the primary's have left. (With secBig=0 they share the SMs:
 // 2026-11-28, 1 H200, they entered ~4 us after the primary's first block, before any had left.)
@@ -28,7 +28,8 @@
 // parameter by value (the device communicator and maps); peer=1 has every primary block store
 // 8 KiB into GPU 1's memory before it leaves (a push over NVLink; needs 2 GPUs), peer=2 only the
 // early blocks (as `moments`' movers, done pushing before its workers' last chunk), peer=3 those
-// then __threadfence_system(), peer=4 every block, then the fence (session 51).
+// then __threadfence_system(), peer=4 every block, then the fence; local=K has every late block
+// store K 16-byte units a thread into this GPU's memory as it leaves (session 51).
 #include "micro.cuh"
 
 #include <cstdint>
@@ -46,7 +47,8 @@ struct Stamps {
 constexpr int kLive = 112;  // regs=1: values live across the spin (ptxas: 128 registers)
 
 template <bool Regs>
-__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer, int peerMode) {
+__global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer, int peerMode,
+                                                  float4* local, int localUnits) {
   extern __shared__ unsigned char pad[];  // one block per SM (regs=0)
   const unsigned long long t0 = gtime();
 #if __CUDA_ARCH__ >= 900
@@ -74,6 +76,11 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
   }
   // peer=1, 4: every block stores into GPU 1 before it leaves; 2, 3: only the early blocks (as
   // `moments`' movers, whose pushes end before its workers' last chunk); 3, 4: then a system fence
+  // local=K: every late block stores K 16-byte units a thread into this GPU's memory as it leaves
+  // (as `moments`' workers end on their last chunk's m, v and u)
+  if (local && static_cast<int>(blockIdx.x) >= early)
+    for (int k = 0; k < localUnits; ++k)
+      local[(static_cast<size_t>(k) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x] = make_float4(1.f, 2.f, 3.f, 4.f);
   const bool stores = peer && (peerMode == 1 || peerMode == 4 || static_cast<int>(blockIdx.x) < early);
   if (stores) {
     peer[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = make_float4(1.f, 2.f, 3.f, 4.f);
@@ -132,6 +139,7 @@ int main(int argc, char** argv) {
   const bool bigParam = argc > 8 && std::atoi(argv[8]) != 0;
   const int peerMode = argc > 9 ? std::atoi(argv[9]) : 0;
   const bool usePeer = peerMode != 0;
+  const int localUnits = argc > 10 ? std::atoi(argv[10]) : 0;
   int dev = 0, sms = 0, smemMax = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -163,6 +171,8 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&peer, static_cast<size_t>(sms) * 512 * sizeof(float4)));
     CK(cudaSetDevice(dev));
   }
+  float4* local = nullptr;
+  if (localUnits > 0) CK(cudaMalloc(&local, static_cast<size_t>(localUnits) * sms * 512 * sizeof(float4)));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("pdl-micro: %s, %d SMs; primary %d blocks (%d leave after %.1f us, the rest after %.1f us; one per SM by its %s)%s, "
@@ -177,6 +187,7 @@ int main(int argc, char** argv) {
               regs ? "2 per SM, 16 bytes of shared memory: no SM holds both"
               : secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
               bigParam ? ", a 1-KiB parameter" : "", chain ? ", after a 5-us kernel the primary depends on" : "", reps);
+  if (localUnits > 0) std::printf("pdl-micro: the late blocks store %d x 16 bytes a thread into this GPU as they leave\n", localUnits);
   Stamps* s = nullptr;
   CK(cudaMalloc(&s, sizeof(Stamps)));
   unsigned long long* entries = nullptr;
@@ -210,7 +221,8 @@ int main(int argc, char** argv) {
         CK(cudaGetLastError());
       }
       const cudaLaunchConfig_t pc = config(sms, primSmem, chain && pdl);
-      CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer, peerMode));
+      CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer, peerMode,
+                            local, localUnits));
       const cudaLaunchConfig_t sc = config(secBlocks, secSmem, pdl);
       if (bigParam)
         CK(cudaLaunchKernelEx(&sc, secondary<Big>, s, entries, big));
@@ -241,5 +253,6 @@ int main(int argc, char** argv) {
   CK(cudaFree(entries));
   CK(cudaFree(s));
   if (peer) CK(cudaFree(peer));
+  if (local) CK(cudaFree(local));
   return 0;
 }
