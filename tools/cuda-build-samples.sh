@@ -6,7 +6,9 @@
 # megatron_row (an overlap's chunked collectives) and moe_gemm (an all_to_all pipeline); the
 # samples' other schedules (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g.
 # moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
-# (copy-engine rounds) are built with --timeline too (NAME@timeline). Exits 77
+# (copy-engine rounds) are built with --timeline too (NAME@timeline). Each build must compile for
+# the architecture coconetc wrote into its CMakeLists.txt (compute_90a by default; nvcc's own default,
+# sm_75, would run on H100/H200 from PTX without programmatic dependent launch). Exits 77
 # (skipped) where nvcc is absent.
 # Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
@@ -44,9 +46,15 @@ for item in "${programs[@]}"; do
   rm -rf "$dir"
   "$root/build/coconetc" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null
   start=$(date +%s)
-  if cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
+  # (CUDAARCHS from the environment would override the manifest's architecture: not here)
+  if env -u CUDAARCHS cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
      cmake --build "$dir/build" -j "${JOBS:-2}" >"$dir/build.log" 2>&1; then
-    echo "built $n in $(( $(date +%s) - start )) s: $dir/build/${n}_main"
+    arch=$(sed -n 's/^  set(CMAKE_CUDA_ARCHITECTURES \([0-9a-z]*\))$/\1/p' "$dir/CMakeLists.txt")
+    if [ -z "$arch" ] || ! grep -q -- "arch=compute_$arch" "$dir/build/CMakeFiles/${n}_objects.dir/flags.make"; then
+      echo "FAILED: $n built for another architecture than its CMakeLists.txt's ${arch:-(none found)}:"
+      grep -h "CUDA_FLAGS" "$dir/build/CMakeFiles/${n}_objects.dir/flags.make"; fails=$((fails + 1)); continue
+    fi
+    echo "built $n in $(( $(date +%s) - start )) s for compute_$arch: $dir/build/${n}_main"
   else
     echo "FAILED to build $n:"; tail -n 30 "$dir/cmake.log" "$dir/build.log"; fails=$((fails + 1))
   fi
