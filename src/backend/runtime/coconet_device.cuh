@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -153,6 +155,37 @@ inline bool pdlEnabled() {
   }
   return v == 2;
 }
+// Whether `kernel` holds the instructions programmatic dependent launch relies on: pdlWait and
+// pdlLaunchDependents are empty in code for compute capabilities below 9.0, and a kernel built so
+// (nvcc's default architecture is sm_75 with CUDA 13) runs on a 9.0 device from its PTX. Launched
+// with programmatic serialization, such a kernel could start before the kernel ahead of it has
+// made its writes visible, and would not wait for them: launchDependent launches it as an
+// ordinary kernel instead, and says so once. Asked of the CUDA runtime once per kernel.
+inline bool pdlCompiled(const void* kernel) {
+  static std::mutex m;
+  static std::unordered_map<const void*, bool> known;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = known.find(kernel); it != known.end()) return it->second;
+  cudaFuncAttributes a{};
+  bool ok = false;
+  if (cudaFuncGetAttributes(&a, kernel) == cudaSuccess) {
+    const int version = a.ptxVersion > 0 ? a.ptxVersion : a.binaryVersion;  // (0: no PTX in the image)
+    ok = version >= 90;
+    static bool told = false;
+    if (!ok && !told) {
+      std::fprintf(stderr,
+                   "coconet: kernels built for compute capability %d.%d run on a newer GPU from their PTX, "
+                   "launched one after another (no programmatic dependent launch); build for the GPU's "
+                   "architecture (the generated CMakeLists.txt's default, or -DCMAKE_CUDA_ARCHITECTURES=90a)\n",
+                   version / 10, version % 10);
+      told = true;
+    }
+  } else {
+    (void)cudaGetLastError();  // the launch itself reports a kernel that cannot run
+  }
+  known.emplace(kernel, ok);
+  return ok;
+}
 template <class... Params, class... Args>
 inline cudaError_t launchDependent(void (*kernel)(Params...), int grid, int block, cudaStream_t stream, Args&&... args) {
   cudaLaunchAttribute attr[1];
@@ -164,7 +197,7 @@ inline cudaError_t launchDependent(void (*kernel)(Params...), int grid, int bloc
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdlEnabled() ? 1 : 0;
+  cfg.numAttrs = pdlEnabled() && pdlCompiled(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
