@@ -17,7 +17,7 @@
 // if not, the primary's last exit.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a tools/bench/gpu/pdl-micro.cu -o pdl-micro
-//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0] [regs=0] [bigParam=0] [peer=0] [local=0]
+//   ./pdl-micro [early=32] [shortUs=10] [longUs=60] [reps=50] [secBig=0] [chain=0] [regs=0] [bigParam=0] [peer=0] [local=0] [gapUs=0] [lmem=0] [printf=0] [nccl=0]
 // secBig=1 gives the secondary as much shared memory as the primary, so that no SM holds a block of
 // each: its blocks can enter only where the primary's have left. (With secBig=0 they share the SMs:
 // 2026-11-28, 1 H200, they entered ~4 us after the primary's first block, before any had left.)
@@ -29,10 +29,33 @@
 // 8 KiB into GPU 1's memory before it leaves (a push over NVLink; needs 2 GPUs), peer=2 only the
 // early blocks (as `moments`' movers, done pushing before its workers' last chunk), peer=3 those
 // then __threadfence_system(), peer=4 every block, then the fence; local=K has every late block
-// store K 16-byte units a thread into this GPU's memory as it leaves (session 51).
+// store K 16-byte units a thread into this GPU's memory as it leaves (session 51). gapUs=G has the
+// host wait G us between the two launches, so that the secondary reaches the GPU after the primary's
+// blocks have said `launch_dependents` (as where a call's host code runs between a step's launches
+// while the GPU keeps up with it: the generated drivers' --bench; session 52). lmem=1 gives the
+// secondary a stack frame (local memory, as ptxas's spills give LAMB's `apply`), printf=1 puts a
+// printf (never reached) in the primary (as stamps.py's in `moments`). nccl=K first sets up what a
+// generated program's process has: 1 an NCCL communicator of one rank (ncclCommInitRank), 2 also its
+// device communicator (ncclDevCommCreate, 128 LSA barriers), 3 also a 1-MiB symmetric window
+// (ncclMemAlloc, ncclCommWindowRegister), 4 also one ncclAllReduce on the micro's stream.
+//   nvcc ... pdl-micro.cu -lnccl   (on the GPU machines: -I$NC/include -L$NC/lib, PyTorch's NCCL)
 #include "micro.cuh"
 
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+
+#include <nccl.h>
+#include <nccl_device.h>
+
+#define NC(x)                                                                                   \
+  do {                                                                                         \
+    ncclResult_t r_ = (x);                                                                     \
+    if (r_ != ncclSuccess) {                                                                   \
+      std::printf("pdl-micro: %s failed: %s\n", #x, ncclGetErrorString(r_));                    \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
 
 __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
@@ -46,7 +69,7 @@ struct Stamps {
 
 constexpr int kLive = 112;  // regs=1: values live across the spin (ptxas: 128 registers)
 
-template <bool Regs>
+template <bool Regs, bool Printf>
 __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned shortNs, unsigned longNs, float4* peer, int peerMode,
                                                   float4* local, int localUnits) {
   extern __shared__ unsigned char pad[];  // one block per SM (regs=0)
@@ -56,6 +79,8 @@ __global__ void __launch_bounds__(512, 1) primary(Stamps* s, int early, unsigned
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   if (threadIdx.x == 0) atomicMin(&s->primEntry, t0);
+  if constexpr (Printf)
+    if (shortNs == 1u) printf("pdl-micro: block %d\n", static_cast<int>(blockIdx.x));  // never: shortUs is not 0.001
   const unsigned long long until = t0 + (static_cast<int>(blockIdx.x) < early ? shortNs : longNs);
   if constexpr (Regs) {
     float r[kLive];
@@ -112,7 +137,7 @@ struct Small {
 struct Big {
   unsigned char b[1024];
 };
-template <class Param>
+template <class Param, bool Lmem>
 __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* entries, Param param) {
   extern __shared__ unsigned char spad[];
   const unsigned long long t0 = gtime();
@@ -120,6 +145,11 @@ __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* 
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   const unsigned long long t1 = gtime();
+  if constexpr (Lmem) {  // an array indexed at run time: a stack frame
+    unsigned buf[24];
+    for (int j = 0; j < 24; ++j) buf[j] = threadIdx.x * (j + 1) + param.b[j % sizeof param.b];
+    if (buf[(threadIdx.x + param.b[0]) % 24] == 0xffffffffu) s->secWait = 0;  // never
+  }
   if (threadIdx.x == 0) {
     atomicMin(&s->secEntry, t0);
     atomicMin(&s->secWait, t1);
@@ -140,15 +170,22 @@ int main(int argc, char** argv) {
   const int peerMode = argc > 9 ? std::atoi(argv[9]) : 0;
   const bool usePeer = peerMode != 0;
   const int localUnits = argc > 10 ? std::atoi(argv[10]) : 0;
+  const double gapUs = argc > 11 ? std::atof(argv[11]) : 0.0;
   int dev = 0, sms = 0, smemMax = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CK(cudaDeviceGetAttribute(&smemMax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const int smem = smemMax / 2 + 1024;  // more than half an SM's shared memory: one block per SM
-  auto* const prim = regs ? &primary<true> : &primary<false>;
+  const bool lmem = argc > 12 && std::atoi(argv[12]) != 0;
+  const bool withPrintf = argc > 13 && std::atoi(argv[13]) != 0;
+  const int ncclMode = argc > 14 ? std::atoi(argv[14]) : 0;
+  auto* const prim = regs ? (withPrintf ? &primary<true, true> : &primary<true, false>)
+                          : (withPrintf ? &primary<false, true> : &primary<false, false>);
+  auto* const secSmall = lmem ? &secondary<Small, true> : &secondary<Small, false>;
+  auto* const secBigP = lmem ? &secondary<Big, true> : &secondary<Big, false>;
   CK(cudaFuncSetAttribute(prim, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CK(cudaFuncSetAttribute(secondary<Small>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CK(cudaFuncSetAttribute(secondary<Big>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(secSmall, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(secBigP, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int primSmem = regs ? 0 : smem;
   const int secSmem = secBig && !regs ? smem : 16;  // (16 bytes: room for the write below)
   const int secBlocks = regs ? 2 * sms : sms;
@@ -188,6 +225,9 @@ int main(int argc, char** argv) {
               : secBig ? "as much shared memory as the primary's: no SM holds both" : "16 bytes of shared memory: fits beside it",
               bigParam ? ", a 1-KiB parameter" : "", chain ? ", after a 5-us kernel the primary depends on" : "", reps);
   if (localUnits > 0) std::printf("pdl-micro: the late blocks store %d x 16 bytes a thread into this GPU as they leave\n", localUnits);
+  if (lmem || withPrintf)
+    std::printf("pdl-micro:%s%s\n", lmem ? " the secondary with a stack frame (local memory)" : "", withPrintf ? " a printf in the primary" : "");
+  if (gapUs > 0) std::printf("pdl-micro: the host waits %.1f us between the primary's launch and the secondary's\n", gapUs);
   Stamps* s = nullptr;
   CK(cudaMalloc(&s, sizeof(Stamps)));
   unsigned long long* entries = nullptr;
@@ -195,6 +235,33 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long> hostEntries(secBlocks);
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  ncclComm_t comm = nullptr;
+  ncclDevComm devComm;
+  void* winPtr = nullptr;
+  ncclWindow_t win{};
+  if (ncclMode >= 1) {
+    ncclUniqueId id;
+    NC(ncclGetUniqueId(&id));
+    NC(ncclCommInitRank(&comm, 1, id, 0));
+  }
+  if (ncclMode >= 2) {
+    ncclDevCommRequirements reqs;
+    std::memset(&reqs, 0, sizeof reqs);
+    reqs.lsaBarrierCount = 128;
+    NC(ncclDevCommCreate(comm, &reqs, &devComm));
+  }
+  if (ncclMode >= 3) {
+    NC(ncclMemAlloc(&winPtr, 1 << 20));
+    NC(ncclCommWindowRegister(comm, winPtr, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC));
+  }
+  if (ncclMode >= 4) {
+    float* one = nullptr;
+    CK(cudaMalloc(&one, sizeof(float)));
+    NC(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm, st));
+    CK(cudaStreamSynchronize(st));
+    CK(cudaFree(one));
+  }
+  if (ncclMode > 0) std::printf("pdl-micro: NCCL set up first (nccl=%d)\n", ncclMode);
   const Stamps init{~0ull, 0, 0, ~0ull, ~0ull};
   Small small{};
   Big big{};
@@ -223,11 +290,16 @@ int main(int argc, char** argv) {
       const cudaLaunchConfig_t pc = config(sms, primSmem, chain && pdl);
       CK(cudaLaunchKernelEx(&pc, prim, s, early, static_cast<unsigned>(shortUs * 1000), static_cast<unsigned>(longUs * 1000), peer, peerMode,
                             local, localUnits));
+      if (gapUs > 0) {  // the host's own work between the launches
+        const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<long long>(gapUs * 1000));
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
       const cudaLaunchConfig_t sc = config(secBlocks, secSmem, pdl);
       if (bigParam)
-        CK(cudaLaunchKernelEx(&sc, secondary<Big>, s, entries, big));
+        CK(cudaLaunchKernelEx(&sc, secBigP, s, entries, big));
       else
-        CK(cudaLaunchKernelEx(&sc, secondary<Small>, s, entries, small));
+        CK(cudaLaunchKernelEx(&sc, secSmall, s, entries, small));
       Stamps h;
       CK(cudaMemcpyAsync(&h, s, sizeof h, cudaMemcpyDeviceToHost, st));
       CK(cudaMemcpyAsync(hostEntries.data(), entries, secBlocks * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
@@ -250,6 +322,12 @@ int main(int argc, char** argv) {
                 "mean entry %.1f | first past its wait %.1f us\n",
                 pdl ? "PDL" : "plain", med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[4]));
   }
+  if (ncclMode >= 3) {
+    NC(ncclCommWindowDeregister(comm, win));
+    NC(ncclMemFree(winPtr));
+  }
+  if (ncclMode >= 2) NC(ncclDevCommDestroy(comm, &devComm));
+  if (comm) NC(ncclCommDestroy(comm));
   CK(cudaFree(entries));
   CK(cudaFree(s));
   if (peer) CK(cudaFree(peer));
