@@ -195,14 +195,16 @@ queue_memcheck_ranks() {
     done
   done
 }
-# Builds: a program per 4 cores at a time (at least four), four compiler jobs each.
+# Builds: a program per 2 cores at a time (at least four), two compiler jobs each: a build is one
+# heavy translation unit (NAME.cu) and a light one (the driver). (A program per 4 cores built 30 of
+# 60 sm_90a builds in 200 s on 16 cores: docs/benchmarks/gpu/2026-11-29-1xH200-session52, call a1.)
 running=0
-par=$(( $(nproc) / 4 )); [ "$par" -ge 4 ] || par=4
+par=$(( $(nproc) / 2 )); [ "$par" -ge 4 ] || par=4
 for dir in "$b"/gen/*/; do
   n=$(basename "$dir")
   keep "$n" || continue
   { ( cmake -S "$dir" -B "$dir/build" -DNCCL_ROOT="$NCCL_ROOT" > "$out/build-$n.log" 2>&1 &&
-      cmake --build "$dir/build" -j 4 >> "$out/build-$n.log" 2>&1 ) || echo "BUILD FAILED $n" >> "$res"; } &
+      cmake --build "$dir/build" -j 2 >> "$out/build-$n.log" 2>&1 ) || echo "BUILD FAILED $n" >> "$res"; } &
   running=$((running + 1))
   [ "$running" -lt "$par" ] || { wait -n; running=$((running - 1)); }
 done
