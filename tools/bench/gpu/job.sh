@@ -6,6 +6,7 @@
 #   job_tests 260 GPU_TESTS_ONLY="..." GPU_TESTS_RANKS="4"    # tests/gpu/run.sh into $R/gpu-tests
 #   job_tests --as knob 200 COCONET_X=1 GPU_TESTS_ONLY="..."  # again, into $R/gpu-tests-knob
 #   job_stamps fixed 60 .gpu-bundle/ab/curst 16777216 COCONET_X=0   # stamps.py's driver, $R/stamps.txt
+#   job_stamps --ranks 1 --reps 3 p1 60 .gpu-bundle/ab/p1st 4194304   # (4 ranks, one run by default)
 #   job_bench megatron4 4 megatron $(( $(left) - 10 )) MEGATRON_DECODE_TOKENS=... BUILD_ARGS=... BENCH_ARGS=...
 #   job_end                         # prints the header, the tests' non-ok lines and the tables; packs $R
 #
@@ -39,11 +40,17 @@ job_tests() {  # [--as NAME] SECONDS VAR=VALUE...: tests/gpu/run.sh with these s
   step "tests$as" $?
 }
 
-job_stamps() {  # NAME SECONDS DRIVER N [VAR=VALUE ...]: one stamped driver run at 4 ranks (call 200 of
-  # 250; DRIVER built by tools/bench/gpu/stamps.py) with these COCONET_* settings: raw files in
-  # $R/raw-NAME, their ST lines sorted by rank, block and stamp appended to $R/stamps.txt
+job_stamps() {  # [--ranks P] [--reps K] NAME SECONDS DRIVER N [VAR=VALUE ...]: K stamped driver runs
+  # (default 1) at P ranks (default 4; call 200 of 250; DRIVER built by tools/bench/gpu/stamps.py)
+  # with these COCONET_* settings: raw files in $R/raw-NAME, their ST lines sorted by rank, block and
+  # stamp appended to $R/stamps.txt
+  local ranks=4 reps=1
+  while [ "${1#--}" != "$1" ]; do
+    case "$1" in --ranks) ranks=$2 ;; --reps) reps=$2 ;; *) echo "job_stamps: $1?" >&2; return 2 ;; esac
+    shift 2
+  done
   local name=$1 s=$2 drv=$3 n=$4; shift 4
-  timeout "$s" bash tools/bench/gpu/driver-ab.sh --ranks 4 --iters 200 --warmup 50 --reps 1 \
+  timeout "$s" bash tools/bench/gpu/driver-ab.sh --ranks "$ranks" --iters 200 --warmup 50 --reps "$reps" \
     --raw "$R/raw-$name" --env "$*" -D N="$n" -D t=10 "$drv" >> "$R/ab.txt" 2>&1
   step "stamps $name" $?
   local f
