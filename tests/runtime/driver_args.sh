@@ -32,6 +32,8 @@ expect "adam_main: --spawn: 'two' is not an integer" --spawn two
 expect "adam_main: --spawn: 5000 is more than 4096" --spawn 5000
 expect "adam_main: --iters: '2.5' is not an integer" --iters 2.5
 expect "adam_main: --timeout: seconds must be positive" --timeout 0
+expect "adam_main: --warmup-seconds: seconds must be between 0 and 3600" --warmup-seconds -1
+expect "adam_main: --warmup-seconds: 'soon' is not a finite number" --warmup-seconds soon
 expect "adam_main: --spawn needs a value" --spawn
 expect "adam_main: unknown option --frobnicate" --frobnicate
 # Every size and every scalar without a default (Adam's step t) must be given:
