@@ -23,7 +23,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
   # the generated programs' run-time knobs set around the tests (coconet_device.cuh: COCONET_CLAIMED_PUSH, ...)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
@@ -45,6 +45,8 @@ fi
 # fake-host runs only), to finish those for builds whose driver checks an earlier call ran.
 # GPU_TESTS_MEMCHECK_FIRST=1: the memcheck runs of MEMCHECK_P2 / MEMCHECK_P4 (below) before the
 # checks rather than after them.
+# SANITIZE_TOOLS="racecheck": the compute-sanitizer tools of the 1-GPU runs (default "memcheck
+# racecheck"), to finish in a call what an earlier one did not reach.
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
@@ -339,7 +341,7 @@ echo "checks: $pass passed, $fail failed" >> "$res"
 # these builds on 2 / 4 GPUs (device-API kernels only take their device path with more than one
 # rank; some forms, LL128's among them, differ by rank count; queued before the checks instead
 # with GPU_TESTS_MEMCHECK_FIRST=1); side by side as the checks.
-for tool in memcheck racecheck; do
+for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
   [ "${SANITIZE:-1}" = 1 ] && hasRank 1 || break
   for dir in "$b"/gen/*/; do
     n=$(basename "$dir")

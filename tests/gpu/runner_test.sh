@@ -115,6 +115,17 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/nodrivers/gpu-results
 [ "$got" = "$want" ] || fail "GPU_TESTS_DRIVERS=0: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
 [ "$(wc -l < "$t/nodrivers.seen")" = 2 ] || fail "GPU_TESTS_DRIVERS=0 ran $(wc -l < "$t/nodrivers.seen") drivers, not the 2 memchecks"
+# SANITIZE_TOOLS: only those tools on the 1-GPU runs (the multi-GPU memchecks as before)
+run "$t/tools" GPU_TESTS_DRIVERS=0 SANITIZE_TOOLS=racecheck
+want="checks: 0 passed, 0 failed
+compute-sanitizer racecheck alpha: clean
+compute-sanitizer racecheck beta: clean
+compute-sanitizer racecheck beta@v: clean
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/tools/gpu-results.txt")
+[ "$got" = "$want" ] || fail "SANITIZE_TOOLS=racecheck: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+grep -q '^command: .*; SANITIZE_TOOLS="racecheck"' "$t/tools/gpu-results.txt" || fail "SANITIZE_TOOLS not in the command line"
 # GPU_TESTS_ONLY: names and shell patterns ("beta@*": beta's variants, not beta itself; a "*"
 # in the folder must not expand to its files).
 touch "beta@file"
