@@ -7,9 +7,10 @@ entry (0), after its PDL wait (1), after a tail's scalar chain (2, where the ker
 after every statement of its shared rounds loop (8 + 4 r + j: the j-th statement of round r,
 push / compute / pull / barrier in the order the loop has them) and at its end (47); and on
 every block: the earliest entry (3) and latest end (4) of any block of the kernel, and the
-earliest and latest end of a tail's scalar chain (48, 49) and of a tail worker's first chunk
-(50, 51: after its workerDone; every block's where all compute chunk 0) over the blocks that reach
-them. Each kernel
+earliest and latest end of a tail's scalar chain (48, 49), of a tail worker's first chunk
+(50, 51: after its workerDone; every block's where all compute chunk 0), of the PDL wait (52, 53:
+thread 0 of each block past it) and the latest entry (55; 54 is the earliest, = 3) over the blocks
+that reach them. Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
 (K = STAMP_CALL, default 200: build with -DSTAMP_CALL=K to change it), and the first device
 kernel of call K + 1 prints them, in microseconds from call K's first kernel's entry on block 0:
@@ -38,15 +39,16 @@ RUNTIME = r'''
 #ifndef STAMP_CALL
 #define STAMP_CALL 200
 #endif
-__device__ unsigned long long stT[8][2][52];
+__device__ unsigned long long stT[8][2][56];
 __device__ unsigned stLaunch[8], stExit[8];
 // every block's earliest entry and latest end of call K, per kernel (printed as 3 and 4)
 __device__ unsigned long long stFirst[8] = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}, stLast[8];
 // the earliest and latest time of any block at spread point s (0: a tail's chain end, 1: a tail
-// worker's first chunk done), per kernel (printed as 48 + 2 s and 49 + 2 s)
-__device__ unsigned long long stSpreadLo[8][2] = {{~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull},
-                                                  {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}, {~0ull, ~0ull}},
-                          stSpreadHi[8][2];
+// worker's first chunk done, 2: past the PDL wait, 3: entry), per kernel (printed as 48 + 2 s and
+// 49 + 2 s)
+#define ST_LO4 {~0ull, ~0ull, ~0ull, ~0ull}
+__device__ unsigned long long stSpreadLo[8][4] = {ST_LO4, ST_LO4, ST_LO4, ST_LO4, ST_LO4, ST_LO4, ST_LO4, ST_LO4},
+                          stSpreadHi[8][4];
 __device__ __forceinline__ unsigned long long stNow() { unsigned long long x; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x)); return x; }
 __device__ __forceinline__ int stBlock() { return blockIdx.x == 0 ? 0 : blockIdx.x == gridDim.x - 1 ? 1 : -1; }
 __device__ __forceinline__ void stamp(int kid, int k, unsigned call) {
@@ -56,7 +58,11 @@ __device__ __forceinline__ void stamp(int kid, int k, unsigned call) {
 __device__ __forceinline__ unsigned stEnter(int kid, unsigned long long t0) {
   const unsigned call = *static_cast<volatile unsigned*>(&stLaunch[kid]);
   if (call == STAMP_CALL && stBlock() >= 0 && threadIdx.x == 0) stT[kid][stBlock()][0] = t0;
-  if (call == STAMP_CALL && threadIdx.x == 0) atomicMin(&stFirst[kid], t0);
+  if (call == STAMP_CALL && threadIdx.x == 0) {
+    atomicMin(&stFirst[kid], t0);
+    atomicMin(&stSpreadLo[kid][3], t0);
+    atomicMax(&stSpreadHi[kid][3], t0);
+  }
   return call;
 }
 __device__ __forceinline__ void stSpread(int kid, int s, unsigned call) {
@@ -81,12 +87,12 @@ __device__ __forceinline__ void stampPrint(int me, int kernels, unsigned call) {
       for (int b = 0; b < 2; ++b) {
         stT[kid][b][3] = stFirst[kid];
         stT[kid][b][4] = stLast[kid];
-        for (int s = 0; s < 2; ++s) {
+        for (int s = 0; s < 4; ++s) {
           stT[kid][b][48 + 2 * s] = stSpreadLo[kid][s];
           stT[kid][b][49 + 2 * s] = stSpreadHi[kid][s];
         }
         printf("ST rank %d kernel %d block %d:", me, kid, b);
-        for (int k = 0; k < 52; ++k)
+        for (int k = 0; k < 56; ++k)
           if (stT[kid][b][k] >= z && stT[kid][b][k] - z < 100000000ull) printf(" %d:%.1f", k, (stT[kid][b][k] - z) / 1000.0);
         printf("\n");
       }
@@ -130,7 +136,8 @@ def stamp_source(text: str) -> tuple[str, int]:
                 continue
             if ln.strip() == "coconet_rt::pdlWait();":
                 res += ["  const unsigned long long stT0 = stNow();", ln,
-                        f"  const unsigned stc = stEnter({kid}, stT0);", f"  stamp({kid}, 1, stc);"]
+                        f"  const unsigned stc = stEnter({kid}, stT0);", f"  stSpread({kid}, 2, stc);",
+                        f"  stamp({kid}, 1, stc);"]
                 if kid == 0:
                     res.append(f"  stampPrint(dc.lsaRank, {len(starts)}, stc);")
                 continue

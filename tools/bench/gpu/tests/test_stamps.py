@@ -53,7 +53,10 @@ class StampSource(unittest.TestCase):
         self.assertLess(text.index("stT["), text.index("template <bool kSolo>"))
         # entry, PDL wait, the print of the last call by the first kernel
         self.assertIn("const unsigned long long stT0 = stNow();\n  coconet_rt::pdlWait();\n  const unsigned stc = stEnter(0, stT0);\n"
-                      "  stamp(0, 1, stc);\n  stampPrint(dc.lsaRank, 1, stc);", text)
+                      "  stSpread(0, 2, stc);\n  stamp(0, 1, stc);\n  stampPrint(dc.lsaRank, 1, stc);", text)
+        # every block's time past the wait and its entry spread over the blocks (52-55)
+        self.assertIn("atomicMax(&stSpreadHi[kid][3], t0);", text)
+        self.assertIn("for (int s = 0; s < 4; ++s)", text)
         # the shared loop's three statements
         for j in range(3):
             self.assertIn(f"\n    stamp(0, 8 + 4 * r + {j}, stc);", text)
