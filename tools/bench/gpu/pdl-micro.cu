@@ -12,7 +12,7 @@
 // %globaltimer at its entry, before its griddepcontrol.wait, and after it. Printed per form,
 // medians over the repetitions, microseconds from the primary's earliest entry:
 //   early blocks' latest exit | primary's latest exit | secondary's earliest entry | its median
-//   entry | its earliest return from the wait
+//   entry | its earliest return from the wait | its latest (every block's thread 0)
 // If PDL places blocks early, the secondary's earliest entry follows the early blocks' exit;
 // if not, the primary's last exit.
 //
@@ -64,7 +64,7 @@ __device__ __forceinline__ unsigned long long gtime() {
 }
 
 struct Stamps {
-  unsigned long long primEntry, earlyExit, primExit, secEntry, secWait;
+  unsigned long long primEntry, earlyExit, primExit, secEntry, secWait, secWaitLast;
 };
 
 constexpr int kLive = 112;  // regs=1: values live across the spin (ptxas: 128 registers)
@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(512) secondary(Stamps* s, unsigned long long* 
   if (threadIdx.x == 0) {
     atomicMin(&s->secEntry, t0);
     atomicMin(&s->secWait, t1);
+    atomicMax(&s->secWaitLast, t1);
     entries[blockIdx.x] = t0;
     spad[0] = static_cast<unsigned char>(param.b[blockIdx.x % sizeof param.b]);
   }
@@ -262,11 +263,11 @@ int main(int argc, char** argv) {
     CK(cudaFree(one));
   }
   if (ncclMode > 0) std::printf("pdl-micro: NCCL set up first (nccl=%d)\n", ncclMode);
-  const Stamps init{~0ull, 0, 0, ~0ull, ~0ull};
+  const Stamps init{~0ull, 0, 0, ~0ull, ~0ull, 0};
   Small small{};
   Big big{};
   for (int pdl = 1; pdl >= 0; --pdl) {
-    std::vector<double> col[5];
+    std::vector<double> col[6];
     for (int k = 0; k < reps + 5; ++k) {
       CK(cudaMemcpyAsync(s, &init, sizeof init, cudaMemcpyHostToDevice, st));
       // blocks of 512 threads, launched dependent on the kernel before (PDL) or not
@@ -313,14 +314,15 @@ int main(int argc, char** argv) {
       for (unsigned long long t : hostEntries) sum += static_cast<double>(t - h.primEntry);
       col[3].push_back(sum / secBlocks / 1000.0);
       col[4].push_back((h.secWait - z) / 1000.0);
+      col[5].push_back((h.secWaitLast - z) / 1000.0);
     }
     auto med = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
     std::printf("%s: early blocks' exit %.1f | primary's exit %.1f | secondary's first entry %.1f | "
-                "mean entry %.1f | first past its wait %.1f us\n",
-                pdl ? "PDL" : "plain", med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[4]));
+                "mean entry %.1f | first past its wait %.1f | last past its wait %.1f us\n",
+                pdl ? "PDL" : "plain", med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[4]), med(col[5]));
   }
   if (ncclMode >= 3) {
     NC(ncclCommWindowDeregister(comm, win));
