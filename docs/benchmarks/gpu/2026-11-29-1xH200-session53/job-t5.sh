@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Call t5 (1 H200): does pdl-micro's secondary also pass its wait over 2-3 us of blocks, as t4
 # found of LAMB's `apply` (first +2.1-2.2 us after `moments`' last block, last +4.2-5.2)? pdl-micro
-# (its secondary's last block past the wait now printed too, d3bd1b1-) in its regs form, without
+# (its secondary's last block past the wait now printed too, 99e18dc) in its regs form, without
 # stores and with the late blocks storing 6 units a thread as they leave (local=6, as `moments`'
 # workers end on their last chunk's stores), twice each.
 # Run: LIMIT=90 bash docs/benchmarks/gpu/2026-11-29-1xH200-session53/job-t5.sh (no bundle needed) -> $OUT/t5.tgz
