@@ -9,8 +9,9 @@ push / compute / pull / barrier in the order the loop has them) and at its end (
 every block: the earliest entry (3) and latest end (4) of any block of the kernel, and the
 earliest and latest end of a tail's scalar chain (48, 49), of a tail worker's first chunk
 (50, 51: after its workerDone; every block's where all compute chunk 0), of the PDL wait (52, 53:
-thread 0 of each block past it) and the latest entry (55; 54 is the earliest, = 3) over the blocks
-that reach them. Each kernel
+thread 0 of each block as the wait returns, before any memory access, as pdl-micro takes it) and
+the latest entry (55; 54 is the earliest, = 3) over the blocks that reach them. (Block 0's own
+"after the wait", 1, comes after a load and the block's barrier.) Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
 (K = STAMP_CALL, default 200: build with -DSTAMP_CALL=K to change it), and the first device
 kernel of call K + 1 prints them, in microseconds from call K's first kernel's entry on block 0:
@@ -68,6 +69,13 @@ __device__ __forceinline__ unsigned stEnter(int kid, unsigned long long t0) {
 __device__ __forceinline__ void stSpread(int kid, int s, unsigned call) {
   if (call == STAMP_CALL && threadIdx.x == 0) {
     const unsigned long long t = stNow();
+    atomicMin(&stSpreadLo[kid][s], t);
+    atomicMax(&stSpreadHi[kid][s], t);
+  }
+}
+// spread point s at a time taken earlier (t): the PDL wait's return, before any memory access
+__device__ __forceinline__ void stSpreadAt(int kid, int s, unsigned call, unsigned long long t) {
+  if (call == STAMP_CALL && threadIdx.x == 0) {
     atomicMin(&stSpreadLo[kid][s], t);
     atomicMax(&stSpreadHi[kid][s], t);
   }
@@ -135,8 +143,8 @@ def stamp_source(text: str) -> tuple[str, int]:
                 res += [f"    stamp({kid}, 47, stc);", f"    stExitK({kid});", ln]
                 continue
             if ln.strip() == "coconet_rt::pdlWait();":
-                res += ["  const unsigned long long stT0 = stNow();", ln,
-                        f"  const unsigned stc = stEnter({kid}, stT0);", f"  stSpread({kid}, 2, stc);",
+                res += ["  const unsigned long long stT0 = stNow();", ln, "  const unsigned long long stT1 = stNow();",
+                        f"  const unsigned stc = stEnter({kid}, stT0);", f"  stSpreadAt({kid}, 2, stc, stT1);",
                         f"  stamp({kid}, 1, stc);"]
                 if kid == 0:
                     res.append(f"  stampPrint(dc.lsaRank, {len(starts)}, stc);")

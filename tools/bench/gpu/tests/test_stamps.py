@@ -52,8 +52,9 @@ class StampSource(unittest.TestCase):
         self.assertEqual(text.count("__device__ unsigned long long stT["), 1)
         self.assertLess(text.index("stT["), text.index("template <bool kSolo>"))
         # entry, PDL wait, the print of the last call by the first kernel
-        self.assertIn("const unsigned long long stT0 = stNow();\n  coconet_rt::pdlWait();\n  const unsigned stc = stEnter(0, stT0);\n"
-                      "  stSpread(0, 2, stc);\n  stamp(0, 1, stc);\n  stampPrint(dc.lsaRank, 1, stc);", text)
+        self.assertIn("const unsigned long long stT0 = stNow();\n  coconet_rt::pdlWait();\n  const unsigned long long stT1 = stNow();\n"
+                      "  const unsigned stc = stEnter(0, stT0);\n  stSpreadAt(0, 2, stc, stT1);\n  stamp(0, 1, stc);\n"
+                      "  stampPrint(dc.lsaRank, 1, stc);", text)
         # every block's time past the wait and its entry spread over the blocks (52-55)
         self.assertIn("atomicMax(&stSpreadHi[kid][3], t0);", text)
         self.assertIn("for (int s = 0; s < 4; ++s)", text)
