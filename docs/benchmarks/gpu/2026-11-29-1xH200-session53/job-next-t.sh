@@ -9,7 +9,8 @@
 # Run: LIMIT=560 bash docs/benchmarks/gpu/2026-11-29-1xH200-session53/job-next-t.sh (kind
 #   nvidia-h200-x4 or -x2, carry .gpu-bundle).  -> $OUT/nt.tgz
 # If the limit stops it in the builds or the checks, run it again with GPU_TESTS_ONLY set to the
-# builds not reached (gpu-results.txt lists the finished ones), e.g. GPU_TESTS_ONLY="megatron*".
+# builds not reached in the environment (gpu-results.txt lists the finished ones), e.g.
+#   GPU_TESTS_ONLY="megatron*" LIMIT=560 bash ...: run.sh reads it from there.
 set -uo pipefail
 source tools/bench/gpu/job.sh
 job_begin nt "${LIMIT:-560}"
@@ -17,6 +18,6 @@ n=$(nvidia-smi -L | wc -l)
 ranks="2"; [ "$n" -ge 4 ] && ranks="2 4"
 mem="lamb adam sgd allreduces decode_gemv megatron_row megatron_mlp norm_clip scalar_chain tail_fold"
 m4=""; [ "$n" -ge 4 ] && m4="lamb adam megatron_row"
-job_tests $(( $(left) - 10 )) ${GPU_TESTS_ONLY:+GPU_TESTS_ONLY="$GPU_TESTS_ONLY"} GPU_TESTS_RANKS="$ranks" SANITIZE=0 \
+job_tests $(( $(left) - 10 )) GPU_TESTS_RANKS="$ranks" SANITIZE=0 \
   MEMCHECK_P2="$mem" MEMCHECK_P4="$m4"
 job_end
