@@ -1082,12 +1082,12 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
     << "  const bool " << oneIf << " = ";
   if (mode < 0) b << "false;\n";
-  else b << "P_ > 1 && " << n << " > 0" << (mode ? "" : " && " + bytes + " <= coconet_rt::oneShotMaxBytes(P_)") << ";\n";
+  else b << "!coconet_rt::soloRanks(P_) && " << n << " > 0" << (mode ? "" : " && " + bytes + " <= coconet_rt::oneShotMaxBytes(P_)") << ";\n";
   b << "  const bool " << twoIf << " = ";
   if (!two) {
     b << "false;\n";
   } else {
-    b << "!" << oneIf << " && P_ > 1 && " << n << " > 0 && " << n << " % P_ == 0";
+    b << "!" << oneIf << " && !coconet_rt::soloRanks(P_) && " << n << " > 0 && " << n << " % P_ == 0";
     // an operand read periodically (along the last dimensions) from the slice's first element
     for (size_t k = 0; k < dg.ext.size(); ++k)
       if (dg.acc[k] == Access::Modulo) b << " && (" << n << " / P_) % " << countVar(dg.ext[k]) << " == 0";
@@ -1164,7 +1164,7 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     // `workers` compute them (coconet_device.cuh, roleBlocks).
     // one round on one rank: no transfers to overlap, and so no movers (the kernel's one-rank
     // branch computes over gridPart(), which only a grid without movers partitions once)
-    b << ind << "const int rounds = P_ == 1 ? 1 : " << devRounds(dg) << ";\n";
+    b << ind << "const int rounds = coconet_rt::soloRanks(P_) ? 1 : " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
       b << ind << "int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
     // a flags-pulling tail: the movers' tiles' units (0: fixed parts), and the instantiation of that form
@@ -1176,12 +1176,12 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     const std::string soloTiles = tiles ? ", false" : "";
     if (dg.occupancyByRanks())
       b << ind << "// the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<1, true" << soloTiles << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
+        << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<1, true" << soloTiles << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
         << inst("2, false") << " : " << inst("1, false") << ";\n";
     else if (solo)
-      b << ind << "auto* const " << kname << "_k = P_ == 1 ? &" << kname << "<true" << soloTiles << "> : " << inst("false") << ";  // the one-rank form, or not\n";
+      b << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<true" << soloTiles << "> : " << inst("false") << ";  // the one-rank form, or not\n";
     // (on one rank no barriers: as many blocks as fit at once)
-    const std::string soloGrid = "P_ == 1 ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
+    const std::string soloGrid = "coconet_rt::soloRanks(P_) ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
                                  std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
     if (dg.splitRoles())
       b << ind << "const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
@@ -1275,7 +1275,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int oneShot = oneShotMode(dg);
   if (oneShot >= 0) {
     const int x = p_.stages[dg.rs].operands[0];
-    b << "      if (P_ > 1" << (oneShot ? "" : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
+    b << "      if (!coconet_rt::soloRanks(P_)" << (oneShot ? "" : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
                                                   ") <= coconet_rt::oneShotMaxBytes(P_)")
       << ") {\n";
     emitDevOneShot(dg, emitDevKernel(dg, true), var(x), countVar(x), "        ");

@@ -23,7 +23,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
   # the generated programs' run-time knobs set around the tests (coconet_device.cuh: COCONET_CLAIMED_PUSH, ...)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
@@ -47,6 +47,9 @@ fi
 # checks rather than after them.
 # SANITIZE_TOOLS="racecheck": the compute-sanitizer tools of the 1-GPU runs (default "memcheck
 # racecheck"), to finish in a call what an earlier one did not reach.
+# GPU_TESTS_MULTI_AT_ONE=1: every build with device groups also checked at one rank with
+# COCONET_MULTI_RANK_FORMS=1 (their multi-rank kernels over a team of one: rounds, roles, barriers,
+# exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1".
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
@@ -64,9 +67,10 @@ keep() {  # BUILD: whether GPU_TESTS_ONLY names it or has a pattern it matches
 }
 # check_run LABEL EXE P DUMPDIR RESULT: one driver run on P GPUs against verify vectors; its line
 # goes to the file RESULT (run_queue gathers them in order and counts them).
-check_run() {
-  local log="$out/run-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_')-$3.log"
-  if timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
+check_run() {  # LABEL EXE P DUMPDIR RESULT [VAR=VALUE: set around the run]
+  local log="$out/run-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_')-$3.log" e=()
+  [ -z "${6:-}" ] || e=(env "$6")
+  if "${e[@]}" timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
     echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" > "$5"
   else
     { echo "$1 P=$3: FAILED (exit $?)"; tail -n 5 "$log" | sed 's/^/    /'; } > "$5"
@@ -224,6 +228,11 @@ for dir in "$b"/gen/*/; do
     d="$b/dumps/$p/ranks$P"
     [ -f "$d/manifest.txt" ] || { queue_line "$n P=$P: no vectors (verify skipped this rank count)"; continue; }
     queue_run "$n" "$exe" "$P" "$d"
+    # GPU_TESTS_MULTI_AT_ONE=1: at one rank also with the device groups in their multi-rank forms
+    # (COCONET_MULTI_RANK_FORMS=1, coconet_device.cuh), for builds that have such groups
+    if [ "$P" = 1 ] && [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$dir/$p.cu"; then
+      queue_run "$n (multi-rank forms)" "$exe" 1 "$d"; Q_X[-1]=COCONET_MULTI_RANK_FORMS=1
+    fi
   done
 done
 # Variants (tools/gpu-bundle.sh): other sizes of a program, run with each of its builds.

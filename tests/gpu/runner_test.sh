@@ -40,7 +40,7 @@ for n in alpha beta beta@v; do
   # a driver: records the GPUs it sees, takes a moment, fails on beta's 4-rank vectors
   cat > "$b/gen/$n/build/${p}_main" <<EOF
 #!/bin/bash
-echo "\$(date +%s.%N) \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2" >> "$t/seen"
+echo "\$(date +%s.%N) \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2 \${COCONET_MULTI_RANK_FORMS:-0}" >> "$t/seen"
 sleep 0.5
 [ "\${SLOW_BUILD:-}" = "$n" ] && sleep 20
 case "\$*" in *beta/ranks4*) echo "mismatch"; exit 3 ;; esac
@@ -48,6 +48,8 @@ echo "y: ok (relative error 0)"
 EOF
   chmod +x "$b/gen/$n/build/${p}_main"
 done
+# alpha's code has a device group with a one-rank form (GPU_TESTS_MULTI_AT_ONE)
+echo 'auto* const k_k = coconet_rt::soloRanks(P_) ? &k<true> : &k<false>;' > "$b/gen/alpha/alpha.cu"
 for p in alpha beta; do for r in 1 2 4; do mkdir -p "$b/dumps/$p/ranks$r" && touch "$b/dumps/$p/ranks$r/manifest.txt"; done; done
 rm "$b/dumps/alpha/ranks4/manifest.txt"
 mkdir -p "$b/dumps/alpha@s/ranks2" && touch "$b/dumps/alpha@s/ranks2/manifest.txt"
@@ -126,6 +128,21 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/tools/gpu-results.txt
 [ "$got" = "$want" ] || fail "SANITIZE_TOOLS=racecheck: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
 grep -q '^command: .*; SANITIZE_TOOLS="racecheck"' "$t/tools/gpu-results.txt" || fail "SANITIZE_TOOLS not in the command line"
+# GPU_TESTS_MULTI_AT_ONE=1: builds with device groups (alpha) checked at one rank a second time,
+# with COCONET_MULTI_RANK_FORMS=1 set around that run only
+run "$t/multi" GPU_TESTS_MULTI_AT_ONE=1 GPU_TESTS_RANKS=1 SANITIZE=0
+want="alpha P=1: ok
+alpha (multi-rank forms) P=1: ok
+beta P=1: ok
+beta@v P=1: ok
+checks: 4 passed, 0 failed
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/multi/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/')
+[ "$got" = "$want" ] || fail "GPU_TESTS_MULTI_AT_ONE=1: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+# (the other five: three checks, the two multi-GPU memchecks)
+[ "$(awk '$5 == 1' "$t/multi.seen" | wc -l)" = 1 ] && [ "$(awk '$5 == 0' "$t/multi.seen" | wc -l)" = 5 ] ||
+  fail "COCONET_MULTI_RANK_FORMS=1 not around exactly the one run: $(cat "$t/multi.seen")"
 # GPU_TESTS_ONLY: names and shell patterns ("beta@*": beta's variants, not beta itself; a "*"
 # in the folder must not expand to its files).
 touch "beta@file"

@@ -986,6 +986,21 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // docs/benchmarks/gpu/2026-11-26-4xH200-session25. On this grid one H200 ran Adam in 1,921 us at
 // 2^28, 1.07x torch.compile's 1,793, and LAMB 1.03x; 256-thread blocks, 4 units per thread or
 // three blocks per SM were no faster: docs/benchmarks/gpu/2026-11-26-{1xH200,4xH200}-session26.)
+// COCONET_MULTI_RANK_FORMS=1 (tests): at one rank a device group's kernels take their multi-rank
+// forms (rounds by the schedule or the bytes, movers and workers, barriers over a team of one, the
+// chains' exchanges, the tails' flags) instead of the one-rank form, so that one GPU checks that
+// code, programmatic dependent launch included, against the one-rank vectors (tests/gpu/run.sh,
+// GPU_TESTS_MULTI_AT_ONE=1). Peers' transfers are the one thing it cannot reach.
+inline bool multiRankForms() {
+  static const bool on = [] {
+    const char* e = std::getenv("COCONET_MULTI_RANK_FORMS");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  return on;
+}
+// Whether a device group runs its one-rank form: on one rank, unless COCONET_MULTI_RANK_FORMS=1.
+inline bool soloRanks(int ranks) { return ranks == 1 && !multiRankForms(); }
+
 // COCONET_SOLO_UNITS=K (for A/B runs of the grid, as COCONET_PDL for the launches): one block per
 // K * kDevThreads units instead, however many are resident (K = 1: the flat grid); unset or 0:
 // the resident grid.
