@@ -222,6 +222,15 @@ SizeExpr SizeExpr::mod(const SizeExpr& a, const SizeExpr& b) {
   return makeAtom(SizeAtom::Mod, a, b);
 }
 
+std::optional<std::pair<SizeExpr, SizeExpr>> SizeExpr::asRemainder() const {
+  if (terms_.size() != 1) return std::nullopt;
+  const auto& [m, c] = *terms_.begin();
+  if (c != 1 || m.size() != 1) return std::nullopt;
+  const SizeAtom& at = *atoms_.at(m[0]);
+  if (at.kind != SizeAtom::Mod) return std::nullopt;
+  return std::make_pair(*at.lhs, *at.rhs);
+}
+
 // Parenthesizes a sub-expression unless it is a single symbol or number.
 static std::string wrap(const std::string& s) {
   return s.find(' ') == std::string::npos && s.find('*') == std::string::npos ? s : "(" + s + ")";

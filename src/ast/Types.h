@@ -85,6 +85,8 @@ public:
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
   std::vector<std::string> symbols() const;
   std::string str() const;
+  // The operands (a, b) where this expression is exactly the remainder a % b; else nullopt.
+  std::optional<std::pair<SizeExpr, SizeExpr>> asRemainder() const;
 
 private:
   std::map<Monomial, int64_t> terms_;  // no zero coefficients

@@ -31,6 +31,24 @@ TEST_CASE("size division is exact when it can be", "[sizes]") {
   CHECK_THROWS(SizeExpr::div(H, SizeExpr::constant(0)));
 }
 
+TEST_CASE("a remainder gives back its operands", "[sizes]") {
+  auto H = SizeExpr::symbol("H"), P = SizeExpr::symbol("world.size");
+  auto r = SizeExpr::mod(H, P).asRemainder();
+  REQUIRE(r);
+  CHECK(r->first == H);
+  CHECK(r->second == P);
+  auto c = SizeExpr::mod(H * SizeExpr::constant(3), SizeExpr::constant(8)).asRemainder();
+  REQUIRE(c);
+  CHECK(c->first.str() == "3*H");
+  CHECK(c->second.constantValue() == 8);
+  // not a lone remainder: scaled, summed, a quotient, a symbol, a constant
+  CHECK_FALSE((SizeExpr::mod(H, P) * SizeExpr::constant(2)).asRemainder());
+  CHECK_FALSE((SizeExpr::mod(H, P) + SizeExpr::constant(1)).asRemainder());
+  CHECK_FALSE(SizeExpr::div(H, P).asRemainder());
+  CHECK_FALSE(H.asRemainder());
+  CHECK_FALSE(SizeExpr::constant(0).asRemainder());
+}
+
 TEST_CASE("sizes evaluate with bindings", "[sizes]") {
   auto H = SizeExpr::symbol("H"), P = SizeExpr::symbol("world.size");
   SizeExpr e = SizeExpr::div(H * SizeExpr::constant(3), P) + SizeExpr::mod(H, P);
