@@ -436,11 +436,21 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         if (!l || !rr) continue;
         auto lc = l->constantValue(), rc = rr->constantValue();
         if (lc && rc) {
-          if (!holds(*lc, b->op, *rc))
-            error(b->loc, "requirement " + quote(exprText(*b)) + " does not hold: " +
-                              std::to_string(*lc) + " " + binaryOpSpelling(b->op) + " " +
-                              std::to_string(*rc) + " is false",
-                  b->length);
+          if (!holds(*lc, b->op, *rc)) {
+            // a divisibility requirement (a % m == 0) says which value is not a multiple of which
+            std::string why = std::to_string(*lc) + " " + binaryOpSpelling(b->op) + " " + std::to_string(*rc) + " is false";
+            const auto* mod = b->lhs->as<Binary>();
+            if (b->op == BinaryOp::Eq && *rc == 0 && mod && mod->op == BinaryOp::Mod) {
+              auto a = toSize(*mod->lhs, scope), m = toSize(*mod->rhs, scope);
+              auto av = a ? a->constantValue() : std::nullopt, mv = m ? m->constantValue() : std::nullopt;
+              auto named = [](const Expr& x, int64_t v) {
+                const std::string t = exprText(x), n = std::to_string(v);
+                return t == n ? n : t + " = " + n;
+              };
+              if (av && mv) why = named(*mod->lhs, *av) + " is not a multiple of " + named(*mod->rhs, *mv);
+            }
+            error(b->loc, "requirement " + quote(exprText(*b)) + " does not hold: " + why, b->length);
+          }
           continue;
         }
         addRequirement(*l, b->op, *rr, "stated", b->loc);
