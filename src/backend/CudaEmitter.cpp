@@ -565,13 +565,12 @@ void Emitter::emitBody() {
       << ": requirement " << r.str() << " does not hold (" << jsonEscape(r.reason) << "): \"";
     // A divisibility requirement (a % b == 0) says which sizes: "H = 4097 is not a multiple of world.size = 4".
     const auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder() : std::nullopt;
-    if (rem && rem->second.isConstant())
+    if (rem) {
       b << " \"" << jsonEscape(rem->first.str()) << " = \" + std::to_string(" << cxx(rem->first) << ") + \" is not a multiple of "
-        << jsonEscape(rem->second.str()) << "\");\n";
-    else if (rem)
-      b << " \"" << jsonEscape(rem->first.str()) << " = \" + std::to_string(" << cxx(rem->first) << ") + \" is not a multiple of "
-        << jsonEscape(rem->second.str()) << " = \" + std::to_string(" << cxx(rem->second) << "));\n";
-    else
+        << jsonEscape(rem->second.str());
+      if (rem->second.isConstant()) b << "\");\n";  // (a constant divisor without its value again)
+      else b << " = \" + std::to_string(" << cxx(rem->second) << "));\n";
+    } else
       b << " + std::to_string(" << cxx(r.lhs) << ") + \" " << op << " \" + std::to_string(" << cxx(r.rhs) << ") + \" is false\");\n";
   }
   emitFallbackCall();

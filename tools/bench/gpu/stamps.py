@@ -66,20 +66,15 @@ __device__ __forceinline__ unsigned stEnter(int kid, unsigned long long t0) {
   }
   return call;
 }
-__device__ __forceinline__ void stSpread(int kid, int s, unsigned call) {
-  if (call == STAMP_CALL && threadIdx.x == 0) {
-    const unsigned long long t = stNow();
-    atomicMin(&stSpreadLo[kid][s], t);
-    atomicMax(&stSpreadHi[kid][s], t);
-  }
-}
-// spread point s at a time taken earlier (t): the PDL wait's return, before any memory access
+// spread point s at time t (thread 0 of each block): the earliest and latest over the blocks
 __device__ __forceinline__ void stSpreadAt(int kid, int s, unsigned call, unsigned long long t) {
   if (call == STAMP_CALL && threadIdx.x == 0) {
     atomicMin(&stSpreadLo[kid][s], t);
     atomicMax(&stSpreadHi[kid][s], t);
   }
 }
+// the same now
+__device__ __forceinline__ void stSpread(int kid, int s, unsigned call) { stSpreadAt(kid, s, call, stNow()); }
 __device__ __forceinline__ void stExitK(int kid) {
   __syncthreads();
   if (threadIdx.x == 0) {
