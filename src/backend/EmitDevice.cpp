@@ -442,10 +442,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     << ") "
     << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
-  // Block b's LSA barrier is barrier b, and the device communicator has kDevMaxBlocks of them: a
+  // Block b's LSA barrier is barrier b, and the device communicator has kDevBarriers of them: a
   // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks
-  // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks; with roles the
-  // workers (block indices up to the resident limit) take none and leave before it is made.
+  // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks (barrierBlocks);
+  // with roles the workers (block indices up to the resident limit) take none and leave before it
+  // is made.
   const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
   const bool roles = !oneShot && !dg.preloaded && dg.splitRoles();
   // (the kernels with a one-rank form make their barrier sessions after its branch)
@@ -1180,9 +1181,12 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
         << inst("2, false") << " : " << inst("1, false") << ";\n";
     else if (solo)
       b << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<true" << soloTiles << "> : " << inst("false") << ";  // the one-rank form, or not\n";
-    // (on one rank no barriers: as many blocks as fit at once)
-    const std::string soloGrid = "coconet_rt::soloRanks(P_) ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + n + " / " +
-                                 std::to_string(V) + ", " + prog + ", " + name + ") : " + grid;
+    // (on one rank no barriers: as many blocks as fit at once; else a barrier per block, every
+    // block resident)
+    const std::string units = n + " / " + std::to_string(V) + ", ";
+    grid = "coconet_rt::barrierBlocks(reinterpret_cast<const void*>(" + kptr + "), " + units + prog + ", " + name + ")";
+    const std::string soloGrid = "coconet_rt::soloRanks(P_) ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + units +
+                                 prog + ", " + name + ") : " + grid;
     if (dg.splitRoles())
       b << ind << "const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
         << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"

@@ -463,7 +463,7 @@ private:
   // than once after the last chunk on 2 GPUs (H = 4096..12288: 2048..6144 flops per byte), and
   // 0.78-0.95x on 4 GPUs at every H (683..2048), where the transfers outlast the GEMM.
   static constexpr int kGatherFlopsPerByte = 1700;
-  static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (LSA barriers)
+  static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (blocks with LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
   // Some overlap may run its epilogue and all-gather per chunk (it needs comm3_ and ovRed_).
   bool gatherMayPipe() const;

@@ -30,7 +30,8 @@
 namespace coconet_rt {
 
 constexpr int kDevThreads = 512;    // threads per block of every device-collective kernel
-constexpr int kDevMaxBlocks = 128;  // blocks (and LSA barriers) at most
+constexpr int kDevMaxBlocks = 128;  // blocks of a kernel whose blocks take LSA barriers, by default
+constexpr int kDevBarriers = 512;   // LSA barriers of the device communicator (barrierBlocks' most)
 // An allreduce (or a fused group's one-shot form) of at most oneShotMaxBytes(P) bytes per rank
 // runs one-shot: every rank pushes its whole buffer to every rank and sums locally (one
 // barrier); larger ones run two-shot: a reduce-scatter by pushes, then an all-gather by pulls
@@ -309,7 +310,7 @@ struct DevComm {
   static ncclDevCommRequirements requirements() {  // one LSA barrier per block
     ncclDevCommRequirements reqs;
     std::memset(&reqs, 0, sizeof reqs);
-    reqs.lsaBarrierCount = kDevMaxBlocks;
+    reqs.lsaBarrierCount = kDevBarriers;
     return reqs;
   }
   void create(ncclComm_t c, const char* program, const char* stage) {
@@ -1017,6 +1018,25 @@ inline int soloBlocks(const void* kernel, long long units, const char* program, 
   if (const long long k = soloUnitsPerThread(); k > 0)
     return static_cast<int>(std::max<long long>(1, std::min<long long>((want + k - 1) / k, 1LL << 30)));
   return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
+}
+
+// The grid of a device group's multi-rank kernel without roles, where block b takes LSA barrier b
+// and waits there for block b of every other rank, so every block must be resident at once: one
+// block per kDevThreads units, at most what fits on the GPU at once and at most kDevMaxBlocks, or
+// COCONET_DEV_BLOCKS=K blocks at most instead (A/B runs, as COCONET_SOLO_UNITS for the one-rank
+// grid; 1 to kDevBarriers, still no more than fit). The same on every rank of one GPU model.
+inline int devBlocksCap() {
+  static const int k = [] {
+    const char* e = std::getenv("COCONET_DEV_BLOCKS");
+    const long long v = e ? std::atoll(e) : 0;
+    return v > 0 ? static_cast<int>(std::min<long long>(v, kDevBarriers)) : kDevMaxBlocks;
+  }();
+  return k;
+}
+inline int barrierBlocks(const void* kernel, long long units, const char* program, const char* stage) {
+  const long long want = (units + kDevThreads - 1) / kDevThreads;
+  const int most = std::min(devBlocksCap(), std::max(1, residentBlocks(kernel, program, stage)));
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(want, most)));
 }
 
 // tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
