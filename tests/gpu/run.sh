@@ -49,7 +49,8 @@ fi
 # racecheck"), to finish in a call what an earlier one did not reach.
 # GPU_TESTS_MULTI_AT_ONE=1: every build with device groups also checked at one rank with
 # COCONET_MULTI_RANK_FORMS=1 (their multi-rank kernels over a team of one: rounds, roles, barriers,
-# exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1".
+# exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1", and so run under
+# each compute-sanitizer tool of the 1-GPU runs too.
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
@@ -85,15 +86,19 @@ Q_FN=() Q_LABEL=() Q_EXE=() Q_P=() Q_DIR=() Q_X=() QN=0
 queue_run() { Q_FN+=(check_run); Q_LABEL+=("$1"); Q_EXE+=("$2"); Q_P+=("$3"); Q_DIR+=("$4"); Q_X+=(""); }
 queue_sanitizer() { queue_run "$2" "$3" "$4" "$5"; Q_FN[-1]=sanitize_run; Q_X[-1]=$1; }
 queue_line() { queue_run "$1" "" 0 ""; }
-# sanitize_run LABEL EXE P DUMPDIR RESULT TOOL: compute-sanitizer TOOL on one driver run; its line
-# (clean, or the first finding) goes to RESULT, counted neither as passed nor as failed.
+# sanitize_run LABEL EXE P DUMPDIR RESULT "TOOL [VAR=VALUE]": compute-sanitizer TOOL on one driver
+# run (VAR=VALUE set around it); its line (clean, or the first finding) goes to RESULT, counted
+# neither as passed nor as failed.
 sanitize_run() {
-  local log="$out/sanitizer-$6-$([ "$3" -gt 1 ] && echo "p$3-")$1.log" extra=() rc
+  local tool var e=() extra=() rc
+  read -r tool var <<< "$6"
+  [ -z "$var" ] || e=(env "$var")
+  local log="$out/sanitizer-$tool-$([ "$3" -gt 1 ] && echo "p$3-")$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_').log"
   [ "$3" -gt 1 ] && extra=(--timeout 240)
   # NCCL probes kernels with cudaFuncGetAttributes and handles the errors itself: not ours to report.
-  timeout 300 compute-sanitizer --tool "$6" --report-api-errors no --error-exitcode 9 "$2" --spawn "$3" --check "$4" "${extra[@]}" > "$log" 2>&1
+  "${e[@]}" timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$2" --spawn "$3" --check "$4" "${extra[@]}" > "$log" 2>&1
   rc=$?
-  echo "compute-sanitizer $6 $1$([ "$3" -gt 1 ] && echo " P=$3"): $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$log")")" > "$5"
+  echo "compute-sanitizer $tool $1$([ "$3" -gt 1 ] && echo " P=$3"): $( [ $rc = 0 ] && echo clean || echo "exit $rc: $(sanitizerWhy "$log")")" > "$5"
 }
 # The first thing a compute-sanitizer log reports: its first finding with the kernel it was in
 # (the kernel's name cut at its argument list), else the first error line (a failing run's own).
@@ -359,6 +364,10 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     exe="$dir/build/${p}_main"; d="$b/dumps/$p/ranks1"
     [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
     queue_sanitizer "$tool" "$n" "$exe" 1 "$d"
+    # (GPU_TESTS_MULTI_AT_ONE=1: the multi-rank forms at one rank too)
+    if [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$dir/$p.cu"; then
+      queue_sanitizer "$tool COCONET_MULTI_RANK_FORMS=1" "$n (multi-rank forms)" "$exe" 1 "$d"
+    fi
   done
 done
 [ "${GPU_TESTS_MEMCHECK_FIRST:-0}" = 1 ] || queue_memcheck_ranks

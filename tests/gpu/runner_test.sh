@@ -143,6 +143,19 @@ $(diff <(echo "$want") <(echo "$got"))"
 # (the other five: three checks, the two multi-GPU memchecks)
 [ "$(awk '$5 == 1' "$t/multi.seen" | wc -l)" = 1 ] && [ "$(awk '$5 == 0' "$t/multi.seen" | wc -l)" = 5 ] ||
   fail "COCONET_MULTI_RANK_FORMS=1 not around exactly the one run: $(cat "$t/multi.seen")"
+# ... and under the sanitizers, alpha's multi-rank forms run again with the variable around them
+run "$t/multisan" GPU_TESTS_MULTI_AT_ONE=1 GPU_TESTS_RANKS=1 GPU_TESTS_DRIVERS=0 SANITIZE_TOOLS=memcheck
+want="checks: 0 passed, 0 failed
+compute-sanitizer memcheck alpha: clean
+compute-sanitizer memcheck alpha (multi-rank forms): clean
+compute-sanitizer memcheck beta: clean
+compute-sanitizer memcheck beta@v: clean
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/multisan/gpu-results.txt")
+[ "$got" = "$want" ] || fail "GPU_TESTS_MULTI_AT_ONE=1 with sanitizers: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+[ "$(awk '$5 == 1' "$t/multisan.seen" | wc -l)" = 1 ] ||
+  fail "COCONET_MULTI_RANK_FORMS=1 not around exactly the one sanitizer run: $(cat "$t/multisan.seen")"
 # GPU_TESTS_ONLY: names and shell patterns ("beta@*": beta's variants, not beta itself; a "*"
 # in the folder must not expand to its files).
 touch "beta@file"
