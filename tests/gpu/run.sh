@@ -49,8 +49,9 @@ fi
 # racecheck"), to finish in a call what an earlier one did not reach.
 # GPU_TESTS_MULTI_AT_ONE=1: every build with device groups also checked at one rank with
 # COCONET_MULTI_RANK_FORMS=1 (their multi-rank kernels over a team of one: rounds, roles, barriers,
-# exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1", and so run under
-# each compute-sanitizer tool of the 1-GPU runs too.
+# exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1", with the size
+# variants' one-rank vectors too ("SET (gen/BUILD, multi-rank forms) P=1"), and under each
+# compute-sanitizer tool of the 1-GPU runs.
 only="${GPU_TESTS_ONLY:-}"
 sets="${GPU_TESTS_SETS:-}"
 ranks="${GPU_TESTS_RANKS:-1 2 4}"
@@ -263,6 +264,9 @@ for d0 in "$b"/dumps/*@*/; do
     for P in $ranks; do
       [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
       queue_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
+      if [ "$P" = 1 ] && [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$bdir/$n.cu"; then
+        queue_run "$v (gen/$build, multi-rank forms)" "$exe" 1 "$d0/ranks1"; Q_X[-1]=COCONET_MULTI_RANK_FORMS=1
+      fi
     done
   done
 done

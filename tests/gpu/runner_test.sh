@@ -130,18 +130,23 @@ $(diff <(echo "$want") <(echo "$got"))"
 grep -q '^command: .*; SANITIZE_TOOLS="racecheck"' "$t/tools/gpu-results.txt" || fail "SANITIZE_TOOLS not in the command line"
 # GPU_TESTS_MULTI_AT_ONE=1: builds with device groups (alpha) checked at one rank a second time,
 # with COCONET_MULTI_RANK_FORMS=1 set around that run only
+# (a size variant's one-rank vectors too, for this run only)
+mkdir -p "$b/dumps/alpha@s/ranks1" && touch "$b/dumps/alpha@s/ranks1/manifest.txt"
 run "$t/multi" GPU_TESTS_MULTI_AT_ONE=1 GPU_TESTS_RANKS=1 SANITIZE=0
+rm -r "$b/dumps/alpha@s/ranks1"
 want="alpha P=1: ok
 alpha (multi-rank forms) P=1: ok
 beta P=1: ok
 beta@v P=1: ok
-checks: 4 passed, 0 failed
+alpha@s (gen/alpha) P=1: ok
+alpha@s (gen/alpha, multi-rank forms) P=1: ok
+checks: 6 passed, 0 failed
 $memchecks"
 got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/multi/gpu-results.txt" | sed -E 's/: ok \(.*/: ok/')
 [ "$got" = "$want" ] || fail "GPU_TESTS_MULTI_AT_ONE=1: result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
-# (the other five: three checks, the two multi-GPU memchecks)
-[ "$(awk '$5 == 1' "$t/multi.seen" | wc -l)" = 1 ] && [ "$(awk '$5 == 0' "$t/multi.seen" | wc -l)" = 5 ] ||
+# (the other six: four checks, the two multi-GPU memchecks)
+[ "$(awk '$5 == 1' "$t/multi.seen" | wc -l)" = 2 ] && [ "$(awk '$5 == 0' "$t/multi.seen" | wc -l)" = 6 ] ||
   fail "COCONET_MULTI_RANK_FORMS=1 not around exactly the one run: $(cat "$t/multi.seen")"
 # ... and under the sanitizers, alpha's multi-rank forms run again with the variable around them
 run "$t/multisan" GPU_TESTS_MULTI_AT_ONE=1 GPU_TESTS_RANKS=1 GPU_TESTS_DRIVERS=0 SANITIZE_TOOLS=memcheck
