@@ -67,6 +67,9 @@ keep() {  # BUILD: whether GPU_TESTS_ONLY names it or has a pattern it matches
   done
   return 1
 }
+# multiAtOne CU: whether GPU_TESTS_MULTI_AT_ONE=1 and the generated file CU has device groups with a
+# one-rank form (whose multi-rank forms then run at one rank too, COCONET_MULTI_RANK_FORMS=1)
+multiAtOne() { [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$1"; }
 # check_run LABEL EXE P DUMPDIR RESULT: one driver run on P GPUs against verify vectors; its line
 # goes to the file RESULT (run_queue gathers them in order and counts them).
 check_run() {  # LABEL EXE P DUMPDIR RESULT [VAR=VALUE: set around the run]
@@ -236,7 +239,7 @@ for dir in "$b"/gen/*/; do
     queue_run "$n" "$exe" "$P" "$d"
     # GPU_TESTS_MULTI_AT_ONE=1: at one rank also with the device groups in their multi-rank forms
     # (COCONET_MULTI_RANK_FORMS=1, coconet_device.cuh), for builds that have such groups
-    if [ "$P" = 1 ] && [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$dir/$p.cu"; then
+    if [ "$P" = 1 ] && multiAtOne "$dir/$p.cu"; then
       queue_run "$n (multi-rank forms)" "$exe" 1 "$d"; Q_X[-1]=COCONET_MULTI_RANK_FORMS=1
     fi
   done
@@ -264,7 +267,7 @@ for d0 in "$b"/dumps/*@*/; do
     for P in $ranks; do
       [ "$P" -le "$gpus" ] && [ -f "$d0/ranks$P/manifest.txt" ] || continue
       queue_run "$v (gen/$build)" "$exe" "$P" "$d0/ranks$P"
-      if [ "$P" = 1 ] && [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$bdir/$n.cu"; then
+      if [ "$P" = 1 ] && multiAtOne "$bdir/$n.cu"; then
         queue_run "$v (gen/$build, multi-rank forms)" "$exe" 1 "$d0/ranks1"; Q_X[-1]=COCONET_MULTI_RANK_FORMS=1
       fi
     done
@@ -369,7 +372,7 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     [ -x "$exe" ] && [ -f "$d/manifest.txt" ] || continue
     queue_sanitizer "$tool" "$n" "$exe" 1 "$d"
     # (GPU_TESTS_MULTI_AT_ONE=1: the multi-rank forms at one rank too)
-    if [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)' "$dir/$p.cu"; then
+    if multiAtOne "$dir/$p.cu"; then
       queue_sanitizer "$tool COCONET_MULTI_RANK_FORMS=1" "$n (multi-rank forms)" "$exe" 1 "$d"
     fi
   done
