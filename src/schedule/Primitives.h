@@ -56,10 +56,11 @@ bool split(StepContext& c);
 // is gathered again. A whole-tensor or other-dimension reduction on slices becomes a partial
 // reduction plus an allreduce (this re-associates the reduction, which verify accounts for).
 // Preconditions: `ag` is an all_gather; every listed stage is an element-wise compute, a
-// reduction, or a send between groups (position i sends to position i, so slices stay put)
-// that comes after `ag` and reads `ag`, a listed stage, or a replicated value of ag's shape; no operand of a listed
-// stage is local, or sliced on another dimension; a moved value that is sliced covers the
-// gathered dimension with its full extent.
+// reduction, a softmax or layernorm whose slices hold whole rows (the gathered dimension is not
+// its last), or a send between groups (position i sends to position i, so slices stay put)
+// that comes after `ag` and reads `ag`, a listed stage, or a replicated value of ag's shape; no
+// operand of a listed stage is local, or sliced on another dimension; a moved value that is
+// sliced covers the gathered dimension with its full extent.
 bool reorder(StepContext& c);
 
 // slice(s1, s2, ...): states kept sliced(0) between runs (ZeRO-style): each rank stores only

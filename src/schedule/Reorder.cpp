@@ -1,7 +1,8 @@
 // reorder: computation that consumes an all_gather runs before it, on slices.
 //
 // Each listed stage is rewritten in place: reads of the all_gather read its sliced source
-// instead, and the stage's value becomes a slice. A reduction over the sliced dimension (or
+// instead, and the stage's value becomes a slice (softmax and layernorm too, while the slices
+// hold whole rows of their last dimension). A reduction over the sliced dimension (or
 // the whole tensor) becomes a partial reduction on the slice followed by an allreduce of the
 // partials; a norm becomes sqrt(allreduce(+, sum(x * x))). A moved value that something
 // outside the moved set still needs whole (another stage, an output, a state's new value) is
@@ -25,6 +26,10 @@ struct Plan {
   bool partial = false;     // a reduction whose result must be combined across ranks
   std::vector<int> sliceOperands;  // operand positions of replicated values read on slices (reductions)
 };
+
+// softmax and layernorm: one row of the last dimension at a time, so any block of whole rows
+// computes on its own.
+bool rowwise(const Stage& s) { return s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm; }
 
 }  // namespace
 
@@ -56,9 +61,9 @@ bool reorder(StepContext& c) {
     if (s.kind == StageKind::Send && (s.peer == Peer::NextRank || s.peer == Peer::PrevRank))
       return c.fail(pos[i], s.name, "it sends to a neighbouring rank, which would hold another rank's slice; only "
                                     "sends between groups (GROUP.next, GROUP.prev) move onto slices");
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send)
-      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes, reductions and sends "
-                                    "between groups move onto slices");
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send && !rowwise(s))
+      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes, reductions, softmax, "
+                                    "layernorm and sends between groups move onto slices");
     if (s.type.group != ag.type.group && s.type.group)
       return c.fail(pos[i], s.name, "it lives in group " + quote(s.type.group->name) + ", the all_gather in " +
                                        quote(ag.type.group->name));
@@ -129,6 +134,14 @@ bool reorder(StepContext& c) {
                                         std::to_string(want) + " is broadcast)");
       }
       pl.sliceDim = want;
+    } else if (rowwise(s)) {
+      // Whole rows on every rank: the slices must cut a dimension before the last. (Layernorm's
+      // scale and shift have the last dimension's length alone: sliced, they would align with
+      // the last dimension, so this check refuses that too, and they stay whole otherwise.)
+      if (want == s.type.rank() - 1)
+        return c.fail(at, s.name, "it normalizes along its last dimension (" + std::to_string(want) +
+                                      "), which the slices of " + quote(ag.name) + " would cut");
+      pl.sliceDim = want;
     } else {  // Reduce
       if (s.dim >= 0 && s.dim != want) {
         pl.sliceDim = s.dim < want ? want - 1 : want;  // reducing another dimension keeps the slice
@@ -183,7 +196,7 @@ bool reorder(StepContext& c) {
     if (s.kind == StageKind::Compute || s.kind == StageKind::Send) {
       if (pl.sliceDim >= 0) s.type.layout = Layout::sliced(pl.sliceDim);
     } else {
-      // Reductions: read replicated operands through a slicing copy.
+      // Reductions, softmax and layernorm: read replicated operands through a slicing copy.
       for (int k : pl.sliceOperands) {
         int o = s.operands[k];
         Stage copy;

@@ -80,6 +80,9 @@ vectors fold_local@big "$root/tests/gpu/programs/fold_local.cnet" -D N=131072
 # tail_fold over several worker blocks and several pull tiles per round (65536 elements a rank
 # at 4 ranks: 4 rounds of 16384).
 vectors tail_fold@big "$root/tests/gpu/programs/tail_fold.cnet" -D N=262144
+# seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
+# a rank at 4 ranks).
+vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D S=64 -D H=256
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
 vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4

@@ -1,9 +1,10 @@
 // Property test: random programs with random legal schedules verify.
 //
 // Each program all-reduces a local (or matmul-produced) tensor, runs a random chain of
-// element-wise statements and reductions over it, and may update a state; its schedule splits
-// the allreduce, reorders a random prefix of the chain onto slices, may slice the state, and
-// may fuse the moved computes with the reduce-scatter. Every schedule must apply, and `verify`
+// element-wise statements, reductions, softmax and layernorm over it, and may update a state;
+// its schedule splits the allreduce, reorders a random prefix of the chain onto slices, may
+// slice the state, and may fuse the moved computes before the first reduction or normalization
+// with the reduce-scatter. Every schedule must apply, and `verify`
 // must find the scheduled program equal to the original for 1 to 4 ranks.
 // COCONET_PROPERTY_SEED and COCONET_PROPERTY_CASES change the seed and the number of cases.
 #include <catch2/catch.hpp>
@@ -43,7 +44,7 @@ Case generate(std::mt19937_64& rng) {
   p << "  y = allreduce(+, x);\n";
   int n = 2 + pick(5);
   std::vector<std::string> chain;      // statement names, in order
-  std::vector<bool> isReduction;
+  std::vector<bool> isReduction;       // or a softmax / layernorm: ends the fusable prefix
   std::vector<bool> movable;           // reads something reorder can slice (y, r, st, a moved value)
   std::set<std::string> sliceable{"y", "r", "st"};
   auto readsSliceable = [&](const std::string& e) {
@@ -68,6 +69,21 @@ Case generate(std::mt19937_64& rng) {
       return values[rng() % values.size()];
     };
     std::string e;
+    if (pick(6) == 0) {
+      // A softmax or layernorm of a whole [N, M] value (the first statement's reads y), rows of M.
+      std::vector<std::string> full = values;
+      full.push_back("r");
+      if (withState) full.push_back("st");
+      std::string x = i == 0 ? "y" : full[rng() % full.size()];
+      if (pick(2) == 0) p << "  " << name << " = softmax(" << x << ");\n";
+      else p << "  " << name << " = layernorm(" << x << ", b, b" << (pick(2) ? ", eps = 1e-3" : "") << ");\n";
+      chain.push_back(name);
+      isReduction.push_back(true);
+      movable.push_back(sliceable.count(x) > 0);
+      if (movable.back()) sliceable.insert(name);
+      values.push_back(name);
+      continue;
+    }
     if (i > 0 && pick(5) == 0) {
       // A whole-tensor reduction, used by a later statement.
       const char* red[] = {"sum", "norm", "max"};
