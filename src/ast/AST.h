@@ -124,7 +124,8 @@ struct Arg {
   X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Abs, "abs") X(Relu, "relu") X(Gelu, "gelu")     \
   X(Pow, "pow") X(Min, "min") X(Max, "max") X(Select, "select") X(Dropout, "dropout")     \
   X(Sum, "sum") X(Mean, "mean") X(Norm, "norm") X(ReduceMax, "max") X(ReduceMin, "min")   \
-  X(Softmax, "softmax") X(Layernorm, "layernorm") X(Matmul, "matmul") X(Gemv, "gemv")     \
+  X(Softmax, "softmax") X(Layernorm, "layernorm") X(Rmsnorm, "rmsnorm") X(Matmul, "matmul")\
+  X(Gemv, "gemv")                                                                        \
   X(Embedding, "embedding") X(AllReduce, "allreduce") X(ReduceScatter, "reduce_scatter")  \
   X(AllGather, "all_gather") X(Broadcast, "broadcast") X(Reduce, "reduce")                \
   X(AllToAll, "all_to_all") X(Send, "send")

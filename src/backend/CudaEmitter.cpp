@@ -766,7 +766,7 @@ void Emitter::emitStage(int id) {
       }
       break;
     case StageKind::Reduce: emitReduce(id); break;
-    case StageKind::Softmax: case StageKind::Layernorm: emitRowwise(id); break;
+    case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: emitRowwise(id); break;
     case StageKind::Matmul: case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
     case StageKind::AllReduce:

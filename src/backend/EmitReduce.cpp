@@ -237,18 +237,19 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
 
 void Emitter::emitRowwise(int id) {
   const Stage& s = p_.stages[id];
+  const bool softmax = s.kind == StageKind::Softmax, rms = s.kind == StageKind::Rmsnorm;
   std::string T = storageType(s.type.dtype), XT = storageType(p_.stages[s.operands[0]].type.dtype);
   std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
-  bool affine = s.operands.size() == 3;
-  std::string GT = affine ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
-  std::string BT = affine ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
+  bool scaled = s.operands.size() >= 2, shifted = s.operands.size() == 3;  // gamma; beta
+  std::string GT = scaled ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
+  std::string BT = shifted ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
   bool f64 = s.type.dtype == DType::F64;
   for (int o : s.operands) f64 = f64 || p_.stages[o].type.dtype == DType::F64;
   const std::string A = f64 ? "double" : "float";  // accumulation, as the interpreter
-  const std::string stats = std::string(s.kind == StageKind::Softmax ? "coconet_rt::MaxSumT<" : "coconet_rt::WelfordT<") + A + ">";
+  const std::string stats = std::string(softmax ? "coconet_rt::MaxSumT<" : rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + A + ">";
   auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
   kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row; the row's\n"
-           << "// statistics in one pass (" << (s.kind == StageKind::Softmax ? "running maximum and sum" : "Welford") << ", in " << A
+           << "// statistics in one pass (" << (softmax ? "running maximum and sum" : rms ? "sum of squares" : "Welford") << ", in " << A
            << "), then one pass that writes\n"
            << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
            << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, " << A << " eps) {\n"
@@ -258,14 +259,19 @@ void Emitter::emitRowwise(int id) {
            << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
            << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << in("xr[i]") << ");\n"
            << "    st = coconet_rt::blockCombine(st, sh);\n";
-  if (s.kind == StageKind::Softmax) {
+  if (softmax) {
     kernels_ << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
              << ">::from(coconet_rt::acc_exp(" << in("xr[i]") << " - st.m) / st.s);\n";
+  } else if (rms) {
+    kernels_ << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n"
+             << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = " << in("xr[i]") << " * inv;\n"
+             << (scaled ? "      v = v * " + in("gamma[i]") + ";\n" : "")
+             << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
   } else {
     kernels_ << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A
              << ">(n) + eps);\n"
              << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
-             << (affine ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
+             << (shifted ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
              << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
   }
   kernels_ << "  }\n}\n\n";
@@ -276,8 +282,8 @@ void Emitter::emitRowwise(int id) {
           << s.eps.param << "\");\n";
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
-        << ", " << var(id) << ", " << (affine ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
-        << (affine ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<" << A << ">(" << eps
+        << ", " << var(id) << ", " << (scaled ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
+        << (shifted ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<" << A << ">(" << eps
         << "));\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 

@@ -237,7 +237,7 @@ private:
       }
       case StageKind::Compute: return compute(s);
       case StageKind::Reduce: return reduce(s);
-      case StageKind::Softmax: case StageKind::Layernorm: return rowwise(s);
+      case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: return rowwise(s);
       case StageKind::Matmul: case StageKind::Gemv: return matmul(s);
       case StageKind::Embedding: return embedding(s);
       default: return collective(s);
@@ -451,7 +451,7 @@ private:
     return rowwiseIn<float>(s);
   }
 
-  // Softmax and layernorm over the last dimension, computed in T (f32, or f64 when exact).
+  // Softmax, layernorm and rmsnorm over the last dimension, computed in T (f32, or f64 when exact).
   template <class T>
   PerRank rowwiseIn(const Stage& s) {
     PerRank out;
@@ -469,6 +469,16 @@ private:
           for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<T>(xr[i]));
           for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<T>(xr[i]) - mx);
           for (int64_t i = 0; i < n; ++i) yr[i] = store(s.type.dtype, std::exp(static_cast<T>(xr[i]) - mx) / sum);
+        } else if (s.kind == StageKind::Rmsnorm) {
+          // x / sqrt(mean(x^2) + eps) [* gamma]
+          T ss = 0;
+          for (int64_t i = 0; i < n; ++i) ss += static_cast<T>(xr[i]) * static_cast<T>(xr[i]);
+          T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+          for (int64_t i = 0; i < n; ++i) {
+            T v = static_cast<T>(xr[i]) * inv;
+            if (s.operands.size() == 2) v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]);
+            yr[i] = store(s.type.dtype, v);
+          }
         } else {
           T mean = 0, var = 0;
           for (int64_t i = 0; i < n; ++i) mean += static_cast<T>(xr[i]);

@@ -104,6 +104,7 @@ struct Expr {
   X(Reduce, "reduce")       /* sum/mean/norm/max/min over one dimension or all         */ \
   X(Softmax, "softmax")     /* over the last dimension                                */ \
   X(Layernorm, "layernorm") /* over the last dimension; operands x[, gamma, beta]      */ \
+  X(Rmsnorm, "rmsnorm")     /* over the last dimension; operands x[, gamma]            */ \
   X(Matmul, "matmul")       /* 2-D or batched                                          */ \
   X(Gemv, "gemv")                                                                        \
   X(Embedding, "embedding") /* operands table, indices                                */ \
@@ -148,7 +149,7 @@ struct Stage {
   ReduceKind reduce = ReduceKind::Sum;  // Reduce
   int dim = -1;                     // Reduce: -1 for all; ReduceScatter/AllGather: the dim
   ScalarRef root;                   // Broadcast, Reduce1
-  ScalarRef eps{1e-5, ""};          // Layernorm
+  ScalarRef eps{1e-5, ""};          // Layernorm, Rmsnorm
   Peer peer = Peer::NextRank;       // Send
   std::string state;                // State: the state's name
 

@@ -407,6 +407,11 @@ private:
         for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
         if (eps) st.eps = scalar(*eps);
         break;
+      case BuiltinOp::Rmsnorm:
+        st.kind = StageKind::Rmsnorm;
+        for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
+        st.eps = eps ? scalar(*eps) : ScalarRef{1e-6, ""};
+        break;
       case BuiltinOp::Matmul: st.kind = StageKind::Matmul; st.operands = {in(0), in(1)}; break;
       case BuiltinOp::Gemv: st.kind = StageKind::Gemv; st.operands = {in(0), in(1)}; break;
       case BuiltinOp::Embedding: st.kind = StageKind::Embedding; st.operands = {in(0), in(1)}; break;

@@ -29,7 +29,9 @@ struct Plan {
 
 // softmax and layernorm: one row of the last dimension at a time, so any block of whole rows
 // computes on its own.
-bool rowwise(const Stage& s) { return s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm; }
+bool rowwise(const Stage& s) {
+  return s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm;
+}
 
 }  // namespace
 

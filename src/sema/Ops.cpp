@@ -37,7 +37,7 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::Select, "select", 3, 3, {}},   {BuiltinOp::Dropout, "dropout", 2, 2, {"seed"}},
       {BuiltinOp::Sum, "sum", 1, 1, {"dim"}},    {BuiltinOp::Mean, "mean", 1, 1, {"dim"}},
       {BuiltinOp::Norm, "norm", 1, 1, {"dim"}},  {BuiltinOp::Softmax, "softmax", 1, 1, {}},
-      {BuiltinOp::Layernorm, "layernorm", 1, 3, {"eps"}},
+      {BuiltinOp::Layernorm, "layernorm", 1, 3, {"eps"}}, {BuiltinOp::Rmsnorm, "rmsnorm", 1, 2, {"eps"}},
       {BuiltinOp::Matmul, "matmul", 2, 2, {}},   {BuiltinOp::Gemv, "gemv", 2, 2, {}},
       {BuiltinOp::Embedding, "embedding", 2, 2, {}},
       {BuiltinOp::AllReduce, "allreduce", 2, 2, {}},
@@ -592,7 +592,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       }
       return Type::tensor(dt, shape, l, x.group);
     }
-    case BuiltinOp::Softmax: case BuiltinOp::Layernorm: {
+    case BuiltinOp::Softmax: case BuiltinOp::Layernorm: case BuiltinOp::Rmsnorm: {
       Type x = pos[0]->type;
       auto dt = floatOperand(pos[0]);
       if (!dt) return Type::error();
@@ -605,21 +605,21 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
                          "; gather it first", len);
         return Type::error();
       }
-      if (op == BuiltinOp::Layernorm) {
-        if (pos.size() == 2) {
+      if (op == BuiltinOp::Layernorm || op == BuiltinOp::Rmsnorm) {
+        if (op == BuiltinOp::Layernorm && pos.size() == 2) {
           error(c.loc, "'layernorm' takes x, or x with gamma and beta; got 2 arguments", len);
           return Type::error();
         }
         for (size_t i = 1; i < pos.size(); ++i) {
           const Type& g = pos[i]->type;
           if (g.rank() != 1 || g.shape[0] != x.shape.back()) {
-            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of 'layernorm' must have shape [" +
+            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must have shape [" +
                                    x.shape.back().str() + "], got " + shapeStr(g.shape), pos[i]->length);
             return Type::error();
           }
           if (g.group && g.layout.kind != Layout::Replicated) {
-            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") +
-                                   " of 'layernorm' must be replicated, got " + g.layout.str(),
+            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of " + name +
+                                   " must be replicated, got " + g.layout.str(),
                   pos[i]->length);
             return Type::error();
           }
@@ -629,7 +629,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         if (auto it = named.find("eps"); it != named.end()) {
           if (!scalarArg(it->second, "eps", false) || !constOrParam(it->second, "eps")) return Type::error();
           if (auto v = constantValue(*it->second); v && *v <= 0) {
-            error(it->second->loc, "eps of 'layernorm' must be positive", it->second->length);
+            error(it->second->loc, "eps of " + name + " must be positive", it->second->length);
             return Type::error();
           }
         }

@@ -1,7 +1,7 @@
 // Property test: random programs with random legal schedules verify.
 //
 // Each program all-reduces a local (or matmul-produced) tensor, runs a random chain of
-// element-wise statements, reductions, softmax and layernorm over it, and may update a state;
+// element-wise statements, reductions, softmax, layernorm and rmsnorm over it, and may update a state;
 // its schedule splits the allreduce, reorders a random prefix of the chain onto slices, may
 // slice the state, and may fuse the moved computes before the first reduction or normalization
 // with the reduce-scatter. Every schedule must apply, and `verify`
@@ -70,13 +70,16 @@ Case generate(std::mt19937_64& rng) {
     };
     std::string e;
     if (pick(6) == 0) {
-      // A softmax or layernorm of a whole [N, M] value (the first statement's reads y), rows of M.
+      // A softmax, layernorm or rmsnorm of a whole [N, M] value (the first statement's reads y), rows of M.
       std::vector<std::string> full = values;
       full.push_back("r");
       if (withState) full.push_back("st");
       std::string x = i == 0 ? "y" : full[rng() % full.size()];
-      if (pick(2) == 0) p << "  " << name << " = softmax(" << x << ");\n";
-      else p << "  " << name << " = layernorm(" << x << ", b, b" << (pick(2) ? ", eps = 1e-3" : "") << ");\n";
+      switch (pick(3)) {
+        case 0: p << "  " << name << " = softmax(" << x << ");\n"; break;
+        case 1: p << "  " << name << " = layernorm(" << x << ", b, b" << (pick(2) ? ", eps = 1e-3" : "") << ");\n"; break;
+        default: p << "  " << name << " = rmsnorm(" << x << (pick(2) ? ", b" : "") << ");\n"; break;
+      }
       chain.push_back(name);
       isReduction.push_back(true);
       movable.push_back(sliceable.count(x) > 0);

@@ -172,7 +172,7 @@ struct OutputMap {
   long long first;               // the local index of the first of them (chunked runs)
 };
 
-// ---- One-pass row statistics (softmax, layernorm) -------------------------------------------
+// ---- One-pass row statistics (softmax, layernorm, rmsnorm) ----------------------------------
 // Softmax's running maximum and sum of exp(x - max), and Welford's count, mean and sum of
 // squared deviations: each element is read once for the statistics, and partial results of
 // threads combine exactly like those of elements.
@@ -231,6 +231,13 @@ template <class A> struct WelfordT {
     r.m2 = __shfl_xor_sync(0xffffffffu, m2, lane);
     return r;
   }
+};
+// rmsnorm's sum of squares.
+template <class A> struct SumSqT {
+  A s = 0;
+  __device__ void add(A x) { s += x * x; }
+  __device__ static SumSqT combine(SumSqT a, SumSqT b) { return SumSqT{a.s + b.s}; }
+  __device__ SumSqT shfl(int lane) const { return SumSqT{__shfl_xor_sync(0xffffffffu, s, lane)}; }
 };
 // Combines every thread's value of a block (blockDim.x a multiple of 32, at most 1024); every
 // thread gets the result. `sh` holds 32 values.
