@@ -75,10 +75,16 @@ multiAtOne() { [ "${GPU_TESTS_MULTI_AT_ONE:-0}" = 1 ] && grep -qs 'soloRanks(P_)
 check_run() {  # LABEL EXE P DUMPDIR RESULT [VAR=VALUE: set around the run]
   local log="$out/run-$(printf '%s' "$1" | tr -c 'A-Za-z0-9@._-' '_')-$3.log" e=()
   [ -z "${6:-}" ] || e=(env "$6")
-  if "${e[@]}" timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1; then
+  # (the log's last line: the run's wall time, beside each rank's phases that the driver prints)
+  local t0 rc
+  t0=$(date +%s%N)
+  "${e[@]}" timeout 120 "$2" --spawn "$3" --check "$4" --timeout 60 > "$log" 2>&1
+  rc=$?
+  echo "wall (ms): $(( ($(date +%s%N) - t0) / 1000000 ))" >> "$log"
+  if [ $rc = 0 ]; then
     echo "$1 P=$3: ok ($(grep -c ': ok' "$log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$log" | sort -g -k3 | tail -n 1))" > "$5"
   else
-    { echo "$1 P=$3: FAILED (exit $?)"; tail -n 5 "$log" | sed 's/^/    /'; } > "$5"
+    { echo "$1 P=$3: FAILED (exit $rc)"; grep -v -E '^(wall \(ms\)|rank [0-9]+: time \(ms\)):' "$log" | tail -n 5 | sed 's/^/    /'; } > "$5"
   fi
 }
 # The driver runs, queued (queue_run LABEL EXE P DUMPDIR; queue_sanitizer TOOL LABEL EXE P
