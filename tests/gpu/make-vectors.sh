@@ -80,6 +80,10 @@ vectors fold_local@big "$root/tests/gpu/programs/fold_local.cnet" -D N=131072
 # tail_fold over several worker blocks and several pull tiles per round (65536 elements a rank
 # at 4 ranks: 4 rounds of 16384).
 vectors tail_fold@big "$root/tests/gpu/programs/tail_fold.cnet" -D N=262144
+# ops_mix with long rows (1000: several elements a thread in the row-wise kernels) and with more
+# rows than one launch's blocks (66000 > 65535: the row loop's second pass).
+vectors ops_mix@wide "$root/tests/gpu/programs/ops_mix.cnet" -D R=8 -D C=1000 -D V=16 -D D=8
+vectors ops_mix@tall "$root/tests/gpu/programs/ops_mix.cnet" -D R=66000 -D C=4 -D V=16 -D D=8
 # seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
 # a rank at 4 ranks).
 vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D S=64 -D H=256
