@@ -23,7 +23,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_SHARE:+; GPU_TESTS_SHARE=$GPU_TESTS_SHARE}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
   # the generated programs' run-time knobs set around the tests (coconet_device.cuh: COCONET_CLAIMED_PUSH, ...)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
@@ -40,7 +40,8 @@ fi
 # GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 # GPU_TESTS_LANES=K: at most K driver runs of one world size at once (default: as many as the GPUs
-# hold; 1: one at a time).
+# hold; 1: one at a time). GPU_TESTS_SHARE=K: K runs at once on each set of GPUs (default 1; a
+# check's ~1-2 s are mostly CUDA and NCCL setup and teardown, in which its GPUs idle).
 # GPU_TESTS_DRIVERS=0: no driver checks (builds, then the C interface, error paths, sanitizers and
 # fake-host runs only), to finish those for builds whose driver checks an earlier call ran.
 # GPU_TESTS_MEMCHECK_FIRST=1: the memcheck runs of MEMCHECK_P2 / MEMCHECK_P4 (below) before the
@@ -126,21 +127,22 @@ sanitizerWhy() {
 read -r -a gpu_ids <<< "$(echo "${CUDA_VISIBLE_DEVICES:-$(seq -s ' ' 0 $((gpus - 1)))}" | tr ',' ' ')"
 run_queue() {
   QN=$((QN + 1))
-  local qd="$out/queue$QN" i P lanes lane
+  local qd="$out/queue$QN" i P lanes lane gsets
   mkdir -p "$qd"
   QA=1  # (stopped: the handler below gathers this queue's finished runs)
   for i in "${!Q_P[@]}"; do
     [ "${Q_P[$i]}" = 0 ] && printf '%s\n' "${Q_LABEL[$i]}" > "$qd/$i"
   done
   for P in 1 2 4 8; do
-    lanes=$(( ${#gpu_ids[@]} / P )); [ "$lanes" -ge 1 ] || lanes=1  # (fewer visible than P: they share them)
+    gsets=$(( ${#gpu_ids[@]} / P )); [ "$gsets" -ge 1 ] || gsets=1  # (fewer visible than P: they share them)
+    lanes=$(( gsets * ${GPU_TESTS_SHARE:-1} ))  # (GPU_TESTS_SHARE=K: K lanes on each set of P GPUs)
     [ "${GPU_TESTS_LANES:-0}" -ge 1 ] && [ "$lanes" -gt "${GPU_TESTS_LANES}" ] && lanes=$GPU_TESTS_LANES
     local -a mine=()
     for i in "${!Q_P[@]}"; do [ "${Q_P[$i]}" = "$P" ] && mine+=("$i"); done
     [ ${#mine[@]} -gt 0 ] || continue
     for ((lane = 0; lane < lanes; ++lane)); do
       (
-        devs=$(printf '%s,' "${gpu_ids[@]:$((lane * P)):$P}"); devs=${devs%,}
+        devs=$(printf '%s,' "${gpu_ids[@]:$(((lane % gsets) * P)):$P}"); devs=${devs%,}
         [ ${#gpu_ids[@]} -ge "$P" ] || devs=$(printf '%s,' "${gpu_ids[@]}"); devs=${devs%,}
         for ((k = lane; k < ${#mine[@]}; k += lanes)); do
           j=${mine[$k]}
