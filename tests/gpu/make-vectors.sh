@@ -33,17 +33,27 @@ wanted() {  # NAME[@SET]: whether its program is one of them
   done
   return 1
 }
-# vectors NAME ARGS...: coconetc verify ARGS --seed 7 --dump OUT/NAME (ranks 1, 2, 4 unless ARGS say).
+# vectors NAME ARGS...: coconetc verify ARGS --seed 7 --dump OUT/NAME (ranks 1, 2, 4 unless ARGS say),
+# in the background, at most VECTORS_JOBS (default: the cores) at once; each writes its exit
+# status to OUT/NAME.rc, checked after the last one.
+jobsMax=${VECTORS_JOBS:-$(nproc)}
+made=()
 vectors() {
   local name=$1; shift
   wanted "$name" || return 0
   local ranks=(--ranks 1,2,4)
   for a in "$@"; do [ "$a" != --ranks ] || ranks=(); done
+  # (a set made again, as decode_gemv's and pipeline's below: the first one finishes before)
+  if [[ " ${made[*]} " == *" $name "* ]]; then wait; else made+=("$name"); fi
   rm -rf "${d:?}/$name"
-  "$cc" verify "$@" "${ranks[@]}" --seed 7 --dump "$d/$name" > "$d/$name.verify.txt"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobsMax" ]; do wait -n || true; done
+  ( rc=0; "$cc" verify "$@" "${ranks[@]}" --seed 7 --dump "$d/$name" > "$d/$name.verify.txt" 2>&1 || rc=$?
+    echo "$rc" > "$d/$name.rc" ) &
 }
-# builds SET GLOBS: the set runs with the builds these globs name only (tests/gpu/run.sh)
-builds() { if wanted "$1"; then echo "$2" > "$d/$1/builds"; fi; }
+# builds SET GLOBS: the set runs with the builds these globs name only (tests/gpu/run.sh); written
+# once every set's folder is made.
+declare -A only_builds=()
+builds() { if wanted "$1"; then only_builds[$1]=$2; fi; }
 for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   vectors "$(basename "$prog" .cnet)" "$prog"
 done
@@ -153,4 +163,16 @@ builds moe_gemm@x1 'moe_gemm moe_gemm@nccl'
 # keep the pipeline: their GEMMs' weights are a few elements).
 vectors moe_gemm@decode "$root/samples/moe_gemm/moe_gemm.cnet" -D X=2 -D C=4 -D H=64 -D F=128
 vectors a2a_ffn@odd "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$root/tests/gpu/programs/a2a_ffn.sched" -D T=5
+wait
+bad=0
+for name in "${made[@]}"; do
+  if [ "$(cat "$d/$name.rc" 2>/dev/null)" != 0 ]; then
+    echo "make-vectors: coconetc verify of $name failed (exit $(cat "$d/$name.rc" 2>/dev/null)):" >&2
+    tail -n 20 "$d/$name.verify.txt" >&2
+    bad=1
+  fi
+  rm -f "$d/$name.rc"
+done
+[ "$bad" = 0 ] || exit 1
+for set in "${!only_builds[@]}"; do echo "${only_builds[$set]}" > "$d/$set/builds"; done
 du -sh "$d"
