@@ -21,6 +21,9 @@ m4=""; [ "$n" -ge 4 ] && m4="lamb adam megatron_row"
 only="lamb lamb@* megatron_mlp megatron_mlp@* megatron_row megatron_row@* moe_gemm moe_gemm@*"
 only="$only norm_clip norm_clip@nccl reduce_chains scalar_chain scalar_chain@nccl sends sends@nccl"
 only="$only sgd sgd@nccl tail_fold tail_fold@nccl adam"
+# Two checks at once on the same GPUs (GPU_TESTS_SHARE, call share: 3.6x the checks a second at one
+# rank; first time at 2 and 4 ranks here): if a check fails or times out, run it again alone
+# (GPU_TESTS_ONLY=its build, no GPU_TESTS_SHARE) before reading anything into it.
 job_tests $(( $(left) - 10 )) GPU_TESTS_RANKS="$ranks" SANITIZE=0 GPU_TESTS_ONLY="$only" \
-  MEMCHECK_P2="$mem" MEMCHECK_P4="$m4"
+  MEMCHECK_P2="$mem" MEMCHECK_P4="$m4" GPU_TESTS_SHARE="${SHARE:-2}"
 job_end
