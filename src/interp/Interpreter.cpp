@@ -403,6 +403,7 @@ private:
         if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
       auto xst = strides(x.shape);
       int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
+      const bool absSum = !c_.absSum.empty() && s.name == c_.absSum;
       for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
         // Output element o: its coordinates over the kept dimensions.
         int64_t base = 0;
@@ -424,6 +425,7 @@ private:
         double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
         for (int64_t i = 0; i < inner; ++i) {
           double v = x.data[base + i * step];
+          if (absSum) v = std::fabs(v);
           switch (s.reduce) {
             case ReduceKind::Sum: case ReduceKind::Mean:
               if (useF) af += static_cast<float>(v); else ad += v;

@@ -37,6 +37,10 @@ struct Config {
   // everything runs in f64. Verify uses it as the reference that rounding errors are measured
   // against. (Dropout keeps and drops the same elements as in the normal mode.)
   bool exact = false;
+  // The sum or mean stage of this name adds its terms' magnitudes, |x| (every other stage as
+  // usual). Verify bounds a re-associated sum's rounding by n u times that (its result alone may
+  // cancel to near 0).
+  std::string absSum;
 };
 
 struct Values {
