@@ -565,8 +565,10 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
         if (x.name == st.name) sb = &x;
       if (!sb) internalError("verify: scheduled program lost state " + st.name);
       std::string name = st.name;
+      const Stage* ex = st.exit >= 0 ? &base.stages[st.exit] : nullptr;
+      const bool isSum = ex && ex->kind == StageKind::Reduce && (ex->reduce == ReduceKind::Sum || ex->reduce == ReduceKind::Mean);
       check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name),
-            [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); });
+            [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); }, isSum ? ex->name : "");
     }
     if (ok && !opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), sched, c, inB, rb);
     out << "  ranks " << P << ":" << sizesStr(base, c) << ": " << (ok ? "ok" : "FAILED");
