@@ -403,7 +403,7 @@ private:
         if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
       auto xst = strides(x.shape);
       int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
-      const bool absSum = !c_.absSum.empty() && s.name == c_.absSum;
+      const bool perturbed = !c_.perturb.empty() && s.name == c_.perturb;
       for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
         // Output element o: its coordinates over the kept dimensions.
         int64_t base = 0;
@@ -423,9 +423,10 @@ private:
         bool useF = accFloat(s.type.dtype);
         float af = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0f;
         double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
+        double mag = 0;  // the sum of the terms' magnitudes (for `perturbed`)
         for (int64_t i = 0; i < inner; ++i) {
           double v = x.data[base + i * step];
-          if (absSum) v = std::fabs(v);
+          if (perturbed) mag += std::fabs(v);
           switch (s.reduce) {
             case ReduceKind::Sum: case ReduceKind::Mean:
               if (useF) af += static_cast<float>(v); else ad += v;
@@ -441,6 +442,11 @@ private:
         if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
         if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
         if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
+        if (perturbed) {
+          if (s.reduce == ReduceKind::Sum) res += c_.perturbGamma * mag;
+          if (s.reduce == ReduceKind::Mean) res += c_.perturbGamma * mag / static_cast<double>(count);
+          if (s.reduce == ReduceKind::Norm) res += c_.perturbGamma * std::fabs(res);
+        }
         y.data[o] = store(s.type.dtype, res);
       }
       out.push_back(std::move(y));

@@ -37,10 +37,12 @@ struct Config {
   // everything runs in f64. Verify uses it as the reference that rounding errors are measured
   // against. (Dropout keeps and drops the same elements as in the normal mode.)
   bool exact = false;
-  // The sum or mean stage of this name adds its terms' magnitudes, |x| (every other stage as
-  // usual). Verify bounds a re-associated sum's rounding by n u times that (its result alone may
-  // cancel to near 0).
-  std::string absSum;
+  // Sensitivity (verify): the sum, mean or norm stage of this name comes out larger by
+  // perturbGamma times its terms' magnitudes (a sum: the sum of |x|; a mean: that over the count;
+  // a norm: the norm), the most that rounding in another order can move it; every other stage as
+  // usual. What that does to the outputs bounds what a re-associated reduction may change there.
+  std::string perturb;
+  double perturbGamma = 0;
 };
 
 struct Values {

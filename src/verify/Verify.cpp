@@ -303,16 +303,18 @@ double ulp(DType t, double v) {
 // original's own error E is the largest |orig - ref| over the value; each scheduled element
 // must lie within 4 E + 2 ulp + gamma |ref| of ref, where gamma = n u is the classic bound for
 // summing n terms in any order with unit roundoff u (n: the longest re-associated reduction).
-// Where the value is itself a sum or mean, `mag` (when given) holds the sums of its terms'
-// magnitudes, and the bound takes gamma times that: the classic bound, which a sum that cancels
-// to near 0 needs (gamma |ref| is then far below the rounding of its terms).
+// Each of `moved` is the exact original with one re-associated reduction moved by the most that
+// summing its terms in another order can move it (gamma times their magnitudes); twice what that
+// moves the element is allowed on top: a sum that cancels to near 0, or a value computed from it
+// (a difference that cancels further on), differs by the rounding of the terms, which gamma |ref|
+// alone does not cover.
 struct Tolerance {
   double originalError = 0;
   int64_t outside = 0;
 };
 Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<Tensor>& sched,
                              const std::vector<Tensor>& ref, DType t, double gamma,
-                             const std::vector<Tensor>* mag = nullptr) {
+                             const std::vector<std::vector<Tensor>>& moved) {
   Tolerance tol;
   for (size_t r = 0; r < orig.size(); ++r)
     for (int64_t i = 0; i < orig[r].numel(); ++i)
@@ -322,8 +324,10 @@ Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<
     for (int64_t i = 0; i < orig[r].numel(); ++i) {
       double x = sched[r].data[i], e = ref[r].data[i];
       if (same(x, orig[r].data[i])) continue;
-      const double size = mag ? std::max(std::fabs(e), std::fabs((*mag)[r].data[i])) : std::fabs(e);
-      if (!(std::fabs(x - e) <= 4 * tol.originalError + 2 * ulp(t, e) + gamma * size)) ++tol.outside;
+      double sensitivity = 0;
+      for (auto& m : moved)
+        if (std::isfinite(m[r].data[i])) sensitivity += 2 * std::fabs(m[r].data[i] - e);
+      if (!(std::fabs(x - e) <= 4 * tol.originalError + 2 * ulp(t, e) + gamma * std::fabs(e) + sensitivity)) ++tol.outside;
     }
   return tol;
 }
@@ -508,21 +512,32 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       }
       return *exactRun;
     };
-    // The original evaluated exactly with the sum or mean STAGE adding its terms' magnitudes.
-    std::map<std::string, interp::Result> magRuns;
-    auto magnitudes = [&](const std::string& stage) -> const interp::Result& {
-      auto it = magRuns.find(stage);
-      if (it == magRuns.end()) {
-        Config ce = c;
-        ce.exact = true;
-        ce.absSum = stage;
-        it = magRuns.emplace(stage, interp::run(base, ce, inA)).first;
+    // The original evaluated exactly with each re-associated reduction moved by gamma times its
+    // terms' magnitudes (the reduction's name: its combining stage's, less ".combine").
+    std::vector<std::string> reassociated;
+    for (auto& st : sched.stages) {
+      if (!st.knobs.count("reassociates")) continue;
+      std::string n = st.name;
+      if (n.size() > 8 && n.compare(n.size() - 8, 8, ".combine") == 0) n.resize(n.size() - 8);
+      const int id = base.find(n);
+      if (id >= 0 && base.stages[id].kind == StageKind::Reduce) reassociated.push_back(n);
+    }
+    std::optional<std::vector<interp::Result>> movedRuns;
+    auto moved = [&]() -> const std::vector<interp::Result>& {
+      if (!movedRuns) {
+        movedRuns.emplace();
+        for (auto& n : reassociated) {
+          Config ce = c;
+          ce.exact = true;
+          ce.perturb = n;
+          ce.perturbGamma = gamma;
+          movedRuns->push_back(interp::run(base, ce, inA));
+        }
       }
-      return it->second;
+      return *movedRuns;
     };
     auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb,
-                     const PerRank& vb, const std::function<const PerRank&(const interp::Result&)>& pickRef,
-                     const std::string& sumStage = "") {
+                     const PerRank& vb, const std::function<const PerRank&(const interp::Result&)>& pickRef) {
       auto la = logicalView(va, ta, c), lb = logicalView(vb, tb, c);
       Compare exact = compareExact(la, lb);
       if (exact.exact()) {
@@ -533,9 +548,9 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       os.precision(3);
       if (!reassoc.empty()) {
         auto lr = logicalView(pickRef(reference()), ta, c);
-        std::optional<std::vector<Tensor>> lm;
-        if (!sumStage.empty()) lm = logicalView(pickRef(magnitudes(sumStage)), ta, c);
-        Tolerance tol = compareToReference(la, lb, lr, ta.dtype, gamma, lm ? &*lm : nullptr);
+        std::vector<std::vector<Tensor>> lm;
+        for (auto& m : moved()) lm.push_back(logicalView(pickRef(m), ta, c));
+        Tolerance tol = compareToReference(la, lb, lr, ta.dtype, gamma, lm);
         if (tol.outside == 0) {
           anyTolerance = true;
           os << what << " within tolerance (" << exact.mismatches << " of " << exact.elements
@@ -553,11 +568,9 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       auto it = std::find(sched.outputNames.begin(), sched.outputNames.end(), base.outputNames[i]);
       if (it == sched.outputNames.end()) internalError("verify: scheduled program lost output " + base.outputNames[i]);
       size_t j = static_cast<size_t>(it - sched.outputNames.begin());
-      const Stage& os = base.stages[base.outputs[i]];
-      const bool isSum = os.kind == StageKind::Reduce && (os.reduce == ReduceKind::Sum || os.reduce == ReduceKind::Mean);
-      check("'" + base.outputNames[i] + "'", os.type, ra.outputs[i],
+      check("'" + base.outputNames[i] + "'", base.stages[base.outputs[i]].type, ra.outputs[i],
             sched.stages[sched.outputs[j]].type, rb.outputs[j],
-            [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; }, isSum ? os.name : "");
+            [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; });
     }
     for (auto& st : base.states) {
       const StateInfo* sb = nullptr;
@@ -565,10 +578,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
         if (x.name == st.name) sb = &x;
       if (!sb) internalError("verify: scheduled program lost state " + st.name);
       std::string name = st.name;
-      const Stage* ex = st.exit >= 0 ? &base.stages[st.exit] : nullptr;
-      const bool isSum = ex && ex->kind == StageKind::Reduce && (ex->reduce == ReduceKind::Sum || ex->reduce == ReduceKind::Mean);
       check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name),
-            [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); }, isSum ? ex->name : "");
+            [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); });
     }
     if (ok && !opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), sched, c, inB, rb);
     out << "  ranks " << P << ":" << sizesStr(base, c) << ": " << (ok ? "ok" : "FAILED");
@@ -589,8 +600,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     out << "  tolerance: " << reassoc << ", so results may differ by rounding; each differing element of the "
         << "scheduled program is within 4 E + 2 ulp + n u |x| of the original evaluated exactly in f64 (x), "
         << "where E is the original's own largest rounding error on that value and n u the bound for summing "
-        << "the n terms of the re-associated reduction in any order (for an output that is a sum, times the "
-        << "sum of its terms' magnitudes where that is larger than |x|)\n";
+        << "the n terms of the re-associated reduction in any order, plus twice what moving each re-associated "
+        << "reduction by n u times its terms' magnitudes moves that element\n";
   out << (allOk ? "verified" : "NOT verified") << "\n";
   return allOk ? 0 : 1;
 }

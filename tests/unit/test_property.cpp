@@ -220,3 +220,36 @@ TEST_CASE("a re-associated sum that cancels is bounded by its terms' magnitudes"
   CHECK(rc == 0);
   CHECK(out.str().find("ranks 2: N=6 M=5 K=1: ok: 't0' exact, 't1' within tolerance") != std::string::npos);
 }
+
+TEST_CASE("verify's rounding allowance for re-associated sums still catches a small change", "[property]") {
+  // The scheduled program's terms scaled by 1.001 (a constant 2 made 2.002): the sum moves by
+  // 1e-3 of its terms, far beyond what re-associating 64 f32 terms can; verify must say DIFFERS.
+  const char* prog =
+      "program p(N: size) {\n  in x : f32[N] local;\n  y = allreduce(+, x);\n  t = y * 2.0;\n"
+      "  s = sum(t);\n  return s;\n}\n";
+  auto checked = test::checkText("p.cnet", prog);
+  ir::Program base = checked->lowered();
+  ir::Program sched = ir::clone(base);
+  uint32_t file = checked->comp.sources.add("p.sched", "rs, ag = split(y);\nreorder(ag, t, s);\n");
+  auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
+  REQUIRE(script.has_value());
+  std::vector<schedule::Step> trace;
+  REQUIRE(schedule::apply(sched, *script, checked->diags, trace, nullptr));
+  verify::Options vo;
+  vo.ranks = {2, 4};
+  {
+    std::ostringstream out, err;
+    INFO("as scheduled");
+    CHECK(verify::verify(base, sched, vo, out, err) == 0);
+  }
+  int t = sched.find("t");
+  REQUIRE(t >= 0);
+  bool changed = false;
+  for (auto& n : sched.stages[t].expr.nodes)
+    if (n.op == ir::EOp::Const && n.value == 2.0) n.value = 2.002, changed = true;
+  REQUIRE(changed);
+  std::ostringstream out, err;
+  CHECK(verify::verify(base, sched, vo, out, err) == 1);
+  INFO(out.str());
+  CHECK(out.str().find("'s' DIFFERS") != std::string::npos);
+}
