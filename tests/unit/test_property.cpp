@@ -1,7 +1,8 @@
 // Property test: random programs with random legal schedules verify.
 //
 // Each program all-reduces a local (or matmul-produced) tensor, runs a random chain of
-// element-wise statements, reductions, softmax, layernorm and rmsnorm over it, and may update a state;
+// element-wise statements, reductions (whole, or over dimension 0 or 1), softmax, layernorm and
+// rmsnorm over it, and may update a state;
 // its schedule splits the allreduce, reorders a random prefix of the chain onto slices, may
 // slice the state, and may fuse the moved computes before the first reduction or normalization
 // with the reduce-scatter. Every schedule must apply, and `verify`
@@ -47,17 +48,20 @@ Case generate(std::mt19937_64& rng) {
   std::vector<bool> isReduction;       // or a softmax / layernorm: ends the fusable prefix
   std::vector<bool> movable;           // reads something reorder can slice (y, r, st, a moved value)
   std::set<std::string> sliceable{"y", "r", "st"};
-  auto readsSliceable = [&](const std::string& e) {
+  std::set<std::string> full{"y", "r", "st"};  // values of shape [N, M] (others: [M], from b)
+  auto readsAny = [&](const std::string& e, const std::set<std::string>& names) {
     std::string id;
     for (size_t k = 0; k <= e.size(); ++k) {
       char ch = k < e.size() ? e[k] : ' ';
       if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') { id += ch; continue; }
-      if (sliceable.count(id)) return true;
+      if (names.count(id)) return true;
       id.clear();
     }
     return false;
   };
+  auto readsSliceable = [&](const std::string& e) { return readsAny(e, sliceable); };
   std::vector<std::string> values{"y"};  // full-shape values available so far
+  std::vector<std::string> cols;         // [M] reductions over dimension 0, read like b
   std::string lastScalar;
   for (int i = 0; i < n; ++i) {
     std::string name = "t" + std::to_string(i);
@@ -66,15 +70,18 @@ Case generate(std::mt19937_64& rng) {
       if (k == 0) return std::string("b");
       if (k == 1) return std::string("r");
       if (k == 2 && withState) return std::string("st");
+      if (k == 3 && !cols.empty()) return cols[rng() % cols.size()];
       return values[rng() % values.size()];
     };
     std::string e;
     if (pick(6) == 0) {
       // A softmax, layernorm or rmsnorm of a whole [N, M] value (the first statement's reads y), rows of M.
-      std::vector<std::string> full = values;
-      full.push_back("r");
-      if (withState) full.push_back("st");
-      std::string x = i == 0 ? "y" : full[rng() % full.size()];
+      std::vector<std::string> fulls;
+      for (auto& v : values)
+        if (full.count(v)) fulls.push_back(v);
+      fulls.push_back("r");
+      if (withState) fulls.push_back("st");
+      std::string x = i == 0 ? "y" : fulls[rng() % fulls.size()];
       switch (pick(3)) {
         case 0: p << "  " << name << " = softmax(" << x << ");\n"; break;
         case 1: p << "  " << name << " = layernorm(" << x << ", b, b" << (pick(2) ? ", eps = 1e-3" : "") << ");\n"; break;
@@ -84,7 +91,25 @@ Case generate(std::mt19937_64& rng) {
       isReduction.push_back(true);
       movable.push_back(sliceable.count(x) > 0);
       if (movable.back()) sliceable.insert(name);
+      if (full.count(x)) full.insert(name);
       values.push_back(name);
+      continue;
+    }
+    if (i > 0 && pick(6) == 0) {
+      // A reduction over one dimension of a whole [N, M] value: over dimension 0 (the one the
+      // split slices: partial results combined) an [M] value later statements read like b; over
+      // dimension 1 an [N] value (slices kept), an output only.
+      const char* red[] = {"sum", "mean", "max", "min", "norm"};
+      std::vector<std::string> fulls;
+      for (auto& v : values)
+        if (full.count(v)) fulls.push_back(v);
+      std::string x = fulls[rng() % fulls.size()];  // (y is one)
+      const int dim = pick(2);
+      p << "  " << name << " = " << red[pick(5)] << "(" << x << ", dim = " << dim << ");\n";
+      chain.push_back(name);
+      isReduction.push_back(true);
+      movable.push_back(sliceable.count(x) > 0);
+      if (dim == 0) cols.push_back(name);
       continue;
     }
     if (i > 0 && pick(5) == 0) {
@@ -114,6 +139,7 @@ Case generate(std::mt19937_64& rng) {
     isReduction.push_back(false);
     movable.push_back(readsSliceable(e));
     if (movable.back()) sliceable.insert(name);
+    if (readsAny(e, full)) full.insert(name);
     values.push_back(name);
   }
   std::string finalValue = values.back();
