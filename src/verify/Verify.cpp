@@ -303,11 +303,11 @@ double ulp(DType t, double v) {
 // original's own error E is the largest |orig - ref| over the value; each scheduled element
 // must lie within 4 E + 2 ulp + gamma |ref| of ref, where gamma = n u is the classic bound for
 // summing n terms in any order with unit roundoff u (n: the longest re-associated reduction).
-// Each of `moved` is the exact original with one re-associated reduction moved by the most that
-// summing its terms in another order can move it (gamma times their magnitudes); twice what that
-// moves the element is allowed on top: a sum that cancels to near 0, or a value computed from it
-// (a difference that cancels further on), differs by the rounding of the terms, which gamma |ref|
-// alone does not cover.
+// Each of `moved` is the exact original with one sum, mean or norm moved by the most that summing
+// its terms in another order, or with each term rounded differently, can move it (gamma times
+// their magnitudes); twice what that moves the element is allowed on top: a sum that cancels to
+// near 0, or a value computed from it (a difference that cancels further on), differs by the
+// rounding of the terms, which gamma |ref| alone does not cover.
 struct Tolerance {
   double originalError = 0;
   int64_t outside = 0;
@@ -512,16 +512,15 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       }
       return *exactRun;
     };
-    // The original evaluated exactly with each re-associated reduction moved by gamma times its
-    // terms' magnitudes (the reduction's name: its combining stage's, less ".combine").
+    // The original evaluated exactly with each sum, mean or norm moved by gamma times its terms'
+    // magnitudes: the re-associated ones, by what another order rounds; the others, because
+    // their terms may now differ by rounding each (from a re-associated value before them), which
+    // a sum that cancels adds up to as much.
     std::vector<std::string> reassociated;
-    for (auto& st : sched.stages) {
-      if (!st.knobs.count("reassociates")) continue;
-      std::string n = st.name;
-      if (n.size() > 8 && n.compare(n.size() - 8, 8, ".combine") == 0) n.resize(n.size() - 8);
-      const int id = base.find(n);
-      if (id >= 0 && base.stages[id].kind == StageKind::Reduce) reassociated.push_back(n);
-    }
+    for (auto& st : base.stages)
+      if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min &&
+          !ast::isInteger(st.type.dtype))
+        reassociated.push_back(st.name);
     std::optional<std::vector<interp::Result>> movedRuns;
     auto moved = [&]() -> const std::vector<interp::Result>& {
       if (!movedRuns) {
@@ -600,8 +599,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     out << "  tolerance: " << reassoc << ", so results may differ by rounding; each differing element of the "
         << "scheduled program is within 4 E + 2 ulp + n u |x| of the original evaluated exactly in f64 (x), "
         << "where E is the original's own largest rounding error on that value and n u the bound for summing "
-        << "the n terms of the re-associated reduction in any order, plus twice what moving each re-associated "
-        << "reduction by n u times its terms' magnitudes moves that element\n";
+        << "the n terms of the re-associated reduction in any order, plus twice what moving each sum, mean "
+        << "or norm by n u times its terms' magnitudes moves that element\n";
   out << (allOk ? "verified" : "NOT verified") << "\n";
   return allOk ? 0 : 1;
 }
