@@ -516,16 +516,16 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     // magnitudes: the re-associated ones, by what another order rounds; the others, because
     // their terms may now differ by rounding each (from a re-associated value before them), which
     // a sum that cancels adds up to as much.
-    std::vector<std::string> reassociated;
+    std::vector<std::string> sums;
     for (auto& st : base.stages)
       if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min &&
           !ast::isInteger(st.type.dtype))
-        reassociated.push_back(st.name);
+        sums.push_back(st.name);
     std::optional<std::vector<interp::Result>> movedRuns;
     auto moved = [&]() -> const std::vector<interp::Result>& {
       if (!movedRuns) {
         movedRuns.emplace();
-        for (auto& n : reassociated) {
+        for (auto& n : sums) {
           Config ce = c;
           ce.exact = true;
           ce.perturb = n;

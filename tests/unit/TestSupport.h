@@ -1,5 +1,6 @@
 // Shared set-up of the unit tests: a program's text checked by sema (no imports searched beside
-// an input file), its diagnostics kept for the failure message, and lowered to IR.
+// an input file), its diagnostics kept for the failure message, and lowered to IR; a schedule
+// script applied to it.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -7,7 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "ir/IR.h"
 #include "ir/Lower.h"
+#include "schedule/Schedule.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 
@@ -31,6 +34,30 @@ inline std::unique_ptr<Checked> checkText(const std::string& name, const std::st
   REQUIRE_FALSE(c->diags.hasErrors());
   REQUIRE(c->comp.programs.size() == 1);
   return c;
+}
+
+// A program and its form after a schedule script (the checked program stays alive: the IR
+// points into it).
+struct Scheduled {
+  std::unique_ptr<Checked> checked;
+  ir::Program base, sched;
+};
+
+// `program` checked as test.cnet and `script` applied to it as test.sched; REQUIREs that the
+// script parses and applies (its diagnostics in the failure message).
+inline Scheduled applySchedule(const std::string& program, const std::string& script) {
+  Scheduled s;
+  s.checked = checkText("test.cnet", program);
+  s.base = s.checked->lowered();
+  s.sched = ir::clone(s.base);
+  uint32_t file = s.checked->comp.sources.add("test.sched", script);
+  auto parsed = schedule::parseScript(s.checked->comp.sources, file, s.checked->diags);
+  REQUIRE(parsed.has_value());
+  std::vector<schedule::Step> trace;
+  bool applied = schedule::apply(s.sched, *parsed, s.checked->diags, trace, nullptr);
+  INFO("schedule diagnostics:\n" << s.checked->diagOut.str());
+  REQUIRE(applied);
+  return s;
 }
 
 }  // namespace coconet::test

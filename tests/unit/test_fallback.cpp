@@ -8,24 +8,7 @@ using namespace coconet;
 
 namespace {
 
-struct Scheduled {
-  std::unique_ptr<test::Checked> checked;
-  ir::Program base, sched;
-};
-
-Scheduled applySchedule(const std::string& program, const std::string& script) {
-  Scheduled s;
-  s.checked = test::checkText("fb.cnet", program);
-  s.base = s.checked->lowered();
-  s.sched = ir::clone(s.base);
-  uint32_t file = s.checked->comp.sources.add("fb.sched", script);
-  auto parsed = schedule::parseScript(s.checked->comp.sources, file, s.checked->diags);
-  REQUIRE(parsed.has_value());
-  std::vector<schedule::Step> trace;
-  INFO("diagnostics:\n" << s.checked->diagOut.str());
-  REQUIRE(schedule::apply(s.sched, *parsed, s.checked->diags, trace, nullptr));
-  return s;
-}
+using test::applySchedule;
 
 const char* kRow = R"(program row(B: size, H: size) {
   in x : f32[B, H] sliced(1);

@@ -171,6 +171,20 @@ Case generate(std::mt19937_64& rng) {
   return {p.str(), s.str()};
 }
 
+using test::applySchedule;
+using test::Scheduled;
+
+// verify's exit status and report (stdout, then stderr) for `base` against `sched`.
+std::pair<int, std::string> verifyAt(const ir::Program& base, const ir::Program& sched, std::vector<int> ranks,
+                                     uint64_t seed) {
+  verify::Options vo;
+  vo.ranks = std::move(ranks);
+  vo.seed = seed;
+  std::ostringstream out, err;
+  const int rc = verify::verify(base, sched, vo, out, err);
+  return {rc, out.str() + err.str()};
+}
+
 }  // namespace
 
 TEST_CASE("random programs with random legal schedules verify", "[property]") {
@@ -182,22 +196,9 @@ TEST_CASE("random programs with random legal schedules verify", "[property]") {
   for (int i = 0; i < cases; ++i) {
     Case c = generate(rng);
     INFO("case " << i << " (seed " << seed << ")\n--- program\n" << c.program << "--- schedule\n" << c.schedule);
-    auto checked = test::checkText("prop.cnet", c.program);
-    ir::Program base = checked->lowered();
-    ir::Program sched = ir::clone(base);
-    uint32_t file = checked->comp.sources.add("prop.sched", c.schedule);
-    auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
-    REQUIRE(script.has_value());
-    std::vector<schedule::Step> trace;
-    bool applied = schedule::apply(sched, *script, checked->diags, trace, nullptr);
-    INFO("schedule diagnostics:\n" << checked->diagOut.str());
-    REQUIRE(applied);
-    verify::Options vo;
-    vo.ranks = {1, 2, 3, 4};
-    vo.seed = seed + static_cast<uint64_t>(i);
-    std::ostringstream out, err;
-    int rc = verify::verify(base, sched, vo, out, err);
-    INFO("verify:\n" << out.str() << err.str());
+    Scheduled sc = applySchedule(c.program, c.schedule);
+    auto [rc, report] = verifyAt(sc.base, sc.sched, {1, 2, 3, 4}, seed + static_cast<uint64_t>(i));
+    INFO("verify:\n" << report);
     CHECK(rc == 0);
   }
 }
@@ -224,115 +225,71 @@ TEST_CASE("a re-associated sum that cancels is bounded by its terms' magnitudes"
   // The property test's case 744 of seed 1: t1 sums values of both signs to near 0, and the
   // scheduled partial sums round differently (4.8e-7 off a result of 4.8e-2) while gamma |t1|
   // alone allowed far less; n u times the sum of the terms' magnitudes is the classic bound.
-  const char* prog =
+  Scheduled sc = applySchedule(
       "program prop(N: size, M: size, K: size, a: f32 = 0.5) {\n  in x : f32[N, M] local;\n"
       "  in b : f32[M] replicated;\n  in r : f32[N, M] replicated;\n  y = allreduce(+, x);\n"
-      "  t0 = y + (y * a - r);\n  t1 = sum(t0);\n  t2 = sum(t0);\n  return t0, t1, t2;\n}\n";
-  const char* sched = "rs, ag = split(y);\nreorder(ag, t0, t1);\nf = fuse(rs, t0);\n";
-  auto checked = test::checkText("prop.cnet", prog);
-  ir::Program base = checked->lowered();
-  ir::Program s = ir::clone(base);
-  uint32_t file = checked->comp.sources.add("prop.sched", sched);
-  auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
-  REQUIRE(script.has_value());
-  std::vector<schedule::Step> trace;
-  REQUIRE(schedule::apply(s, *script, checked->diags, trace, nullptr));
-  verify::Options vo;
-  vo.ranks = {1, 2, 3, 4};
-  vo.seed = 1 + 744;  // as the property test drew it (seed + case)
-  std::ostringstream out, err;
-  const int rc = verify::verify(base, s, vo, out, err);
-  INFO(out.str() << err.str());
+      "  t0 = y + (y * a - r);\n  t1 = sum(t0);\n  t2 = sum(t0);\n  return t0, t1, t2;\n}\n",
+      "rs, ag = split(y);\nreorder(ag, t0, t1);\nf = fuse(rs, t0);\n");
+  auto [rc, report] = verifyAt(sc.base, sc.sched, {1, 2, 3, 4}, 1 + 744);  // as the property test drew it
+  INFO(report);
   CHECK(rc == 0);
-  CHECK(out.str().find("ranks 2: N=6 M=5 K=1: ok: 't0' exact, 't1' within tolerance") != std::string::npos);
+  CHECK(report.find("ranks 2: N=6 M=5 K=1: ok: 't0' exact, 't1' within tolerance") != std::string::npos);
 }
 
 TEST_CASE("verify's rounding allowance for re-associated sums still catches a small change", "[property]") {
   // The scheduled program's terms scaled by 1.001 (a constant 2 made 2.002): the sum moves by
   // 1e-3 of its terms, far beyond what re-associating 64 f32 terms can; verify must say DIFFERS.
-  const char* prog =
+  Scheduled sc = applySchedule(
       "program p(N: size) {\n  in x : f32[N] local;\n  y = allreduce(+, x);\n  t = y * 2.0;\n"
-      "  s = sum(t);\n  return s;\n}\n";
-  auto checked = test::checkText("p.cnet", prog);
-  ir::Program base = checked->lowered();
-  ir::Program sched = ir::clone(base);
-  uint32_t file = checked->comp.sources.add("p.sched", "rs, ag = split(y);\nreorder(ag, t, s);\n");
-  auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
-  REQUIRE(script.has_value());
-  std::vector<schedule::Step> trace;
-  REQUIRE(schedule::apply(sched, *script, checked->diags, trace, nullptr));
-  verify::Options vo;
-  vo.ranks = {2, 4};
+      "  s = sum(t);\n  return s;\n}\n",
+      "rs, ag = split(y);\nreorder(ag, t, s);\n");
   {
-    std::ostringstream out, err;
     INFO("as scheduled");
-    CHECK(verify::verify(base, sched, vo, out, err) == 0);
+    CHECK(verifyAt(sc.base, sc.sched, {2, 4}, 1).first == 0);
   }
-  int t = sched.find("t");
+  int t = sc.sched.find("t");
   REQUIRE(t >= 0);
   bool changed = false;
-  for (auto& n : sched.stages[t].expr.nodes)
+  for (auto& n : sc.sched.stages[t].expr.nodes)
     if (n.op == ir::EOp::Const && n.value == 2.0) n.value = 2.002, changed = true;
   REQUIRE(changed);
-  std::ostringstream out, err;
-  CHECK(verify::verify(base, sched, vo, out, err) == 1);
-  INFO(out.str());
-  CHECK(out.str().find("'s' DIFFERS") != std::string::npos);
+  auto [rc, report] = verifyAt(sc.base, sc.sched, {2, 4}, 1);
+  CHECK(rc == 1);
+  INFO(report);
+  CHECK(report.find("'s' DIFFERS") != std::string::npos);
 }
 
 TEST_CASE("a value computed from a re-associated sum that cancels is bounded by its sensitivity", "[property]") {
   // The property test's case 74 of seed 100: st's new value 0.5 t4 + st cancels to near 0, and
   // t4 divides by 1 + |t1|, a re-associated sum; at 3 ranks the scheduled st was 1.4e-6 off
   // (relative 1.35e-3) where n u |st| allowed far less.
-  const char* prog =
+  Scheduled sc = applySchedule(
       "program prop(N: size, M: size, K: size, a: f32 = 0.5) {\n  in x : f32[N, M] local;\n"
       "  in b : f32[M] replicated;\n  in r : f32[N, M] replicated;\n  state st : f32[N, M] replicated;\n"
       "  y = allreduce(+, x);\n  t0 = y + (dropout(y + b, 0.25) + r);\n  t1 = sum(t0);\n"
       "  t2 = (dropout(y + b, 0.25) + r) / (1.0 + abs(t1));\n  t3 = (t0 * a - st) / (1.0 + abs(t1));\n"
-      "  t4 = (b + t0) / (1.0 + abs(t1));\n  update st = f32(t4 * 0.5 + st);\n  return t0, t1, t2, t3, t4;\n}\n";
-  auto checked = test::checkText("prop.cnet", prog);
-  ir::Program base = checked->lowered();
-  ir::Program s = ir::clone(base);
-  uint32_t file = checked->comp.sources.add("prop.sched", "rs, ag = split(y);\nreorder(ag, t0, t1, t2, t3, t4);\n");
-  auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
-  REQUIRE(script.has_value());
-  std::vector<schedule::Step> trace;
-  REQUIRE(schedule::apply(s, *script, checked->diags, trace, nullptr));
-  verify::Options vo;
-  vo.ranks = {1, 2, 3, 4};
-  vo.seed = 100 + 74;  // as the property test drew it (seed + case)
-  std::ostringstream out, err;
-  const int rc = verify::verify(base, s, vo, out, err);
-  INFO(out.str() << err.str());
+      "  t4 = (b + t0) / (1.0 + abs(t1));\n  update st = f32(t4 * 0.5 + st);\n  return t0, t1, t2, t3, t4;\n}\n",
+      "rs, ag = split(y);\nreorder(ag, t0, t1, t2, t3, t4);\n");
+  auto [rc, report] = verifyAt(sc.base, sc.sched, {1, 2, 3, 4}, 100 + 74);  // as the property test drew it
+  INFO(report);
   CHECK(rc == 0);
-  CHECK(out.str().find("ranks 3: N=9 M=5 K=36: ok") != std::string::npos);
+  CHECK(report.find("ranks 3: N=9 M=5 K=36: ok") != std::string::npos);
 }
 
 TEST_CASE("a later sum of terms that round differently is bounded by its own sensitivity", "[property]") {
   // The property test's case 2010 of seed 337: t3 divides by 1 + |t1| (re-associated), so each
   // t3 element rounds differently; t4 = sum(t3), itself not re-associated, cancels to 3e-4 and
   // was 8.4e-9 off at 2 ranks, beyond what moving t1 alone explains.
-  const char* prog =
+  Scheduled sc = applySchedule(
       "program prop(N: size, M: size, K: size, a: f32 = 0.5) {\n  in x : f32[N, M] local;\n"
       "  in b : f32[M] replicated;\n  in r : f32[N, M] replicated;\n  state st : f32[N, M] replicated;\n"
       "  y = allreduce(+, x);\n  t0 = y + (sqrt(abs(b)) + r);\n  t1 = sum(t0);\n"
       "  t2 = (sqrt(abs(r)) + t0) / (1.0 + abs(t1));\n  t3 = (select(t0 > 0.0, r, st * 0.5)) / (1.0 + abs(t1));\n"
       "  t4 = sum(t3);\n  t5 = max(t2, dim = 0);\n  update st = f32(t3 * 0.5 + st);\n"
-      "  return t0, t1, t2, t3, t4, t5;\n}\n";
-  auto checked = test::checkText("prop.cnet", prog);
-  ir::Program base = checked->lowered();
-  ir::Program s = ir::clone(base);
-  uint32_t file = checked->comp.sources.add("prop.sched", "rs, ag = split(y);\nreorder(ag, t0, t1, t2);\nf = fuse(rs, t0);\n");
-  auto script = schedule::parseScript(checked->comp.sources, file, checked->diags);
-  REQUIRE(script.has_value());
-  std::vector<schedule::Step> trace;
-  REQUIRE(schedule::apply(s, *script, checked->diags, trace, nullptr));
-  verify::Options vo;
-  vo.ranks = {1, 2, 3, 4};
-  vo.seed = 337 + 2010;  // as the property test drew it (seed + case)
-  std::ostringstream out, err;
-  const int rc = verify::verify(base, s, vo, out, err);
-  INFO(out.str() << err.str());
+      "  return t0, t1, t2, t3, t4, t5;\n}\n",
+      "rs, ag = split(y);\nreorder(ag, t0, t1, t2);\nf = fuse(rs, t0);\n");
+  auto [rc, report] = verifyAt(sc.base, sc.sched, {1, 2, 3, 4}, 337 + 2010);  // as the property test drew it
+  INFO(report);
   CHECK(rc == 0);
-  CHECK(out.str().find("ranks 2: N=8 M=5 K=2: ok") != std::string::npos);
+  CHECK(report.find("ranks 2: N=8 M=5 K=2: ok") != std::string::npos);
 }
