@@ -151,6 +151,7 @@ struct Call : Expr {
   DType castTo = DType::F32;    // Cast
   ReduceOp reduceOp = ReduceOp::Sum;  // collectives and reductions that take one
   int dim = -1;                       // reductions over one dimension; -1: whole tensor
+  bool keepdim = false;               // reductions: the reduced dimensions stay, with length 1
   const DefDecl* def = nullptr;       // a call of a def: its instantiated body follows
   std::vector<StmtPtr> body;          // the def's statements, typed for this call
   std::vector<const Symbol*> params;  // the def's parameters as bound in this call

@@ -127,6 +127,7 @@ private:
           if (c.op == BuiltinOp::AllReduce || c.op == BuiltinOp::ReduceScatter || c.op == BuiltinOp::Reduce)
             os_ << "(" << reduceOpName(c.reduceOp) << ")";
           if (c.dim >= 0) os_ << " dim=" << c.dim;
+          if (c.keepdim) os_ << " keepdim";
         }
         break;
       }

@@ -402,6 +402,12 @@ private:
       for (int k = 0; k < rank; ++k)
         if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
       auto xst = strides(x.shape);
+      // The kept dimensions' strides in the result (whose type may keep the reduced one with
+      // length 1: the same order of elements).
+      std::vector<int64_t> kept;
+      for (int k = 0; k < rank; ++k)
+        if (k != s.dim) kept.push_back(x.shape[k]);
+      auto yst = strides(kept);
       int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
       const bool perturbed = !c_.perturb.empty() && s.name == c_.perturb;
       for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
@@ -409,7 +415,6 @@ private:
         int64_t base = 0;
         if (s.dim >= 0) {
           int64_t rem = o;
-          auto yst = strides(y.shape);
           int yk = 0;
           for (int k = 0; k < rank; ++k) {
             if (k == s.dim) continue;

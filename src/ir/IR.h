@@ -148,6 +148,7 @@ struct Stage {
   ReduceOp op = ReduceOp::Sum;      // AllReduce, ReduceScatter, Reduce1
   ReduceKind reduce = ReduceKind::Sum;  // Reduce
   int dim = -1;                     // Reduce: -1 for all; ReduceScatter/AllGather: the dim
+  bool keepdim = false;             // Reduce: the reduced dimensions stay in the type, with length 1
   ScalarRef root;                   // Broadcast, Reduce1
   ScalarRef eps{1e-5, ""};          // Layernorm, Rmsnorm
   Peer peer = Peer::NextRank;       // Send

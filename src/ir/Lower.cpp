@@ -399,6 +399,7 @@ private:
                     : c.op == BuiltinOp::Norm ? ReduceKind::Norm : c.op == BuiltinOp::ReduceMax
                     ? ReduceKind::Max : ReduceKind::Min;
         st.dim = c.dim;
+        st.keepdim = c.keepdim;
         st.operands = {in(0)};
         break;
       case BuiltinOp::Softmax: st.kind = StageKind::Softmax; st.operands = {in(0)}; break;

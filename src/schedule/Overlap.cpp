@@ -191,7 +191,7 @@ bool overlap(StepContext& c) {
   // A reduction over the chunked dimension mixes chunks.
   for (int m : members) {
     const Stage& s = p.stages[m];
-    if (s.kind == StageKind::Reduce && s.dim == dim + (s.type.rank() + 1 - ps.type.rank()))
+    if (s.kind == StageKind::Reduce && s.dim == dim + (p.stages[s.operands[0]].type.rank() - ps.type.rank()))
       return c.fail(pos[1], consumer, quote(s.name) + " reduces the chunked dimension " + std::to_string(dim));
   }
   if (ps.type.group && ps.type.layout.kind == Layout::Sliced && ps.type.layout.dim == dim)

@@ -146,7 +146,7 @@ bool reorder(StepContext& c) {
       pl.sliceDim = want;
     } else {  // Reduce
       if (s.dim >= 0 && s.dim != want) {
-        pl.sliceDim = s.dim < want ? want - 1 : want;  // reducing another dimension keeps the slice
+        pl.sliceDim = s.dim < want && !s.keepdim ? want - 1 : want;  // reducing another dimension keeps the slice
       } else {
         pl.partial = true;
       }

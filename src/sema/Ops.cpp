@@ -33,10 +33,10 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::Tanh, "tanh", 1, 1, {}},       {BuiltinOp::Sigmoid, "sigmoid", 1, 1, {}},
       {BuiltinOp::Abs, "abs", 1, 1, {}},         {BuiltinOp::Relu, "relu", 1, 1, {}},
       {BuiltinOp::Gelu, "gelu", 1, 1, {}},       {BuiltinOp::Pow, "pow", 2, 2, {}},
-      {BuiltinOp::Max, "max", 1, 2, {"dim"}},    {BuiltinOp::Min, "min", 1, 2, {"dim"}},
+      {BuiltinOp::Max, "max", 1, 2, {"dim", "keepdim"}}, {BuiltinOp::Min, "min", 1, 2, {"dim", "keepdim"}},
       {BuiltinOp::Select, "select", 3, 3, {}},   {BuiltinOp::Dropout, "dropout", 2, 2, {"seed"}},
-      {BuiltinOp::Sum, "sum", 1, 1, {"dim"}},    {BuiltinOp::Mean, "mean", 1, 1, {"dim"}},
-      {BuiltinOp::Norm, "norm", 1, 1, {"dim"}},  {BuiltinOp::Softmax, "softmax", 1, 1, {}},
+      {BuiltinOp::Sum, "sum", 1, 1, {"dim", "keepdim"}}, {BuiltinOp::Mean, "mean", 1, 1, {"dim", "keepdim"}},
+      {BuiltinOp::Norm, "norm", 1, 1, {"dim", "keepdim"}},  {BuiltinOp::Softmax, "softmax", 1, 1, {}},
       {BuiltinOp::Layernorm, "layernorm", 1, 3, {"eps"}}, {BuiltinOp::Rmsnorm, "rmsnorm", 1, 2, {"eps"}},
       {BuiltinOp::Matmul, "matmul", 2, 2, {}},   {BuiltinOp::Gemv, "gemv", 2, 2, {}},
       {BuiltinOp::Embedding, "embedding", 2, 2, {}},
@@ -113,7 +113,32 @@ Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, Sou
       continue;
     }
     auto s = broadcast(shape, ops[i]->type.shape, loc, len, what);
-    if (!s) return Type::error();
+    if (!s) {
+      // A reduction over one dimension that drops it, where keeping it (length 1) would broadcast.
+      auto fits = [](const Shape& a, const Shape& b) {
+        for (size_t k = 1; k <= std::min(a.size(), b.size()); ++k) {
+          const SizeExpr &x = a[a.size() - k], &y = b[b.size() - k];
+          if (x != y && x.constantValue() != 1 && y.constantValue() != 1) return false;
+        }
+        return true;
+      };
+      for (size_t j = 0; j <= i; ++j) {
+        auto* c = ops[j]->as<Call>();
+        if (!c || c->dim < 0 || c->keepdim || c->args.empty() || c->args[0].value->type.rank() <= c->dim ||
+            !(c->op == BuiltinOp::Sum || c->op == BuiltinOp::Mean || c->op == BuiltinOp::Norm ||
+              c->op == BuiltinOp::ReduceMax || c->op == BuiltinOp::ReduceMin))
+          continue;
+        Shape kept = c->args[0].value->type.shape;
+        kept[c->dim] = SizeExpr::constant(1);
+        bool all = true;
+        for (size_t k = 0; k <= i; ++k)
+          if (k != j) all = all && fits(kept, ops[k]->type.shape);
+        if (all)
+          note(c->loc, "'" + c->callee + "' drops dimension " + std::to_string(c->dim) +
+                           "; with keepdim = true it stays, with length 1, and broadcasts", c->length);
+      }
+      return Type::error();
+    }
     shape = *s;
   }
   int rank = static_cast<int>(shape.size());
@@ -322,11 +347,12 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   BuiltinOp op = sig->op;
   if (op == BuiltinOp::Max && positional == 1) op = BuiltinOp::ReduceMax;
   if (op == BuiltinOp::Min && positional == 1) op = BuiltinOp::ReduceMin;
-  if ((op == BuiltinOp::Max || op == BuiltinOp::Min) && seen.count("dim")) {
-    error(c.loc, "'dim' is for the reduction '" + c.callee + "(x, dim = d)'; the two-argument '" + c.callee +
-                     "' is element-wise", len);
-    return Type::error();
-  }
+  for (std::string arg : {"dim", "keepdim"})
+    if ((op == BuiltinOp::Max || op == BuiltinOp::Min) && seen.count(arg)) {
+      error(c.loc, "'" + arg + "' is for the reduction '" + c.callee + "(x, " + arg +
+                       (arg == "dim" ? " = d" : " = true") + ")'; the two-argument '" + c.callee + "' is element-wise", len);
+      return Type::error();
+    }
   c.op = op;
   return checkBuiltin(c, op, scope);
 }
@@ -565,14 +591,29 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       int dim;
       if (!dimArg(x, dim)) return Type::error();
       c.dim = dim;
+      c.keepdim = false;
+      if (auto it = named.find("keepdim"); it != named.end()) {
+        auto* b = it->second->as<BoolLit>();
+        if (!b) {
+          error(it->second->loc, "'keepdim' must be true or false", it->second->length);
+          return Type::error();
+        }
+        c.keepdim = b->value;
+      }
       if (x.dtype == DType::Bool) {
         error(pos[0]->loc, name + " needs a numeric tensor, got bool", pos[0]->length);
         return Type::error();
       }
       DType dt = x.dtype;
       if ((op == BuiltinOp::Mean || op == BuiltinOp::Norm) && isInteger(dt)) dt = DType::F32;
+      // The reduced dimension is dropped, or kept with length 1 (`keepdim = true`: the result
+      // then broadcasts against x).
       Shape shape;
-      if (dim >= 0) {
+      if (c.keepdim) {
+        shape = x.shape;
+        for (int k = 0; k < x.rank(); ++k)
+          if (dim < 0 || k == dim) shape[k] = SizeExpr::constant(1);
+      } else if (dim >= 0) {
         shape = x.shape;
         shape.erase(shape.begin() + dim);
       }
@@ -586,7 +627,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
             return Type::error();
           }
           l = Layout::local();  // partial results, one per rank
-        } else if (dim < l.dim) {
+        } else if (dim < l.dim && !c.keepdim) {
           l.dim -= 1;
         }
       }

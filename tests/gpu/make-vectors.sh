@@ -97,6 +97,9 @@ vectors ops_mix@tall "$root/tests/gpu/programs/ops_mix.cnet" -D R=66000 -D C=4 -
 # seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
 # a rank at 4 ranks).
 vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D S=64 -D H=256
+# keepdim_norms with rows of 1000 features (the fused group's row reductions over several
+# blocks) and 2048 rows (the column sums split over blocks).
+vectors keepdim_norms@big "$root/tests/gpu/programs/keepdim_norms.cnet" -D B=2048 -D H=1000
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
 vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4

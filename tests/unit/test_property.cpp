@@ -98,18 +98,21 @@ Case generate(std::mt19937_64& rng) {
     if (i > 0 && pick(6) == 0) {
       // A reduction over one dimension of a whole [N, M] value: over dimension 0 (the one the
       // split slices: partial results combined) an [M] value later statements read like b; over
-      // dimension 1 an [N] value (slices kept), an output only.
+      // dimension 1 an [N] value (slices kept), an output only. With keepdim ([1, M] or [N, 1])
+      // both broadcast against [N, M], and later statements read them too.
       const char* red[] = {"sum", "mean", "max", "min", "norm"};
       std::vector<std::string> fulls;
       for (auto& v : values)
         if (full.count(v)) fulls.push_back(v);
       std::string x = fulls[rng() % fulls.size()];  // (y is one)
       const int dim = pick(2);
-      p << "  " << name << " = " << red[pick(5)] << "(" << x << ", dim = " << dim << ");\n";
+      const bool keep = pick(2) == 0;
+      p << "  " << name << " = " << red[pick(5)] << "(" << x << ", dim = " << dim << (keep ? ", keepdim = true" : "") << ");\n";
       chain.push_back(name);
       isReduction.push_back(true);
       movable.push_back(sliceable.count(x) > 0);
-      if (dim == 0) cols.push_back(name);
+      if (dim == 1 && keep && movable.back()) sliceable.insert(name);  // [N, 1]: sliced with the rows
+      if (dim == 0 || keep) cols.push_back(name);
       continue;
     }
     if (i > 0 && pick(5) == 0) {
