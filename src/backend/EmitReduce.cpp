@@ -238,7 +238,8 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
 void Emitter::emitRowwise(int id) {
   const Stage& s = p_.stages[id];
   const bool softmax = s.kind == StageKind::Softmax, rms = s.kind == StageKind::Rmsnorm;
-  std::string T = storageType(s.type.dtype), XT = storageType(p_.stages[s.operands[0]].type.dtype);
+  const DType xdt = p_.stages[s.operands[0]].type.dtype;
+  std::string T = storageType(s.type.dtype), XT = storageType(xdt);
   std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
   bool scaled = s.operands.size() >= 2, shifted = s.operands.size() == 3;  // gamma; beta
   std::string GT = scaled ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
@@ -248,11 +249,63 @@ void Emitter::emitRowwise(int id) {
   const std::string A = f64 ? "double" : "float";  // accumulation, as the interpreter
   const std::string stats = std::string(softmax ? "coconet_rt::MaxSumT<" : rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + A + ">";
   auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
-  kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension, one block per row; the row's\n"
-           << "// statistics in one pass (" << (softmax ? "running maximum and sum" : rms ? "sum of squares" : "Welford") << ", in " << A
-           << "), then one pass that writes\n"
-           << "__global__ void " << kname << "(const " << XT << "* __restrict__ x, " << T << "* __restrict__ y, const " << GT
-           << "* __restrict__ gamma, const " << BT << "* __restrict__ beta, long long rows, long long n, " << A << " eps) {\n"
+  const std::string params = "(const " + XT + "* __restrict__ x, " + T + "* __restrict__ y, const " + GT + "* __restrict__ gamma, const " +
+                             BT + "* __restrict__ beta, long long rows, long long n, " + A + " eps";
+  // The row in registers: R threads a row, each keeping up to 32 elements in packs of V.
+  kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension. Rows of up to 16384 elements (8192 where\n"
+           << "// packs of 16 bytes do not fit the row): a group of R threads a row keeps it in registers (packs of V\n"
+           << "// elements, up to 32 elements a thread; single elements up to 16), so the row is read once;\n"
+           << "// the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
+                                                                          : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
+           << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512) " << kname << "_reg" << params << ", int R) {\n"
+           << "  constexpr int K = (V == 1 ? 16 : 32) / V;  // packs a thread keeps (single elements: fewer, their addresses take registers)\n"
+           << "  __shared__ " << A << " sh[32];\n  (void)gamma; (void)beta; (void)eps;\n"
+           << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
+           << "  const long long units = n / V;\n"
+           << "  // Every thread of the block takes every step (the combines synchronize); rows past the end load nothing.\n"
+           << "  for (long long base = static_cast<long long>(blockIdx.x) * rpb; base < rows; base += static_cast<long long>(gridDim.x) * rpb) {\n"
+           << "    const long long row = base + sub;\n"
+           << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
+           << "    // this thread's packs: t, t + R, ... below units (kn of them)\n"
+           << "    const int kn = row < rows && t < units ? static_cast<int>((units - t + R - 1) / R) : 0;\n"
+           << "    " << A << " v[K][V];\n"
+           << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n"
+           << "      if (k < kn) {\n        const auto p = coconet_rt::loadPack<V>(xr + (t + static_cast<long long>(k) * R) * V);\n"
+           << "#pragma unroll\n        for (int j = 0; j < V; ++j) v[k][j] = " << in("p.e[j]") << ";\n      }\n    }\n";
+  auto each = [&](const std::string& body) {
+    return "#pragma unroll\n    for (int k = 0; k < K; ++k)\n      if (k < kn)\n#pragma unroll\n        for (int j = 0; j < V; ++j) " + body + "\n";
+  };
+  const std::string sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
+  if (softmax) {
+    kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = v[k][j] > m ? v[k][j] : m;")
+             << "    m = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m, R, sh);\n"
+             << "    " << A << " s = 0;\n" << each("{ v[k][j] = coconet_rt::acc_exp(v[k][j] - m); s += v[k][j]; }")
+             << "    s = " << sum << "(s, R, sh);\n";
+  } else if (rms) {
+    kernels_ << "    " << A << " q = 0;\n" << each("q += v[k][j] * v[k][j];")
+             << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(q, R, sh) / static_cast<" << A << ">(n) + eps);\n";
+  } else {
+    kernels_ << "    " << A << " s = 0;\n" << each("s += v[k][j];")
+             << "    const " << A << " mean = " << sum << "(s, R, sh) / static_cast<" << A << ">(n);\n"
+             << "    " << A << " q = 0;\n" << each("{ const " + A + " d = v[k][j] - mean; q += d * d; }")
+             << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(q, R, sh) / static_cast<" << A << ">(n) + eps);\n";
+  }
+  kernels_ << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k >= kn) continue;\n"
+           << "      const long long u = t + static_cast<long long>(k) * R;\n"
+           << (scaled ? "      const auto g = coconet_rt::loadPack<V>(gamma + u * V);\n" : "")
+           << (shifted ? "      const auto b = coconet_rt::loadPack<V>(beta + u * V);\n" : "")
+           << "      coconet_rt::Pack<" << T << ", V> o;\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
+  if (softmax) kernels_ << "        const " << A << " w = v[k][j] / s;\n";
+  else if (rms) kernels_ << "        " << A << " w = v[k][j] * inv;\n" << (scaled ? "        w = w * " + in("g.e[j]") + ";\n" : "");
+  else
+    kernels_ << "        " << A << " w = (v[k][j] - mean) * inv;\n"
+             << (shifted ? "        w = w * " + in("g.e[j]") + " + " + in("b.e[j]") + ";\n" : "");
+  kernels_ << "        o.e[j] = coconet_rt::Store<" << T << ">::from(w);\n      }\n"
+           << "      coconet_rt::storePack<V>(yr + u * V, o);\n    }\n  }\n}\n\n";
+  // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,
+  // sum of squares or Welford), then one pass that writes (reading the row again).
+  kernels_ << "// " << s.name << " with longer rows: one block a row, the statistics in one pass, then one pass that writes\n"
+           << "__global__ void " << kname << "_long" << params << ") {\n"
            << "  __shared__ " << stats << " sh[32];\n"
            << "  (void)gamma; (void)beta; (void)eps;\n"
            << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
@@ -280,11 +333,29 @@ void Emitter::emitRowwise(int id) {
   if (!s.eps.param.empty())
     body_ << "    coconet_rt::checkPositiveScalar(" << eps << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
           << s.eps.param << "\");\n";
+  // Packs of 16 bytes of x where the row length and every pointer allow (at most 8 elements).
+  size_t xbytes = xdt == DType::F64 || xdt == DType::I64 ? 8 : xdt == DType::F16 || xdt == DType::BF16 ? 2
+                  : xdt == DType::I8 || xdt == DType::U8 || xdt == DType::Bool ? 1 : 4;
+  const int V = static_cast<int>(std::min<size_t>(8, 16 / xbytes));
+  const std::string gp = scaled ? var(s.operands[1]) : "static_cast<const float*>(nullptr)";
+  const std::string bp = shifted ? var(s.operands[2]) : "static_cast<const float*>(nullptr)";
+  const std::string args = "(" + var(s.operands[0]) + ", " + var(id) + ", " + gp + ", " + bp + ", rows, n, static_cast<" + A + ">(" + eps + ")";
+  std::string aligned = "coconet_rt::packAligned(" + var(s.operands[0]) + ", " + std::to_string(V) + " * sizeof(" + XT +
+                        ")) && coconet_rt::packAligned(" + var(id) + ", " + std::to_string(V) + " * sizeof(" + T + "))";
+  if (scaled) aligned += " && coconet_rt::packAligned(" + gp + ", " + std::to_string(V) + " * sizeof(" + GT + "))";
+  if (shifted) aligned += " && coconet_rt::packAligned(" + bp + ", " + std::to_string(V) + " * sizeof(" + BT + "))";
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
-        << "    " << kname << "<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>(" << var(s.operands[0])
-        << ", " << var(id) << ", " << (scaled ? var(s.operands[1]) : "static_cast<const float*>(nullptr)") << ", "
-        << (shifted ? var(s.operands[2]) : "static_cast<const float*>(nullptr)") << ", rows, n, static_cast<" << A << ">(" << eps
-        << "));\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
+        << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
+        << "    const int V = packed ? " << V << " : 1, R = coconet_rt::rowThreads(n / V, packed ? " << 32 / V << " : 16);\n"
+        << "    if (R > 0) {\n"
+        << "      const int threads = R < 128 ? 128 : R;\n"
+        << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"
+        << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
+        << "      if (packed) " << kname << "_reg<" << V << "><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
+        << "      else " << kname << "_reg<1><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
+        << "    } else {\n"
+        << "      " << kname << "_long<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>" << args << ");\n"
+        << "    }\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 
 }  // namespace coconet::backend::detail

@@ -94,6 +94,13 @@ vectors tail_fold@big "$root/tests/gpu/programs/tail_fold.cnet" -D N=262144
 # rows than one launch's blocks (66000 > 65535: the row loop's second pass).
 vectors ops_mix@wide "$root/tests/gpu/programs/ops_mix.cnet" -D R=8 -D C=1000 -D V=16 -D D=8
 vectors ops_mix@tall "$root/tests/gpu/programs/ops_mix.cnet" -D R=66000 -D C=4 -D V=16 -D D=8
+# The row-wise kernels' shapes: rows of 2048 (f32 packs: 64 threads a row, two rows a block), of
+# 1002 (no packs of 16 bytes: single elements; ranks 1 and 2 only, C divides by them), of 12288
+# (512 threads a row) and of 20000 (beyond the registers: one block a row, read twice).
+vectors ops_mix@rows2k "$root/tests/gpu/programs/ops_mix.cnet" -D R=9 -D C=2048 -D V=16 -D D=8
+vectors ops_mix@odd "$root/tests/gpu/programs/ops_mix.cnet" -D R=33 -D C=1002 -D V=16 -D D=8 --ranks 1,2
+vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -D V=16 -D D=8
+vectors ops_mix@long "$root/tests/gpu/programs/ops_mix.cnet" -D R=3 -D C=20000 -D V=16 -D D=8
 # seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
 # a rank at 4 ranks).
 vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D S=64 -D H=256

@@ -252,6 +252,53 @@ template <class T> __device__ T blockCombine(T v, T* sh) {
   return r;
 }
 
+// ---- Row-wise kernels with the row in registers -------------------------------------------
+// A row of a softmax, layernorm or rmsnorm is held by a group of R threads (R a power of two,
+// groups of consecutive threads), each keeping its elements in registers between the passes
+// over the row: a row is read from memory once. Elements move in packs of V (16 bytes where the
+// row length and the pointers allow).
+template <class T, int V> struct alignas(sizeof(T) * V) Pack {
+  T e[V];
+};
+template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPack(const T* p) {
+  return *reinterpret_cast<const Pack<T, V>*>(p);
+}
+template <int V, class T> __device__ __forceinline__ void storePack(T* p, const Pack<T, V>& v) {
+  *reinterpret_cast<Pack<T, V>*>(p) = v;
+}
+inline bool packAligned(const void* p, size_t bytes) {
+  return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+template <class A> struct SumOp {
+  __device__ static A apply(A a, A b) { return a + b; }
+};
+template <class A> struct MaxOp {
+  __device__ static A apply(A a, A b) { return b > a ? b : a; }
+};
+// Combines v over the R threads of each row group; every thread of the group gets the result,
+// the same on every thread (warps' partial results combined in order). Every thread of the
+// block calls it (groups of more than 32 threads synchronize the block); `sh` holds 32 values.
+template <class Op, class A> __device__ A groupCombine(A v, int R, A* sh) {
+  for (int o = (R < 32 ? R : 32) / 2; o > 0; o /= 2) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (R <= 32) return v;
+  const int warp = threadIdx.x / 32, warps = R / 32, first = warp / warps * warps;
+  __syncthreads();  // the previous combine's readers are done with sh
+  if (threadIdx.x % 32 == 0) sh[warp] = v;
+  __syncthreads();
+  A r = sh[first];
+  for (int w = 1; w < warps; ++w) r = Op::apply(r, sh[first + w]);
+  return r;
+}
+// Threads per row: the fewest (a power of two, at most 512) that keep `units` packs with at most
+// `perThread` packs a thread; 0 where the row does not fit (the kernel that reads it twice).
+// COCONET_ROWWISE=long (read at every call) takes that kernel for every row (A/B benchmarks).
+inline int rowThreads(long long units, int perThread) {
+  if (const char* e = std::getenv("COCONET_ROWWISE"); e && std::strcmp(e, "long") == 0) return 0;
+  for (int r = 1; r <= 512; r *= 2)
+    if (units <= static_cast<long long>(r) * perThread) return r;
+  return 0;
+}
+
 // ---- Reductions along one dimension -------------------------------------------------------
 // x viewed as [outer, len, inner]; output o = (o / inner, o % inner) reduces x[o/inner, :, o%inner].
 // Op (generated per stage) gives Acc, init(), element(v) (v already in Acc), combine(a, b) and

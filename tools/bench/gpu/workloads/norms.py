@@ -1,0 +1,126 @@
+"""norms: layer norm, RMSNorm and softmax over the last dimension, alone, on one GPU.
+
+The row-wise kernels that sequence-parallel layers run between the reduce-scatter and the
+all-gather (tests/gpu/programs/seq_parallel), measured against PyTorch's own kernels.
+
+Programs: tools/bench/programs/{layernorm,rmsnorm,softmax}.cnet over x : [T, H] replicated
+(f16 as written; bf16 by substitution), with gamma (and beta) : [H] for the norms; eps 1e-5
+(layernorm) and 1e-6 (rmsnorm).
+Rows:
+  eager            F.layer_norm / F.rms_norm (where PyTorch has it, else the formula in f32) /
+                   torch.softmax: PyTorch's kernels; the reference
+  torch.compile    the same function torch.compile'd (one Triton kernel)
+  coconetc         the program: rows of up to 16384 elements kept in registers by a group of
+                   threads (read once)
+  coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, the row read twice
+                   (the kernel every row took before session 56)
+Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288, f16 and bf16 (quick: H 4096, f16).
+Inputs: x ~ N(0, 1) (softmax: N(0, 4), attention-like scores), gamma ~ 1 + N(0, 0.01),
+beta ~ N(0, 0.01). Configs run at one rank only (the programs are replicated: more ranks would
+compute the same rows on every GPU).
+"""
+from __future__ import annotations
+
+import os
+
+from workloads import Row, program_row
+
+NAME = "norms"
+OPS = ("layernorm", "rmsnorm", "softmax")
+DTYPES = ("f16", "bf16")
+PROGRAMS = {}
+for _op in OPS:
+    for _dt in DTYPES:
+        PROGRAMS[f"{_op}_{_dt}"] = dict(source=f"tools/bench/programs/{_op}.cnet", schedule=None,
+                                        replace={} if _dt == "f16" else {"f16[": "bf16["})
+
+T_ROWS = 8192
+HS = (1024, 4096, 8192, 12288)
+EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
+# One f16 / bf16 rounding of outputs of magnitude up to ~4 (norms) or 1 (softmax), plus the
+# peers' different summation orders.
+TOL = {"f16": (4e-3, 4e-3), "bf16": (2e-2, 3e-2)}
+
+
+def configs(world: int, quick: bool) -> list[dict]:
+    if world != 1:
+        return []
+    out = []
+    for op in OPS:
+        for dt in (("f16",) if quick else DTYPES):
+            for H in ((4096,) if quick else HS):
+                out.append({"name": f"{op} T={T_ROWS} H={H} {dt}", "op": op, "dtype": dt, "T": T_ROWS, "H": H,
+                            "sizes": {"T": T_ROWS, "H": H}, "x": H, "x_label": "row length H",
+                            "bytes": 2 * T_ROWS * H * 2})   # read x once, write y once
+    return out
+
+
+def rows(cfg: dict, ctx, mode: str):
+    import torch
+    import torch.nn.functional as Fn
+
+    op, T, H = cfg["op"], cfg["T"], cfg["H"]
+    dt = torch.float16 if cfg["dtype"] == "f16" else torch.bfloat16
+    tol = {"y": TOL[cfg["dtype"]]}
+    key = f"{op}_{cfg['dtype']}"
+
+    def inputs() -> dict:
+        t = {"x": ctx.rand((T, H), dt, 41, True, scale=2.0 if op == "softmax" else 1.0)}
+        if op != "softmax":
+            t["gamma"] = (1.0 + ctx.rand((H,), torch.float32, 42, True, scale=0.1)).to(dt)
+        if op == "layernorm":
+            t["beta"] = ctx.rand((H,), dt, 43, True, scale=0.1)
+        return t
+
+    def rms_norm(x, g):
+        if hasattr(Fn, "rms_norm"):
+            return Fn.rms_norm(x, (H,), g, EPS["rmsnorm"])
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS["rmsnorm"]) * g.float()).to(x.dtype)
+
+    def fn():
+        if op == "layernorm":
+            return lambda t: Fn.layer_norm(t["x"], (H,), t["gamma"], t["beta"], EPS["layernorm"])
+        if op == "rmsnorm":
+            return lambda t: rms_norm(t["x"], t["gamma"])
+        return lambda t: torch.softmax(t["x"], dim=-1)
+
+    names = {"layernorm": "F.layer_norm", "rmsnorm": "F.rms_norm" if hasattr(Fn, "rms_norm") else
+             "x * rsqrt(mean(x^2) + eps) * gamma in f32", "softmax": "torch.softmax"}
+
+    def peer(compiled: bool) -> Row:
+        t = inputs()
+        f = fn()
+        if compiled:
+            torch._dynamo.reset()
+            f = torch.compile(f, dynamic=False, fullgraph=True)
+        st = {}
+
+        def step():
+            st["y"] = f(t)
+
+        return Row(step=step, outputs=lambda: {"y": st["y"]}, tol=tol,
+                   note=(f"{names[op]} torch.compile'd" if compiled else f"{names[op]} (PyTorch's kernel)"))
+
+    def coconetc(long: bool):
+        def make() -> Row:
+            t = inputs()
+            t["y"] = torch.empty((T, H), dtype=dt, device=ctx.device)
+            row = program_row(ctx, key, cfg["sizes"], {}, t, "y", tol,
+                              "one block a row, read twice (COCONET_ROWWISE=long)" if long else
+                              "the row in registers, read once")
+            if long:
+                inner = row.step
+
+                def step():
+                    os.environ["COCONET_ROWWISE"] = "long"   # read by the program at every call
+                    try:
+                        inner()
+                    finally:
+                        del os.environ["COCONET_ROWWISE"]
+                row.step = step
+            return row
+        return make
+
+    return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
+            ("coconetc", coconetc(False)), ("coconetc_long", coconetc(True))]
