@@ -251,14 +251,14 @@ void Emitter::emitRowwise(int id) {
   auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
   const std::string params = "(const " + XT + "* __restrict__ x, " + T + "* __restrict__ y, const " + GT + "* __restrict__ gamma, const " +
                              BT + "* __restrict__ beta, long long rows, long long n, " + A + " eps";
-  // The row in registers: R threads a row, each keeping up to 32 elements in packs of V.
-  kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension. Rows of up to 16384 elements (8192 where\n"
-           << "// packs of 16 bytes do not fit the row): a group of R threads a row keeps it in registers (packs of V\n"
-           << "// elements, up to 32 elements a thread; single elements up to 16), so the row is read once;\n"
+  // The row in registers: R threads a row, each keeping up to 8 packs of V elements as stored.
+  kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension. Rows of up to 4096 packs of 16 bytes\n"
+           << "// (or 8192 single elements where packs do not fit the row): a group of R threads a row (the fewest, up to\n"
+           << "// 512) keeps it in registers as stored, up to 8 packs a thread, so the row is read once; each pass converts;\n"
            << "// the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
                                                                           : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
            << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512) " << kname << "_reg" << params << ", int R) {\n"
-           << "  constexpr int K = (V == 1 ? 16 : 32) / V;  // packs a thread keeps (single elements: fewer, their addresses take registers)\n"
+           << "  constexpr int K = V == 1 ? 16 : 8;  // packs a thread keeps (single elements: their addresses take registers)\n"
            << "  __shared__ " << A << " sh[32];\n  (void)gamma; (void)beta; (void)eps;\n"
            << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
            << "  const long long units = n / V;\n"
@@ -268,26 +268,26 @@ void Emitter::emitRowwise(int id) {
            << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
            << "    // this thread's packs: t, t + R, ... below units (kn of them)\n"
            << "    const int kn = row < rows && t < units ? static_cast<int>((units - t + R - 1) / R) : 0;\n"
-           << "    " << A << " v[K][V];\n"
+           << "    coconet_rt::Pack<" << XT << ", V> v[K];  // as stored: 16-bit elements take half a register each\n"
            << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n"
-           << "      if (k < kn) {\n        const auto p = coconet_rt::loadPack<V>(xr + (t + static_cast<long long>(k) * R) * V);\n"
-           << "#pragma unroll\n        for (int j = 0; j < V; ++j) v[k][j] = " << in("p.e[j]") << ";\n      }\n    }\n";
+           << "      if (k < kn) v[k] = coconet_rt::loadPack<V>(xr + (t + static_cast<long long>(k) * R) * V);\n    }\n";
   auto each = [&](const std::string& body) {
-    return "#pragma unroll\n    for (int k = 0; k < K; ++k)\n      if (k < kn)\n#pragma unroll\n        for (int j = 0; j < V; ++j) " + body + "\n";
+    return "#pragma unroll\n    for (int k = 0; k < K; ++k)\n      if (k < kn)\n#pragma unroll\n        for (int j = 0; j < V; ++j) {\n"
+           "          const " + A + " e = " + in("v[k].e[j]") + ";\n          " + body + "\n        }\n";
   };
   const std::string sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
   if (softmax) {
-    kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = v[k][j] > m ? v[k][j] : m;")
+    kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = e > m ? e : m;")
              << "    m = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m, R, sh);\n"
-             << "    " << A << " s = 0;\n" << each("{ v[k][j] = coconet_rt::acc_exp(v[k][j] - m); s += v[k][j]; }")
+             << "    " << A << " s = 0;\n" << each("s += coconet_rt::acc_exp(e - m);")
              << "    s = " << sum << "(s, R, sh);\n";
   } else if (rms) {
-    kernels_ << "    " << A << " q = 0;\n" << each("q += v[k][j] * v[k][j];")
+    kernels_ << "    " << A << " q = 0;\n" << each("q += e * e;")
              << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(q, R, sh) / static_cast<" << A << ">(n) + eps);\n";
   } else {
-    kernels_ << "    " << A << " s = 0;\n" << each("s += v[k][j];")
+    kernels_ << "    " << A << " s = 0;\n" << each("s += e;")
              << "    const " << A << " mean = " << sum << "(s, R, sh) / static_cast<" << A << ">(n);\n"
-             << "    " << A << " q = 0;\n" << each("{ const " + A + " d = v[k][j] - mean; q += d * d; }")
+             << "    " << A << " q = 0;\n" << each("const " + A + " d = e - mean;\n          q += d * d;")
              << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(q, R, sh) / static_cast<" << A << ">(n) + eps);\n";
   }
   kernels_ << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k >= kn) continue;\n"
@@ -295,10 +295,11 @@ void Emitter::emitRowwise(int id) {
            << (scaled ? "      const auto g = coconet_rt::loadPack<V>(gamma + u * V);\n" : "")
            << (shifted ? "      const auto b = coconet_rt::loadPack<V>(beta + u * V);\n" : "")
            << "      coconet_rt::Pack<" << T << ", V> o;\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
-  if (softmax) kernels_ << "        const " << A << " w = v[k][j] / s;\n";
-  else if (rms) kernels_ << "        " << A << " w = v[k][j] * inv;\n" << (scaled ? "        w = w * " + in("g.e[j]") + ";\n" : "");
+  kernels_ << "        const " << A << " e = " << in("v[k].e[j]") << ";\n";
+  if (softmax) kernels_ << "        const " << A << " w = coconet_rt::acc_exp(e - m) / s;\n";
+  else if (rms) kernels_ << "        " << A << " w = e * inv;\n" << (scaled ? "        w = w * " + in("g.e[j]") + ";\n" : "");
   else
-    kernels_ << "        " << A << " w = (v[k][j] - mean) * inv;\n"
+    kernels_ << "        " << A << " w = (e - mean) * inv;\n"
              << (shifted ? "        w = w * " + in("g.e[j]") + " + " + in("b.e[j]") + ";\n" : "");
   kernels_ << "        o.e[j] = coconet_rt::Store<" << T << ">::from(w);\n      }\n"
            << "      coconet_rt::storePack<V>(yr + u * V, o);\n    }\n  }\n}\n\n";
@@ -346,7 +347,7 @@ void Emitter::emitRowwise(int id) {
   if (shifted) aligned += " && coconet_rt::packAligned(" + bp + ", " + std::to_string(V) + " * sizeof(" + BT + "))";
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
-        << "    const int V = packed ? " << V << " : 1, R = coconet_rt::rowThreads(n / V, packed ? " << 32 / V << " : 16);\n"
+        << "    const int V = packed ? " << V << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16);\n"
         << "    if (R > 0) {\n"
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"

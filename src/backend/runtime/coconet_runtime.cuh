@@ -291,9 +291,14 @@ template <class Op, class A> __device__ A groupCombine(A v, int R, A* sh) {
 }
 // Threads per row: the fewest (a power of two, at most 512) that keep `units` packs with at most
 // `perThread` packs a thread; 0 where the row does not fit (the kernel that reads it twice).
-// COCONET_ROWWISE=long (read at every call) takes that kernel for every row (A/B benchmarks).
+// For A/B benchmarks (read at every call): COCONET_ROWWISE=long takes that kernel for every row;
+// COCONET_ROW_PACKS=P (1 up to perThread) keeps at most P packs a thread (more threads a row).
 inline int rowThreads(long long units, int perThread) {
   if (const char* e = std::getenv("COCONET_ROWWISE"); e && std::strcmp(e, "long") == 0) return 0;
+  if (const char* e = std::getenv("COCONET_ROW_PACKS"); e && *e) {
+    const int p = std::atoi(e);
+    if (p >= 1 && p < perThread) perThread = p;
+  }
   for (int r = 1; r <= 512; r *= 2)
     if (units <= static_cast<long long>(r) * perThread) return r;
   return 0;

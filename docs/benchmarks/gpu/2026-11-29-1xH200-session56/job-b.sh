@@ -5,9 +5,9 @@
 # and coconetc_long (the same build with COCONET_ROWWISE=long: the one-block-a-row kernel every row
 # took before), each checked against eager, then timed.
 # Bundle: bash tools/gpu-bundle.sh
-# Run: LIMIT=560 bash docs/benchmarks/gpu/2026-11-29-1xH200-session56/job-b.sh (carry .gpu-bundle) -> $OUT/b.tgz
+# Run: [NAME=b] LIMIT=560 bash docs/benchmarks/gpu/2026-11-29-1xH200-session56/job-b.sh (carry .gpu-bundle) -> $OUT/b.tgz
 set -uo pipefail
 source tools/bench/gpu/job.sh
-job_begin b "${LIMIT:-560}"
+job_begin "${NAME:-b}" "${LIMIT:-560}"
 job_bench norms 1 norms $(( $(left) - 10 ))
 job_end

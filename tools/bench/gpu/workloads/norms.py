@@ -10,10 +10,13 @@ Rows:
   eager            F.layer_norm / F.rms_norm (where PyTorch has it, else the formula in f32) /
                    torch.softmax: PyTorch's kernels; the reference
   torch.compile    the same function torch.compile'd (one Triton kernel)
-  coconetc         the program: rows of up to 16384 elements kept in registers by a group of
-                   threads (read once)
+  coconetc         the program: rows of up to 4096 packs of 16 bytes kept in registers as
+                   stored by a group of threads (read once)
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, the row read twice
                    (the kernel every row took before session 56)
+  coconetc_p4, coconetc_p2
+                   the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
+                   2x / 4x the threads a row (the default keeps up to 8)
 Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16).
 Inputs: x ~ N(0, 1) (softmax: N(0, 4), attention-like scores), gamma ~ 1 + N(0, 0.01),
 beta ~ N(0, 0.01). Configs run at one rank only (the programs are replicated: more ranks would
@@ -102,25 +105,27 @@ def rows(cfg: dict, ctx, mode: str):
         return Row(step=step, outputs=lambda: {"y": st["y"]}, tol=tol,
                    note=(f"{names[op]} torch.compile'd" if compiled else f"{names[op]} (PyTorch's kernel)"))
 
-    def coconetc(long: bool):
+    def coconetc(env: dict, note: str):
         def make() -> Row:
             t = inputs()
             t["y"] = torch.empty((T, H), dtype=dt, device=ctx.device)
-            row = program_row(ctx, key, cfg["sizes"], {}, t, "y", tol,
-                              "one block a row, read twice (COCONET_ROWWISE=long)" if long else
-                              "the row in registers, read once")
-            if long:
+            row = program_row(ctx, key, cfg["sizes"], {}, t, "y", tol, note)
+            if env:
                 inner = row.step
 
                 def step():
-                    os.environ["COCONET_ROWWISE"] = "long"   # read by the program at every call
+                    os.environ.update(env)   # read by the program at every call
                     try:
                         inner()
                     finally:
-                        del os.environ["COCONET_ROWWISE"]
+                        for k in env:
+                            del os.environ[k]
                 row.step = step
             return row
         return make
 
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
-            ("coconetc", coconetc(False)), ("coconetc_long", coconetc(True))]
+            ("coconetc", coconetc({}, "the row in registers, read once")),
+            ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
+            ("coconetc_p4", coconetc({"COCONET_ROW_PACKS": "4"}, "at most 4 packs a thread (COCONET_ROW_PACKS=4)")),
+            ("coconetc_p2", coconetc({"COCONET_ROW_PACKS": "2"}, "at most 2 packs a thread (COCONET_ROW_PACKS=2)"))]
