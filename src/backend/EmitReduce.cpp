@@ -294,15 +294,15 @@ void Emitter::emitRowwise(int id) {
            << "      const long long u = t + static_cast<long long>(k) * R;\n"
            << (scaled ? "      const auto g = coconet_rt::loadPack<V>(gamma + u * V);\n" : "")
            << (shifted ? "      const auto b = coconet_rt::loadPack<V>(beta + u * V);\n" : "")
-           << "      coconet_rt::Pack<" << T << ", V> o;\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
+           << "      " << A << " o[V];\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
   kernels_ << "        const " << A << " e = " << in("v[k].e[j]") << ";\n";
   if (softmax) kernels_ << "        const " << A << " w = coconet_rt::acc_exp(e - m) / s;\n";
   else if (rms) kernels_ << "        " << A << " w = e * inv;\n" << (scaled ? "        w = w * " + in("g.e[j]") + ";\n" : "");
   else
     kernels_ << "        " << A << " w = (e - mean) * inv;\n"
              << (shifted ? "        w = w * " + in("g.e[j]") + " + " + in("b.e[j]") + ";\n" : "");
-  kernels_ << "        o.e[j] = coconet_rt::Store<" << T << ">::from(w);\n      }\n"
-           << "      coconet_rt::storePack<V>(yr + u * V, o);\n    }\n  }\n}\n\n";
+  kernels_ << "        o[j] = w;\n      }\n"
+           << "      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n  }\n}\n\n";
   // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,
   // sum of squares or Welford), then one pass that writes (reading the row again).
   kernels_ << "// " << s.name << " with longer rows: one block a row, the statistics in one pass, then one pass that writes\n"

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -260,11 +261,55 @@ template <class T> __device__ T blockCombine(T v, T* sh) {
 template <class T, int V> struct alignas(sizeof(T) * V) Pack {
   T e[V];
 };
+// Whole packs move as one access of their size: stores through __stwb (a plain store, write-back),
+// since the compiler split packs of 16-bit elements, and even uint4 stores after unrolling, into
+// 2- and 4-byte stores.
+template <size_t B> struct Word;
+template <> struct Word<2> { using type = unsigned short; };
+template <> struct Word<4> { using type = unsigned; };
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<16> { using type = uint4; };
+__device__ __forceinline__ void storeWord(unsigned short* p, unsigned short v) { *p = v; }
+__device__ __forceinline__ void storeWord(unsigned* p, unsigned v) { __stwb(p, v); }
+__device__ __forceinline__ void storeWord(uint2* p, uint2 v) { __stwb(p, v); }
+__device__ __forceinline__ void storeWord(uint4* p, uint4 v) { __stwb(p, v); }
 template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPack(const T* p) {
-  return *reinterpret_cast<const Pack<T, V>*>(p);
+  using W = typename Word<sizeof(Pack<T, V>)>::type;
+  union { W w; Pack<T, V> v; } u;
+  u.w = *reinterpret_cast<const W*>(p);
+  return u.v;
 }
 template <int V, class T> __device__ __forceinline__ void storePack(T* p, const Pack<T, V>& v) {
-  *reinterpret_cast<Pack<T, V>*>(p) = v;
+  using W = typename Word<sizeof(Pack<T, V>)>::type;
+  union { W w; Pack<T, V> v; } u;
+  u.v = v;
+  storeWord(reinterpret_cast<W*>(p), u.w);
+}
+// V values rounded to T (as Store<T>::from) and stored as one pack. 16-bit floats are rounded
+// in pairs into 32-bit words (a pack of separately rounded halves compiles to 2-byte stores).
+template <class T, int V, class A> __device__ __forceinline__ void storeRounded(T* p, const A (&w)[V]) {
+  constexpr bool half = std::is_same<T, __half>::value, bf16 = std::is_same<T, __nv_bfloat16>::value;
+  if constexpr ((half || bf16) && (V == 2 || V == 4 || V == 8)) {
+    unsigned u[V / 2];
+#pragma unroll
+    for (int j = 0; j < V; j += 2) {
+      if constexpr (half) {
+        const __half2 h = __floats2half2_rn(static_cast<float>(w[j]), static_cast<float>(w[j + 1]));
+        u[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+      } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(static_cast<float>(w[j]), static_cast<float>(w[j + 1]));
+        u[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+      }
+    }
+    if constexpr (V == 8) storeWord(reinterpret_cast<uint4*>(p), make_uint4(u[0], u[1], u[2], u[3]));
+    else if constexpr (V == 4) storeWord(reinterpret_cast<uint2*>(p), make_uint2(u[0], u[1]));
+    else storeWord(reinterpret_cast<unsigned*>(p), u[0]);
+  } else {
+    Pack<T, V> o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.e[j] = Store<T>::from(w[j]);
+    storePack<V>(p, o);
+  }
 }
 inline bool packAligned(const void* p, size_t bytes) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
