@@ -5,7 +5,7 @@
 # and coconetc_long (the same build with COCONET_ROWWISE=long: the one-block-a-row kernel every row
 # took before), each checked against eager, then timed.
 # Bundle: bash tools/gpu-bundle.sh
-# Run: [NAME=b] LIMIT=560 bash docs/benchmarks/gpu/2026-11-29-1xH200-session56/job-b.sh (carry .gpu-bundle) -> $OUT/b.tgz
+# Run: [NAME=b] LIMIT=560 bash docs/benchmarks/gpu/2026-11-29-2xH200-session56/job-b.sh (carry .gpu-bundle) -> $OUT/b.tgz
 set -uo pipefail
 source tools/bench/gpu/job.sh
 job_begin "${NAME:-b}" "${LIMIT:-560}"

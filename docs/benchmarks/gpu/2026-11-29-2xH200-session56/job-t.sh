@@ -8,7 +8,7 @@
 # at 2 where there are 2 GPUs, four checks at a time (SHARE=K to change); then memcheck and
 # racecheck at one rank (the new kernels combine through shared memory), memcheck at 2 ranks.
 # Bundle: bash tools/gpu-bundle.sh
-# Run: [NAME=t] LIMIT=400 bash docs/benchmarks/gpu/2026-11-29-1xH200-session56/job-t.sh (carry .gpu-bundle) -> $OUT/t.tgz
+# Run: [NAME=t] LIMIT=400 bash docs/benchmarks/gpu/2026-11-29-2xH200-session56/job-t.sh (carry .gpu-bundle) -> $OUT/t.tgz
 set -uo pipefail
 source tools/bench/gpu/job.sh
 job_begin "${NAME:-t}" "${LIMIT:-400}"
