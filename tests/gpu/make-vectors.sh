@@ -97,6 +97,10 @@ vectors ops_mix@tall "$root/tests/gpu/programs/ops_mix.cnet" -D R=66000 -D C=4 -
 # The row-wise kernels' shapes: rows of 2048 (f32 packs: 64 threads a row, two rows a block), of
 # 1002 (no packs of 16 bytes: single elements; ranks 1 and 2 only, C divides by them), of 12288
 # (512 threads a row) and of 20000 (beyond the registers: one block a row, read twice).
+# rowwise_types with rows of 21 (no whole packs: single elements) and of 2048 (packs; 32-byte
+# result packs of the u8 rows).
+vectors rowwise_types@odd "$root/tests/gpu/programs/rowwise_types.cnet" -D R=5 -D C=21
+vectors rowwise_types@wide "$root/tests/gpu/programs/rowwise_types.cnet" -D R=3 -D C=2048
 vectors ops_mix@rows2k "$root/tests/gpu/programs/ops_mix.cnet" -D R=9 -D C=2048 -D V=16 -D D=8
 vectors ops_mix@odd "$root/tests/gpu/programs/ops_mix.cnet" -D R=33 -D C=1002 -D V=16 -D D=8 --ranks 1,2
 vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -D V=16 -D D=8

@@ -264,15 +264,23 @@ template <class T, int V> struct alignas(sizeof(T) * V) Pack {
 // Whole packs move as one access of their size: stores through __stwb (a plain store, write-back),
 // since the compiler split packs of 16-bit elements, and even uint4 stores after unrolling, into
 // 2- and 4-byte stores.
+// (32-byte packs, of floats beside 8 one-byte elements, move as two words of 16.)
 template <size_t B> struct Word;
+template <> struct Word<1> { using type = unsigned char; };
 template <> struct Word<2> { using type = unsigned short; };
 template <> struct Word<4> { using type = unsigned; };
 template <> struct Word<8> { using type = uint2; };
 template <> struct Word<16> { using type = uint4; };
+template <> struct Word<32> { struct type { uint4 a, b; }; };
+__device__ __forceinline__ void storeWord(unsigned char* p, unsigned char v) { *p = v; }
 __device__ __forceinline__ void storeWord(unsigned short* p, unsigned short v) { *p = v; }
 __device__ __forceinline__ void storeWord(unsigned* p, unsigned v) { __stwb(p, v); }
 __device__ __forceinline__ void storeWord(uint2* p, uint2 v) { __stwb(p, v); }
 __device__ __forceinline__ void storeWord(uint4* p, uint4 v) { __stwb(p, v); }
+__device__ __forceinline__ void storeWord(Word<32>::type* p, Word<32>::type v) {
+  __stwb(&p->a, v.a);
+  __stwb(&p->b, v.b);
+}
 template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPack(const T* p) {
   using W = typename Word<sizeof(Pack<T, V>)>::type;
   union { W w; Pack<T, V> v; } u;
