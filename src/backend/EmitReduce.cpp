@@ -272,15 +272,16 @@ void Emitter::emitRowwise(int id) {
            << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n"
            << "      if (k < kn) v[k] = coconet_rt::loadPack<V>(xr + (t + static_cast<long long>(k) * R) * V);\n    }\n";
   auto each = [&](const std::string& body) {
-    return "#pragma unroll\n    for (int k = 0; k < K; ++k)\n      if (k < kn)\n#pragma unroll\n        for (int j = 0; j < V; ++j) {\n"
-           "          const " + A + " e = " + in("v[k].e[j]") + ";\n          " + body + "\n        }\n";
+    return "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k >= kn) continue;\n      " + A +
+           " xs[V];\n      coconet_rt::unpack(v[k], xs);\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n"
+           "        const " + A + " e = xs[j];\n        " + body + "\n      }\n    }\n";
   };
   const std::string sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
   if (softmax) {
     kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = e > m ? e : m;")
              << "    m = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m, R, sh);\n"
              << "    " << A << " s = 0;\n" << each("s += coconet_rt::acc_exp(e - m);")
-             << "    s = " << sum << "(s, R, sh);\n";
+             << "    const " << A << " rs = " << A << "(1) / " << sum << "(s, R, sh);  // one division a row\n";
   } else if (rms) {
     kernels_ << "    " << A << " q = 0;\n" << each("q += e * e;")
              << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(q, R, sh) / static_cast<" << A << ">(n) + eps);\n";
@@ -292,15 +293,16 @@ void Emitter::emitRowwise(int id) {
   }
   kernels_ << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k >= kn) continue;\n"
            << "      const long long u = t + static_cast<long long>(k) * R;\n"
-           << (scaled ? "      const auto g = coconet_rt::loadPack<V>(gamma + u * V);\n" : "")
-           << (shifted ? "      const auto b = coconet_rt::loadPack<V>(beta + u * V);\n" : "")
+           << "      " << A << " xs[V];\n      coconet_rt::unpack(v[k], xs);\n"
+           << (scaled ? "      " + A + " gs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(gamma + u * V), gs);\n" : "")
+           << (shifted ? "      " + A + " bs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(beta + u * V), bs);\n" : "")
            << "      " << A << " o[V];\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
-  kernels_ << "        const " << A << " e = " << in("v[k].e[j]") << ";\n";
-  if (softmax) kernels_ << "        const " << A << " w = coconet_rt::acc_exp(e - m) / s;\n";
-  else if (rms) kernels_ << "        " << A << " w = e * inv;\n" << (scaled ? "        w = w * " + in("g.e[j]") + ";\n" : "");
+  kernels_ << "        const " << A << " e = xs[j];\n";
+  if (softmax) kernels_ << "        const " << A << " w = coconet_rt::acc_exp(e - m) * rs;\n";
+  else if (rms) kernels_ << "        " << A << " w = e * inv;\n" << (scaled ? "        w = w * gs[j];\n" : "");
   else
     kernels_ << "        " << A << " w = (e - mean) * inv;\n"
-             << (shifted ? "        w = w * " + in("g.e[j]") + " + " + in("b.e[j]") + ";\n" : "");
+             << (shifted ? "        w = w * gs[j] + bs[j];\n" : "");
   kernels_ << "        o[j] = w;\n      }\n"
            << "      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n  }\n}\n\n";
   // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,

@@ -293,6 +293,31 @@ template <int V, class T> __device__ __forceinline__ void storePack(T* p, const 
   u.v = v;
   storeWord(reinterpret_cast<W*>(p), u.w);
 }
+// A pack's elements in the accumulation type A (as static_cast<A>(to_f(e))): 16-bit floats
+// convert in pairs from 32-bit words (bf16: a shift or a mask each; f16: one half2 conversion).
+template <class A, class T, int V> __device__ __forceinline__ void unpack(const Pack<T, V>& p, A (&out)[V]) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value && V % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < V; j += 2) {
+      unsigned w;
+      __builtin_memcpy(&w, &p.e[j], sizeof w);
+      out[j] = static_cast<A>(__uint_as_float(w << 16));
+      out[j + 1] = static_cast<A>(__uint_as_float(w & 0xffff0000u));
+    }
+  } else if constexpr (std::is_same<T, __half>::value && V % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < V; j += 2) {
+      __half2 h;
+      __builtin_memcpy(&h, &p.e[j], sizeof h);
+      const float2 f = __half22float2(h);
+      out[j] = static_cast<A>(f.x);
+      out[j + 1] = static_cast<A>(f.y);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = static_cast<A>(to_f(p.e[j]));
+  }
+}
 // V values rounded to T (as Store<T>::from) and stored as one pack. 16-bit floats are rounded
 // in pairs into 32-bit words (a pack of separately rounded halves compiles to 2-byte stores).
 template <class T, int V, class A> __device__ __forceinline__ void storeRounded(T* p, const A (&w)[V]) {
