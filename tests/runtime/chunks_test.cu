@@ -2,7 +2,8 @@
 // that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
 // mergedOverlapChunks); and the run-time knobs read from the environment at every call
-// (claimedPushes, claimedPulls, tailFlags). Built with nvcc and run on the build machine (the
+// (claimedPushes, claimedPulls, tailFlags); and the row-wise kernels' threads a row (rowThreads)
+// and its knobs. Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <unistd.h>
 
@@ -264,6 +265,30 @@ int main() {
     expect(wrapped && e == 1, "nextFlagEpoch: 2^32 - 1 -> 1, zeroing", 0, 0, 0, 0, static_cast<int>(e));
     const bool after = nextFlagEpoch(e);
     expect(!after && e == 2, "nextFlagEpoch: 1 -> 2 after the wrap, no zeroing", 0, 0, 0, 0, static_cast<int>(e));
+  }
+  {
+    // Row-wise kernels: threads a row, the fewest power of two up to 512 that keep the row's packs
+    // with at most perThread a thread; 0 (the one-block-a-row kernel) past that; the knobs.
+    using coconet_rt::rowThreads;
+    unsetenv("COCONET_ROWWISE");
+    unsetenv("COCONET_ROW_PACKS");
+    const struct { long long units; int per, want; } cases[] = {
+        {1, 8, 1},     {8, 8, 1},     {9, 8, 2},      {128, 8, 16},   {512, 8, 64},
+        {1536, 8, 256}, {4096, 8, 512}, {4097, 8, 0},  {1002, 16, 64}, {8192, 16, 512}, {8193, 16, 0}};
+    for (auto& c : cases)
+      expect(rowThreads(c.units, c.per) == c.want, "rowThreads", c.per, 0, c.units, 0, rowThreads(c.units, c.per));
+    setenv("COCONET_ROW_PACKS", "2", 1);
+    expect(rowThreads(512, 8) == 256, "rowThreads with COCONET_ROW_PACKS=2", 8, 0, 512, 0, rowThreads(512, 8));
+    setenv("COCONET_ROW_PACKS", "20", 1);  // above perThread: ignored
+    expect(rowThreads(512, 8) == 64, "rowThreads with COCONET_ROW_PACKS=20", 8, 0, 512, 0, rowThreads(512, 8));
+    unsetenv("COCONET_ROW_PACKS");
+    setenv("COCONET_ROWWISE", "long", 1);
+    expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
+    unsetenv("COCONET_ROWWISE");
+    alignas(16) static char buf[64];
+    expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&
+               coconet_rt::packAligned(nullptr, 16),
+           "packAligned", 0, 0, 0, 0, 0);
   }
   if (failures) {
     std::printf("%d failures\n", failures);
