@@ -235,22 +235,48 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
   return "src";
 }
 
-void Emitter::emitRowwise(int id) {
+namespace {
+// Element e of a row-wise kernel in its accumulation type A.
+std::string accIn(const std::string& A, const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; }
+}  // namespace
+
+Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   const Stage& s = p_.stages[id];
-  const bool softmax = s.kind == StageKind::Softmax, rms = s.kind == StageKind::Rmsnorm;
+  RowwiseKernel k;
+  k.id = id;
+  k.softmax = s.kind == StageKind::Softmax;
+  k.rms = s.kind == StageKind::Rmsnorm;
+  k.scaled = s.operands.size() >= 2;  // gamma
+  k.shifted = s.operands.size() == 3;  // beta
   const DType xdt = p_.stages[s.operands[0]].type.dtype;
-  std::string T = storageType(s.type.dtype), XT = storageType(xdt);
-  std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
-  bool scaled = s.operands.size() >= 2, shifted = s.operands.size() == 3;  // gamma; beta
-  std::string GT = scaled ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
-  std::string BT = shifted ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
+  k.T = storageType(s.type.dtype);
+  k.XT = storageType(xdt);
+  k.GT = k.scaled ? storageType(p_.stages[s.operands[1]].type.dtype) : "float";
+  k.BT = k.shifted ? storageType(p_.stages[s.operands[2]].type.dtype) : "float";
   bool f64 = s.type.dtype == DType::F64;
   for (int o : s.operands) f64 = f64 || p_.stages[o].type.dtype == DType::F64;
-  const std::string A = f64 ? "double" : "float";  // accumulation, as the interpreter
-  const std::string stats = std::string(softmax ? "coconet_rt::MaxSumT<" : rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + A + ">";
-  auto in = [&](const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; };
-  const std::string params = "(const " + XT + "* __restrict__ x, " + T + "* __restrict__ y, const " + GT + "* __restrict__ gamma, const " +
-                             BT + "* __restrict__ beta, long long rows, long long n, " + A + " eps";
+  k.A = f64 ? "double" : "float";  // accumulation, as the interpreter
+  k.name = "k_" + std::to_string(id) + "_" + ident(s.name);
+  k.params = "(const " + k.XT + "* __restrict__ x, " + k.T + "* __restrict__ y, const " + k.GT + "* __restrict__ gamma, const " +
+             k.BT + "* __restrict__ beta, long long rows, long long n, " + k.A + " eps";
+  // Packs of 16 bytes of x (at most 8 elements).
+  size_t xbytes = xdt == DType::F64 || xdt == DType::I64 ? 8 : xdt == DType::F16 || xdt == DType::BF16 ? 2
+                  : xdt == DType::I8 || xdt == DType::U8 || xdt == DType::Bool ? 1 : 4;
+  k.V = static_cast<int>(std::min<size_t>(8, 16 / xbytes));
+  return k;
+}
+
+void Emitter::emitRowwise(int id) {
+  const RowwiseKernel k = rowwiseKernel(id);
+  emitRowwiseInRegisters(k);
+  emitRowwiseLong(k);
+  emitRowwiseLaunch(k);
+}
+
+void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
+  const bool softmax = k.softmax, rms = k.rms, scaled = k.scaled, shifted = k.shifted;
+  const std::string &T = k.T, &XT = k.XT, &A = k.A, &kname = k.name, &params = k.params;
+  const Stage& s = p_.stages[k.id];
   // The row in registers: R threads a row, each keeping up to 8 packs of V elements as stored.
   kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension. Rows of up to 4096 packs of 16 bytes\n"
            << "// (or 8192 single elements where packs do not fit the row): a group of R threads a row (the fewest, up to\n"
@@ -305,6 +331,14 @@ void Emitter::emitRowwise(int id) {
              << (shifted ? "        w = w * gs[j] + bs[j];\n" : "");
   kernels_ << "        o[j] = w;\n      }\n"
            << "      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n  }\n}\n\n";
+}
+
+void Emitter::emitRowwiseLong(const RowwiseKernel& k) {
+  const bool softmax = k.softmax, rms = k.rms, scaled = k.scaled, shifted = k.shifted;
+  const std::string &T = k.T, &XT = k.XT, &A = k.A, &kname = k.name, &params = k.params;
+  const Stage& s = p_.stages[k.id];
+  const std::string stats = std::string(softmax ? "coconet_rt::MaxSumT<" : rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + A + ">";
+  auto in = [&](const std::string& e) { return accIn(A, e); };
   // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,
   // sum of squares or Welford), then one pass that writes (reading the row again).
   kernels_ << "// " << s.name << " with longer rows: one block a row, the statistics in one pass, then one pass that writes\n"
@@ -331,15 +365,19 @@ void Emitter::emitRowwise(int id) {
              << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
   }
   kernels_ << "  }\n}\n\n";
+}
+
+void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
+  const int id = k.id, V = k.V;
+  const Stage& s = p_.stages[id];
+  const bool scaled = k.scaled, shifted = k.shifted;
+  const std::string &T = k.T, &XT = k.XT, &GT = k.GT, &BT = k.BT, &A = k.A, &kname = k.name;
   int r = s.type.rank();
   std::string eps = scalarValue(s.eps);
   if (!s.eps.param.empty())
     body_ << "    coconet_rt::checkPositiveScalar(" << eps << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
           << s.eps.param << "\");\n";
-  // Packs of 16 bytes of x where the row length and every pointer allow (at most 8 elements).
-  size_t xbytes = xdt == DType::F64 || xdt == DType::I64 ? 8 : xdt == DType::F16 || xdt == DType::BF16 ? 2
-                  : xdt == DType::I8 || xdt == DType::U8 || xdt == DType::Bool ? 1 : 4;
-  const int V = static_cast<int>(std::min<size_t>(8, 16 / xbytes));
+  // Packs of V where the row length and every pointer allow.
   const std::string gp = scaled ? var(s.operands[1]) : "static_cast<const float*>(nullptr)";
   const std::string bp = shifted ? var(s.operands[2]) : "static_cast<const float*>(nullptr)";
   const std::string args = "(" + var(s.operands[0]) + ", " + var(id) + ", " + gp + ", " + bp + ", rows, n, static_cast<" + A + ">(" + eps + ")";

@@ -868,7 +868,21 @@ private:
   // operator() is element i of the reduced tensor) and the host's instance of it; returns its name.
   std::string emitReduceSource(int id, const InlineSrc& is);
 
+  // softmax, layernorm and rmsnorm over the last dimension: the kernel that keeps rows in
+  // registers (`_reg`), the one for longer rows (`_long`), and the host's choice between them.
+  struct RowwiseKernel {
+    int id = -1;
+    bool softmax = false, rms = false, scaled = false, shifted = false;  // scaled: gamma; shifted: beta
+    std::string T, XT, GT, BT;  // storage types of y, x, gamma, beta
+    std::string A;              // accumulation type
+    std::string name, params;   // kernel name prefix; its parameters up to eps
+    int V = 1;                  // elements of x in a pack of 16 bytes (at most 8)
+  };
+  RowwiseKernel rowwiseKernel(int id) const;
   void emitRowwise(int id);
+  void emitRowwiseInRegisters(const RowwiseKernel& k);
+  void emitRowwiseLong(const RowwiseKernel& k);
+  void emitRowwiseLaunch(const RowwiseKernel& k);
 
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
   // accumulation (f64 for f64), batched when both operands carry batch dimensions.
