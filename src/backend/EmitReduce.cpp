@@ -24,7 +24,7 @@ void Emitter::emitBagKernel(int id, const std::string& op) {
   const Stage& idx = p_.stages[e.operands[1]];
   std::string TT = storageType(tab.type.dtype), IT = storageType(idx.type.dtype), YT = storageType(s.type.dtype);
   kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(embedding(" << tab.name << ", " << idx.name << "), dim = " << s.dim
-           << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
+           << (s.keepdim ? ", keepdim = true" : "") << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
            << "__global__ void k_" << id << "_" << ident(s.name) << "_bag(const " << TT << "* __restrict__ table, const " << IT
            << "* __restrict__ idx, " << YT << "* __restrict__ out, long long len, long long innerIdx, long long D, long long rows, "
            << "long long firstRow, long long globalRows, int* error, double count, long long first, long long segLen, long long segStride, "
@@ -87,7 +87,7 @@ std::string Emitter::emitReduceOp(int id) {
   std::string fin = s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
                     : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));" : "return static_cast<double>(r);";
   kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
-           << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
+           << (s.keepdim ? ", keepdim = true" : "") << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
            << "  __device__ static Acc init() { return " << init << "; }\n"
            << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
            << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
