@@ -40,7 +40,7 @@ fi
 # GPU_TESTS_RANKS="2 4": the driver runs at these world sizes only (default 1 2 4; the C interface
 # and fake-host runs need 2 among them, compute-sanitizer 1), to split a run over device calls.
 # GPU_TESTS_LANES=K: at most K driver runs of one world size at once (default: as many as the GPUs
-# hold; 1: one at a time). GPU_TESTS_SHARE=K: K runs at once on each set of GPUs (default 1; a
+# hold; 1: one at a time). GPU_TESTS_SHARE=K: K runs at once on each set of GPUs (default 2; a
 # check's ~1-2 s are mostly CUDA and NCCL setup and teardown, in which its GPUs idle).
 # GPU_TESTS_DRIVERS=0: no driver checks (builds, then the C interface, error paths, sanitizers and
 # fake-host runs only), to finish those for builds whose driver checks an earlier call ran.
@@ -135,7 +135,7 @@ run_queue() {
   done
   for P in 1 2 4 8; do
     gsets=$(( ${#gpu_ids[@]} / P )); [ "$gsets" -ge 1 ] || gsets=1  # (fewer visible than P: they share them)
-    lanes=$(( gsets * ${GPU_TESTS_SHARE:-1} ))  # (GPU_TESTS_SHARE=K: K lanes on each set of P GPUs)
+    lanes=$(( gsets * ${GPU_TESTS_SHARE:-2} ))  # (GPU_TESTS_SHARE=K: K lanes on each set of P GPUs)
     [ "${GPU_TESTS_LANES:-0}" -ge 1 ] && [ "$lanes" -gt "${GPU_TESTS_LANES}" ] && lanes=$GPU_TESTS_LANES
     local -a mine=()
     for i in "${!Q_P[@]}"; do [ "${Q_P[$i]}" = "$P" ] && mine+=("$i"); done

@@ -61,9 +61,9 @@ run() {  # OUTDIR VAR=VALUE...
     fail "run.sh exited $? ($o.log)"
   cp "$t/seen" "$o.seen"
 }
-run "$t/lanes"
+run "$t/lanes" GPU_TESTS_SHARE=1
 run "$t/one" GPU_TESTS_LANES=1
-run "$t/share" GPU_TESTS_SHARE=2
+run "$t/share"   # (GPU_TESTS_SHARE defaults to 2)
 
 # the driver checks' lines, and the multi-GPU memchecks' (MEMCHECK_P2 / MEMCHECK_P4 of run())
 checks="alpha P=1: ok
@@ -91,22 +91,22 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/lanes/gpu-results.txt
 [ "$got" = "$want" ] || fail "result lines differ:
 $(diff <(echo "$want") <(echo "$got"))"
 # the same file one run at a time (but the date line)
-diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/one/gpu-results.txt" | sed 's/; GPU_TESTS_LANES=1//') > /dev/null ||
+diff <(sed 2d "$t/lanes/gpu-results.txt" | sed 's/; GPU_TESTS_SHARE=1//') <(sed 2d "$t/one/gpu-results.txt" | sed 's/; GPU_TESTS_LANES=1//') > /dev/null ||
   fail "GPU_TESTS_LANES=1 gives another result file"
 # side by side: 1-GPU runs on four different GPUs, 2-GPU runs on 0,1 and 2,3; one at a time: all four
 [ "$(awk '$4 == 1 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || fail "1-GPU runs did not spread over the GPUs"
 [ "$(awk '$4 == 2 {print $3}' "$t/lanes.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "2-GPU runs did not take disjoint pairs"
 [ "$(awk '{print $3}' "$t/one.seen" | sort -u | tr '\n' ' ')" = "0 0,1 0,1,2,3 " ] || fail "GPU_TESTS_LANES=1 did not run one at a time"
-# GPU_TESTS_SHARE=2: two lanes on each set of GPUs, the same result file; the 4-GPU runs (one
+# GPU_TESTS_SHARE=2 (the default): two lanes on each set of GPUs, the same result file; the 4-GPU runs (one
 # set) run two at a time: some of them overlap in time
-diff <(sed 2d "$t/lanes/gpu-results.txt") <(sed 2d "$t/share/gpu-results.txt" | sed 's/; GPU_TESTS_SHARE=2//') > /dev/null ||
+diff <(sed 2d "$t/lanes/gpu-results.txt" | sed 's/; GPU_TESTS_SHARE=1//') <(sed 2d "$t/share/gpu-results.txt") > /dev/null ||
   fail "GPU_TESTS_SHARE=2 gives another result file"
 [ "$(awk '$4 == 2 {print $3}' "$t/share.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "GPU_TESTS_SHARE=2: 2-GPU runs did not keep to disjoint pairs"
 together() {  # SEEN: whether two 4-GPU runs started within 0.3 s (each fake run takes 0.5 s)
   awk '$4 == 4 {print $1}' "$1" | sort -g | awk 'NR > 1 && $1 - prev < 0.3 {hit = 1} {prev = $1} END {exit !hit}'
 }
 together "$t/share.seen" || fail "GPU_TESTS_SHARE=2: no two 4-GPU runs at once: $(awk '$4 == 4' "$t/share.seen")"
-together "$t/lanes.seen" && fail "4-GPU runs at once without GPU_TESTS_SHARE: $(awk '$4 == 4' "$t/lanes.seen")"
+together "$t/lanes.seen" && fail "4-GPU runs at once with GPU_TESTS_SHARE=1: $(awk '$4 == 4' "$t/lanes.seen")"
 # GPU_TESTS_MEMCHECK_FIRST=1: the multi-GPU memcheck runs come first (their own queue, before the
 # checks), the rest as before.
 run "$t/first" GPU_TESTS_MEMCHECK_FIRST=1 SANITIZE=0
