@@ -259,10 +259,7 @@ Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   k.name = "k_" + std::to_string(id) + "_" + ident(s.name);
   k.params = "(const " + k.XT + "* __restrict__ x, " + k.T + "* __restrict__ y, const " + k.GT + "* __restrict__ gamma, const " +
              k.BT + "* __restrict__ beta, long long rows, long long n, " + k.A + " eps";
-  // Packs of 16 bytes of x (at most 8 elements).
-  size_t xbytes = xdt == DType::F64 || xdt == DType::I64 ? 8 : xdt == DType::F16 || xdt == DType::BF16 ? 2
-                  : xdt == DType::I8 || xdt == DType::U8 || xdt == DType::Bool ? 1 : 4;
-  k.V = static_cast<int>(std::min<size_t>(8, 16 / xbytes));
+  k.V = std::min(8, 16 / dtypeBytes(xdt));  // packs of 16 bytes of x (at most 8 elements)
   return k;
 }
 

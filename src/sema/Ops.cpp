@@ -123,13 +123,10 @@ Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, Sou
         return true;
       };
       for (size_t j = 0; j <= i; ++j) {
-        auto* c = ops[j]->as<Call>();
-        if (!c || c->dim < 0 || c->keepdim || c->args.empty() || c->args[0].value->type.rank() <= c->dim ||
-            !(c->op == BuiltinOp::Sum || c->op == BuiltinOp::Mean || c->op == BuiltinOp::Norm ||
-              c->op == BuiltinOp::ReduceMax || c->op == BuiltinOp::ReduceMin))
-          continue;
-        Shape kept = c->args[0].value->type.shape;
-        kept[c->dim] = SizeExpr::constant(1);
+        auto* c = ops[j]->as<Call>();  // (only reductions set dim)
+        if (!c || c->dim < 0 || c->keepdim) continue;
+        Shape kept = c->type.shape;
+        kept.insert(kept.begin() + c->dim, SizeExpr::constant(1));
         bool all = true;
         for (size_t k = 0; k <= i; ++k)
           if (k != j) all = all && fits(kept, ops[k]->type.shape);

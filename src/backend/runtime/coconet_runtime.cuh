@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
@@ -322,27 +322,23 @@ template <class A, class T, int V> __device__ __forceinline__ void unpack(const 
 // in pairs into 32-bit words (a pack of separately rounded halves compiles to 2-byte stores).
 template <class T, int V, class A> __device__ __forceinline__ void storeRounded(T* p, const A (&w)[V]) {
   constexpr bool half = std::is_same<T, __half>::value, bf16 = std::is_same<T, __nv_bfloat16>::value;
-  if constexpr ((half || bf16) && (V == 2 || V == 4 || V == 8)) {
-    unsigned u[V / 2];
+  Pack<T, V> o;
+  if constexpr ((half || bf16) && V % 2 == 0) {
 #pragma unroll
     for (int j = 0; j < V; j += 2) {
       if constexpr (half) {
         const __half2 h = __floats2half2_rn(static_cast<float>(w[j]), static_cast<float>(w[j + 1]));
-        u[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+        __builtin_memcpy(&o.e[j], &h, sizeof h);
       } else {
         const __nv_bfloat162 h = __floats2bfloat162_rn(static_cast<float>(w[j]), static_cast<float>(w[j + 1]));
-        u[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+        __builtin_memcpy(&o.e[j], &h, sizeof h);
       }
     }
-    if constexpr (V == 8) storeWord(reinterpret_cast<uint4*>(p), make_uint4(u[0], u[1], u[2], u[3]));
-    else if constexpr (V == 4) storeWord(reinterpret_cast<uint2*>(p), make_uint2(u[0], u[1]));
-    else storeWord(reinterpret_cast<unsigned*>(p), u[0]);
   } else {
-    Pack<T, V> o;
 #pragma unroll
     for (int j = 0; j < V; ++j) o.e[j] = Store<T>::from(w[j]);
-    storePack<V>(p, o);
   }
+  storePack<V>(p, o);
 }
 inline bool packAligned(const void* p, size_t bytes) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
