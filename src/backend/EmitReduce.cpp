@@ -303,7 +303,7 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
   if (softmax) {
     kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = e > m ? e : m;")
              << "    m = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m, R, sh);\n"
-             << "    " << A << " s = 0;\n" << each("s += coconet_rt::acc_exp(e - m);")
+             << "    " << A << " s = 0;\n" << each("s += coconet_rt::exp_for<" + T + ">(e - m);")
              << "    const " << A << " rs = " << A << "(1) / " << sum << "(s, R, sh);  // one division a row\n";
   } else if (rms) {
     kernels_ << "    " << A << " q = 0;\n" << each("q += e * e;")
@@ -321,7 +321,7 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << (shifted ? "      " + A + " bs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(beta + u * V), bs);\n" : "")
            << "      " << A << " o[V];\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
   kernels_ << "        const " << A << " e = xs[j];\n";
-  if (softmax) kernels_ << "        const " << A << " w = coconet_rt::acc_exp(e - m) * rs;\n";
+  if (softmax) kernels_ << "        const " << A << " w = coconet_rt::exp_for<" << T << ">(e - m) * rs;\n";
   else if (rms) kernels_ << "        " << A << " w = e * inv;\n" << (scaled ? "        w = w * gs[j];\n" : "");
   else
     kernels_ << "        " << A << " w = (e - mean) * inv;\n"
@@ -348,7 +348,7 @@ void Emitter::emitRowwiseLong(const RowwiseKernel& k) {
            << "    st = coconet_rt::blockCombine(st, sh);\n";
   if (softmax) {
     kernels_ << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
-             << ">::from(coconet_rt::acc_exp(" << in("xr[i]") << " - st.m) / st.s);\n";
+             << ">::from(coconet_rt::exp_for<" << T << ">(" << in("xr[i]") << " - st.m) / st.s);\n";
   } else if (rms) {
     kernels_ << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n"
              << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = " << in("xr[i]") << " * inv;\n"
