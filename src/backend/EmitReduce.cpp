@@ -260,6 +260,11 @@ Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   k.params = "(const " + k.XT + "* __restrict__ x, " + k.T + "* __restrict__ y, const " + k.GT + "* __restrict__ gamma, const " +
              k.BT + "* __restrict__ beta, long long rows, long long n, " + k.A + " eps";
   k.V = std::min(8, 16 / dtypeBytes(xdt));  // packs of 16 bytes of x (at most 8 elements)
+  // At most 64 registers (two blocks of 512 threads an SM) where the kernel fits them without
+  // spilling (ptxas, every element type: float statistics of elements of 2 bytes or more). Layer
+  // norm's f16 kernel took 103 otherwise, four blocks of 128 threads an SM: 1.2-1.4x the time at
+  // H = 4096-12288 (session 57). Double statistics and bytes unpacked to floats spill under it.
+  k.minBlocks = !f64 && dtypeBytes(xdt) >= 2 ? 2 : 1;
   return k;
 }
 
@@ -280,7 +285,8 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << "// 512) keeps it in registers as stored, up to 8 packs a thread, so the row is read once; each pass converts;\n"
            << "// the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
                                                                           : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
-           << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512) " << kname << "_reg" << params << ", int R) {\n"
+           << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512" << (k.minBlocks > 1 ? ", " + std::to_string(k.minBlocks) : "")
+           << ") " << kname << "_reg" << params << ", int R) {\n"
            << "  constexpr int K = V == 1 ? 16 : 8;  // packs a thread keeps (single elements: their addresses take registers)\n"
            << "  __shared__ " << A << " sh[32];\n  (void)gamma; (void)beta; (void)eps;\n"
            << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"

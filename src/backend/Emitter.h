@@ -877,6 +877,7 @@ private:
     std::string A;              // accumulation type
     std::string name, params;   // kernel name prefix; its parameters up to eps
     int V = 1;                  // elements of x in a pack of 16 bytes (at most 8)
+    int minBlocks = 1;          // __launch_bounds__(512, minBlocks): 2 caps the registers at 64
   };
   RowwiseKernel rowwiseKernel(int id) const;
   void emitRowwise(int id);
