@@ -12,6 +12,9 @@
 #  4. GPU tests at one rank with sanitizers: rowwise_types (never run on a GPU), ops_mix, keepdim_norms.
 # Bundle: bash tools/gpu-bundle.sh
 # Run: LIMIT=570 bash docs/benchmarks/gpu/2026-11-29-1xH200-session57/job-a.sh (carry .gpu-bundle) -> $OUT/a.tgz
+# As run (bundle 13bd4b7). Its bug: CC named coconetc, and Inductor compiles its C++ with $CC, so
+# torch.compile failed in 1 and 3 (job-b.sh names it COCONETC); 1 also timed out at 200 s, 2's
+# builds running beside it.
 set -uo pipefail
 source tools/bench/gpu/job.sh
 job_begin a "${LIMIT:-570}"
