@@ -261,10 +261,11 @@ Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
              k.BT + "* __restrict__ beta, long long rows, long long n, " + k.A + " eps";
   k.V = std::min(8, 16 / dtypeBytes(xdt));  // packs of 16 bytes of x (at most 8 elements)
   // At most 64 registers (two blocks of 512 threads an SM) where the kernel fits them without
-  // spilling (ptxas, every element type: float statistics of elements of 2 bytes or more). Layer
+  // spilling (ptxas, every element type: float statistics of elements of 2 or 4 bytes). Layer
   // norm's f16 kernel took 103 otherwise, four blocks of 128 threads an SM: 1.2-1.4x the time at
-  // H = 4096-12288 (session 57). Double statistics and bytes unpacked to floats spill under it.
-  k.minBlocks = !f64 && dtypeBytes(xdt) >= 2 ? 2 : 1;
+  // H = 4096-12288 (session 57). Double statistics, bytes and 8-byte integers spill under it.
+  const int xBytes = dtypeBytes(xdt);
+  k.minBlocks = !f64 && (xBytes == 2 || xBytes == 4) ? 2 : 1;
   return k;
 }
 
