@@ -266,6 +266,7 @@ Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   // H = 4096-12288 (session 57). Double statistics, bytes and 8-byte integers spill under it.
   const int xBytes = dtypeBytes(xdt);
   k.minBlocks = !f64 && (xBytes == 2 || xBytes == 4) ? 2 : 1;
+  k.stats = std::string(k.softmax ? "coconet_rt::MaxSumT<" : k.rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + k.A + ">";
   return k;
 }
 
@@ -273,6 +274,7 @@ void Emitter::emitRowwise(int id) {
   const RowwiseKernel k = rowwiseKernel(id);
   emitRowwiseInRegisters(k);
   emitRowwiseLong(k);
+  emitRowwiseSplit(k);
   emitRowwiseLaunch(k);
 }
 
@@ -337,38 +339,71 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << "      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n  }\n}\n\n";
 }
 
-void Emitter::emitRowwiseLong(const RowwiseKernel& k) {
-  const bool softmax = k.softmax, rms = k.rms, scaled = k.scaled, shifted = k.shifted;
-  const std::string &T = k.T, &XT = k.XT, &A = k.A, &kname = k.name, &params = k.params;
-  const Stage& s = p_.stages[k.id];
-  const std::string stats = std::string(softmax ? "coconet_rt::MaxSumT<" : rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + A + ">";
+std::string Emitter::rowwiseWritePass(const RowwiseKernel& k, const std::string& first, const std::string& end) const {
+  const std::string &T = k.T, &A = k.A;
   auto in = [&](const std::string& e) { return accIn(A, e); };
+  const std::string loop = "    for (long long i = " + first + "; i < " + end + "; i += blockDim.x)";
+  std::ostringstream o;
+  if (k.softmax) {
+    o << loop << " yr[i] = coconet_rt::Store<" << T << ">::from(coconet_rt::exp_for<" << T << ">(" << in("xr[i]")
+      << " - st.m) / st.s);\n";
+  } else if (k.rms) {
+    o << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n"
+      << loop << " {\n      " << A << " v = " << in("xr[i]") << " * inv;\n"
+      << (k.scaled ? "      v = v * " + in("gamma[i]") + ";\n" : "") << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
+  } else {
+    o << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A << ">(n) + eps);\n"
+      << loop << " {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
+      << (k.shifted ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
+      << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
+  }
+  return o.str();
+}
+
+void Emitter::emitRowwiseLong(const RowwiseKernel& k) {
+  const std::string &T = k.T, &XT = k.XT, &kname = k.name, &stats = k.stats;
+  const Stage& s = p_.stages[k.id];
   // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,
   // sum of squares or Welford), then one pass that writes (reading the row again).
   kernels_ << "// " << s.name << " with longer rows: one block a row, the statistics in one pass, then one pass that writes\n"
-           << "__global__ void " << kname << "_long" << params << ") {\n"
+           << "__global__ void " << kname << "_long" << k.params << ") {\n"
            << "  __shared__ " << stats << " sh[32];\n"
            << "  (void)gamma; (void)beta; (void)eps;\n"
            << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
            << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
-           << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << in("xr[i]") << ");\n"
-           << "    st = coconet_rt::blockCombine(st, sh);\n";
-  if (softmax) {
-    kernels_ << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = coconet_rt::Store<" << T
-             << ">::from(coconet_rt::exp_for<" << T << ">(" << in("xr[i]") << " - st.m) / st.s);\n";
-  } else if (rms) {
-    kernels_ << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n"
-             << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = " << in("xr[i]") << " * inv;\n"
-             << (scaled ? "      v = v * " + in("gamma[i]") + ";\n" : "")
-             << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
-  } else {
-    kernels_ << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A
-             << ">(n) + eps);\n"
-             << "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
-             << (shifted ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
-             << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
-  }
-  kernels_ << "  }\n}\n\n";
+           << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << accIn(k.A, "xr[i]") << ");\n"
+           << "    st = coconet_rt::blockCombine(st, sh);\n"
+           << rowwiseWritePass(k, "threadIdx.x", "n") << "  }\n}\n\n";
+}
+
+void Emitter::emitRowwiseSplit(const RowwiseKernel& k) {
+  const std::string &T = k.T, &XT = k.XT, &kname = k.name, &stats = k.stats;
+  const Stage& s = p_.stages[k.id];
+  // Rows too long for registers and too few to give every SM a block: each row in `parts` parts of
+  // C elements, a block a part. _split_stats writes each part's statistics; _split_write has every
+  // block combine its row's parts in order (one thread; deterministic) and write its part.
+  const std::string part = "    const long long row = b / parts, lo = (b % parts) * C, hi = lo + C < n ? lo + C : n;\n"
+                           "    const " + XT + "* xr = x + row * n;\n";
+  kernels_ << "// " << s.name << " with few rows too long for registers: parts of C elements over blocks (coconet_rt::rowSplitParts),\n"
+           << "// each part's statistics in one pass; then each block combines its row's parts in order and writes its part\n"
+           << "__global__ void " << kname << "_split_stats(const " << XT << "* __restrict__ x, " << stats
+           << "* __restrict__ part, long long rows, long long n, long long C, long long parts) {\n"
+           << "  __shared__ " << stats << " sh[32];\n"
+           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << part
+           << "    " << stats << " st;\n    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) st.add(" << accIn(k.A, "xr[i]") << ");\n"
+           << "    st = coconet_rt::blockCombine(st, sh);\n"
+           << "    if (threadIdx.x == 0) part[b] = st;\n  }\n}\n\n"
+           << "__global__ void " << kname << "_split_write" << k.params << ", const " << stats
+           << "* __restrict__ part, long long C, long long parts) {\n"
+           << "  __shared__ " << stats << " row_st[1];\n"
+           << "  (void)gamma; (void)beta; (void)eps;\n"
+           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << part
+           << "    " << T << "* yr = y + row * n;\n"
+           << "    if (threadIdx.x == 0) {\n      " << stats << " c = part[row * parts];\n"
+           << "      for (long long q = 1; q < parts; ++q) c = " << stats << "::combine(c, part[row * parts + q]);\n"
+           << "      row_st[0] = c;\n    }\n    __syncthreads();\n"
+           << "    const " << stats << " st = row_st[0];\n    __syncthreads();\n"
+           << rowwiseWritePass(k, "lo + threadIdx.x", "hi") << "  }\n}\n\n";
 }
 
 void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
@@ -398,6 +433,15 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
         << "      if (packed) " << kname << "_reg<" << V << "><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
         << "      else " << kname << "_reg<1><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
+        << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name << "\"); parts0 > 1) {\n"
+        << "      const long long C = (n + parts0 - 1) / parts0, parts = (n + C - 1) / C;\n"
+        << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""
+        << s.name << "\");\n"
+        << "      auto* part = static_cast<" << k.stats << "*>(rows" << id << "_.ptr);\n"
+        << "      const int blocks = static_cast<int>(std::min<long long>(rows * parts, 65535));\n"
+        << "      " << kname << "_split_stats<<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
+        << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
+        << "      " << kname << "_split_write<<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
         << "    } else {\n"
         << "      " << kname << "_long<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>" << args << ");\n"
         << "    }\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";

@@ -878,11 +878,15 @@ private:
     std::string name, params;   // kernel name prefix; its parameters up to eps
     int V = 1;                  // elements of x in a pack of 16 bytes (at most 8)
     int minBlocks = 1;          // __launch_bounds__(512, minBlocks): 2 caps the registers at 64
+    std::string stats;          // the one-pass statistics: coconet_rt::MaxSumT<A>, SumSqT<A> or WelfordT<A>
   };
   RowwiseKernel rowwiseKernel(int id) const;
   void emitRowwise(int id);
   void emitRowwiseInRegisters(const RowwiseKernel& k);
+  // The pass that writes elements [first, end) of row yr (step blockDim.x) from the row's statistics `st`.
+  std::string rowwiseWritePass(const RowwiseKernel& k, const std::string& first, const std::string& end) const;
   void emitRowwiseLong(const RowwiseKernel& k);
+  void emitRowwiseSplit(const RowwiseKernel& k);
   void emitRowwiseLaunch(const RowwiseKernel& k);
 
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32

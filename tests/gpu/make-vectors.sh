@@ -105,6 +105,10 @@ vectors ops_mix@rows2k "$root/tests/gpu/programs/ops_mix.cnet" -D R=9 -D C=2048 
 vectors ops_mix@odd "$root/tests/gpu/programs/ops_mix.cnet" -D R=33 -D C=1002 -D V=16 -D D=8 --ranks 1,2
 vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -D V=16 -D D=8
 vectors ops_mix@long "$root/tests/gpu/programs/ops_mix.cnet" -D R=3 -D C=20000 -D V=16 -D D=8
+# Few rows of 40004 (softmax over a vocabulary at decode): with COCONET_ROWWISE=split each row in
+# 10 parts over blocks (the last shorter), f32 rows and f16 rows of single elements (40004 is no
+# multiple of 8); ops_mix@long's rows of 20000 in 5 parts.
+vectors ops_mix@vocab "$root/tests/gpu/programs/ops_mix.cnet" -D R=2 -D C=40004 -D V=16 -D D=8
 # seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
 # a rank at 4 ranks).
 vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D S=64 -D H=256

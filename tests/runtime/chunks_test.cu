@@ -3,6 +3,7 @@
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
 // mergedOverlapChunks); and the run-time knobs read from the environment at every call
 // (claimedPushes, claimedPulls, tailFlags); and the row-wise kernels' threads a row (rowThreads)
+// and parts a row (rowSplitPartsFor)
 // and its knobs. Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <unistd.h>
@@ -284,6 +285,20 @@ int main() {
     unsetenv("COCONET_ROW_PACKS");
     setenv("COCONET_ROWWISE", "long", 1);
     expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
+    unsetenv("COCONET_ROWWISE");
+    // Rows split over blocks: only rows fewer than the SMs, about two blocks an SM, parts of at
+    // least kRowSplitMin elements; 1 (a block a row) otherwise. Without COCONET_ROWWISE=split
+    // (and with =long) rowSplitParts never splits, before asking the device anything.
+    using coconet_rt::rowSplitPartsFor;
+    const struct { long long rows, n; int sms; long long want; } splits[] = {
+        {1, 262144, 132, 64},  {3, 20000, 132, 5},   {2, 40000, 132, 10}, {8, 131072, 132, 32},
+        {131, 1 << 20, 132, 3}, {132, 1 << 20, 132, 1}, {1, 4096, 132, 1},  {1, 4097, 132, 2}, {0, 4096, 132, 1}};
+    for (auto& c : splits)
+      expect(rowSplitPartsFor(c.rows, c.n, c.sms) == c.want, "rowSplitPartsFor", c.sms, 0, c.rows, static_cast<int>(c.n),
+             static_cast<int>(rowSplitPartsFor(c.rows, c.n, c.sms)));
+    expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts without COCONET_ROWWISE=split", 0, 0, 0, 0, 0);
+    setenv("COCONET_ROWWISE", "long", 1);
+    expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROWWISE");
     alignas(16) static char buf[64];
     expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&

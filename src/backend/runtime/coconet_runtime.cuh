@@ -386,6 +386,25 @@ inline int rowThreads(long long units, int perThread) {
     if (units <= static_cast<long long>(r) * perThread) return r;
   return 0;
 }
+// Parts a row is split into over blocks (the `_split_stats` and `_split_write` kernels) where rows
+// are too long for registers (rowThreads gave 0) and fewer than the GPU's `sms`: enough for about
+// two blocks an SM, each part at least kRowSplitMin elements; 1 where a block takes a whole row
+// (the `_long` kernel). The split is not yet the default (its kernels are unmeasured on GPUs):
+// COCONET_ROWWISE=split takes it (rowSplitParts; COCONET_ROWWISE=long never splits).
+constexpr long long kRowSplitMin = 4096;
+inline long long rowSplitPartsFor(long long rows, long long n, int sms) {
+  if (rows <= 0 || rows >= sms) return 1;
+  const long long want = (2LL * sms + rows - 1) / rows, most = (n + kRowSplitMin - 1) / kRowSplitMin;
+  return std::max<long long>(1, std::min(want, most));
+}
+inline long long rowSplitParts(long long rows, long long n, const char* program, const char* stage) {
+  const char* e = std::getenv("COCONET_ROWWISE");
+  if (!e || std::strcmp(e, "split") != 0) return 1;
+  int dev = 0, sms = 0;
+  check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
+  return rowSplitPartsFor(rows, n, sms);
+}
 
 // ---- Reductions along one dimension -------------------------------------------------------
 // x viewed as [outer, len, inner]; output o = (o / inner, o % inner) reduces x[o/inner, :, o%inner].

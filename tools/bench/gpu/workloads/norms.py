@@ -17,7 +17,10 @@ Rows:
   coconetc_p4, coconetc_p2
                    the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
                    2x / 4x the threads a row (the default keeps up to 8)
-Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16).
+  coconetc_split   (vocabulary rows only) the same build with COCONET_ROWWISE=split: each row too
+                   long for registers in parts over blocks (few rows: the GPU's SMs all take part)
+Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16);
+softmax over a vocabulary at decode: T = 1, 8 and 64 rows of H = 131072 (f16; not in quick).
 Inputs: x ~ N(0, 1) (softmax: N(0, 4), attention-like scores), gamma ~ 1 + N(0, 0.01),
 beta ~ N(0, 0.01). Configs run at one rank only (the programs are replicated: more ranks would
 compute the same rows on every GPU).
@@ -39,6 +42,7 @@ for _op in OPS:
 
 T_ROWS = 8192
 HS = (1024, 4096, 8192, 12288)
+VOCAB, VOCAB_ROWS = 131072, (1, 8, 64)
 EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
 # One f16 / bf16 rounding of outputs of magnitude up to ~4 (norms) or 1 (softmax), plus the
 # peers' different summation orders.
@@ -55,6 +59,10 @@ def configs(world: int, quick: bool) -> list[dict]:
                 out.append({"name": f"{op} T={T_ROWS} H={H} {dt}", "op": op, "dtype": dt, "T": T_ROWS, "H": H,
                             "sizes": {"T": T_ROWS, "H": H}, "x": H, "x_label": "row length H",
                             "bytes": 2 * T_ROWS * H * 2})   # read x once, write y once
+    if not quick:
+        for T in VOCAB_ROWS:
+            out.append({"name": f"softmax T={T} H={VOCAB} f16", "op": "softmax", "dtype": "f16", "T": T, "H": VOCAB,
+                        "sizes": {"T": T, "H": VOCAB}, "vocab": True, "bytes": 2 * T * VOCAB * 2})
     return out
 
 
@@ -124,6 +132,11 @@ def rows(cfg: dict, ctx, mode: str):
             return row
         return make
 
+    if cfg.get("vocab"):
+        return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
+                ("coconetc", coconetc({}, "one block a row, read twice (rows too long for registers)")),
+                ("coconetc_split", coconetc({"COCONET_ROWWISE": "split"},
+                                            "each row in parts over blocks (COCONET_ROWWISE=split)"))]
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
             ("coconetc", coconetc({}, "the row in registers, read once")),
             ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
