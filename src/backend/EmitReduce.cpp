@@ -382,14 +382,14 @@ void Emitter::emitRowwiseSplit(const RowwiseKernel& k) {
   // Rows too long for registers and too few to give every SM a block: each row in `parts` parts of
   // C elements, a block a part. _split_stats writes each part's statistics; _split_write has every
   // block combine its row's parts in order (one thread; deterministic) and write its part.
-  const std::string part = "    const long long row = b / parts, lo = (b % parts) * C, hi = lo + C < n ? lo + C : n;\n"
+  const std::string range = "    const long long row = b / parts, lo = (b % parts) * C, hi = lo + C < n ? lo + C : n;\n"
                            "    const " + XT + "* xr = x + row * n;\n";
   kernels_ << "// " << s.name << " with few rows too long for registers: parts of C elements over blocks (coconet_rt::rowSplitParts),\n"
            << "// each part's statistics in one pass; then each block combines its row's parts in order and writes its part\n"
            << "__global__ void " << kname << "_split_stats(const " << XT << "* __restrict__ x, " << stats
            << "* __restrict__ part, long long rows, long long n, long long C, long long parts) {\n"
            << "  __shared__ " << stats << " sh[32];\n"
-           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << part
+           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << range
            << "    " << stats << " st;\n    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) st.add(" << accIn(k.A, "xr[i]") << ");\n"
            << "    st = coconet_rt::blockCombine(st, sh);\n"
            << "    if (threadIdx.x == 0) part[b] = st;\n  }\n}\n\n"
@@ -397,7 +397,7 @@ void Emitter::emitRowwiseSplit(const RowwiseKernel& k) {
            << "* __restrict__ part, long long C, long long parts) {\n"
            << "  __shared__ " << stats << " row_st[1];\n"
            << "  (void)gamma; (void)beta; (void)eps;\n"
-           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << part
+           << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << range
            << "    " << T << "* yr = y + row * n;\n"
            << "    if (threadIdx.x == 0) {\n      " << stats << " c = part[row * parts];\n"
            << "      for (long long q = 1; q < parts; ++q) c = " << stats << "::combine(c, part[row * parts + q]);\n"

@@ -181,6 +181,7 @@ struct OutputMap {
 __device__ inline float acc_exp(float x) { return expf(x); }
 __device__ inline double acc_exp(double x) { return exp(x); }
 __device__ inline float acc_sqrt(float x) { return sqrtf(x); }
+__device__ inline double acc_sqrt(double x) { return sqrt(x); }
 // exp of a value whose result is stored as Out. Where Out keeps at most 11 significant bits (f16,
 // bf16), exp2f(x * log2(e)): one product and MUFU.EX2 (exp2f errs by at most 2 ulp of float, the
 // rounded product by |x| * 2^-24 * ln 2 relatively: under 5e-6 wherever exp(x) is not 0 in float,
@@ -190,7 +191,6 @@ template <class Out> __device__ inline float exp_for(float x) {
   else return expf(x);
 }
 template <class Out> __device__ inline double exp_for(double x) { return exp(x); }
-__device__ inline double acc_sqrt(double x) { return sqrt(x); }
 template <class A> struct MaxSumT {
   A m = -INFINITY, s = 0;
   __device__ void add(A x) {
