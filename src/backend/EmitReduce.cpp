@@ -235,11 +235,6 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
   return "src";
 }
 
-namespace {
-// Element e of a row-wise kernel in its accumulation type A.
-std::string accIn(const std::string& A, const std::string& e) { return "static_cast<" + A + ">(coconet_rt::to_f(" + e + "))"; }
-}  // namespace
-
 Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   const Stage& s = p_.stages[id];
   RowwiseKernel k;
@@ -341,67 +336,76 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
 
 std::string Emitter::rowwiseWritePass(const RowwiseKernel& k, const std::string& first, const std::string& end) const {
   const std::string &T = k.T, &A = k.A;
-  auto in = [&](const std::string& e) { return accIn(A, e); };
-  const std::string loop = "    for (long long i = " + first + "; i < " + end + "; i += blockDim.x)";
   std::ostringstream o;
-  if (k.softmax) {
-    o << loop << " yr[i] = coconet_rt::Store<" << T << ">::from(coconet_rt::exp_for<" << T << ">(" << in("xr[i]")
-      << " - st.m) / st.s);\n";
-  } else if (k.rms) {
-    o << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n"
-      << loop << " {\n      " << A << " v = " << in("xr[i]") << " * inv;\n"
-      << (k.scaled ? "      v = v * " + in("gamma[i]") + ";\n" : "") << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
-  } else {
-    o << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A << ">(n) + eps);\n"
-      << loop << " {\n      " << A << " v = (" << in("xr[i]") << " - mean) * inv;\n"
-      << (k.shifted ? "      v = v * " + in("gamma[i]") + " + " + in("beta[i]") + ";\n" : "")
-      << "      yr[i] = coconet_rt::Store<" << T << ">::from(v);\n    }\n";
-  }
+  if (k.softmax) o << "    const " << A << " rs = " << A << "(1) / st.s;  // one division a row\n";
+  else if (k.rms) o << "    const " << A << " inv = " << A << "(1) / coconet_rt::acc_sqrt(st.s / static_cast<" << A << ">(n) + eps);\n";
+  else o << "    const " << A << " mean = st.mean, inv = " << A << "(1) / coconet_rt::acc_sqrt(st.m2 / static_cast<" << A << ">(n) + eps);\n";
+  o << "#pragma unroll 4\n    for (long long u = " << first << "; u < " << end << "; u += blockDim.x) {\n"
+    << "      " << A << " xs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(xr + u * V), xs);\n"
+    << (k.scaled ? "      " + A + " gs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(gamma + u * V), gs);\n" : "")
+    << (k.shifted ? "      " + A + " bs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(beta + u * V), bs);\n" : "")
+    << "      " << A << " o[V];\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n";
+  if (k.softmax) o << "        o[j] = coconet_rt::exp_for<" << T << ">(xs[j] - st.m) * rs;\n";
+  else if (k.rms) o << "        o[j] = xs[j] * inv" << (k.scaled ? " * gs[j]" : "") << ";\n";
+  else o << "        o[j] = (xs[j] - mean) * inv" << (k.shifted ? " * gs[j] + bs[j]" : "") << ";\n";
+  o << "      }\n      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n";
   return o.str();
+}
+
+// The statistics of units (packs of V) [first, end) of row xr, step blockDim.x, into `st`.
+std::string Emitter::rowwiseStatsPass(const RowwiseKernel& k, const std::string& first, const std::string& end) const {
+  // Unrolled by 4: each thread keeps up to 4 loads in flight (the passes run few blocks an SM where rows are split).
+  return "    " + k.stats + " st;\n#pragma unroll 4\n    for (long long u = " + first + "; u < " + end + "; u += blockDim.x) {\n      " + k.A +
+         " xs[V];\n      coconet_rt::unpack(coconet_rt::loadPack<V>(xr + u * V), xs);\n      st.template addPack<" + k.T +
+         ">(xs);\n    }\n    st = coconet_rt::blockCombine(st, sh);\n";
 }
 
 void Emitter::emitRowwiseLong(const RowwiseKernel& k) {
   const std::string &T = k.T, &XT = k.XT, &kname = k.name, &stats = k.stats;
   const Stage& s = p_.stages[k.id];
-  // Longer rows: one block a row; the row's statistics in one pass (running maximum and sum,
-  // sum of squares or Welford), then one pass that writes (reading the row again).
-  kernels_ << "// " << s.name << " with longer rows: one block a row, the statistics in one pass, then one pass that writes\n"
-           << "__global__ void " << kname << "_long" << k.params << ") {\n"
+  // Longer rows: one block a row, in packs of V elements; the row's statistics in one pass
+  // (running maximum and sum, sum of squares, or Welford by packs), then one pass that writes
+  // (reading the row again).
+  kernels_ << "// " << s.name << " with longer rows: one block a row in packs of V, the statistics in one pass, then one pass that writes\n"
+           << "template <int V>\n__global__ void " << kname << "_long" << k.params << ") {\n"
            << "  __shared__ " << stats << " sh[32];\n"
            << "  (void)gamma; (void)beta; (void)eps;\n"
+           << "  const long long units = n / V;\n"
            << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
            << "    const " << XT << "* xr = x + row * n;\n    " << T << "* yr = y + row * n;\n"
-           << "    " << stats << " st;\n    for (long long i = threadIdx.x; i < n; i += blockDim.x) st.add(" << accIn(k.A, "xr[i]") << ");\n"
-           << "    st = coconet_rt::blockCombine(st, sh);\n"
-           << rowwiseWritePass(k, "threadIdx.x", "n") << "  }\n}\n\n";
+           << rowwiseStatsPass(k, "threadIdx.x", "units")
+           << rowwiseWritePass(k, "threadIdx.x", "units") << "  }\n}\n\n";
 }
 
 void Emitter::emitRowwiseSplit(const RowwiseKernel& k) {
   const std::string &T = k.T, &XT = k.XT, &kname = k.name, &stats = k.stats;
   const Stage& s = p_.stages[k.id];
-  // Rows too long for registers and too few to give every SM a block: each row in `parts` parts of
-  // C elements, a block a part. _split_stats writes each part's statistics; _split_write has every
-  // block combine its row's parts in order (one thread; deterministic) and write its part.
-  const std::string range = "    const long long row = b / parts, lo = (b % parts) * C, hi = lo + C < n ? lo + C : n;\n"
+  // Rows too long for registers and too few to give every SM blocks: each row in `parts` parts of
+  // C packs, a block a part. _split_stats writes each part's statistics; in _split_write the first
+  // warp of every block combines its row's parts (lane l those l, l + 32, ... in order, then the
+  // lanes in a fixed tree: deterministic, the result from lane 0) and the block writes its part.
+  const std::string range = "    const long long row = b / parts, lo = (b % parts) * C, hi = lo + C < units ? lo + C : units;\n"
                            "    const " + XT + "* xr = x + row * n;\n";
-  kernels_ << "// " << s.name << " with few rows too long for registers: parts of C elements over blocks (coconet_rt::rowSplitParts),\n"
+  kernels_ << "// " << s.name << " with few rows too long for registers: parts of C packs over blocks (coconet_rt::rowSplitParts),\n"
            << "// each part's statistics in one pass; then each block combines its row's parts in order and writes its part\n"
-           << "__global__ void " << kname << "_split_stats(const " << XT << "* __restrict__ x, " << stats
+           << "template <int V>\n__global__ void " << kname << "_split_stats(const " << XT << "* __restrict__ x, " << stats
            << "* __restrict__ part, long long rows, long long n, long long C, long long parts) {\n"
            << "  __shared__ " << stats << " sh[32];\n"
+           << "  const long long units = n / V;\n"
            << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << range
-           << "    " << stats << " st;\n    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) st.add(" << accIn(k.A, "xr[i]") << ");\n"
-           << "    st = coconet_rt::blockCombine(st, sh);\n"
+           << rowwiseStatsPass(k, "lo + threadIdx.x", "hi")
            << "    if (threadIdx.x == 0) part[b] = st;\n  }\n}\n\n"
-           << "__global__ void " << kname << "_split_write" << k.params << ", const " << stats
+           << "template <int V>\n__global__ void " << kname << "_split_write" << k.params << ", const " << stats
            << "* __restrict__ part, long long C, long long parts) {\n"
            << "  __shared__ " << stats << " row_st[1];\n"
            << "  (void)gamma; (void)beta; (void)eps;\n"
+           << "  const long long units = n / V;\n"
            << "  for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {\n" << range
            << "    " << T << "* yr = y + row * n;\n"
-           << "    if (threadIdx.x == 0) {\n      " << stats << " c = part[row * parts];\n"
-           << "      for (long long q = 1; q < parts; ++q) c = " << stats << "::combine(c, part[row * parts + q]);\n"
-           << "      row_st[0] = c;\n    }\n    __syncthreads();\n"
+           << "    if (threadIdx.x < 32) {\n      " << stats << " c;\n"
+           << "      for (long long q = threadIdx.x; q < parts; q += 32) c = " << stats << "::combine(c, part[row * parts + q]);\n"
+           << "      for (int lane = 16; lane > 0; lane /= 2) c = " << stats << "::combine(c, c.shfl(lane));\n"
+           << "      if (threadIdx.x == 0) row_st[0] = c;\n    }\n    __syncthreads();\n"
            << "    const " << stats << " st = row_st[0];\n    __syncthreads();\n"
            << rowwiseWritePass(k, "lo + threadIdx.x", "hi") << "  }\n}\n\n";
 }
@@ -434,16 +438,20 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      if (packed) " << kname << "_reg<" << V << "><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
         << "      else " << kname << "_reg<1><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
         << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name << "\"); parts0 > 1) {\n"
-        << "      const long long C = (n + parts0 - 1) / parts0, parts = (n + C - 1) / C;\n"
+        << "      const long long units = n / V, C = (units + parts0 - 1) / parts0, parts = (units + C - 1) / C;  // C packs a part\n"
         << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""
         << s.name << "\");\n"
         << "      auto* part = static_cast<" << k.stats << "*>(rows" << id << "_.ptr);\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(rows * parts, 65535));\n"
-        << "      " << kname << "_split_stats<<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
+        << "      if (packed) " << kname << "_split_stats<" << V << "><<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
+        << "      else " << kname << "_split_stats<1><<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
         << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
-        << "      " << kname << "_split_write<<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
+        << "      if (packed) " << kname << "_split_write<" << V << "><<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
+        << "      else " << kname << "_split_write<1><<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
         << "    } else {\n"
-        << "      " << kname << "_long<<<static_cast<int>(std::min<long long>(rows, 65535)), 256, 0, stream_>>>" << args << ");\n"
+        << "      const int blocks = static_cast<int>(std::min<long long>(rows, 65535));\n"
+        << "      if (packed) " << kname << "_long<" << V << "><<<blocks, 256, 0, stream_>>>" << args << ");\n"
+        << "      else " << kname << "_long<1><<<blocks, 256, 0, stream_>>>" << args << ");\n"
         << "    }\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 

@@ -869,7 +869,8 @@ private:
   std::string emitReduceSource(int id, const InlineSrc& is);
 
   // softmax, layernorm and rmsnorm over the last dimension: the kernel that keeps rows in
-  // registers (`_reg`), the one for longer rows (`_long`), and the host's choice between them.
+  // registers (`_reg`), the ones for longer rows (`_long`: a block a row; `_split_*`: a row over
+  // blocks), and the host's choice between them.
   struct RowwiseKernel {
     int id = -1;
     bool softmax = false, rms = false, scaled = false, shifted = false;  // scaled: gamma; shifted: beta
@@ -883,8 +884,10 @@ private:
   RowwiseKernel rowwiseKernel(int id) const;
   void emitRowwise(int id);
   void emitRowwiseInRegisters(const RowwiseKernel& k);
-  // The pass that writes elements [first, end) of row yr (step blockDim.x) from the row's statistics `st`.
+  // The pass that writes packs (V elements) [first, end) of row yr (step blockDim.x) from the row's statistics `st`.
   std::string rowwiseWritePass(const RowwiseKernel& k, const std::string& first, const std::string& end) const;
+  // The pass that reads packs [first, end) of row xr into the block's statistics `st` (shared `sh`).
+  std::string rowwiseStatsPass(const RowwiseKernel& k, const std::string& first, const std::string& end) const;
   void emitRowwiseLong(const RowwiseKernel& k);
   void emitRowwiseSplit(const RowwiseKernel& k);
   void emitRowwiseLaunch(const RowwiseKernel& k);

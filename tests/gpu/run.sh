@@ -23,7 +23,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "gpus: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
-  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_SHARE:+; GPU_TESTS_SHARE=$GPU_TESTS_SHARE}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
+  echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_SANITIZE_SETS:+; GPU_TESTS_SANITIZE_SETS=\"$GPU_TESTS_SANITIZE_SETS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_SHARE:+; GPU_TESTS_SHARE=$GPU_TESTS_SHARE}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
   # the generated programs' run-time knobs set around the tests (coconet_device.cuh: COCONET_CLAIMED_PUSH, ...)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
@@ -48,6 +48,8 @@ fi
 # checks rather than after them.
 # SANITIZE_TOOLS="racecheck": the compute-sanitizer tools of the 1-GPU runs (default "memcheck
 # racecheck"), to finish in a call what an earlier one did not reach.
+# GPU_TESTS_SANITIZE_SETS="a@x b@y": those tools also on these vector sets' one-rank runs (the
+# default vectors alone otherwise), with each of the set's program's builds that GPU_TESTS_ONLY keeps.
 # GPU_TESTS_MULTI_AT_ONE=1: every build with device groups also checked at one rank with
 # COCONET_MULTI_RANK_FORMS=1 (their multi-rank kernels over a team of one: rounds, roles, barriers,
 # exchanges, PDL; not the peers' transfers), lines "NAME (multi-rank forms) P=1", with the size
@@ -383,6 +385,17 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     if multiAtOne "$dir/$p.cu"; then
       queue_sanitizer "$tool COCONET_MULTI_RANK_FORMS=1" "$n (multi-rank forms)" "$exe" 1 "$d"
     fi
+  done
+  # (GPU_TESTS_SANITIZE_SETS="a@x": these vector sets' one-rank runs too, with each build kept)
+  for v in ${GPU_TESTS_SANITIZE_SETS:-}; do
+    p=${v%@*}; d="$b/dumps/$v/ranks1"
+    [ -f "$d/manifest.txt" ] || continue
+    for dir in "$b/gen/$p" "$b"/gen/"$p"@*; do
+      n=$(basename "$dir")
+      exe="$dir/build/${p}_main"
+      keep "$n" && [ -x "$exe" ] || continue
+      queue_sanitizer "$tool" "$v (gen/$n)" "$exe" 1 "$d"
+    done
   done
 done
 [ "${GPU_TESTS_MEMCHECK_FIRST:-0}" = 1 ] || queue_memcheck_ranks

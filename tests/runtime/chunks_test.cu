@@ -286,17 +286,20 @@ int main() {
     setenv("COCONET_ROWWISE", "long", 1);
     expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
     unsetenv("COCONET_ROWWISE");
-    // Rows split over blocks: only rows fewer than the SMs, about two blocks an SM, parts of at
-    // least kRowSplitMin elements; 1 (a block a row) otherwise. Without COCONET_ROWWISE=split
-    // (and with =long) rowSplitParts never splits, before asking the device anything.
+    // Rows split over blocks: only rows fewer than perSm blocks an SM (2 unless given), enough
+    // parts for about that many, parts of at least kRowSplitMin elements; 1 (a block a row)
+    // otherwise. With COCONET_ROWWISE=long rowSplitParts never splits, before asking the device.
     using coconet_rt::rowSplitPartsFor;
-    const struct { long long rows, n; int sms; long long want; } splits[] = {
-        {1, 262144, 132, 64},  {3, 20000, 132, 5},   {2, 40000, 132, 10}, {8, 131072, 132, 32},
-        {131, 1 << 20, 132, 3}, {132, 1 << 20, 132, 1}, {1, 4096, 132, 1},  {1, 4097, 132, 2}, {0, 4096, 132, 1}};
+    const struct { long long rows, n; int sms, perSm; long long want; } splits[] = {
+        {1, 262144, 132, 2, 64},    {3, 20000, 132, 2, 5},    {2, 40000, 132, 2, 10},  {8, 131072, 132, 2, 32},
+        {131, 1 << 20, 132, 2, 3},  {132, 1 << 20, 132, 2, 2}, {263, 1 << 20, 132, 2, 2}, {264, 1 << 20, 132, 2, 1},
+        {1, 4096, 132, 2, 1},       {1, 4097, 132, 2, 2},      {0, 4096, 132, 2, 1},     {64, 131072, 132, 2, 5},
+        {64, 131072, 132, 4, 9},    {64, 131072, 132, 8, 17},  {1024, 131072, 132, 8, 2}, {1056, 131072, 132, 8, 1}};
     for (auto& c : splits)
-      expect(rowSplitPartsFor(c.rows, c.n, c.sms) == c.want, "rowSplitPartsFor", c.sms, 0, c.rows, static_cast<int>(c.n),
-             static_cast<int>(rowSplitPartsFor(c.rows, c.n, c.sms)));
-    expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts without COCONET_ROWWISE=split", 0, 0, 0, 0, 0);
+      expect(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm) == c.want, "rowSplitPartsFor", c.sms, c.perSm, c.rows,
+             static_cast<int>(c.n), static_cast<int>(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm)));
+    expect(rowSplitPartsFor(8, 131072, 132) == 32, "rowSplitPartsFor's default blocks an SM", 132, 0, 8, 131072,
+           static_cast<int>(rowSplitPartsFor(8, 131072, 132)));
     setenv("COCONET_ROWWISE", "long", 1);
     expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROWWISE");

@@ -202,6 +202,20 @@ template <class A> struct MaxSumT {
       s += acc_exp(x - m);
     }
   }
+  // A pack of V elements: its maximum first, then one rescale and V exps (exp_for<Out>: the
+  // stored result's precision), where add takes a branch and an exp per element.
+  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+    A pm = x[0];
+#pragma unroll
+    for (int j = 1; j < V; ++j) pm = x[j] > pm ? x[j] : pm;
+    if (pm == -INFINITY) return;
+    if (pm > m) {
+      s = s == A(0) ? A(0) : s * exp_for<Out>(m - pm);
+      m = pm;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) s += exp_for<Out>(x[j] - m);
+  }
   __device__ static MaxSumT combine(MaxSumT a, MaxSumT b) {
     MaxSumT r;
     r.m = a.m > b.m ? a.m : b.m;
@@ -223,6 +237,18 @@ template <class A> struct WelfordT {
     const A d = x - mean;
     mean += d / n;
     m2 += d * (x - mean);
+  }
+  // A pack of V elements: its own mean and squared deviations (one division), then combined.
+  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+    A sum = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) sum += x[j];
+    WelfordT p;
+    p.n = A(V);
+    p.mean = sum / A(V);
+#pragma unroll
+    for (int j = 0; j < V; ++j) p.m2 += (x[j] - p.mean) * (x[j] - p.mean);
+    *this = combine(*this, p);
   }
   __device__ static WelfordT combine(WelfordT a, WelfordT b) {
     if (b.n == A(0)) return a;
@@ -246,6 +272,10 @@ template <class A> struct WelfordT {
 template <class A> struct SumSqT {
   A s = 0;
   __device__ void add(A x) { s += x * x; }
+  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) s += x[j] * x[j];
+  }
   __device__ static SumSqT combine(SumSqT a, SumSqT b) { return SumSqT{a.s + b.s}; }
   __device__ SumSqT shfl(int lane) const { return SumSqT{__shfl_xor_sync(0xffffffffu, s, lane)}; }
 };
@@ -387,23 +417,31 @@ inline int rowThreads(long long units, int perThread) {
   return 0;
 }
 // Parts a row is split into over blocks (the `_split_stats` and `_split_write` kernels) where rows
-// are too long for registers (rowThreads gave 0) and fewer than the GPU's `sms`: enough for about
-// two blocks an SM, each part at least kRowSplitMin elements; 1 where a block takes a whole row
-// (the `_long` kernel). The split is not yet the default (its kernels are unmeasured on GPUs):
-// COCONET_ROWWISE=split takes it (rowSplitParts; COCONET_ROWWISE=long never splits).
+// are too long for registers (rowThreads gave 0) and too few for `perSm` blocks on each of the
+// GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
+// least kRowSplitMin elements; 1 where a block takes a whole row. On one H200 the split took
+// softmax over 131072 elements at T = 1, 8, 64 rows from 233-242 to 19-60 us (session 58).
+// For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits;
+// COCONET_ROW_SPLIT_BLOCKS=B (1..64) aims at B blocks an SM instead of kRowSplitBlocks.
 constexpr long long kRowSplitMin = 4096;
-inline long long rowSplitPartsFor(long long rows, long long n, int sms) {
-  if (rows <= 0 || rows >= sms) return 1;
-  const long long want = (2LL * sms + rows - 1) / rows, most = (n + kRowSplitMin - 1) / kRowSplitMin;
+constexpr int kRowSplitBlocks = 2;
+inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm = kRowSplitBlocks) {
+  const long long target = static_cast<long long>(perSm) * sms;
+  if (rows <= 0 || rows >= target) return 1;
+  const long long want = (target + rows - 1) / rows, most = (n + kRowSplitMin - 1) / kRowSplitMin;
   return std::max<long long>(1, std::min(want, most));
 }
 inline long long rowSplitParts(long long rows, long long n, const char* program, const char* stage) {
-  const char* e = std::getenv("COCONET_ROWWISE");
-  if (!e || std::strcmp(e, "split") != 0) return 1;
+  if (const char* e = std::getenv("COCONET_ROWWISE"); e && std::strcmp(e, "long") == 0) return 1;
+  int perSm = kRowSplitBlocks;
+  if (const char* e = std::getenv("COCONET_ROW_SPLIT_BLOCKS"); e && *e) {
+    const int b = std::atoi(e);
+    if (b >= 1 && b <= 64) perSm = b;
+  }
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
-  return rowSplitPartsFor(rows, n, sms);
+  return rowSplitPartsFor(rows, n, sms, perSm);
 }
 
 // ---- Reductions along one dimension -------------------------------------------------------

@@ -17,10 +17,15 @@ Rows:
   coconetc_p4, coconetc_p2
                    the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
                    2x / 4x the threads a row (the default keeps up to 8)
-  coconetc_split   (vocabulary rows only) the same build with COCONET_ROWWISE=split: each row too
-                   long for registers in parts over blocks (few rows: the GPU's SMs all take part)
+Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
+blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
+  coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
+  coconetc_split4, coconetc_split8
+                   the same build with COCONET_ROW_SPLIT_BLOCKS=4 / 8: rows split for about 4 / 8
+                   blocks an SM (the default aims at 2)
 Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16);
-softmax over a vocabulary at decode: T = 1, 8 and 64 rows of H = 131072 (f16; not in quick).
+softmax over a vocabulary: T = 1, 8 and 64 rows of H = 131072 (decode) and T = 1024 (a training
+step's logits, one block a row) (f16; not in quick).
 Inputs: x ~ N(0, 1) (softmax: N(0, 4), attention-like scores), gamma ~ 1 + N(0, 0.01),
 beta ~ N(0, 0.01). Configs run at one rank only (the programs are replicated: more ranks would
 compute the same rows on every GPU).
@@ -42,7 +47,7 @@ for _op in OPS:
 
 T_ROWS = 8192
 HS = (1024, 4096, 8192, 12288)
-VOCAB, VOCAB_ROWS = 131072, (1, 8, 64)
+VOCAB, VOCAB_ROWS = 131072, (1, 8, 64, 1024)
 EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
 # One f16 / bf16 rounding of outputs of magnitude up to ~4 (norms) or 1 (softmax), plus the
 # peers' different summation orders.
@@ -134,9 +139,12 @@ def rows(cfg: dict, ctx, mode: str):
 
     if cfg.get("vocab"):
         return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
-                ("coconetc", coconetc({}, "one block a row, read twice (rows too long for registers)")),
-                ("coconetc_split", coconetc({"COCONET_ROWWISE": "split"},
-                                            "each row in parts over blocks (COCONET_ROWWISE=split)"))]
+                ("coconetc", coconetc({}, "rows too long for registers: split over blocks where few, else a block a row")),
+                ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
+                ("coconetc_split4", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "4"},
+                                             "rows split for about 4 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=4)")),
+                ("coconetc_split8", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "8"},
+                                             "rows split for about 8 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=8)"))]
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
             ("coconetc", coconetc({}, "the row in registers, read once")),
             ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
