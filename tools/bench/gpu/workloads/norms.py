@@ -25,7 +25,8 @@ blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`
                    blocks an SM (the default aims at 2)
 Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16);
 softmax over a vocabulary: T = 1, 8 and 64 rows of H = 131072 (decode) and T = 1024 (a training
-step's logits, one block a row) (f16; not in quick).
+step's logits, one block a row); layer norm and RMSNorm at T = 8 and 1024 rows of H = 65536 (f16;
+not in quick). Rows too long for registers are marked `vocab` in their configs.
 Inputs: x ~ N(0, 1) (softmax: N(0, 4), attention-like scores), gamma ~ 1 + N(0, 0.01),
 beta ~ N(0, 0.01). Configs run at one rank only (the programs are replicated: more ranks would
 compute the same rows on every GPU).
@@ -48,6 +49,9 @@ for _op in OPS:
 T_ROWS = 8192
 HS = (1024, 4096, 8192, 12288)
 VOCAB, VOCAB_ROWS = 131072, (1, 8, 64, 1024)
+# Layer norm and RMSNorm over rows too long for registers (a long-context or wide-model row):
+# split over blocks at T = 8, one block a row at T = 1024.
+LONG_H, LONG_ROWS = 65536, (8, 1024)
 EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
 # One f16 / bf16 rounding of outputs of magnitude up to ~4 (norms) or 1 (softmax), plus the
 # peers' different summation orders.
@@ -68,6 +72,10 @@ def configs(world: int, quick: bool) -> list[dict]:
         for T in VOCAB_ROWS:
             out.append({"name": f"softmax T={T} H={VOCAB} f16", "op": "softmax", "dtype": "f16", "T": T, "H": VOCAB,
                         "sizes": {"T": T, "H": VOCAB}, "vocab": True, "bytes": 2 * T * VOCAB * 2})
+        for op in ("layernorm", "rmsnorm"):
+            for T in LONG_ROWS:
+                out.append({"name": f"{op} T={T} H={LONG_H} f16", "op": op, "dtype": "f16", "T": T, "H": LONG_H,
+                            "sizes": {"T": T, "H": LONG_H}, "vocab": True, "bytes": 2 * T * LONG_H * 2})
     return out
 
 
