@@ -3,11 +3,12 @@
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
 // mergedOverlapChunks); and the run-time knobs read from the environment at every call
 // (claimedPushes, claimedPulls, tailFlags); and the row-wise kernels' threads a row (rowThreads)
-// and parts a row (rowSplitPartsFor)
-// and its knobs. Built with nvcc and run on the build machine (the
+// and parts a row (rowSplitPartsFor) and its knobs; and the row kernels' statistics by packs
+// (MaxSumT / WelfordT / SumSqT::addPack, exp_for) against exact sums. Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -307,6 +308,69 @@ int main() {
     expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&
                coconet_rt::packAligned(nullptr, 16),
            "packAligned", 0, 0, 0, 0, 0);
+  }
+  {
+    // The row kernels' statistics by packs (MaxSumT / WelfordT / SumSqT::addPack): a row of 40000
+    // in packs of 8 over 256 "threads" (thread t packs t, t + 256, ...), the threads' states
+    // combined in a tree, against the exact statistics in double (the reference's). Softmax's
+    // state with maxima rising pack by pack, -inf elements and a pack of -inf only; Welford's
+    // over values of mean 1000 and spread 1 (a naive sum of squares loses the variance there).
+    constexpr int n = 40000, V = 8, T = 256;
+    std::vector<float> x(n);
+    unsigned long long r = 12345;
+    auto next = [&r] { r = r * 6364136223846793005ULL + 1442695040888963407ULL; return static_cast<double>(r >> 11) / 9007199254740992.0; };
+    for (int i = 0; i < n; ++i) x[i] = static_cast<float>(8.0 * next() - 4.0 + i * 1e-4);  // the maximum keeps rising
+    for (int i = 0; i < V; ++i) x[800 + i] = -INFINITY;                                     // a pack of -inf only
+    x[17] = -INFINITY;
+    auto byThreads = [&](auto st, auto&& add) {
+      std::vector<decltype(st)> th(T, st);
+      for (int u = 0; u < n / V; ++u) add(th[u % T], &x[u * V]);
+      for (int w = T / 2; w > 0; w /= 2)
+        for (int t = 0; t < w; ++t) th[t] = decltype(st)::combine(th[t], th[t + w]);
+      return th[0];
+    };
+    using MS = coconet_rt::MaxSumT<float>;
+    const MS ms = byThreads(MS{}, [](MS& st, const float* p) {
+      float xs[V];
+      for (int j = 0; j < V; ++j) xs[j] = p[j];
+      st.addPack<float>(xs);
+    });
+    double m = -INFINITY, sum = 0;
+    for (float v : x) m = std::max(m, static_cast<double>(v));
+    for (float v : x) sum += std::exp(static_cast<double>(v) - m);
+    expect(ms.m == static_cast<float>(m) && std::fabs(ms.s - sum) <= 2e-6 * sum, "MaxSumT::addPack against the exact sum", 0, 0,
+           n, static_cast<int>(1e9 * std::fabs(ms.s - sum) / sum), 0);
+    MS allInf;
+    const float infs[V] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    allInf.addPack<float>(infs);
+    expect(allInf.m == -INFINITY && allInf.s == 0, "MaxSumT::addPack of -inf only leaves the state", 0, 0, 0, 0, 0);
+    // exp_for of a 16-bit result (exp2f of x log2 e) within 5e-6 of exp over the range softmax meets
+    double worst = 0;
+    for (float v = -87.0f; v <= 0.0f; v += 0.01f)
+      worst = std::max(worst, std::fabs(coconet_rt::exp_for<short>(v) - std::exp(static_cast<double>(v))) / std::exp(static_cast<double>(v)));
+    expect(worst < 5e-6, "exp_for<16-bit> within 5e-6 of exp", 0, 0, 0, static_cast<int>(1e9 * worst), 0);
+    for (int i = 0; i < n; ++i) x[i] = static_cast<float>(1000.0 + (2.0 * next() - 1.0) * 1.7320508);
+    using W = coconet_rt::WelfordT<float>;
+    const W w = byThreads(W{}, [](W& st, const float* p) {
+      float xs[V];
+      for (int j = 0; j < V; ++j) xs[j] = p[j];
+      st.addPack<float>(xs);
+    });
+    double mean = 0, m2 = 0;
+    for (float v : x) mean += v;
+    mean /= n;
+    for (float v : x) m2 += (v - mean) * (v - mean);
+    expect(w.n == n && std::fabs(w.mean - mean) <= 1e-6 * mean && std::fabs(w.m2 - m2) <= 1e-4 * m2,
+           "WelfordT::addPack against the exact mean and squared deviations", 0, 0, n, static_cast<int>(1e6 * std::fabs(w.m2 - m2) / m2), 0);
+    using Q = coconet_rt::SumSqT<float>;
+    const Q q = byThreads(Q{}, [](Q& st, const float* p) {
+      float xs[V];
+      for (int j = 0; j < V; ++j) xs[j] = p[j];
+      st.addPack<float>(xs);
+    });
+    double sq = 0;
+    for (float v : x) sq += static_cast<double>(v) * v;
+    expect(std::fabs(q.s - sq) <= 1e-6 * sq, "SumSqT::addPack against the exact sum of squares", 0, 0, n, 0, 0);
   }
   if (failures) {
     std::printf("%d failures\n", failures);

@@ -178,22 +178,22 @@ struct OutputMap {
 // squared deviations: each element is read once for the statistics, and partial results of
 // threads combine exactly like those of elements.
 // A is the accumulation type: float, or double for f64 rows (as the interpreter computes).
-__device__ inline float acc_exp(float x) { return expf(x); }
-__device__ inline double acc_exp(double x) { return exp(x); }
+__host__ __device__ inline float acc_exp(float x) { return expf(x); }
+__host__ __device__ inline double acc_exp(double x) { return exp(x); }
 __device__ inline float acc_sqrt(float x) { return sqrtf(x); }
 __device__ inline double acc_sqrt(double x) { return sqrt(x); }
 // exp of a value whose result is stored as Out. Where Out keeps at most 11 significant bits (f16,
 // bf16), exp2f(x * log2(e)): one product and MUFU.EX2 (exp2f errs by at most 2 ulp of float, the
 // rounded product by |x| * 2^-24 * ln 2 relatively: under 5e-6 wherever exp(x) is not 0 in float,
 // against 2^-11 of the stored result), where expf takes 8 instructions; wider results keep expf.
-template <class Out> __device__ inline float exp_for(float x) {
+template <class Out> __host__ __device__ inline float exp_for(float x) {
   if constexpr (sizeof(Out) <= 2) return exp2f(x * 1.4426950408889634f);
   else return expf(x);
 }
-template <class Out> __device__ inline double exp_for(double x) { return exp(x); }
+template <class Out> __host__ __device__ inline double exp_for(double x) { return exp(x); }
 template <class A> struct MaxSumT {
   A m = -INFINITY, s = 0;
-  __device__ void add(A x) {
+  __host__ __device__ void add(A x) {
     if (x == -INFINITY) return;
     if (x > m) {
       s = s * acc_exp(m - x) + A(1);
@@ -204,7 +204,7 @@ template <class A> struct MaxSumT {
   }
   // A pack of V elements: its maximum first, then one rescale and V exps (exp_for<Out>: the
   // stored result's precision), where add takes a branch and an exp per element.
-  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+  template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
     A pm = x[0];
 #pragma unroll
     for (int j = 1; j < V; ++j) pm = x[j] > pm ? x[j] : pm;
@@ -216,7 +216,7 @@ template <class A> struct MaxSumT {
 #pragma unroll
     for (int j = 0; j < V; ++j) s += exp_for<Out>(x[j] - m);
   }
-  __device__ static MaxSumT combine(MaxSumT a, MaxSumT b) {
+  __host__ __device__ static MaxSumT combine(MaxSumT a, MaxSumT b) {
     MaxSumT r;
     r.m = a.m > b.m ? a.m : b.m;
     if (r.m == -INFINITY) return r;
@@ -232,14 +232,14 @@ template <class A> struct MaxSumT {
 };
 template <class A> struct WelfordT {
   A n = 0, mean = 0, m2 = 0;
-  __device__ void add(A x) {
+  __host__ __device__ void add(A x) {
     n += A(1);
     const A d = x - mean;
     mean += d / n;
     m2 += d * (x - mean);
   }
   // A pack of V elements: its own mean and squared deviations (one division), then combined.
-  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+  template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
     A sum = 0;
 #pragma unroll
     for (int j = 0; j < V; ++j) sum += x[j];
@@ -250,7 +250,7 @@ template <class A> struct WelfordT {
     for (int j = 0; j < V; ++j) p.m2 += (x[j] - p.mean) * (x[j] - p.mean);
     *this = combine(*this, p);
   }
-  __device__ static WelfordT combine(WelfordT a, WelfordT b) {
+  __host__ __device__ static WelfordT combine(WelfordT a, WelfordT b) {
     if (b.n == A(0)) return a;
     if (a.n == A(0)) return b;
     WelfordT r;
@@ -271,12 +271,12 @@ template <class A> struct WelfordT {
 // rmsnorm's sum of squares.
 template <class A> struct SumSqT {
   A s = 0;
-  __device__ void add(A x) { s += x * x; }
-  template <class Out, int V> __device__ void addPack(const A (&x)[V]) {
+  __host__ __device__ void add(A x) { s += x * x; }
+  template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
 #pragma unroll
     for (int j = 0; j < V; ++j) s += x[j] * x[j];
   }
-  __device__ static SumSqT combine(SumSqT a, SumSqT b) { return SumSqT{a.s + b.s}; }
+  __host__ __device__ static SumSqT combine(SumSqT a, SumSqT b) { return SumSqT{a.s + b.s}; }
   __device__ SumSqT shfl(int lane) const { return SumSqT{__shfl_xor_sync(0xffffffffu, s, lane)}; }
 };
 // Combines every thread's value of a block (blockDim.x a multiple of 32, at most 1024); every
