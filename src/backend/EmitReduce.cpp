@@ -428,6 +428,11 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
                         ")) && coconet_rt::packAligned(" + var(id) + ", " + std::to_string(V) + " * sizeof(" + T + "))";
   if (scaled) aligned += " && coconet_rt::packAligned(" + gp + ", " + std::to_string(V) + " * sizeof(" + GT + "))";
   if (shifted) aligned += " && coconet_rt::packAligned(" + bp + ", " + std::to_string(V) + " * sizeof(" + BT + "))";
+  // Each kernel is a template over the pack: V elements where `packed`, else single ones.
+  auto launch = [&](const std::string& kernel, const std::string& config, const std::string& kargs) {
+    return "      if (packed) " + kname + kernel + "<" + std::to_string(V) + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n" +
+           "      else " + kname + kernel + "<1><<<" + config + ", 0, stream_>>>" + kargs + ";\n";
+  };
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
         << "    const int V = packed ? " << V << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16);\n"
@@ -435,23 +440,19 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
-        << "      if (packed) " << kname << "_reg<" << V << "><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
-        << "      else " << kname << "_reg<1><<<blocks, threads, 0, stream_>>>" << args << ", R);\n"
+        << launch("_reg", "blocks, threads", args + ", R)")
         << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name << "\"); parts0 > 1) {\n"
         << "      const long long units = n / V, C = (units + parts0 - 1) / parts0, parts = (units + C - 1) / C;  // C packs a part\n"
         << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""
         << s.name << "\");\n"
         << "      auto* part = static_cast<" << k.stats << "*>(rows" << id << "_.ptr);\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(rows * parts, 65535));\n"
-        << "      if (packed) " << kname << "_split_stats<" << V << "><<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
-        << "      else " << kname << "_split_stats<1><<<blocks, 256, 0, stream_>>>(" << var(s.operands[0]) << ", part, rows, n, C, parts);\n"
+        << launch("_split_stats", "blocks, 256", "(" + var(s.operands[0]) + ", part, rows, n, C, parts)")
         << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
-        << "      if (packed) " << kname << "_split_write<" << V << "><<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
-        << "      else " << kname << "_split_write<1><<<blocks, 256, 0, stream_>>>" << args << ", part, C, parts);\n"
+        << launch("_split_write", "blocks, 256", args + ", part, C, parts)")
         << "    } else {\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(rows, 65535));\n"
-        << "      if (packed) " << kname << "_long<" << V << "><<<blocks, 256, 0, stream_>>>" << args << ");\n"
-        << "      else " << kname << "_long<1><<<blocks, 256, 0, stream_>>>" << args << ");\n"
+        << launch("_long", "blocks, 256", args + ")")
         << "    }\n    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 

@@ -4,7 +4,7 @@
 # where told, and fake nvidia-smi (4 GPUs), cmake, nvcc and compute-sanitizer on PATH. Checks the
 # result file's lines and counts, that runs of one world size ran side by side on disjoint GPUs,
 # that GPU_TESTS_LANES=1 gives the same result file, that GPU_TESTS_MEMCHECK_FIRST=1 runs the
-# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, that COCONET_ knobs set around a run are recorded, that the
+# multi-GPU memchecks first, that GPU_TESTS_DRIVERS=0 runs no driver check, that GPU_TESTS_SANITIZE_SETS sanitizes named sets, that COCONET_ knobs set around a run are recorded, that the
 # C-interface checks run in one batch and alone where it did not end ok, and that a run stopped by a signal (a device
 # job's timeout) keeps the lines of the runs that finished. Usage: tests/gpu/runner_test.sh
 set -euo pipefail
@@ -172,6 +172,22 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/multisan/gpu-results.
 $(diff <(echo "$want") <(echo "$got"))"
 [ "$(awk '$5 == 1' "$t/multisan.seen" | wc -l)" = 1 ] ||
   fail "COCONET_MULTI_RANK_FORMS=1 not around exactly the one sanitizer run: $(cat "$t/multisan.seen")"
+# GPU_TESTS_SANITIZE_SETS: the sanitizers on a named set's one-rank vectors too, with each of its
+# program's builds (a set without one-rank vectors, beta@v here, is passed over)
+mkdir -p "$b/dumps/alpha@s/ranks1" && touch "$b/dumps/alpha@s/ranks1/manifest.txt"
+run "$t/sansets" GPU_TESTS_RANKS=1 GPU_TESTS_DRIVERS=0 SANITIZE_TOOLS=memcheck GPU_TESTS_SANITIZE_SETS="alpha@s beta@v"
+rm -r "$b/dumps/alpha@s/ranks1"
+want="checks: 0 passed, 0 failed
+compute-sanitizer memcheck alpha: clean
+compute-sanitizer memcheck beta: clean
+compute-sanitizer memcheck beta@v: clean
+compute-sanitizer memcheck alpha@s (gen/alpha): clean
+$memchecks"
+got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/sansets/gpu-results.txt")
+[ "$got" = "$want" ] || fail "GPU_TESTS_SANITIZE_SETS: result lines differ:
+$(diff <(echo "$want") <(echo "$got"))"
+grep -q '^command: .*; GPU_TESTS_SANITIZE_SETS="alpha@s beta@v"' "$t/sansets/gpu-results.txt" ||
+  fail "GPU_TESTS_SANITIZE_SETS not in the command line"
 # GPU_TESTS_ONLY: names and shell patterns ("beta@*": beta's variants, not beta itself; a "*"
 # in the folder must not expand to its files).
 touch "beta@file"

@@ -322,19 +322,19 @@ int main() {
     for (int i = 0; i < n; ++i) x[i] = static_cast<float>(8.0 * next() - 4.0 + i * 1e-4);  // the maximum keeps rising
     for (int i = 0; i < V; ++i) x[800 + i] = -INFINITY;                                     // a pack of -inf only
     x[17] = -INFINITY;
-    auto byThreads = [&](auto st, auto&& add) {
+    auto byThreads = [&](auto st) {
       std::vector<decltype(st)> th(T, st);
-      for (int u = 0; u < n / V; ++u) add(th[u % T], &x[u * V]);
+      for (int u = 0; u < n / V; ++u) {
+        float xs[V];
+        for (int j = 0; j < V; ++j) xs[j] = x[u * V + j];
+        th[u % T].template addPack<float>(xs);
+      }
       for (int w = T / 2; w > 0; w /= 2)
         for (int t = 0; t < w; ++t) th[t] = decltype(st)::combine(th[t], th[t + w]);
       return th[0];
     };
     using MS = coconet_rt::MaxSumT<float>;
-    const MS ms = byThreads(MS{}, [](MS& st, const float* p) {
-      float xs[V];
-      for (int j = 0; j < V; ++j) xs[j] = p[j];
-      st.addPack<float>(xs);
-    });
+    const MS ms = byThreads(MS{});
     double m = -INFINITY, sum = 0;
     for (float v : x) m = std::max(m, static_cast<double>(v));
     for (float v : x) sum += std::exp(static_cast<double>(v) - m);
@@ -351,11 +351,7 @@ int main() {
     expect(worst < 5e-6, "exp_for<16-bit> within 5e-6 of exp", 0, 0, 0, static_cast<int>(1e9 * worst), 0);
     for (int i = 0; i < n; ++i) x[i] = static_cast<float>(1000.0 + (2.0 * next() - 1.0) * 1.7320508);
     using W = coconet_rt::WelfordT<float>;
-    const W w = byThreads(W{}, [](W& st, const float* p) {
-      float xs[V];
-      for (int j = 0; j < V; ++j) xs[j] = p[j];
-      st.addPack<float>(xs);
-    });
+    const W w = byThreads(W{});
     double mean = 0, m2 = 0;
     for (float v : x) mean += v;
     mean /= n;
@@ -363,11 +359,7 @@ int main() {
     expect(w.n == n && std::fabs(w.mean - mean) <= 1e-6 * mean && std::fabs(w.m2 - m2) <= 1e-4 * m2,
            "WelfordT::addPack against the exact mean and squared deviations", 0, 0, n, static_cast<int>(1e6 * std::fabs(w.m2 - m2) / m2), 0);
     using Q = coconet_rt::SumSqT<float>;
-    const Q q = byThreads(Q{}, [](Q& st, const float* p) {
-      float xs[V];
-      for (int j = 0; j < V; ++j) xs[j] = p[j];
-      st.addPack<float>(xs);
-    });
+    const Q q = byThreads(Q{});
     double sq = 0;
     for (float v : x) sq += static_cast<double>(v) * v;
     expect(std::fabs(q.s - sq) <= 1e-6 * sq, "SumSqT::addPack against the exact sum of squares", 0, 0, n, 0, 0);

@@ -174,9 +174,9 @@ struct OutputMap {
 };
 
 // ---- One-pass row statistics (softmax, layernorm, rmsnorm) ----------------------------------
-// Softmax's running maximum and sum of exp(x - max), and Welford's count, mean and sum of
-// squared deviations: each element is read once for the statistics, and partial results of
-// threads combine exactly like those of elements.
+// Softmax's running maximum and sum of exp(x - max), Welford's count, mean and sum of squared
+// deviations, the sum of squares: each element is read once for the statistics (a pack at a
+// time, addPack), and partial results of threads combine exactly like those of packs.
 // A is the accumulation type: float, or double for f64 rows (as the interpreter computes).
 __host__ __device__ inline float acc_exp(float x) { return expf(x); }
 __host__ __device__ inline double acc_exp(double x) { return exp(x); }
@@ -193,17 +193,8 @@ template <class Out> __host__ __device__ inline float exp_for(float x) {
 template <class Out> __host__ __device__ inline double exp_for(double x) { return exp(x); }
 template <class A> struct MaxSumT {
   A m = -INFINITY, s = 0;
-  __host__ __device__ void add(A x) {
-    if (x == -INFINITY) return;
-    if (x > m) {
-      s = s * acc_exp(m - x) + A(1);
-      m = x;
-    } else {
-      s += acc_exp(x - m);
-    }
-  }
   // A pack of V elements: its maximum first, then one rescale and V exps (exp_for<Out>: the
-  // stored result's precision), where add takes a branch and an exp per element.
+  // stored result's precision), not a branch and an exp per element.
   template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
     A pm = x[0];
 #pragma unroll
@@ -232,12 +223,6 @@ template <class A> struct MaxSumT {
 };
 template <class A> struct WelfordT {
   A n = 0, mean = 0, m2 = 0;
-  __host__ __device__ void add(A x) {
-    n += A(1);
-    const A d = x - mean;
-    mean += d / n;
-    m2 += d * (x - mean);
-  }
   // A pack of V elements: its own mean and squared deviations (one division), then combined.
   template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
     A sum = 0;
@@ -271,7 +256,6 @@ template <class A> struct WelfordT {
 // rmsnorm's sum of squares.
 template <class A> struct SumSqT {
   A s = 0;
-  __host__ __device__ void add(A x) { s += x * x; }
   template <class Out, int V> __host__ __device__ void addPack(const A (&x)[V]) {
 #pragma unroll
     for (int j = 0; j < V; ++j) s += x[j] * x[j];
@@ -419,8 +403,9 @@ inline int rowThreads(long long units, int perThread) {
 // Parts a row is split into over blocks (the `_split_stats` and `_split_write` kernels) where rows
 // are too long for registers (rowThreads gave 0) and too few for `perSm` blocks on each of the
 // GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
-// least kRowSplitMin elements; 1 where a block takes a whole row. On one H200 the split took
-// softmax over 131072 elements at T = 1, 8, 64 rows from 233-242 to 19-60 us (session 58).
+// least kRowSplitMin elements; 1 where a block takes a whole row. On one H200 (session 58, call v)
+// softmax over 131072 elements at T = 1, 8, 64 rows took 7.7 / 9.2 / 20.6 us split, 42-50 us a
+// block a row; 4 blocks an SM as fast, 8 slower.
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits;
 // COCONET_ROW_SPLIT_BLOCKS=B (1..64) aims at B blocks an SM instead of kRowSplitBlocks.
 constexpr long long kRowSplitMin = 4096;
