@@ -425,6 +425,9 @@ private:
           }
         }
         int64_t step = s.dim < 0 ? 1 : xst[s.dim];
+        // f32 (and f16/bf16) sums and squared norms accumulate in double and round to f32 once, as
+        // the row-wise operations do: a sequential float sum of n terms errs by up to ~n ulp, the
+        // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway.
         bool useF = accFloat(s.type.dtype);
         float af = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0f;
         double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
@@ -434,15 +437,19 @@ private:
           if (perturbed) mag += std::fabs(v);
           switch (s.reduce) {
             case ReduceKind::Sum: case ReduceKind::Mean:
-              if (useF) af += static_cast<float>(v); else ad += v;
+              ad += useF ? static_cast<double>(static_cast<float>(v)) : v;
               break;
-            case ReduceKind::Norm:
-              if (useF) af = std::fma(static_cast<float>(v), static_cast<float>(v), af); else ad += v * v;
+            case ReduceKind::Norm: {
+              double t = useF ? static_cast<double>(static_cast<float>(v)) : v;
+              ad += t * t;
               break;
+            }
             case ReduceKind::Max: af = std::max(af, static_cast<float>(v)); ad = std::max(ad, v); break;
             case ReduceKind::Min: af = std::min(af, static_cast<float>(v)); ad = std::min(ad, v); break;
           }
         }
+        bool summed = s.reduce == ReduceKind::Sum || s.reduce == ReduceKind::Mean || s.reduce == ReduceKind::Norm;
+        if (useF && summed) af = static_cast<float>(ad);
         double res = useF ? static_cast<double>(af) : ad;
         if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
         if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
@@ -565,14 +572,15 @@ private:
         }
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
+            // Products of f32 (or narrower) operands are exact in double; their sum rounds to f32
+            // once (see reduce()).
             double acc = 0;
-            float accf = 0;
             for (int64_t k = 0; k < K; ++k) {
               double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
               if (wide) acc += x * w;
-              else accf = std::fma(static_cast<float>(x), static_cast<float>(w), accf);
+              else acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
             }
-            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, wide ? acc : accf);
+            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
           }
       }
       if (gemv) y.shape.pop_back();

@@ -10,9 +10,11 @@
 //
 // Numerics, shared by the interpreter and the CUDA backend: a stage's result is rounded to
 // its dtype when it is stored; inside a compute stage's expression, f16/bf16/f32 arithmetic
-// is done in f32 (f64 in f64); reductions, matmuls and collectives accumulate in f32 for
-// f16/bf16/f32 and in f64 for f64, in a fixed order (ranks in group order, elements in index
-// order). So moving element-wise work across collectives or fusing it changes no bit.
+// is done in f32 (f64 in f64); reductions, matmuls and collectives combine terms in a fixed
+// order (ranks in group order, elements in index order), a rank's sums of f16/bf16/f32 terms
+// accumulated in f64 and rounded to f32 once (the GPU's tree of short sums is about that
+// exact), the ranks' values combined in f32 (f64 for f64). So moving element-wise work across
+// collectives or fusing it changes no bit.
 #pragma once
 
 #include <map>
