@@ -10,6 +10,9 @@
 //   alt     back to back over two input/output pairs in turn
 //   occK    back to back with dynamic shared memory that holds the kernel to K blocks an SM
 //   split2  back to back, each launch as two launches of half the rows
+//   carveP  back to back with the kernel's preferred shared memory carveout P (-1: none, 0: the
+//           most L1), alone, after one launch of a kernel using the most shared memory a block may
+//           have, and with such a one-block kernel before every launch (its own time subtracted)
 // Every variant's output is compared with the first launch's, bit for bit.
 // Build (from the repository root, on the GPU machine):
 //   coconetc compile tools/bench/programs/layernorm.cnet -o /tmp/ln
@@ -24,6 +27,15 @@ __global__ void sleepKernel(unsigned ns) {
   if (threadIdx.x == 0) {
     for (unsigned t = 0; t < ns; t += 1000) __nanosleep(1000);
   }
+}
+
+// Uses `smem` bytes of dynamic shared memory (so the SMs are configured for it) and writes nothing
+// unless `w` is set.
+__global__ void bigShared(__half* out, int w) {
+  extern __shared__ float buf[];
+  buf[threadIdx.x] = threadIdx.x;
+  __syncwarp();
+  if (w) out[threadIdx.x] = __float2half(buf[31 - threadIdx.x]);
 }
 
 int main(int argc, char** argv) {
@@ -54,6 +66,10 @@ int main(int argc, char** argv) {
   std::printf("T=%lld H=%lld: %d blocks of %d threads (R=%d), %d blocks an SM, %d SMs\n", T, H, blocks,
               threads, R, perSm, sms);
   const float eps = 1e-5f;
+  int maxOptin = 0;
+  CK(cudaDeviceGetAttribute(&maxOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int bigSmem = maxOptin;
+  CK(cudaFuncSetAttribute(bigShared, cudaFuncAttributeMaxDynamicSharedMemorySize, bigSmem));
   auto launch = [&](int i, size_t smem, long long r0, long long rows) {
     const int bl = static_cast<int>((rows + rpb - 1) / rpb);
     k_3_y_reg<8><<<bl, threads, smem>>>(x[i] + r0 * H, y[i] + r0 * H, g, b, rows, H, eps, R);
@@ -115,11 +131,26 @@ int main(int argc, char** argv) {
       std::printf("  occ%d     %7.1f us (%d blocks an SM)\n", k, b2b([&](int) { launch(0, smem, 0, T); }), got_);
       check("occ");
     }
+    CK(cudaFuncSetAttribute(k_3_y_reg<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 0));
     std::printf("  split2   %7.1f us\n", b2b([&](int) {
                   launch(0, 0, 0, T / 2);
                   launch(0, 0, T / 2, T - T / 2);
                 }));
     check("split2");
+    // The L1 / shared memory split: the kernel's preference, and what a kernel with a large
+    // shared memory leaves configured before it (a Triton or cuBLAS kernel in a PyTorch process)
+    for (int pref : {-1, 100, 50, 0}) {
+      CK(cudaFuncSetAttribute(k_3_y_reg<8>, cudaFuncAttributePreferredSharedMemoryCarveout, pref));
+      std::printf("  carve%-4d %7.1f us", pref, b2b([&](int) { launch(0, 0, 0, T); }));
+      bigShared<<<sms, 32, bigSmem>>>(y[1], 0);
+      std::printf("  after big shared %7.1f us", b2b([&](int) { launch(0, 0, 0, T); }));
+      std::printf("  big shared between %7.1f us\n", b2b([&](int) {
+                    bigShared<<<1, 32, bigSmem>>>(y[1], 0);
+                    launch(0, 0, 0, T);
+                  }) - b2b([&](int) { bigShared<<<1, 32, bigSmem>>>(y[1], 0); }));
+      check("carveout");
+    }
+    CK(cudaFuncSetAttribute(k_3_y_reg<8>, cudaFuncAttributePreferredSharedMemoryCarveout, -1));
   }
   std::printf("ok\n");
   return 0;
