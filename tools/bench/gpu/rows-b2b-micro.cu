@@ -10,6 +10,7 @@
 //   alt     back to back over two input/output pairs in turn
 //   occK    back to back with dynamic shared memory that holds the kernel to K blocks an SM
 //   split2  back to back, each launch as two launches of half the rows
+//   run     (with argument 3 `program`) the generated program's own step back to back
 //   carveP  back to back with the kernel's preferred shared memory carveout P (-1: none, 0: the
 //           most L1), alone, after one launch of a kernel using the most shared memory a block may
 //           have, and with such a one-block kernel before every launch (its own time subtracted)
@@ -65,6 +66,18 @@ int main(int argc, char** argv) {
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, k_3_y_reg<8>, threads, 0));
   std::printf("T=%lld H=%lld: %d blocks of %d threads (R=%d), %d blocks an SM, %d SMs\n", T, H, blocks,
               threads, R, perSm, sms);
+  // argv[3]: "plain" (default) or "program": NCCL set up over one rank and the generated program
+  // created on it first (cuBLAS handle and all), then the variants, and `run` (the program's
+  // own step, back to back), as the generated driver and the bench run it
+  const bool withProgram = argc > 3 && std::strcmp(argv[3], "program") == 0;
+  ncclComm_t comm = nullptr;
+  coconet_gen::layernorm* prog = nullptr;
+  if (withProgram) {
+    ncclUniqueId id;
+    CK(ncclGetUniqueId(&id));
+    CK(ncclCommInitRank(&comm, 1, id, 0));
+    prog = new coconet_gen::layernorm(comm, 0);
+  }
   const float eps = 1e-5f;
   int maxOptin = 0;
   CK(cudaDeviceGetAttribute(&maxOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -107,6 +120,18 @@ int main(int argc, char** argv) {
     std::printf("round %d\n", round);
     std::printf("  b2b      %7.1f us\n", b2b([&](int) { launch(0, 0, 0, T); }));
     check("b2b");
+    if (prog) {
+      coconet_gen::layernorm_sizes sz;
+      sz.s_T = T;
+      sz.s_H = H;
+      coconet_gen::layernorm_tensors tt;
+      tt.x = x[0];
+      tt.gamma = g;
+      tt.beta = b;
+      tt.y = y[0];
+      std::printf("  run      %7.1f us\n", b2b([&](int) { prog->run(sz, {}, tt, 0); }));
+      check("run");
+    }
     auto each = timeLaunches([&] { launch(0, 0, 0, T); }, 20, iters);
     std::printf("  each     %7.1f us (median; fastest %.1f)\n", each[iters / 2] * 1000.f, each[0] * 1000.f);
     for (unsigned gap : {2000u, 10000u, 40000u}) {
@@ -152,6 +177,8 @@ int main(int argc, char** argv) {
     }
     CK(cudaFuncSetAttribute(k_3_y_reg<8>, cudaFuncAttributePreferredSharedMemoryCarveout, -1));
   }
+  delete prog;
+  if (comm) CK(ncclCommDestroy(comm));
   std::printf("ok\n");
   return 0;
 }
