@@ -2,7 +2,8 @@
 # CMake-built libcoconet_layernorm.so, its C interface, torch tensors), back to back behind a
 # sleeping kernel as bench.py's queued_us times it, with inputs made as the bench makes them
 # (normal, f32 then f16) and otherwise (uniform, made in f16; the same x with a fresh y); then
-# rows-b2b-micro (argv[2]) in the same process.
+# rows-b2b-micro (argv[2]) in the same process. argv[3]: seconds of warm-up before each timing
+# (call h: 0 and 2).
 import ctypes
 import sys
 
@@ -19,10 +20,24 @@ prog = lib.create()
 T = H = 8192
 
 
-def queued(step, n=200):
+WARM_S = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+
+
+def warm(step):
+    # 20 steps, then more for about WARM_S seconds (bench.py's warm-up: --warmup-seconds)
+    import time
     for _ in range(20):
         step()
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < WARM_S:
+        for _ in range(50):
+            step()
+        torch.cuda.synchronize()
+
+
+def queued(step, n=200):
+    warm(step)
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(int(4e6))   # ~2 ms at 2 GHz: the steps queue behind it
     step()
@@ -36,8 +51,7 @@ def queued(step, n=200):
 
 def each(step, n=200):
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-    for _ in range(20):
-        step()
+    warm(step)
     for s, e in ev:
         s.record()
         step()
@@ -63,6 +77,7 @@ for rnd in range(2):
                       dynamic=False, fullgraph=True)
     print(f"round {rnd} torch.compile: queued {queued(f):.1f} us, each {each(f):.1f} us (median)", flush=True)
 prog.finish()
-micro = ctypes.CDLL(sys.argv[2])
-argv = (ctypes.c_char_p * 4)(b"micro", b"8192", b"8192", b"plain")
-micro.rows_b2b_entry(3, argv)
+if sys.argv[2] != "-":
+    micro = ctypes.CDLL(sys.argv[2])
+    argv = (ctypes.c_char_p * 4)(b"micro", b"8192", b"8192", b"plain")
+    micro.rows_b2b_entry(3, argv)
