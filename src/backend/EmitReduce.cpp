@@ -279,9 +279,9 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
   const Stage& s = p_.stages[k.id];
   // The row in registers: R threads a row, each keeping up to 8 packs of V elements as stored.
   kernels_ << "// " << s.name << ": " << stageKindName(s.kind) << " over the last dimension. Rows of up to 4096 packs of 16 bytes\n"
-           << "// (or 8192 single elements where packs do not fit the row): a group of R threads a row (the fewest, up to\n"
-           << "// 512) keeps it in registers as stored, up to 8 packs a thread, so the row is read once; each pass converts;\n"
-           << "// the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
+           << "// (or 8192 single elements where packs do not fit the row): a group of R threads a row (the fewest: a power of\n"
+           << "// two up to 128, then a multiple of 32 up to 512) keeps it in registers as stored, up to 8 packs a thread, so\n"
+           << "// the row is read once; each pass converts; the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
                                                                           : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
            << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512" << (k.minBlocks > 1 ? ", " + std::to_string(k.minBlocks) : "")
            << ") " << kname << "_reg" << params << ", int R) {\n"

@@ -104,6 +104,10 @@ vectors rowwise_types@wide "$root/tests/gpu/programs/rowwise_types.cnet" -D R=3 
 # rowwise_types with 2 rows of 40000 (beyond the registers, few rows: each split over blocks in
 # whole packs of every element type; with COCONET_ROWWISE=long one block a row).
 vectors rowwise_types@long "$root/tests/gpu/programs/rowwise_types.cnet" -D R=2 -D C=40000
+# rowwise_types with rows of 10248: threads a row a multiple of 32 past 128, packs uneven over
+# them (i32: 2562 packs over 352 threads, 7 or 8 each); the other types' rows take single
+# elements or are too long for the registers. ops_mix@w12k: 192 and 384 threads, 8 packs each.
+vectors rowwise_types@r192 "$root/tests/gpu/programs/rowwise_types.cnet" -D R=3 -D C=10248
 vectors ops_mix@rows2k "$root/tests/gpu/programs/ops_mix.cnet" -D R=9 -D C=2048 -D V=16 -D D=8
 vectors ops_mix@odd "$root/tests/gpu/programs/ops_mix.cnet" -D R=33 -D C=1002 -D V=16 -D D=8 --ranks 1,2
 vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -D V=16 -D D=8

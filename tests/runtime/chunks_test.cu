@@ -269,14 +269,16 @@ int main() {
     expect(!after && e == 2, "nextFlagEpoch: 1 -> 2 after the wrap, no zeroing", 0, 0, 0, 0, static_cast<int>(e));
   }
   {
-    // Row-wise kernels: threads a row, the fewest power of two up to 512 that keep the row's packs
-    // with at most perThread a thread; 0 (the one-block-a-row kernel) past that; the knobs.
+    // Row-wise kernels: threads a row, the fewest (a power of two up to 128, then a multiple of
+    // 32 up to 512) that keep the row's packs with at most perThread a thread; 0 (the
+    // one-block-a-row kernel) past that; the knobs.
     using coconet_rt::rowThreads;
     unsetenv("COCONET_ROWWISE");
     unsetenv("COCONET_ROW_PACKS");
     const struct { long long units; int per, want; } cases[] = {
-        {1, 8, 1},     {8, 8, 1},     {9, 8, 2},      {128, 8, 16},   {512, 8, 64},
-        {1536, 8, 256}, {4096, 8, 512}, {4097, 8, 0},  {1002, 16, 64}, {8192, 16, 512}, {8193, 16, 0}};
+        {1, 8, 1},      {8, 8, 1},      {9, 8, 2},      {128, 8, 16},    {512, 8, 64},   {513, 8, 128},
+        {1024, 8, 128}, {1025, 8, 160}, {1536, 8, 192}, {2560, 8, 320},  {3072, 8, 384}, {4096, 8, 512},
+        {4097, 8, 0},   {1002, 16, 64}, {2050, 16, 160}, {8192, 16, 512}, {8193, 16, 0}};
     for (auto& c : cases)
       expect(rowThreads(c.units, c.per) == c.want, "rowThreads", c.per, 0, c.units, 0, rowThreads(c.units, c.per));
     setenv("COCONET_ROW_PACKS", "2", 1);
