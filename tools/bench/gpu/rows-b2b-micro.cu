@@ -185,6 +185,6 @@ int main(int argc, char** argv) {
 
 #ifdef ROWS_B2B_SHARED
 // Built as a shared library with -DROWS_B2B_SHARED -Dmain=rows_b2b_main, to run inside another
-// process (a PyTorch one: docs/benchmarks/gpu/2026-11-29-2xH200-session59/in_torch.py).
+// process (a PyTorch one: docs/benchmarks/gpu/2026-11-29-2xH200-1xH200-session59/in_torch.py).
 extern "C" int rows_b2b_entry(int argc, char** argv) { return rows_b2b_main(argc, argv); }
 #endif
