@@ -34,7 +34,7 @@ float term(int i) { return std::exp(static_cast<float>(i % 4) - 3.0f); }
 
 }  // namespace
 
-TEST_CASE("f32 sums, means, norms and dot products round once from a double accumulation", "[interp]") {
+TEST_CASE("f32 sums and means and norms and dot products round once from a double accumulation", "[interp]") {
   auto c = coconet::test::checkText("sums.cnet", kProgram);
   auto p = c->lowered();
   Config cfg;
