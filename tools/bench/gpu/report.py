@@ -163,7 +163,10 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
                  f"{meta.get('warmup', '?')} warm-up iterations"
                  + (f" then more to {meta['warmup_seconds']:g} s" if meta.get("warmup_seconds") else "")
                  + f" + {meta.get('iters', '?')} timed iterations"
-                 + (f", the rows taking turns in {meta['interleave']} rounds" if (meta.get("interleave") or 0) > 1 else "")
+                 + (f", the rows taking turns in {meta['interleave']} rounds" if (meta.get("interleave") or 0) > 1
+                    else ", the rows one after another (each timed at the power state its own warm-up and the rows"
+                         " before it left the GPUs in: compare close rows from a run with --interleave)"
+                    if meta.get("device") != "cpu" and len(raw.get("configs", [{}])[0].get("rows", [])) > 1 else "")
                  + ("; **quick run: sizes and iterations reduced, not results**" if meta.get("quick") else "")
                  + ("; **CPU developer run: timings meaningless**" if meta.get("device") == "cpu" else ""))
     lines.append("")

@@ -84,3 +84,26 @@ class TargetsByGpuTime(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RunLine(unittest.TestCase):
+    """A workload's run line says how its rows were timed: in turns, or one after another (rows
+    timed one after another compare the GPUs' power states too: session 59 found the GPU at its
+    700-W limit after 2 s of layer norms, its SMs slower, and a 10% gap between two equal kernels)."""
+
+    def line(self, meta):
+        r = raw("lamb", [(20, [row("eager", 10.0), row("coconetc", 5.0)])])
+        r["meta"] = meta
+        return report.workload_section(r, None)[2]
+
+    def test_rows_taking_turns(self):
+        line = self.line({"interleave": 10})
+        self.assertIn("the rows taking turns in 10 rounds", line)
+        self.assertNotIn("one after another", line)
+
+    def test_rows_one_after_another(self):
+        self.assertIn("the rows one after another", self.line({}))
+        self.assertIn("the rows one after another", self.line({"interleave": 1}))
+
+    def test_cpu_run_says_nothing_of_power(self):
+        self.assertNotIn("one after another", self.line({"device": "cpu"}))
