@@ -840,6 +840,18 @@ void Checker::checkProgram(const ProgramDecl& p) {
                 v->length);
           continue;
         }
+        // A parameter or builtin has no stage of its own: the program computes nothing for it.
+        if (const Symbol* sym = n->target;
+            sym && (sym->kind == SymbolKind::SizeParam || sym->kind == SymbolKind::ScalarParam ||
+                    sym->kind == SymbolKind::Builtin)) {
+          const char* what = sym->kind == SymbolKind::SizeParam     ? "a size parameter"
+                             : sym->kind == SymbolKind::ScalarParam ? "a scalar parameter"
+                                                                    : "a builtin";
+          error(v->loc, "program outputs are tensors it takes in or computes; " + quote(n->name) + " is " +
+                            what + ": assign it to a name first (" + n->name + "_out = " + n->name + ";)",
+                v->length);
+          continue;
+        }
         if (!seen.insert(n->name).second) {
           error(v->loc, quote(n->name) + " is returned twice", v->length);
           continue;
