@@ -155,6 +155,20 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 # -- one workload at one world size ---------------------------------------------------------------
 
+def rows_order(raw: dict) -> str:
+    """How the run line says the rows were timed: taking turns (--interleave), or one after
+    another, each at the power state its own warm-up and the rows before it left the GPUs in
+    (session 59: two equal layer norm kernels 10% apart so); nothing for a CPU run or one row."""
+    meta = raw.get("meta", {})
+    if (meta.get("interleave") or 0) > 1:
+        return f", the rows taking turns in {meta['interleave']} rounds"
+    most = max((len(c.get("rows", [])) for c in raw.get("configs", [])), default=0)
+    if meta.get("device") == "cpu" or most < 2:
+        return ""
+    return (", the rows one after another (each timed at the power state its own warm-up and the rows"
+            " before it left the GPUs in: compare close rows from a run with --interleave)")
+
+
 def workload_section(raw: dict, plot: str | None) -> list[str]:
     meta = raw.get("meta", {})
     w, P = raw.get("workload"), raw.get("world")
@@ -163,10 +177,7 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
                  f"{meta.get('warmup', '?')} warm-up iterations"
                  + (f" then more to {meta['warmup_seconds']:g} s" if meta.get("warmup_seconds") else "")
                  + f" + {meta.get('iters', '?')} timed iterations"
-                 + (f", the rows taking turns in {meta['interleave']} rounds" if (meta.get("interleave") or 0) > 1
-                    else ", the rows one after another (each timed at the power state its own warm-up and the rows"
-                         " before it left the GPUs in: compare close rows from a run with --interleave)"
-                    if meta.get("device") != "cpu" and len(raw.get("configs", [{}])[0].get("rows", [])) > 1 else "")
+                 + rows_order(raw)
                  + ("; **quick run: sizes and iterations reduced, not results**" if meta.get("quick") else "")
                  + ("; **CPU developer run: timings meaningless**" if meta.get("device") == "cpu" else ""))
     lines.append("")

@@ -107,3 +107,9 @@ class RunLine(unittest.TestCase):
 
     def test_cpu_run_says_nothing_of_power(self):
         self.assertNotIn("one after another", self.line({"device": "cpu"}))
+
+    def test_run_without_configs(self):
+        # a run that failed before its first config still gets its section
+        r = raw("lamb", [])
+        r["status"] = "failed"
+        self.assertNotIn("one after another", report.workload_section(r, None)[2])
