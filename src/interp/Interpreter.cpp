@@ -427,29 +427,23 @@ private:
         int64_t step = s.dim < 0 ? 1 : xst[s.dim];
         // f32 (and f16/bf16) sums and squared norms accumulate in double and round to f32 once, as
         // the row-wise operations do: a sequential float sum of n terms errs by up to ~n ulp, the
-        // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway.
+        // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway
+        // (rounding is monotone), so every kind rounds its double result once.
         bool useF = accFloat(s.type.dtype);
-        float af = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0f;
         double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
         double mag = 0;  // the sum of the terms' magnitudes (for `perturbed`)
         for (int64_t i = 0; i < inner; ++i) {
           double v = x.data[base + i * step];
           if (perturbed) mag += std::fabs(v);
+          if (useF) v = static_cast<float>(v);
           switch (s.reduce) {
-            case ReduceKind::Sum: case ReduceKind::Mean:
-              ad += useF ? static_cast<double>(static_cast<float>(v)) : v;
-              break;
-            case ReduceKind::Norm: {
-              double t = useF ? static_cast<double>(static_cast<float>(v)) : v;
-              ad += t * t;
-              break;
-            }
-            case ReduceKind::Max: af = std::max(af, static_cast<float>(v)); ad = std::max(ad, v); break;
-            case ReduceKind::Min: af = std::min(af, static_cast<float>(v)); ad = std::min(ad, v); break;
+            case ReduceKind::Sum: case ReduceKind::Mean: ad += v; break;
+            case ReduceKind::Norm: ad += v * v; break;
+            case ReduceKind::Max: ad = std::max(ad, v); break;
+            case ReduceKind::Min: ad = std::min(ad, v); break;
           }
         }
-        bool summed = s.reduce == ReduceKind::Sum || s.reduce == ReduceKind::Mean || s.reduce == ReduceKind::Norm;
-        if (useF && summed) af = static_cast<float>(ad);
+        const float af = static_cast<float>(ad);
         double res = useF ? static_cast<double>(af) : ad;
         if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
         if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
