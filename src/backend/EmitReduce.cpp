@@ -305,7 +305,8 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
   };
   const std::string sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
   if (softmax) {
-    kernels_ << "    " << A << " m = -INFINITY;\n" << each("m = e > m ? e : m;")
+    // The maximum from the packs as stored (coconet_rt::packMax: 16-bit floats in pairs, converted once).
+    kernels_ << "    " << A << " m = -INFINITY;\n#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k < kn) m = coconet_rt::packMax(v[k], m);\n    }\n"
              << "    m = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m, R, sh);\n"
              << "    " << A << " s = 0;\n" << each("s += coconet_rt::exp_for<" + T + ">(e - m);")
              << "    const " << A << " rs = " << A << "(1) / " << sum << "(s, R, sh);  // one division a row\n";

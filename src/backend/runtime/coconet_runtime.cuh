@@ -186,9 +186,25 @@ __device__ inline double acc_sqrt(double x) { return sqrt(x); }
 // bf16), exp2f(x * log2(e)): one product and MUFU.EX2 (exp2f errs by at most 2 ulp of float, the
 // rounded product by |x| * 2^-24 * ln 2 relatively: under 5e-6 wherever exp(x) is not 0 in float,
 // against 2^-11 of the stored result), where expf takes 8 instructions; wider results keep expf.
+// For f16 results on the GPU, ex2.approx.ftz: the same MUFU.EX2 without exp2f's handling of
+// results below 2^-126 (a compare, a halving and a squaring around it). Flushing them is exact
+// there: softmax multiplies an exp by 1 / sum (sum >= 1, the maximum's own term) and an f16 result
+// under 2^-25 rounds to 0, and a term under 2^-126 does not move a float sum >= 1. bf16, with
+// float's exponent range, keeps exp2f (its subnormals reach 2^-133).
 template <class Out> __host__ __device__ inline float exp_for(float x) {
-  if constexpr (sizeof(Out) <= 2) return exp2f(x * 1.4426950408889634f);
-  else return expf(x);
+  if constexpr (std::is_same<Out, __half>::value) {
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+    return r;
+#else
+    return exp2f(x * 1.4426950408889634f);
+#endif
+  } else if constexpr (sizeof(Out) <= 2) {
+    return exp2f(x * 1.4426950408889634f);
+  } else {
+    return expf(x);
+  }
 }
 template <class Out> __host__ __device__ inline double exp_for(double x) { return exp(x); }
 template <class A> struct MaxSumT {
@@ -339,6 +355,33 @@ template <class A, class T, int V> __device__ __forceinline__ void unpack(const 
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) out[j] = static_cast<A>(to_f(p.e[j]));
+  }
+}
+// m combined with the largest element of p in A, as `m = e > m ? e : m` over the elements would
+// (an element that is not greater, NaN included, leaves m). 16-bit floats take their maximum in
+// pairs as stored (HMNMX2: half an instruction an element, where converting first takes two) and
+// convert once: conversion to A is exact and monotonic, and __hmax2 / __hmax return the other
+// operand where one is NaN, a NaN only where both are (which then leaves m, as above).
+template <class A, class T, int V> __device__ __forceinline__ A packMax(const Pack<T, V>& p, A m) {
+  constexpr bool half = std::is_same<T, __half>::value, bf16 = std::is_same<T, __nv_bfloat16>::value;
+  if constexpr ((half || bf16) && V % 2 == 0) {
+    using T2 = typename std::conditional<half, __half2, __nv_bfloat162>::type;
+    T2 a;
+    __builtin_memcpy(&a, &p.e[0], sizeof a);
+#pragma unroll
+    for (int j = 2; j < V; j += 2) {
+      T2 b;
+      __builtin_memcpy(&b, &p.e[j], sizeof b);
+      a = __hmax2(a, b);
+    }
+    const A e = static_cast<A>(to_f(__hmax(a.x, a.y)));
+    return e > m ? e : m;
+  } else {
+    A xs[V];
+    unpack(p, xs);
+#pragma unroll
+    for (int j = 0; j < V; ++j) m = xs[j] > m ? xs[j] : m;
+    return m;
   }
 }
 // V values rounded to T (as Store<T>::from) and stored as one pack. 16-bit floats are rounded
