@@ -108,6 +108,12 @@ vectors rowwise_types@long "$root/tests/gpu/programs/rowwise_types.cnet" -D R=2 
 # them (i32: 2562 packs over 352 threads, 7 or 8 each); the other types' rows take single
 # elements or are too long for the registers. ops_mix@w12k: 192 and 384 threads, 8 packs each.
 vectors rowwise_types@r192 "$root/tests/gpu/programs/rowwise_types.cnet" -D R=3 -D C=10248
+# rowwise_half (16-bit rows) with rows of 1024 (16 threads a row, 8 rows a block: the bench's
+# short softmax), of 10248 (the f16 and bf16 packs uneven over 192 threads) and of 40000 (few rows
+# too long for the registers: split over blocks, MaxSumT's exps).
+vectors rowwise_half@r1k "$root/tests/gpu/programs/rowwise_half.cnet" -D R=20 -D C=1024
+vectors rowwise_half@r192 "$root/tests/gpu/programs/rowwise_half.cnet" -D R=3 -D C=10248
+vectors rowwise_half@long "$root/tests/gpu/programs/rowwise_half.cnet" -D R=2 -D C=40000
 vectors ops_mix@rows2k "$root/tests/gpu/programs/ops_mix.cnet" -D R=9 -D C=2048 -D V=16 -D D=8
 vectors ops_mix@odd "$root/tests/gpu/programs/ops_mix.cnet" -D R=33 -D C=1002 -D V=16 -D D=8 --ranks 1,2
 vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -D V=16 -D D=8
