@@ -12,6 +12,12 @@
 //            worth), each looping over rows: the next row's K packs a thread are loaded before the
 //            current row is reduced and written (two register buffers), gamma loaded per row
 //   pfKg     as pfK with gamma's packs kept in registers for every row
+//   tpN      torch.compile's form (its RMSNorm at T = H = 8192 is a looped two-pass reduction,
+//            session 60 call b): a block of N threads a row, the row read twice, the first read's
+//            lines kept in L2 (evict_last), the second from L2 (evict_first); tpNcs / tpNef with
+//            streaming (st.global.cs) / evict_first stores
+//   regef    the generated form (R threads of 8 packs a row) with evict_first loads; regefcs
+//            with streaming stores too
 // Outputs are compared with the generated kernel's (the sums group differently: max |diff|).
 // Build (from the repository root, on the GPU machine):
 //   coconetc compile tools/bench/programs/rmsnorm.cnet -o /tmp/rms
@@ -103,6 +109,102 @@ __global__ void __launch_bounds__(512) rms_pf(const __half* __restrict__ x, __ha
   }
 }
 
+// L2 eviction policies (createpolicy): a load or store that names one asks L2 to keep its line
+// (evict_last: the row is read again) or to let it go first (evict_first: last use).
+__device__ __forceinline__ unsigned long long l2Policy(bool keep) {
+  unsigned long long p;
+  if (keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ Pack<__half, 8> loadHint(const __half* p, unsigned long long pol) {
+  uint4 w;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+               : "l"(p), "l"(pol));
+  Pack<__half, 8> v;
+  __builtin_memcpy(&v, &w, sizeof w);
+  return v;
+}
+__device__ __forceinline__ void storeHint(__half* p, const float (&o)[8], unsigned long long pol, int mode) {
+  Pack<__half, 8> v;
+#pragma unroll
+  for (int j = 0; j < 8; j += 2) {
+    const __half2 h = __floats2half2_rn(o[j], o[j + 1]);
+    __builtin_memcpy(&v.e[j], &h, sizeof h);
+  }
+  uint4 w;
+  __builtin_memcpy(&w, &v, sizeof w);
+  if (mode == 1) asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w), "l"(pol) : "memory");
+  else if (mode == 2) __stcs(reinterpret_cast<uint4*>(p), w);
+  else __stwb(reinterpret_cast<uint4*>(p), w);
+}
+
+// torch.compile's form (Inductor's looped reduction, session 60 call b): one row a block, the
+// row read twice: its sum of squares first (loads asking L2 to keep the lines, U packs a thread
+// in flight), then again (from L2, evict_first) to write. STORE: 0 plain, 1 L2 evict_first,
+// 2 st.global.cs. Few registers: many rows an SM.
+template <int U, int STORE>
+__global__ void __launch_bounds__(512) rms_twopass(const __half* __restrict__ x, __half* __restrict__ y,
+                                                   const __half* __restrict__ gamma, long long rows, long long n, float eps) {
+  __shared__ float sh[32];
+  const int R = blockDim.x, t = threadIdx.x;
+  const long long units = n / 8;
+  const unsigned long long keep = l2Policy(true), drop = l2Policy(false);
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    const __half* xr = x + row * n;
+    __half* yr = y + row * n;
+    float q = 0;
+#pragma unroll U
+    for (long long u = t; u < units; u += R) {
+      float xs[8];
+      coconet_rt::unpack(loadHint(xr + u * 8, keep), xs);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) q += xs[j] * xs[j];
+    }
+    const float inv = 1.0f / sqrtf(coconet_rt::groupCombine<coconet_rt::SumOp<float>>(q, R, sh) / static_cast<float>(n) + eps);
+#pragma unroll U
+    for (long long u = t; u < units; u += R) {
+      float xs[8], gs[8], o[8];
+      coconet_rt::unpack(loadHint(xr + u * 8, drop), xs);
+      coconet_rt::unpack(coconet_rt::loadPack<8>(gamma + u * 8), gs);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o[j] = xs[j] * inv * gs[j];
+      storeHint(yr + u * 8, o, drop, STORE);
+    }
+  }
+}
+
+// The generated register kernel's form (one row a block of R threads, K packs a thread, read
+// once) with the loads asking L2 to evict first and STORE as above.
+template <int K, int STORE>
+__global__ void __launch_bounds__(512, 2) rms_reg_hint(const __half* __restrict__ x, __half* __restrict__ y,
+                                                       const __half* __restrict__ gamma, long long rows, long long n, float eps) {
+  __shared__ float sh[32];
+  const int R = blockDim.x, t = threadIdx.x;
+  const long long units = n / 8;
+  const int kn = t < units ? static_cast<int>((units - t + R - 1) / R) : 0;
+  const unsigned long long drop = l2Policy(false);
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    Pack<__half, 8> v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (k < kn) v[k] = loadHint(x + row * n + (t + static_cast<long long>(k) * R) * 8, drop);
+    const float inv = 1.0f / sqrtf(rowSumSq(v, kn, sh) / static_cast<float>(n) + eps);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (k >= kn) continue;
+      const long long u = t + static_cast<long long>(k) * R;
+      float xs[8], gs[8], o[8];
+      coconet_rt::unpack(v[k], xs);
+      coconet_rt::unpack(coconet_rt::loadPack<8>(gamma + u * 8), gs);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o[j] = xs[j] * inv * gs[j];
+      storeHint(y + row * n + u * 8, o, drop, STORE);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,6 +264,32 @@ int main(int argc, char** argv) {
   pfVariant(rms_pf<8, true>, 8, true);
   pfVariant(rms_pf<2, true>, 2, true);
 
+  auto twoPass = [&](auto kernel, int threads, const char* name) {
+    int perSm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, 0));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, kernel));
+    const int blocks = static_cast<int>(std::min<long long>(T, 1 << 20));
+    std::printf("%-6s %d blocks of %d threads, %d an SM, %d registers\n", name, blocks, threads, perSm, fa.numRegs);
+    vs.push_back({name, [=](__half* out) { kernel<<<blocks, threads>>>(x, out, g, T, H, eps); }});
+  };
+  twoPass(rms_twopass<4, 0>, 256, "tp256");
+  twoPass(rms_twopass<4, 0>, 512, "tp512");
+  twoPass(rms_twopass<4, 2>, 256, "tp256cs");
+  twoPass(rms_twopass<4, 1>, 256, "tp256ef");
+  twoPass(rms_twopass<2, 0>, 128, "tp128");
+  {
+    const int R = coconet_rt::rowThreads(units, 8);
+    auto regHint = [&](auto kernel, const char* name) {
+      if (R < 32 || R % 32 != 0 || (units + R - 1) / R > 8) return;
+      int perSm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, R, 0));
+      std::printf("%-6s %lld blocks of %d threads, %d an SM\n", name, T, R, perSm);
+      vs.push_back({name, [=](__half* out) { kernel<<<static_cast<int>(std::min<long long>(T, 1 << 20)), R>>>(x, out, g, T, H, eps); }});
+    };
+    regHint(rms_reg_hint<8, 0>, "regef");
+    regHint(rms_reg_hint<8, 2>, "regefcs");
+  }
   vs[0].launch(yref);
   CK(cudaDeviceSynchronize());
   std::vector<__half> ref(n), got(n);
