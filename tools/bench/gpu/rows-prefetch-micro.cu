@@ -16,14 +16,16 @@
 //            session 60 call b): a block of N threads a row, the row read twice, the first read's
 //            lines kept in L2 (evict_last), the second from L2 (evict_first); tpNcs / tpNef with
 //            streaming (st.global.cs) / evict_first stores
-//   regef    the generated form (R threads of 8 packs a row) with evict_first loads; regefcs
-//            with streaming stores too
+//   reg*     the generated form (R threads of 8 packs a row): reg as generated (ld.global.nc,
+//            plain stores), regcs with streaming stores (st.global.cs), regsef with evict_first
+//            stores, regef with ld.global evict_first loads, regefcs both, regnef ld.global.nc
+//            with evict_first, regnefcs with streaming stores too
 // Outputs are compared with the generated kernel's (the sums group differently: max |diff|).
 // Build (from the repository root, on the GPU machine):
 //   coconetc compile tools/bench/programs/rmsnorm.cnet -o /tmp/rms
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I/tmp/rms -I$NCCL/include -Itools/bench/gpu
 //     tools/bench/gpu/rows-prefetch-micro.cu -L$NCCL/lib -lnccl -lcublas -o /tmp/rows-prefetch
-// Run: /tmp/rows-prefetch T H [rounds]
+// Run: /tmp/rows-prefetch T H [rounds] [names: prefixes, comma-separated]
 #include "rmsnorm.cu"
 #include "micro.cuh"
 
@@ -176,8 +178,18 @@ __global__ void __launch_bounds__(512) rms_twopass(const __half* __restrict__ x,
 }
 
 // The generated register kernel's form (one row a block of R threads, K packs a thread, read
-// once) with the loads asking L2 to evict first and STORE as above.
-template <int K, int STORE>
+// once) with LOAD 0: ld.global.nc as generated, 1: ld.global with an L2 evict_first policy,
+// 2: ld.global.nc with it; STORE as above.
+__device__ __forceinline__ Pack<__half, 8> loadNcHint(const __half* p, unsigned long long pol) {
+  uint4 w;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+               : "l"(p), "l"(pol));
+  Pack<__half, 8> v;
+  __builtin_memcpy(&v, &w, sizeof w);
+  return v;
+}
+template <int K, int LOAD, int STORE>
 __global__ void __launch_bounds__(512, 2) rms_reg_hint(const __half* __restrict__ x, __half* __restrict__ y,
                                                        const __half* __restrict__ gamma, long long rows, long long n, float eps) {
   __shared__ float sh[32];
@@ -188,8 +200,11 @@ __global__ void __launch_bounds__(512, 2) rms_reg_hint(const __half* __restrict_
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     Pack<__half, 8> v[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (k < kn) v[k] = loadHint(x + row * n + (t + static_cast<long long>(k) * R) * 8, drop);
+    for (int k = 0; k < K; ++k) {
+      if (k >= kn) continue;
+      const __half* p = x + row * n + (t + static_cast<long long>(k) * R) * 8;
+      v[k] = LOAD == 0 ? coconet_rt::loadPack<8>(p) : LOAD == 1 ? loadHint(p, drop) : loadNcHint(p, drop);
+    }
     const float inv = 1.0f / sqrtf(rowSumSq(v, kn, sh) / static_cast<float>(n) + eps);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -287,8 +302,33 @@ int main(int argc, char** argv) {
       std::printf("%-6s %lld blocks of %d threads, %d an SM\n", name, T, R, perSm);
       vs.push_back({name, [=](__half* out) { kernel<<<static_cast<int>(std::min<long long>(T, 1 << 20)), R>>>(x, out, g, T, H, eps); }});
     };
-    regHint(rms_reg_hint<8, 0>, "regef");
-    regHint(rms_reg_hint<8, 2>, "regefcs");
+    regHint(rms_reg_hint<8, 0, 0>, "reg");
+    regHint(rms_reg_hint<8, 0, 2>, "regcs");
+    regHint(rms_reg_hint<8, 0, 1>, "regsef");
+    regHint(rms_reg_hint<8, 1, 0>, "regef");
+    regHint(rms_reg_hint<8, 1, 2>, "regefcs");
+    regHint(rms_reg_hint<8, 2, 0>, "regnef");
+    regHint(rms_reg_hint<8, 2, 2>, "regnefcs");
+  }
+  // argv[4]: names to keep (comma-separated prefixes; default every variant); gen stays first
+  if (argc > 4) {
+    const std::string keep = std::string(",") + argv[4] + ",";
+    std::vector<Variant> kept;
+    for (auto& v : vs) {
+      bool k = kept.empty() && v.name == "gen";
+      for (size_t at = 0; !k && at < keep.size();) {
+        const size_t next = keep.find(',', at + 1);
+        const std::string p = keep.substr(at + 1, next - at - 1);
+        k = !p.empty() && v.name.rfind(p, 0) == 0 && (p.back() != '$' || v.name == p.substr(0, p.size() - 1));
+        at = next == std::string::npos ? keep.size() : next;
+      }
+      if (k) kept.push_back(v);
+    }
+    vs = kept;
+  }
+  if (vs.empty()) {
+    std::printf("no variant left\n");
+    return 1;
   }
   vs[0].launch(yref);
   CK(cudaDeviceSynchronize());
