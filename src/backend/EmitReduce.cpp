@@ -283,12 +283,14 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << "// two up to 128, then a multiple of 32 up to 512) keeps it in registers as stored, up to 8 packs a thread, so\n"
            << "// the row is read once; each pass converts; the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
                                                                           : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
-           << ")\ntemplate <int V>\n__global__ void __launch_bounds__(512" << (k.minBlocks > 1 ? ", " + std::to_string(k.minBlocks) : "")
+           << ")\n// S: the rows stream (input and output pass L2: coconet_rt::streamRows): x loaded evict_first, y stored .cs\n"
+           << "template <int V, bool S>\n__global__ void __launch_bounds__(512" << (k.minBlocks > 1 ? ", " + std::to_string(k.minBlocks) : "")
            << ") " << kname << "_reg" << params << ", int R) {\n"
            << "  constexpr int K = V == 1 ? 16 : 8;  // packs a thread keeps (single elements: their addresses take registers)\n"
            << "  __shared__ " << A << " sh[32];\n  (void)gamma; (void)beta; (void)eps;\n"
            << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
            << "  const long long units = n / V;\n"
+           << "  const unsigned long long pol = S ? coconet_rt::evictFirstPolicy() : 0ull;\n  (void)pol;\n"
            << "  // Every thread of the block takes every step (the combines synchronize); rows past the end load nothing.\n"
            << "  for (long long base = static_cast<long long>(blockIdx.x) * rpb; base < rows; base += static_cast<long long>(gridDim.x) * rpb) {\n"
            << "    const long long row = base + sub;\n"
@@ -297,7 +299,10 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << "    const int kn = row < rows && t < units ? static_cast<int>((units - t + R - 1) / R) : 0;\n"
            << "    coconet_rt::Pack<" << XT << ", V> v[K];  // as stored: 16-bit elements take half a register each\n"
            << "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n"
-           << "      if (k < kn) v[k] = coconet_rt::loadPack<V>(xr + (t + static_cast<long long>(k) * R) * V);\n    }\n";
+           << "      if (k >= kn) continue;\n"
+           << "      const " << XT << "* p = xr + (t + static_cast<long long>(k) * R) * V;\n"
+           << "      if constexpr (S) v[k] = coconet_rt::loadPackEvictFirst<V>(p, pol);\n"
+           << "      else v[k] = coconet_rt::loadPack<V>(p);\n    }\n";
   auto each = [&](const std::string& body) {
     return "#pragma unroll\n    for (int k = 0; k < K; ++k) {\n      if (k >= kn) continue;\n      " + A +
            " xs[V];\n      coconet_rt::unpack(v[k], xs);\n#pragma unroll\n      for (int j = 0; j < V; ++j) {\n"
@@ -332,7 +337,7 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
     kernels_ << "        " << A << " w = (e - mean) * inv;\n"
              << (shifted ? "        w = w * gs[j] + bs[j];\n" : "");
   kernels_ << "        o[j] = w;\n      }\n"
-           << "      coconet_rt::storeRounded<" << T << ">(yr + u * V, o);\n    }\n  }\n}\n\n";
+           << "      coconet_rt::storeRounded<" << T << ", S>(yr + u * V, o);\n    }\n  }\n}\n\n";
 }
 
 std::string Emitter::rowwiseWritePass(const RowwiseKernel& k, const std::string& first, const std::string& end) const {
@@ -430,9 +435,18 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
   if (scaled) aligned += " && coconet_rt::packAligned(" + gp + ", " + std::to_string(V) + " * sizeof(" + GT + "))";
   if (shifted) aligned += " && coconet_rt::packAligned(" + bp + ", " + std::to_string(V) + " * sizeof(" + BT + "))";
   // Each kernel is a template over the pack: V elements where `packed`, else single ones.
-  auto launch = [&](const std::string& kernel, const std::string& config, const std::string& kargs) {
-    return "      if (packed) " + kname + kernel + "<" + std::to_string(V) + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n" +
-           "      else " + kname + kernel + "<1><<<" + config + ", 0, stream_>>>" + kargs + ";\n";
+  auto launch = [&](const std::string& kernel, const std::string& config, const std::string& kargs, const std::string& more = "") {
+    return "      if (packed) " + kname + kernel + "<" + std::to_string(V) + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n" +
+           "      else " + kname + kernel + "<1" + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n";
+  };
+  auto indent = [](const std::string& text, const std::string& by) {
+    std::string o;
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = text.find('\n', at);
+      o += by + text.substr(at, nl - at + 1);
+      at = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    return o;
   };
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
@@ -441,7 +455,10 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
-        << launch("_reg", "blocks, threads", args + ", R)")
+        << "      const bool stream = coconet_rt::streamRows(rows * n * static_cast<long long>(sizeof(" << XT << ") + sizeof(" << T
+        << ")), \"" << p_.name << "\", \"" << s.name << "\");\n"
+        << "      if (stream) {\n" << indent(launch("_reg", "blocks, threads", args + ", R)", ", true"), "  ") << "      } else {\n"
+        << indent(launch("_reg", "blocks, threads", args + ", R)", ", false"), "  ") << "      }\n"
         << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name << "\"); parts0 > 1) {\n"
         << "      const long long units = n / V, C = (units + parts0 - 1) / parts0, parts = (units + C - 1) / C;  // C packs a part\n"
         << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""

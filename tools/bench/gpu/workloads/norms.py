@@ -17,6 +17,9 @@ Rows:
   coconetc_p4, coconetc_p2
                    the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
                    2x / 4x the threads a row (the default keeps up to 8)
+  coconetc_stream, coconetc_nostream
+                   the same build with COCONET_ROW_STREAM=1 / 0: x loaded evict_first and y
+                   stored .cs at every size / never (the default: where x and y pass L2)
 Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
 blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
@@ -157,4 +160,8 @@ def rows(cfg: dict, ctx, mode: str):
             ("coconetc", coconetc({}, "the row in registers, read once")),
             ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
             ("coconetc_p4", coconetc({"COCONET_ROW_PACKS": "4"}, "at most 4 packs a thread (COCONET_ROW_PACKS=4)")),
-            ("coconetc_p2", coconetc({"COCONET_ROW_PACKS": "2"}, "at most 2 packs a thread (COCONET_ROW_PACKS=2)"))]
+            ("coconetc_p2", coconetc({"COCONET_ROW_PACKS": "2"}, "at most 2 packs a thread (COCONET_ROW_PACKS=2)")),
+            ("coconetc_stream", coconetc({"COCONET_ROW_STREAM": "1"},
+                                         "x loaded evict_first, y stored .cs at every size (COCONET_ROW_STREAM=1)")),
+            ("coconetc_nostream", coconetc({"COCONET_ROW_STREAM": "0"},
+                                           "plain loads and stores at every size (COCONET_ROW_STREAM=0)"))]
