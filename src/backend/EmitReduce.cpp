@@ -455,7 +455,7 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"
         << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
-        << "      const bool stream = coconet_rt::streamRows(rows * n * static_cast<long long>(sizeof(" << XT << ") + sizeof(" << T
+        << "      const bool stream = coconet_rt::streamRows(" << (k.softmax ? "false" : "true") << ", rows * n * static_cast<long long>(sizeof(" << XT << ") + sizeof(" << T
         << ")), \"" << p_.name << "\", \"" << s.name << "\");\n"
         << "      if (stream) {\n" << indent(launch("_reg", "blocks, threads", args + ", R)", ", true"), "  ") << "      } else {\n"
         << indent(launch("_reg", "blocks, threads", args + ", R)", ", false"), "  ") << "      }\n"

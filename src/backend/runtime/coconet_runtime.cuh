@@ -393,12 +393,16 @@ template <int V, class T> __device__ __forceinline__ void storePackStreaming(T* 
   u.v = v;
   storeWordStreaming(reinterpret_cast<W*>(p), u.w);
 }
-// Whether a row kernel moving `bytes` (its input read and its output written) streams: more than
-// the device's L2 holds. For A/B benchmarks and tests (read at every call): COCONET_ROW_STREAM=1
-// streams every row kernel, =0 none.
-inline bool streamRows(long long bytes, const char* program, const char* stage) {
+// Whether a row kernel moving `bytes` (its input read and its output written) streams: one that
+// streams `byDefault` where they pass the device's L2. Layer norm and RMSNorm do; softmax does
+// not: there the hints gained nothing (session 60 call e, rows taking turns: GPU time level at
+// H = 4096 and 8192, 1.4% more at 12288; medians 5-8% more at 8192 and 12288), its exps rather
+// than its memory setting its pace. For A/B benchmarks and tests (read at every call):
+// COCONET_ROW_STREAM=1 streams every row kernel, =0 none.
+inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage) {
   if (const char* e = std::getenv("COCONET_ROW_STREAM"); e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0))
     return e[0] == '1';
+  if (!byDefault) return false;
   int dev = 0, l2 = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), program, stage, "cudaDeviceGetAttribute");

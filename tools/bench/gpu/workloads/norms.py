@@ -19,7 +19,8 @@ Rows:
                    2x / 4x the threads a row (the default keeps up to 8)
   coconetc_stream, coconetc_nostream
                    the same build with COCONET_ROW_STREAM=1 / 0: x loaded evict_first and y
-                   stored .cs at every size / never (the default: where x and y pass L2)
+                   stored .cs at every size / never (the default: layer norm and RMSNorm
+                   where x and y pass L2; softmax never)
 Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
 blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
