@@ -311,14 +311,20 @@ template <> struct Word<4> { using type = unsigned; };
 template <> struct Word<8> { using type = uint2; };
 template <> struct Word<16> { using type = uint4; };
 template <> struct Word<32> { struct type { uint4 a, b; }; };
-__device__ __forceinline__ void storeWord(unsigned char* p, unsigned char v) { *p = v; }
-__device__ __forceinline__ void storeWord(unsigned short* p, unsigned short v) { *p = v; }
-__device__ __forceinline__ void storeWord(unsigned* p, unsigned v) { __stwb(p, v); }
-__device__ __forceinline__ void storeWord(uint2* p, uint2 v) { __stwb(p, v); }
-__device__ __forceinline__ void storeWord(uint4* p, uint4 v) { __stwb(p, v); }
-__device__ __forceinline__ void storeWord(Word<32>::type* p, Word<32>::type v) {
-  __stwb(&p->a, v.a);
-  __stwb(&p->b, v.b);
+// (Streaming: st.global.cs instead, evict first: see "Streaming rows" below; 1- and 2-byte
+// words are stored plainly either way.)
+template <bool Streaming, class W> __device__ __forceinline__ void storeWordAs(W* p, W v) {
+  if constexpr (Streaming) __stcs(p, v);
+  else __stwb(p, v);
+}
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(unsigned char* p, unsigned char v) { *p = v; }
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(unsigned short* p, unsigned short v) { *p = v; }
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(unsigned* p, unsigned v) { storeWordAs<Streaming>(p, v); }
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(uint2* p, uint2 v) { storeWordAs<Streaming>(p, v); }
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(uint4* p, uint4 v) { storeWordAs<Streaming>(p, v); }
+template <bool Streaming = false> __device__ __forceinline__ void storeWord(Word<32>::type* p, Word<32>::type v) {
+  storeWordAs<Streaming>(&p->a, v.a);
+  storeWordAs<Streaming>(&p->b, v.b);
 }
 template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPack(const T* p) {
   using W = typename Word<sizeof(Pack<T, V>)>::type;
@@ -326,11 +332,11 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPack(const T
   u.w = *reinterpret_cast<const W*>(p);
   return u.v;
 }
-template <int V, class T> __device__ __forceinline__ void storePack(T* p, const Pack<T, V>& v) {
+template <int V, bool Streaming = false, class T> __device__ __forceinline__ void storePack(T* p, const Pack<T, V>& v) {
   using W = typename Word<sizeof(Pack<T, V>)>::type;
   union { W w; Pack<T, V> v; } u;
   u.v = v;
-  storeWord(reinterpret_cast<W*>(p), u.w);
+  storeWord<Streaming>(reinterpret_cast<W*>(p), u.w);
 }
 // Streaming rows: a row kernel whose input and output together pass the GPU's L2 reads each
 // input line once and writes each output line once, and nothing reads them again before L2 would
@@ -377,21 +383,6 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPackEvictFir
   union { W w; Pack<T, V> v; } u;
   u.w = loadWordEvictFirst(reinterpret_cast<const W*>(p), pol);
   return u.v;
-}
-__device__ __forceinline__ void storeWordStreaming(unsigned char* p, unsigned char v) { *p = v; }
-__device__ __forceinline__ void storeWordStreaming(unsigned short* p, unsigned short v) { *p = v; }
-__device__ __forceinline__ void storeWordStreaming(unsigned* p, unsigned v) { __stcs(p, v); }
-__device__ __forceinline__ void storeWordStreaming(uint2* p, uint2 v) { __stcs(p, v); }
-__device__ __forceinline__ void storeWordStreaming(uint4* p, uint4 v) { __stcs(p, v); }
-__device__ __forceinline__ void storeWordStreaming(Word<32>::type* p, Word<32>::type v) {
-  __stcs(&p->a, v.a);
-  __stcs(&p->b, v.b);
-}
-template <int V, class T> __device__ __forceinline__ void storePackStreaming(T* p, const Pack<T, V>& v) {
-  using W = typename Word<sizeof(Pack<T, V>)>::type;
-  union { W w; Pack<T, V> v; } u;
-  u.v = v;
-  storeWordStreaming(reinterpret_cast<W*>(p), u.w);
 }
 // Whether a row kernel moving `bytes` (its input read and its output written) streams: one that
 // streams `byDefault` where they pass the device's L2. Layer norm and RMSNorm do; softmax does
@@ -462,7 +453,7 @@ template <class A, class T, int V> __device__ __forceinline__ A packMax(const Pa
 }
 // V values rounded to T (as Store<T>::from) and stored as one pack. 16-bit floats are rounded
 // in pairs into 32-bit words (a pack of separately rounded halves compiles to 2-byte stores).
-// (Streaming: st.global.cs, as storePackStreaming.)
+// (Streaming: st.global.cs, as storePack<V, true>.)
 template <class T, bool Streaming = false, int V, class A> __device__ __forceinline__ void storeRounded(T* p, const A (&w)[V]) {
   constexpr bool half = std::is_same<T, __half>::value, bf16 = std::is_same<T, __nv_bfloat16>::value;
   Pack<T, V> o;
@@ -481,8 +472,7 @@ template <class T, bool Streaming = false, int V, class A> __device__ __forceinl
 #pragma unroll
     for (int j = 0; j < V; ++j) o.e[j] = Store<T>::from(w[j]);
   }
-  if constexpr (Streaming) storePackStreaming<V>(p, o);
-  else storePack<V>(p, o);
+  storePack<V, Streaming>(p, o);
 }
 inline bool packAligned(const void* p, size_t bytes) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
