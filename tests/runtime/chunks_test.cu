@@ -3,7 +3,8 @@
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
 // mergedOverlapChunks); and the run-time knobs read from the environment at every call
 // (claimedPushes, claimedPulls, tailFlags); and the row-wise kernels' threads a row (rowThreads)
-// and parts a row (rowSplitPartsFor) and its knobs; and the row kernels' statistics by packs
+// and parts a row (rowSplitPartsFor) and its knobs, and when their kernels stream (streamRows);
+// and the row kernels' statistics by packs
 // (MaxSumT / WelfordT / SumSqT::addPack, exp_for) against exact sums. Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <unistd.h>
@@ -306,6 +307,19 @@ int main() {
     setenv("COCONET_ROWWISE", "long", 1);
     expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROWWISE");
+    // Streaming rows: a kernel that does not stream by default (softmax) never does, before
+    // asking the device for its L2; COCONET_ROW_STREAM=1 / 0 decides for every kernel and size;
+    // other values are ignored.
+    using coconet_rt::streamRows;
+    unsetenv("COCONET_ROW_STREAM");
+    expect(!streamRows(false, 1LL << 40, "p", "s"), "streamRows of a kernel that does not stream by default", 0, 0, 0, 0, 0);
+    setenv("COCONET_ROW_STREAM", "1", 1);
+    expect(streamRows(false, 0, "p", "s") && streamRows(true, 1, "p", "s"), "streamRows with COCONET_ROW_STREAM=1", 0, 0, 0, 0, 0);
+    setenv("COCONET_ROW_STREAM", "0", 1);
+    expect(!streamRows(true, 1LL << 40, "p", "s"), "streamRows with COCONET_ROW_STREAM=0", 0, 0, 0, 0, 0);
+    setenv("COCONET_ROW_STREAM", "yes", 1);
+    expect(!streamRows(false, 1LL << 40, "p", "s"), "streamRows with COCONET_ROW_STREAM=yes (ignored)", 0, 0, 0, 0, 0);
+    unsetenv("COCONET_ROW_STREAM");
     alignas(16) static char buf[64];
     expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&
                coconet_rt::packAligned(nullptr, 16),

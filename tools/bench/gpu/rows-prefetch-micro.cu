@@ -6,8 +6,11 @@
 // (or several short rows), and the SM overlaps one block's loads with another's reduction and
 // stores only across its resident blocks. Variants, each launched back to back between two events
 // (us per launch), in turns for several rounds:
-//   gen      the generated kernel (k_2_y_reg<8>, R = coconet_rt::rowThreads(H / 8, 8))
+//   gen      the generated kernel (k_2_y_reg<8, false>, R = coconet_rt::rowThreads(H / 8, 8))
 //   genP     the same kernel with at most P packs a thread (R = rowThreads(H / 8, P))
+//   genS     its streaming instance (k_2_y_reg<8, true>: evict_first loads, .cs stores)
+//   genlong  the generated kernel for rows too long for registers (k_2_y_long<8>: a block of 256
+//            threads a row, the statistics in one pass, then the row read again to write)
 //   pfK      a block of R = H / 8 / K threads per row, resident blocks only (the occupancy's
 //            worth), each looping over rows: the next row's K packs a thread are loaded before the
 //            current row is reduced and written (two register buffers), gamma loaded per row
@@ -25,7 +28,7 @@
 //   coconetc compile tools/bench/programs/rmsnorm.cnet -o /tmp/rms
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I/tmp/rms -I$NCCL/include -Itools/bench/gpu
 //     tools/bench/gpu/rows-prefetch-micro.cu -L$NCCL/lib -lnccl -lcublas -o /tmp/rows-prefetch
-// Run: /tmp/rows-prefetch T H [rounds] [names: prefixes, comma-separated]
+// Run: /tmp/rows-prefetch T H [rounds] [names: prefixes, comma-separated; NAME$ for NAME alone]
 #include "rmsnorm.cu"
 #include "micro.cuh"
 
@@ -247,19 +250,27 @@ int main(int argc, char** argv) {
     std::function<void(__half*)> launch;
   };
   std::vector<Variant> vs;
-  auto genVariant = [&](int packs) {
+  auto genVariant = [&](int packs, bool stream) {
     const int R = coconet_rt::rowThreads(units, packs);
     if (R <= 0) return;
     const int threads = R < 128 ? 128 : R, rpb = threads / R;
     const int blocks = static_cast<int>((T + rpb - 1) / rpb);
+    auto kernel = stream ? k_2_y_reg<8, true> : k_2_y_reg<8, false>;
     int perSm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, k_2_y_reg<8>, threads, 0));
-    std::string name = packs == 8 ? "gen" : "gen" + std::to_string(packs);
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, 0));
+    std::string name = std::string(packs == 8 ? "gen" : "gen" + std::to_string(packs)) + (stream ? "S" : "");
     std::printf("%-6s %d blocks of %d threads (R = %d), %d blocks an SM\n", name.c_str(), blocks, threads, R, perSm);
-    vs.push_back({name, [=](__half* out) { k_2_y_reg<8><<<blocks, threads>>>(x, out, g, nullptr, T, H, eps, R); }});
+    vs.push_back({name, [=](__half* out) { kernel<<<blocks, threads>>>(x, out, g, nullptr, T, H, eps, R); }});
   };
-  genVariant(8);
-  genVariant(4);
+  genVariant(8, false);
+  genVariant(4, false);
+  genVariant(8, true);
+  // the generated kernel for rows too long for registers: a block of 256 threads a row, read twice
+  {
+    const int blocks = static_cast<int>(std::min<long long>(T, 65535));
+    std::printf("genlong %d blocks of 256 threads\n", blocks);
+    vs.push_back({"genlong", [=](__half* out) { k_2_y_long<8><<<blocks, 256>>>(x, out, g, nullptr, T, H, eps); }});
+  }
   auto pfVariant = [&](auto kernel, int K, bool G) {
     const long long R = (units + K - 1) / K;
     if (R > 512 || R < 32 || R % 32 != 0) return;
@@ -310,16 +321,19 @@ int main(int argc, char** argv) {
     regHint(rms_reg_hint<8, 2, 0>, "regnef");
     regHint(rms_reg_hint<8, 2, 2>, "regnefcs");
   }
-  // argv[4]: names to keep (comma-separated prefixes; default every variant); gen stays first
+  // argv[4]: names to keep (comma-separated prefixes; default every variant); the first kept is
+  // the reference of the others' outputs
   if (argc > 4) {
     const std::string keep = std::string(",") + argv[4] + ",";
     std::vector<Variant> kept;
     for (auto& v : vs) {
-      bool k = kept.empty() && v.name == "gen";
+      bool k = false;
       for (size_t at = 0; !k && at < keep.size();) {
         const size_t next = keep.find(',', at + 1);
         const std::string p = keep.substr(at + 1, next - at - 1);
-        k = !p.empty() && v.name.rfind(p, 0) == 0 && (p.back() != '$' || v.name == p.substr(0, p.size() - 1));
+        // NAME$ keeps NAME alone, NAME every variant whose name starts with it
+        if (!p.empty() && p.back() == '$') k = v.name == p.substr(0, p.size() - 1);
+        else k = !p.empty() && v.name.rfind(p, 0) == 0;
         at = next == std::string::npos ? keep.size() : next;
       }
       if (k) kept.push_back(v);
