@@ -283,7 +283,7 @@ void Emitter::emitRowwiseInRegisters(const RowwiseKernel& k) {
            << "// two up to 128, then a multiple of 32 up to 512) keeps it in registers as stored, up to 8 packs a thread, so\n"
            << "// the row is read once; each pass converts; the statistics in " << A << " (" << (softmax ? "the maximum, then the sum of exp(x - max)"
                                                                           : rms ? "the sum of squares" : "the mean, then the sum of squared deviations")
-           << ")\n// S: the rows stream (input and output pass L2: coconet_rt::streamRows): x loaded evict_first, y stored .cs\n"
+           << ")\n// S: the streaming instance (taken where coconet_rt::streamRows says): x loaded evict_first, y stored .cs\n"
            << "template <int V, bool S>\n__global__ void __launch_bounds__(512" << (k.minBlocks > 1 ? ", " + std::to_string(k.minBlocks) : "")
            << ") " << kname << "_reg" << params << ", int R) {\n"
            << "  constexpr int K = V == 1 ? 16 : 8;  // packs a thread keeps (single elements: their addresses take registers)\n"
@@ -435,18 +435,11 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
   if (scaled) aligned += " && coconet_rt::packAligned(" + gp + ", " + std::to_string(V) + " * sizeof(" + GT + "))";
   if (shifted) aligned += " && coconet_rt::packAligned(" + bp + ", " + std::to_string(V) + " * sizeof(" + BT + "))";
   // Each kernel is a template over the pack: V elements where `packed`, else single ones.
-  auto launch = [&](const std::string& kernel, const std::string& config, const std::string& kargs, const std::string& more = "") {
-    return "      if (packed) " + kname + kernel + "<" + std::to_string(V) + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n" +
-           "      else " + kname + kernel + "<1" + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n";
-  };
-  auto indent = [](const std::string& text, const std::string& by) {
-    std::string o;
-    for (size_t at = 0; at < text.size();) {
-      const size_t nl = text.find('\n', at);
-      o += by + text.substr(at, nl - at + 1);
-      at = nl == std::string::npos ? text.size() : nl + 1;
-    }
-    return o;
+  // (`more`: further template arguments; `pad`: the lines' indentation.)
+  auto launch = [&](const std::string& kernel, const std::string& config, const std::string& kargs, const std::string& more = "",
+                    const std::string& pad = "      ") {
+    return pad + "if (packed) " + kname + kernel + "<" + std::to_string(V) + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n" +
+           pad + "else " + kname + kernel + "<1" + more + "><<<" + config + ", 0, stream_>>>" + kargs + ";\n";
   };
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
@@ -457,8 +450,8 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      const int blocks = static_cast<int>(std::min<long long>(groups, 1 << 20));\n"
         << "      const bool stream = coconet_rt::streamRows(" << (k.softmax ? "false" : "true") << ", rows * n * static_cast<long long>(sizeof(" << XT << ") + sizeof(" << T
         << ")), \"" << p_.name << "\", \"" << s.name << "\");\n"
-        << "      if (stream) {\n" << indent(launch("_reg", "blocks, threads", args + ", R)", ", true"), "  ") << "      } else {\n"
-        << indent(launch("_reg", "blocks, threads", args + ", R)", ", false"), "  ") << "      }\n"
+        << "      if (stream) {\n" << launch("_reg", "blocks, threads", args + ", R)", ", true", "        ") << "      } else {\n"
+        << launch("_reg", "blocks, threads", args + ", R)", ", false", "        ") << "      }\n"
         << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name << "\"); parts0 > 1) {\n"
         << "      const long long units = n / V, C = (units + parts0 - 1) / parts0, parts = (units + C - 1) / C;  // C packs a part\n"
         << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""

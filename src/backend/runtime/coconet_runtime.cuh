@@ -343,7 +343,8 @@ template <int V, bool Streaming = false, class T> __device__ __forceinline__ voi
 // have dropped them. There its x loads carry an L2 evict_first policy and its stores are
 // st.global.cs (evict first): on one H200 (session 60, calls c-d, rows-prefetch-micro.cu),
 // RMSNorm over 8192 rows of 4096 / 8192 f16 took 34.9 / 66.8 us so against 37.0 / 69.1 us
-// plainly (12288: level); either hint alone was no faster (the loads' alone 2% slower).
+// plainly (12288: level); either hint alone was no faster (the loads' alone 2-4% slower at
+// 8192 / 12288).
 // Where the data fit L2 the kernels keep plain accesses: the next kernel (or the next step) may
 // find them there. Loads and stores of 1 or 2 bytes stay plain.
 __device__ __forceinline__ unsigned long long evictFirstPolicy() {

@@ -115,13 +115,15 @@ __global__ void __launch_bounds__(512) rms_pf(const __half* __restrict__ x, __ha
 }
 
 // L2 eviction policies (createpolicy): a load or store that names one asks L2 to keep its line
-// (evict_last: the row is read again) or to let it go first (evict_first: last use).
+// (evict_last: the row is read again) or to let it go first (evict_first: last use, as
+// coconet_rt::evictFirstPolicy, which the runtime's streaming loads take).
 __device__ __forceinline__ unsigned long long l2Policy(bool keep) {
+  if (!keep) return coconet_rt::evictFirstPolicy();
   unsigned long long p;
-  if (keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
+// ld.global (coherent, unlike the runtime's ld.global.nc) with an L2 policy
 __device__ __forceinline__ Pack<__half, 8> loadHint(const __half* p, unsigned long long pol) {
   uint4 w;
   asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
@@ -131,7 +133,11 @@ __device__ __forceinline__ Pack<__half, 8> loadHint(const __half* p, unsigned lo
   __builtin_memcpy(&v, &w, sizeof w);
   return v;
 }
+// mode 0: the runtime's plain store, 2: its streaming one (st.global.cs), 1: st.global with an L2
+// policy
 __device__ __forceinline__ void storeHint(__half* p, const float (&o)[8], unsigned long long pol, int mode) {
+  if (mode == 0) return coconet_rt::storeRounded<__half>(p, o);
+  if (mode == 2) return coconet_rt::storeRounded<__half, true>(p, o);
   Pack<__half, 8> v;
 #pragma unroll
   for (int j = 0; j < 8; j += 2) {
@@ -140,9 +146,8 @@ __device__ __forceinline__ void storeHint(__half* p, const float (&o)[8], unsign
   }
   uint4 w;
   __builtin_memcpy(&w, &v, sizeof w);
-  if (mode == 1) asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w), "l"(pol) : "memory");
-  else if (mode == 2) __stcs(reinterpret_cast<uint4*>(p), w);
-  else __stwb(reinterpret_cast<uint4*>(p), w);
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w), "l"(pol)
+               : "memory");
 }
 
 // torch.compile's form (Inductor's looped reduction, session 60 call b): one row a block, the
@@ -182,16 +187,7 @@ __global__ void __launch_bounds__(512) rms_twopass(const __half* __restrict__ x,
 
 // The generated register kernel's form (one row a block of R threads, K packs a thread, read
 // once) with LOAD 0: ld.global.nc as generated, 1: ld.global with an L2 evict_first policy,
-// 2: ld.global.nc with it; STORE as above.
-__device__ __forceinline__ Pack<__half, 8> loadNcHint(const __half* p, unsigned long long pol) {
-  uint4 w;
-  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-               : "l"(p), "l"(pol));
-  Pack<__half, 8> v;
-  __builtin_memcpy(&v, &w, sizeof w);
-  return v;
-}
+// 2: ld.global.nc with it (coconet_rt::loadPackEvictFirst); STORE as above.
 template <int K, int LOAD, int STORE>
 __global__ void __launch_bounds__(512, 2) rms_reg_hint(const __half* __restrict__ x, __half* __restrict__ y,
                                                        const __half* __restrict__ gamma, long long rows, long long n, float eps) {
@@ -206,7 +202,7 @@ __global__ void __launch_bounds__(512, 2) rms_reg_hint(const __half* __restrict_
     for (int k = 0; k < K; ++k) {
       if (k >= kn) continue;
       const __half* p = x + row * n + (t + static_cast<long long>(k) * R) * 8;
-      v[k] = LOAD == 0 ? coconet_rt::loadPack<8>(p) : LOAD == 1 ? loadHint(p, drop) : loadNcHint(p, drop);
+      v[k] = LOAD == 0 ? coconet_rt::loadPack<8>(p) : LOAD == 1 ? loadHint(p, drop) : coconet_rt::loadPackEvictFirst<8>(p, drop);
     }
     const float inv = 1.0f / sqrtf(rowSumSq(v, kn, sh) / static_cast<float>(n) + eps);
 #pragma unroll
