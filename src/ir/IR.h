@@ -155,6 +155,8 @@ struct Stage {
   ScalarRef eps{1e-5, ""};          // Layernorm, Rmsnorm
   Peer peer = Peer::NextRank;       // Send
   std::string state;                // State: the state's name
+  bool regather = false;            // AllGather: made by reorder to rebuild a moved value for
+                                    // readers outside the moved set (schedule patterns skip it)
 
   // Schedule data (plain, printable): the fused group this stage belongs to, overlap
   // partners and tuning knobs. The algorithm never depends on them.

@@ -303,6 +303,7 @@ bool reorder(StepContext& c) {
       g.dim = p.stages[id].type.layout.dim;
       g.operands = {id};
       g.loc = p.stages[id].loc;
+      g.regather = true;
       insertStage(p, id + 1, std::move(g));
       redirect(id, id + 1);
     }

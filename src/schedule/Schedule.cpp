@@ -56,6 +56,15 @@ private:
 
 std::string nameText(SchedParser::NameContext* n) { return n->getText(); }
 
+// A positional argument or target: a name at `loc`.
+Arg nameArg(std::string value, SourceLoc loc) {
+  Arg a;
+  a.length = static_cast<uint32_t>(std::max<size_t>(value.size(), 1));
+  a.value = std::move(value);
+  a.loc = loc;
+  return a;
+}
+
 }  // namespace
 
 std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, DiagnosticEngine& diags) {
@@ -93,7 +102,7 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
     step.primitive = st->IDENT()->getText();
     step.loc = loc(st->IDENT()->getSymbol());
     for (auto* n : st->name())
-      step.targets.push_back({"", nameText(n), loc(n->getStart()), static_cast<uint32_t>(n->getText().size()), {}});
+      step.targets.push_back(nameArg(nameText(n), loc(n->getStart())));
     for (auto* a : st->arg()) {
       Arg arg;
       if (a->IDENT()) {
@@ -102,10 +111,11 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
         arg.value = a->value()->getText();
         arg.loc = loc(a->value()->getStart());
         arg.length = static_cast<uint32_t>(arg.value.size());
+      } else if (a->pattern()) {
+        arg = nameArg(a->pattern()->getText(), loc(a->pattern()->getStart()));
+        arg.pattern = true;
       } else {
-        arg.value = nameText(a->name());
-        arg.loc = loc(a->name()->getStart());
-        arg.length = static_cast<uint32_t>(arg.value.size());
+        arg = nameArg(nameText(a->name()), loc(a->name()->getStart()));
       }
       step.args.push_back(arg);
     }
@@ -116,7 +126,8 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
 
 // ---- Shared primitive helpers ------------------------------------------------------------
 bool StepContext::fail(const Arg* at, const std::string& what, const std::string& why) {
-  std::string msg = "cannot " + step.primitive + (what.empty() ? "" : " " + quote(what)) + ": " + why;
+  std::string from = at && !at->matchedBy.empty() && !what.empty() ? " (matched by " + quote(at->matchedBy) + ")" : "";
+  std::string msg = "cannot " + step.primitive + (what.empty() ? "" : " " + quote(what)) + from + ": " + why;
   if (at) diags.error(at->loc, msg, at->length);
   else diags.error(step.loc, msg, static_cast<uint32_t>(step.primitive.size()));
   return false;
@@ -200,12 +211,75 @@ bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPo
 }
 
 // ---- Applying ----------------------------------------------------------------------------
+namespace {
+
+// The step with each pattern `NAME.*` replaced by the stages it matches, in execution order:
+// the stage NAME and every stage named `NAME.<anything>`, except the all_gathers reorder added
+// to rebuild a moved value for its other readers (data movement, not the statement's own
+// work; an all_gather can only end a fused group). Only the primitives that take a list of
+// stages (reorder after its all_gather, fuse) take patterns; nullopt after an error.
+std::optional<Step> expandPatterns(const ir::Program& p, const Step& step, DiagnosticEngine& diags) {
+  Step out = step;
+  out.args.clear();
+  bool first = true;
+  for (const Arg& a : step.args) {
+    bool positional = a.key.empty();
+    if (!a.pattern) {
+      out.args.push_back(a);
+      first = first && !positional;
+      continue;
+    }
+    if (step.primitive != "reorder" && step.primitive != "fuse") {
+      diags.error(a.loc, "cannot " + step.primitive + ": " + quote(a.value) + " is a pattern; only reorder and fuse "
+                                                                                "take patterns, where they list stages",
+                  a.length);
+      return std::nullopt;
+    }
+    if (step.primitive == "reorder" && first) {
+      diags.error(a.loc, "cannot reorder: its first argument is the all_gather, named alone, not a pattern",
+                  a.length);
+      return std::nullopt;
+    }
+    first = false;
+    const std::string prefix = a.value.substr(0, a.value.size() - 2);  // without ".*"
+    size_t before = out.args.size();
+    for (const auto& s : p.stages) {
+      if (s.regather || (s.name != prefix && s.name.rfind(prefix + ".", 0) != 0)) continue;
+      Arg m = a;
+      m.value = s.name;
+      m.pattern = false;
+      m.matchedBy = a.value;
+      out.args.push_back(std::move(m));
+    }
+    if (out.args.size() == before) {
+      // Suggest the nearest statement: a stage's name or one of its dotted prefixes.
+      std::set<std::string> stmts;
+      for (const auto& s : p.stages)
+        for (size_t dot = s.name.find('.'); ; dot = s.name.find('.', dot + 1)) {
+          stmts.insert(s.name.substr(0, dot));
+          if (dot == std::string::npos) break;
+        }
+      std::string guess = closestMatch(prefix, std::vector<std::string>(stmts.begin(), stmts.end()));
+      diags.error(a.loc, "cannot " + step.primitive + ": no stage matches " + quote(a.value) +
+                             (guess.empty() ? "" : "; did you mean " + quote(guess + ".*") + "?"),
+                  a.length);
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
            std::ostream* printAfterAll) {
   std::string last = ir::print(p);
   if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << last;
   std::vector<KnobSite> knobSites;
-  for (auto& step : s.steps) {
+  for (auto& written : s.steps) {
+    std::optional<Step> expanded = expandPatterns(p, written, diags);
+    if (!expanded) return false;
+    const Step& step = *expanded;
     StepContext c{p, step, diags, {}, &knobSites};
     bool ok;
     if (step.primitive == "split") ok = split(c);
@@ -227,7 +301,7 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
     ir::verifyStructure(p);
     Step done = step;
     done.targets.clear();
-    for (auto& m : c.made) done.targets.push_back({"", m, {}, 1, {}});
+    for (auto& m : c.made) done.targets.push_back(nameArg(m, {}));
     trace.push_back(done);
     if (printAfterAll) {
       std::string now = ir::print(p);
