@@ -140,6 +140,11 @@ variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, mer
 # moe_gemm without a schedule: its batched expert GEMMs gather their rows by expert where they are
 # read-bound (coconet_rt::gatherBatchedRows; the @decode vectors take that path).
 "$root/build/coconetc" compile "$root/samples/moe_gemm/moe_gemm.cnet" --schedule none -o "$b/gen/moe_gemm@none" >/dev/null
+# row_groups and keepdim_norms without their schedules: every normalization written out stage by
+# stage (the element-wise kernels reading a keepdim reduction's [..., 1] result once a row, at i /
+# rl), checked with their programs' vectors.
+"$root/build/coconetc" compile "$root/tests/gpu/programs/row_groups.cnet" --schedule none -o "$b/gen/row_groups@none" >/dev/null
+"$root/build/coconetc" compile "$root/tests/gpu/programs/keepdim_norms.cnet" --schedule none -o "$b/gen/keepdim_norms@none" >/dev/null
 # Every allreduce of tests/gpu/programs/allreduces.cnet by copy engines at any size (the default
 # takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"

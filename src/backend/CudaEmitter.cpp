@@ -25,6 +25,7 @@ void Emitter::run(std::vector<std::string>& files) {
   checkSupported();
   planBags();
   planAllReducePairs();
+  planRowGroups();
   planRuns();
   planOverlaps();
   planDirect();
@@ -37,6 +38,7 @@ void Emitter::run(std::vector<std::string>& files) {
   planChainPrologues();
   planDeviceExchanges(StageKind::Send, devSend_);
   planDeviceExchanges(StageKind::AllToAll, devA2A_);
+  warnUnfusedRowGroups();
   warnKnobsWithoutDevice();
   std::filesystem::create_directories(o_.outDir);
   if (o_.embedded) {  // the fallback of a scheduled program: its class only
@@ -640,6 +642,15 @@ void Emitter::emitBody() {
       b << tlMark("  ", "stream_", dg->second.name);
       continue;
     }
+    if (auto rg = rowGroups_.find(static_cast<int>(i)); rg != rowGroups_.end()) {
+      emitRowGroup(rg->second);
+      b << tlMark("  ", "stream_", rg->second.name);
+      continue;
+    }
+    if (auto rg = rowGroupOf_.find(static_cast<int>(i)); rg != rowGroupOf_.end()) {
+      b << "\n  " << stageComment(s) << ": in the row kernel of fused group '" << rowGroups_.at(rg->second).name << "' above\n";
+      continue;
+    }
     if (auto sc = scalarChains_.find(static_cast<int>(i)); sc != scalarChains_.end()) {
       emitScalarChain(sc->second);
       b << tlMark("  ", "stream_", sc->second.name);
@@ -1022,7 +1033,19 @@ std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::v
 
 std::string Emitter::fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod) {
   const std::string kk = std::to_string(k);
-  return a == Access::Linear ? "b" + kk + " + " + i : a == Access::Modulo ? iMod + " % b" + kk : "b" + kk;
+  return a == Access::Linear ? "b" + kk + " + " + i : a == Access::Modulo ? iMod + " % b" + kk
+                              : a == Access::Row      ? "b" + kk + " + " + i + " / rl"
+                                                      : "b" + kk;
+}
+
+bool Emitter::rowBroadcast(const TensorType& ot, const TensorType& t) {
+  const int r = t.rank();
+  if (r < 2 || ot.rank() != r || ot.shape.back().constantValue() != 1 || t.shape.back().constantValue() == 1) return false;
+  for (int k = 0; k + 1 < r; ++k)
+    if (ot.shape[k] != t.shape[k]) return false;
+  const bool outSliced = t.group && t.layout.kind == Layout::Sliced, opSliced = ot.group && ot.layout.kind == Layout::Sliced;
+  if (outSliced && t.layout.dim != 0) return false;
+  return !opSliced || (outSliced && ot.layout == t.layout && ot.group == t.group);  // as Linear's rule: whole, or the same slice
 }
 
 Emitter::Access Emitter::accessOf(int operand, const Stage& out) const {
@@ -1173,10 +1196,14 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   std::vector<Access> acc;
   bool fast = true;
   int minBytes = 16;
+  bool rows = false;  // an operand of one value a row (a keepdim reduction's result): the kernel takes the row length
   for (int o : ext) {
-    acc.push_back(accessOf(o, r0));
+    Access a = accessOf(o, r0);
+    if (a == Access::Mapped && rowBroadcast(p_.stages[o].type, r0.type)) a = Access::Row;
+    rows = rows || a == Access::Row;
+    acc.push_back(a);
     fast = fast && acc.back() != Access::Mapped;
-    if (acc.back() != Access::Scalar) minBytes = std::min(minBytes, dtypeBytes(p_.stages[o].type.dtype));
+    if (acc.back() == Access::Linear || acc.back() == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[o].type.dtype));
   }
   for (int id : written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
   if (r0.type.group && r0.type.layout.kind == Layout::Sliced && r0.type.layout.dim != 0) fast = false;
@@ -1212,6 +1239,11 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
     params.push_back("int vec");
     hostArgs.push_back("vec");
   }
+  const std::string rowLength = shapeVar(ref) + "[" + std::to_string(std::max(0, r0.type.rank() - 1)) + "]";
+  if (fast && rows) {
+    params.push_back("long long rl");  // the row length (the output's last dimension), for the one-value-a-row operands
+    hostArgs.push_back(rowLength);
+  }
   for (int id : run) kernels_ << "// " << p_.stages[id].name << " = " << exprTextFor(p_.stages[id]) << "\n";
   if (run.size() > 1) kernels_ << "// (fused group '" << r0.fusedInto << "': one pass over the elements)\n";
   if (fast) kernels_ << "// Linear accesses: " << V << " elements per step with vector loads and stores where aligned.\n";
@@ -1245,8 +1277,8 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
           << "    for (long long jv = tid; jv < nv; jv += nth) {\n      const long long i0 = om.first + jv * V;\n";
     for (size_t k = 0; k < ext.size(); ++k) {
       std::string kk = std::to_string(k), T = storageType(p_.stages[ext[k]].type.dtype);
-      if (acc[k] == Access::Scalar) {
-        loops << "      const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+      if (acc[k] == Access::Scalar || acc[k] == Access::Row) {  // (a row's V elements share its value: rl % V == 0)
+        loops << "      const " << T << " x" << kk << " = a" << kk << "[" << scalarIndex(k, "i0") << "];\n";
       } else {
         loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (aliased_.count(ext[k]) ? "_rw" : "")
               << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
@@ -1259,7 +1291,8 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
     loops << members("        ",
                      [&](int k) {
                        std::string kk = std::to_string(k);
-                       return acc[k] == Access::Scalar ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+                       return acc[k] == Access::Scalar || acc[k] == Access::Row ? "coconet_rt::to_f(x" + kk + ")"
+                                                                                : "coconet_rt::to_f(x" + kk + ".v[e])";
                      },
                      [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
     loops << "      }\n";
@@ -1290,6 +1323,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
       if (acc[k] == Access::Modulo)
         body_ << " &&\n        " << countVar(ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(ext[k]) << ", 0)";
     }
+    if (rows) body_ << " &&\n        " << rowLength << " % " << V << " == 0";
     body_ << ";\n";
     grid = "coconet_rt::gridFor(vec ? " + n + " / " + std::to_string(V) + " + 1 : " + n + ")";
   }
@@ -1301,11 +1335,12 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
 void Emitter::planRuns() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
-    if (s.kind != StageKind::Compute || s.fusedInto.empty() || runOf_.count(static_cast<int>(i))) continue;
+    if (s.kind != StageKind::Compute || s.fusedInto.empty() || runOf_.count(static_cast<int>(i)) || rowGroupOf_.count(static_cast<int>(i)))
+      continue;
     std::vector<int> run{static_cast<int>(i)};
     for (size_t j = i + 1; j < p_.stages.size(); ++j) {
       const Stage& t = p_.stages[j];
-      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape ||
+      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape || rowGroupOf_.count(static_cast<int>(j)) ||
           t.type.layout != s.type.layout || t.type.group != s.type.group)
         break;
       run.push_back(static_cast<int>(j));

@@ -1587,7 +1587,7 @@ bool Emitter::oneElement(const TensorType& t) {
 
 bool Emitter::scalarChainStage(int id) const {
   const Stage& s = p_.stages[id];
-  if (!oneElement(s.type) || runOf_.count(id) || devMembers_.count(id) || devGroups_.count(id) || chunked_.count(id) ||
+  if (!oneElement(s.type) || runOf_.count(id) || rowGroupOf_.count(id) || devMembers_.count(id) || devGroups_.count(id) || chunked_.count(id) ||
       overlapped_.count(id) || bagOf_.count(id) || arPair_.count(id) || unstored_.count(id) || devFallbackOnly_.count(id))
     return false;
   if (s.kind == StageKind::Reduce) return foldedInto_.count(id) > 0;
@@ -1973,7 +1973,8 @@ void Emitter::planFoldedReductions() {
     for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {
       const Stage& r = p_.stages[i];
       const int rid = static_cast<int>(i);
-      if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || foldedInto_.count(rid))
+      if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || foldedInto_.count(rid) ||
+          rowGroupOf_.count(rid))
         continue;
       const int x = r.operands[0];
       const TensorType& xt = p_.stages[x].type;

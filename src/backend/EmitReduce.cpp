@@ -168,7 +168,8 @@ void Emitter::planInlinedReductions() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& r = p_.stages[i];
     const int rid = static_cast<int>(i);
-    if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid)) continue;
+    if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || rowGroupOf_.count(rid))
+      continue;
     const int x = r.operands[0];
     if (!inlinable(x, rid)) continue;
     const TensorType& xt = p_.stages[x].type;

@@ -6,6 +6,7 @@
 //   EmitDevice.cpp   collectives over NCCL's device API: fused groups, allreduces, sends, scalar
 //                    chains, reductions folded into a group's kernel
 //   EmitReduce.cpp   reductions (and the element-wise stages they compute), embedding bags, rowwise ops
+//   EmitRowGroup.cpp fused groups of element-wise stages and reductions over their rows: one kernel
 //   EmitBuild.cpp    the driver program, CMakeLists.txt and manifest.json
 #pragma once
 
@@ -223,13 +224,19 @@ private:
   // bias, or one scalar element), the kernel takes V consecutive elements per step with 16-byte
   // loads and stores, and a scalar loop does the tail; otherwise (transposes, broadcasts inside
   // the shape, slices of other dimensions) it maps every element through its coordinates.
-  enum class Access { Linear, Modulo, Scalar, Mapped };
+  // (Row: one value a row, read at the row's index: an operand of the output's shape with its last
+  // dimension 1 in an element-wise kernel (rowBroadcast: at i / rl), a row group's per-row operands.)
+  enum class Access { Linear, Modulo, Scalar, Mapped, Row };
 
   // Where element i reads external operand k on a fast path: at its base (parameter bk) plus
   // i, at `iMod` modulo its length (bk holds the length), or its one element bk.
   static std::string fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod);
 
   Access accessOf(int operand, const Stage& out) const;
+  // Whether an operand of type `ot` holds one value a row of `t` (its shape with the last
+  // dimension 1: a keepdim reduction's result), stored so that row j's value is at j past its
+  // base: an element-wise kernel then reads it at index i / (t's last dimension) (Access::Row).
+  static bool rowBroadcast(const TensorType& ot, const TensorType& t);
 
   // A program parameter's value in run() as a double: `sc.NAME` for a scalar, the size
   // `sz.s_NAME` converted for a size.
@@ -841,6 +848,45 @@ private:
   bool inlinable(int id, int consumer) const;
 
   void planInlinedReductions();
+
+  // ---- Row groups: fused element-wise stages and reductions over the last dimension ----
+  // A fused group (its collectives at the ends aside: they run as they would) whose members are
+  // element-wise computes and reductions over the last dimension of one row shape [..., L] (a
+  // layer norm, RMSNorm or softmax written out with keepdim reductions, and what surrounds it)
+  // runs as one kernel: a group of R threads a row (coconet_rt::rowThreads), one pass over the
+  // row per reduction that computes the elements it reduces (the row's inputs read again each
+  // time, from L2 where the rows in flight fit), then one pass that computes and writes the
+  // members used outside the group. Members are "element" members, of the row shape, or "row
+  // values", of the row shape with its last dimension 1 (keepdim) or dropped: the reductions and
+  // the arithmetic on their results, which each thread of the row computes. Element members read
+  // outside operands at the element's index, modulo their length (a bias), as one scalar or one
+  // value a row (a [..., 1] tensor, Access::Row), and row values with a last dimension of 1; row
+  // values read row values, scalars and outside values of one element a row. Values are
+  // rounded to their types exactly as storing them would round them, so the results are those of
+  // the stages run one by one (the reductions' sums combined in the kernel's own tree order, as
+  // any reduction kernel's). Dropout in a row value, other shapes, a layout sliced along any
+  // dimension but 0 (or along the rows' own), and operands read other ways leave the group to the
+  // kernels of its stages.
+  struct RowGroup {
+    std::string name;
+    std::vector<int> members;        // execution order
+    std::set<int> elems;             // the members of the row shape
+    int ref = -1;                    // a stage of the row shape (the first element member, else the first reduction's operand)
+    std::vector<int> ext;            // operands from outside the group, in order of first use
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;         // how element code reads each: Linear, Modulo, Scalar or Row
+    std::vector<int> written;        // members used outside the group
+  };
+  std::map<int, RowGroup> rowGroups_;  // by the first member
+  std::map<int, int> rowGroupOf_;      // member -> the first member of its row group
+  // The row group of fused group `f` (its members `m`, sorted), or why it has none.
+  std::optional<RowGroup> rowGroupOf(const FusedGroup& f, const std::vector<int>& m, std::string& why) const;
+  std::map<std::string, std::string> rowGroupWhyNot_;  // fused groups with a reduction that are no row group: why
+  void planRowGroups();
+  // Warns at each fused group with a reduction that runs as a kernel a stage (no row group, and
+  // no other form took it).
+  void warnUnfusedRowGroups();
+  void emitRowGroup(const RowGroup& rg);
 
   // ---- Reductions folded into a device group's kernel ----
   // A reduction of every element of a tensor shaped like a device group's slice (a norm's sum of

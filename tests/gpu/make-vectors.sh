@@ -128,6 +128,15 @@ vectors seq_parallel@big "$root/tests/gpu/programs/seq_parallel.cnet" -D B=16 -D
 # keepdim_norms with rows of 1000 features (the fused group's row reductions over several
 # blocks) and 2048 rows (the column sums split over blocks).
 vectors keepdim_norms@big "$root/tests/gpu/programs/keepdim_norms.cnet" -D B=2048 -D H=1000
+# row_groups (normalizations written out, each fused group one row kernel) with rows of 1024
+# (16 threads a row, 8 rows a block), of 12288 (192 threads a row of packs), of 40000 (beyond
+# 512 threads of 8 packs: a block a row, more packs a thread), of 1002 (no whole packs: single
+# elements) and many rows of 6 (one thread a row, 128 rows a block).
+vectors row_groups@r1k "$root/tests/gpu/programs/row_groups.cnet" -D T=20 -D H=1024
+vectors row_groups@w12k "$root/tests/gpu/programs/row_groups.cnet" -D T=4 -D H=12288
+vectors row_groups@long "$root/tests/gpu/programs/row_groups.cnet" -D T=4 -D H=40000
+vectors row_groups@odd "$root/tests/gpu/programs/row_groups.cnet" -D T=12 -D H=1002
+vectors row_groups@tall "$root/tests/gpu/programs/row_groups.cnet" -D T=4100 -D H=6
 # sends with whole vectors (@vec) and with a scalar tail (@odd).
 vectors sends@vec "$root/tests/gpu/programs/sends.cnet" -D N=8192 --ranks 2,4
 vectors sends@odd "$root/tests/gpu/programs/sends.cnet" -D N=1001 --ranks 2,4

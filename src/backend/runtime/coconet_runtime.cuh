@@ -498,6 +498,11 @@ template <class Op, class A> __device__ A groupCombine(A v, int R, A* sh) {
   for (int w = 1; w < warps; ++w) r = Op::apply(r, sh[first + w]);
   return r;
 }
+// A reduction's Op struct (init, element, combine, finish: the generated Op_<id>) as groupCombine's
+// operator (a row group's reductions over their rows).
+template <class Op> struct CombineOf {
+  __device__ static typename Op::Acc apply(typename Op::Acc a, typename Op::Acc b) { return Op::combine(a, b); }
+};
 // Threads per row: the fewest that keep `units` packs with at most `perThread` packs a thread,
 // a power of two up to 128 (several rows share a block of 128 threads), then a multiple of 32 up
 // to 512 (a block is the row's threads); 0 where the row does not fit (the kernel that reads it

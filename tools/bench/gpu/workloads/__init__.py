@@ -120,6 +120,22 @@ def check_storage(prog, sizes: dict, tensors: dict):
                              f"the workload allocated {list(t.shape)}")
 
 
+def function_row(f, tensors: dict, compiled: bool, tol, note: str, outputs=lambda result: result) -> Row:
+    """The row of a PyTorch function of the tensors (one GPU): f(tensors) each step, torch.compile'd
+    (a fresh dynamo cache, static shapes, one graph) where `compiled`; `outputs` maps its result to
+    the row's outputs (default: f returns them as a dict)."""
+    if compiled:
+        import torch
+        torch._dynamo.reset()
+        f = torch.compile(f, dynamic=False, fullgraph=True)
+    st = {}
+
+    def step():
+        st["result"] = f(tensors)
+
+    return Row(step=step, outputs=lambda: outputs(st["result"]), tol=tol, note=note)
+
+
 def program_row(ctx, key: str, sizes: dict, scalars: dict, tensors: dict, out: str, tol, note: str,
                 seed: int = 0) -> Row:
     """The row of a generated program: `tensors` is this rank's storage of every tensor (its

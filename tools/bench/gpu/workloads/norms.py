@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 
-from workloads import Row, program_row
+from workloads import Row, function_row, program_row
 
 NAME = "norms"
 OPS = ("layernorm", "rmsnorm", "softmax")
@@ -117,18 +117,9 @@ def rows(cfg: dict, ctx, mode: str):
              "x * rsqrt(mean(x^2) + eps) * gamma in f32", "softmax": "torch.softmax"}
 
     def peer(compiled: bool) -> Row:
-        t = inputs()
-        f = fn()
-        if compiled:
-            torch._dynamo.reset()
-            f = torch.compile(f, dynamic=False, fullgraph=True)
-        st = {}
-
-        def step():
-            st["y"] = f(t)
-
-        return Row(step=step, outputs=lambda: {"y": st["y"]}, tol=tol,
-                   note=(f"{names[op]} torch.compile'd" if compiled else f"{names[op]} (PyTorch's kernel)"))
+        return function_row(fn(), inputs(), compiled, tol,
+                            f"{names[op]} torch.compile'd" if compiled else f"{names[op]} (PyTorch's kernel)",
+                            outputs=lambda y: {"y": y})
 
     def coconetc(env: dict, note: str):
         def make() -> Row:

@@ -1,0 +1,442 @@
+// Row groups (Emitter.h): a fused group's element-wise members and reductions over the last
+// dimension of one row shape, as one kernel with a group of threads a row.
+#include "backend/Emitter.h"
+
+namespace coconet::backend::detail {
+
+namespace {
+
+bool hasDropout(const Stage& s) {
+  for (auto& n : s.expr.nodes)
+    if (n.op == EOp::Dropout) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const std::vector<int>& m, std::string& why) const {
+  // The members between the group's collectives.
+  size_t lo = 0, hi = m.size();
+  const StageKind k0 = p_.stages[m.front()].kind, k1 = p_.stages[m.back()].kind;
+  if (k0 == StageKind::ReduceScatter || k0 == StageKind::AllReduce) ++lo;
+  if (hi > lo && (k1 == StageKind::AllGather || k1 == StageKind::AllToAll)) --hi;
+  RowGroup rg;
+  rg.name = f.name;
+  rg.members.assign(m.begin() + static_cast<long>(lo), m.begin() + static_cast<long>(hi));
+  int firstReduce = -1;
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    if (s.kind == StageKind::Reduce && firstReduce < 0) firstReduce = id;
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce) return std::nullopt;  // (fuse takes no other kinds)
+  }
+  if (firstReduce < 0) return std::nullopt;  // element-wise only: planRuns
+  const Stage& r0 = p_.stages[firstReduce];
+  const TensorType& rowT = p_.stages[r0.operands[0]].type;
+  const int rank = rowT.rank();
+  auto fail = [&](const std::string& w) -> std::optional<RowGroup> {
+    why = w;
+    return std::nullopt;
+  };
+  if (rank < 1 || r0.dim != rank - 1)
+    return fail(quote(r0.name) + " reduces dimension " + std::to_string(r0.dim) + " of its operand, not the last");
+  Shape keep = rowT.shape, drop = rowT.shape;
+  keep.back() = SizeExpr::constant(1);
+  drop.pop_back();
+  if (rowT.group && rowT.layout.kind == Layout::Sliced && rowT.layout.dim != 0)
+    return fail("its rows are sliced along dimension " + std::to_string(rowT.layout.dim));
+  if (rank == 1 && rowT.group && rowT.layout.kind == Layout::Sliced) return fail("its rows are sliced");
+  std::set<int> in(rg.members.begin(), rg.members.end());
+  auto isRowValue = [&](int id) { return in.count(id) && !rg.elems.count(id); };
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    if (s.type.group != rowT.group) return fail(quote(s.name) + " lives in another group than the rows");
+    if (s.kind == StageKind::Reduce) {
+      const TensorType& xt = p_.stages[s.operands[0]].type;
+      if (bagReduce_.count(id)) return fail(quote(s.name) + " is an embedding bag");
+      if (xt.shape != rowT.shape || xt.layout != rowT.layout || s.dim != rank - 1)
+        return fail(quote(s.name) + " does not reduce the last dimension of the rows");
+      if (in.count(s.operands[0]) && !rg.elems.count(s.operands[0])) return fail(quote(s.name) + " reduces a row value");
+      continue;
+    }
+    if (s.type.shape == rowT.shape) {
+      if (s.type.layout != rowT.layout) return fail(quote(s.name) + " has another layout than the rows");
+      rg.elems.insert(id);
+    } else if (s.type.shape == keep || s.type.shape == drop) {
+      if (hasDropout(s)) return fail(quote(s.name) + " draws dropout on row values");
+    } else {
+      return fail(quote(s.name) + " is " + s.type.str() + ", neither the rows' shape nor one value a row");
+    }
+  }
+  // The reference stage of the row shape, and every operand from outside.
+  rg.ref = rg.elems.empty() ? r0.operands[0] : *rg.elems.begin();
+  const Stage& ref = p_.stages[rg.ref];
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    const bool elem = rg.elems.count(id) > 0;
+    for (int o : s.operands) {
+      if (in.count(o)) {
+        if (elem && isRowValue(o) && p_.stages[o].type.shape != keep)
+          return fail(quote(s.name) + " reads the row value " + quote(p_.stages[o].name) + " without its last dimension");
+        continue;
+      }
+      // Element code (element members, the reductions) reads at the element's index, modulo a
+      // length, one scalar, or one value a row ([..., 1]: at the row's index); a row value reads
+      // one scalar or one value a row ([..., 1] or [...]). Each operand is read one way.
+      const TensorType& ot = p_.stages[o].type;
+      const bool rowValue = !elem && s.kind == StageKind::Compute;
+      Access a = accessOf(o, ref);
+      const bool wholeOrSame = ot.layout == rowT.layout || !ot.group || ot.layout.kind != Layout::Sliced;
+      if (a != Access::Scalar && (rowBroadcast(ot, rowT) || (rowValue && ot.shape == drop && wholeOrSame))) a = Access::Row;
+      if (a == Access::Mapped || (rowValue && a != Access::Scalar && a != Access::Row))
+        return fail(quote(s.name) + " reads " + quote(p_.stages[o].name) + " other than at its " +
+                    (rowValue ? "row's index" : "elements' index"));
+      if (auto it = rg.extIndex.find(o); it != rg.extIndex.end()) {
+        if (rg.acc[static_cast<size_t>(it->second)] != a) return fail(quote(p_.stages[o].name) + " is read both per row and per element");
+        continue;
+      }
+      rg.extIndex[o] = static_cast<int>(rg.ext.size());
+      rg.ext.push_back(o);
+      rg.acc.push_back(a);
+    }
+  }
+  for (int id : rg.members)
+    if (neededOutside(id, in)) rg.written.push_back(id);
+  return rg;
+}
+
+void Emitter::planRowGroups() {
+  for (auto& f : p_.fused) {
+    std::vector<int> m;
+    for (auto& n : f.members) m.push_back(p_.find(n));
+    std::sort(m.begin(), m.end());
+    if (m.empty() || m.front() < 0) continue;
+    std::string why;
+    auto rg = rowGroupOf(f, m, why);
+    if (!rg) {
+      if (!why.empty()) rowGroupWhyNot_[f.name] = why;
+      continue;
+    }
+    const int first = rg->members.front();
+    std::set<int> written(rg->written.begin(), rg->written.end());
+    for (int id : rg->members) {
+      rowGroupOf_[id] = first;
+      if (!written.count(id)) unstored_.insert(id);
+    }
+    rowGroups_[first] = std::move(*rg);
+  }
+}
+
+void Emitter::warnUnfusedRowGroups() {
+  if (!o_.diags) return;
+  for (auto& [name, why] : rowGroupWhyNot_) {
+    const FusedGroup* f = p_.findFused(name);
+    bool taken = false;  // another form runs the group (an overlap's chunks, a device kernel)
+    for (auto& n : f->members) {
+      const int id = p_.find(n);
+      taken = taken || overlapped_.count(id) || chunked_.count(id) || devMembers_.count(id) || devGroups_.count(id);
+    }
+    if (!taken)
+      o_.diags->warning(f->loc, "fused group " + quote(name) + " runs stage by stage in the CUDA backend: " + why, 4);
+  }
+}
+
+void Emitter::emitRowGroup(const RowGroup& rg) {
+  const Stage& ref = p_.stages[rg.ref];
+  const int rank = ref.type.rank();
+  std::set<int> written(rg.written.begin(), rg.written.end());
+  // What element code computes for a value it needs: its element members, in order, that the
+  // value depends on (through element members only: row values are at hand already).
+  auto closure = [&](const std::vector<int>& wanted) {
+    std::set<int> need;
+    std::vector<int> work;
+    for (int w : wanted)
+      if (rg.elems.count(w) && need.insert(w).second) work.push_back(w);
+    while (!work.empty()) {
+      const int c = work.back();
+      work.pop_back();
+      for (int o : p_.stages[c].operands)
+        if (rg.elems.count(o) && need.insert(o).second) work.push_back(o);
+    }
+    std::vector<int> run;
+    for (int id : rg.members)
+      if (need.count(id)) run.push_back(id);
+    return run;
+  };
+  // The outside operands a run of element code reads (and the reduction's own, `extra`).
+  auto extOf = [&](const std::vector<int>& run, int extra) {
+    std::set<int> ks;
+    for (int id : run)
+      for (int o : p_.stages[id].operands)
+        if (auto it = rg.extIndex.find(o); it != rg.extIndex.end()) ks.insert(it->second);
+    if (auto it = rg.extIndex.find(extra); it != rg.extIndex.end()) ks.insert(it->second);
+    return ks;
+  };
+  // Operand indices for runMembers: outside operands by their index, row values by kRowValue + id.
+  constexpr int kRowValue = 1 << 20;
+  std::map<int, int> index = rg.extIndex;
+  for (int id : rg.members)
+    if (!rg.elems.count(id)) index[id] = kRowValue + id;
+  const std::string kname = "k_" + std::to_string(rg.members.front()) + "_" + ident(rg.name) + "_rows";
+
+  // A state's new value written into its storage (direct_) while the group reads its entry: the
+  // two arrays are one, so neither is __restrict__ and the entry is not read through the
+  // read-only cache. (Each element is read before its thread writes it, in the last pass.)
+  std::set<int> shared;
+  for (auto& st : p_.states)
+    if (written.count(st.exit) && direct_.count(st.exit) && rg.extIndex.count(st.entry)) shared.insert({st.exit, st.entry});
+  std::vector<std::string> params, hostArgs;
+  for (int id : rg.written) {
+    params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (shared.count(id) ? "* out" : "* __restrict__ out") +
+                     std::to_string(id));
+    hostArgs.push_back(var(id));
+  }
+  for (size_t k = 0; k < rg.ext.size(); ++k) {
+    params.push_back("const " + std::string(storageType(p_.stages[rg.ext[k]].type.dtype)) +
+                     (shared.count(rg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+    hostArgs.push_back(var(rg.ext[k]));
+  }
+  params.push_back("OutputMap om");
+  hostArgs.push_back("om");
+  for (size_t k = 0; k < rg.ext.size(); ++k) {
+    params.push_back("long long b" + std::to_string(k));
+    hostArgs.push_back(rg.acc[k] == Access::Modulo ? countVar(rg.ext[k]) : "m" + std::to_string(k) + ".base");
+  }
+  std::vector<int> computes;
+  for (int id : rg.members)
+    if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
+  runParams(computes, params, hostArgs);
+  for (int id : rg.members)
+    if (p_.stages[id].kind == StageKind::Reduce) {
+      params.push_back("double cnt" + std::to_string(id));
+      hostArgs.push_back(reduceCount(id));
+    }
+  params.push_back("unsigned long long seed");
+  hostArgs.push_back("seed");
+  params.push_back("long long rows");
+  params.push_back("long long n");
+  params.push_back("int R");
+  hostArgs.insert(hostArgs.end(), {"rows", "n", "R"});
+
+  // The passes over the row: one per reduction (the elements it reduces), then one computing
+  // the element members used outside the group.
+  std::vector<int> outElems, outRows;
+  for (int id : rg.written) (rg.elems.count(id) ? outElems : outRows).push_back(id);
+  struct Pass {
+    int reduce = -1;           // -1: the last pass
+    std::vector<int> run;      // the element members it computes
+    std::set<int> ks;          // the outside operands it reads
+  };
+  std::vector<Pass> passes;
+  for (int id : rg.members)
+    if (p_.stages[id].kind == StageKind::Reduce) {
+      const int x = p_.stages[id].operands[0];
+      Pass ps{id, closure({x}), {}};
+      ps.ks = extOf(ps.run, x);
+      passes.push_back(ps);
+    }
+  if (!outElems.empty()) {
+    Pass ps{-1, closure(outElems), {}};
+    ps.ks = extOf(ps.run, -1);
+    passes.push_back(ps);
+  }
+  // Outside operands read at the element's index by two passes or more are kept in registers (C,
+  // the cached instance: each thread's K packs of them, loaded once a row) where the row fits
+  // rowThreads(units, K); K packs of 16 bytes of all of them together at most 8 a thread.
+  std::vector<int> cached;
+  for (size_t k = 0; k < rg.ext.size(); ++k) {
+    if (rg.acc[k] != Access::Linear) continue;
+    int uses = 0;
+    for (auto& ps : passes) uses += static_cast<int>(ps.ks.count(static_cast<int>(k)));
+    if (uses >= 2) cached.push_back(static_cast<int>(k));
+  }
+  const int K = cached.empty() ? 8 : std::max<int>(1, 8 / static_cast<int>(cached.size()));
+  auto isCached = [&](int k) { return std::find(cached.begin(), cached.end(), k) != cached.end(); };
+
+  // One pass's loop over each thread's packs of V elements of its row (the cached instance: its K
+  // packs, unrolled), the operands `ks` at hand as x<k>, `body` once per element (i: its local index).
+  auto elementLoop = [&](const std::set<int>& ks, const std::string& body, const std::vector<int>& stores) {
+    auto step = [&](bool inRegisters, const std::string& ind) {
+      std::ostringstream o;
+      o << ind << "const int col = u * V;  // the pack's first column\n";
+      for (int k : ks) {
+        const std::string kk = std::to_string(k), T = storageType(p_.stages[rg.ext[static_cast<size_t>(k)]].type.dtype);
+        const Access a = rg.acc[static_cast<size_t>(k)];
+        if (a == Access::Scalar || a == Access::Row) {
+          o << ind << "const " << T << " x" << kk << " = a" << kk << "[b" << kk << (a == Access::Row ? " + row" : "") << "];\n";
+        } else if (inRegisters && isCached(k)) {
+          o << ind << "const coconet_rt::Vec<" << T << ", V>& x" << kk << " = c" << kk << "[q];\n";
+        } else {
+          o << ind << "coconet_rt::Vec<" << T << ", V> x" << kk << ";\n" << ind << "coconet_rt::load_vec"
+            << (shared.count(rg.ext[static_cast<size_t>(k)]) ? "_rw" : "") << "(x" << kk << ", p" << kk << " + col);\n";
+        }
+      }
+      for (int id : stores) o << ind << "coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
+      o << "#pragma unroll\n" << ind << "for (int e = 0; e < V; ++e) {\n"
+        << ind << "  const long long i = ro + col + e;\n"
+        << ind << "  const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n"
+        << ind << "  (void)i; (void)key;\n"
+        << body << ind << "}\n";
+      for (int id : stores) o << ind << "coconet_rt::store_vec(out" << id << " + ro + col, o" << id << ");\n";
+      return o.str();
+    };
+    std::ostringstream o;
+    o << "    if (live) {\n";
+    if (!cached.empty())
+      o << "      if constexpr (C) {\n#pragma unroll\n        for (int q = 0; q < K; ++q) {\n"
+        << "          const int u = t + q * R;\n          if (u >= units) continue;\n"
+        << step(true, "          ") << "        }\n      } else\n";
+    o << "      for (int u = t; u < units; u += R) {\n" << step(false, "        ") << "      }\n    }\n";
+    return o.str();
+  };
+  auto elementOperand = [&](int k) -> std::string {
+    if (k >= kRowValue) return "r" + std::to_string(k - kRowValue);
+    const std::string kk = std::to_string(k);
+    return rg.acc[static_cast<size_t>(k)] == Access::Scalar || rg.acc[static_cast<size_t>(k)] == Access::Row
+               ? "coconet_rt::to_f(x" + kk + ")"
+               : "coconet_rt::to_f(x" + kk + ".v[e])";
+  };
+
+  Hoisted hoisted;
+  HoistScope hoisting(hoist_, hoisted);
+  std::ostringstream rows;
+  // Each operand read at the element's index, from the row's first element: its place in the
+  // row's block (Linear) or in its period (Modulo: a trailing-dimension operand, whose period is
+  // whole rows), once a row.
+  rows << "    const long long ro = row * n;  // the row's first element\n    (void)ro;\n";
+  for (size_t k = 0; k < rg.ext.size(); ++k) {
+    const std::string kk = std::to_string(k), T = storageType(p_.stages[rg.ext[k]].type.dtype);
+    if (rg.acc[k] == Access::Linear)
+      rows << "    const " << T << "* p" << kk << " = a" << kk << " + b" << kk << " + ro;\n";
+    else if (rg.acc[k] == Access::Modulo)
+      rows << "    const " << T << "* p" << kk << " = a" << kk << " + ro % b" << kk << ";\n";
+  }
+  if (!cached.empty()) {
+    rows << "    // the row's operands that several passes read, in registers (the cached instance)\n";
+    for (int k : cached) {
+      const std::string kk = std::to_string(k);
+      rows << "    coconet_rt::Vec<" << storageType(p_.stages[rg.ext[static_cast<size_t>(k)]].type.dtype) << ", V> c" << kk << "[K];\n";
+    }
+    rows << "    if constexpr (C) {\n#pragma unroll\n      for (int q = 0; q < K; ++q) {\n"
+         << "        const int u = t + q * R;\n        if (!live || u >= units) continue;\n";
+    for (int k : cached) {
+      const std::string kk = std::to_string(k);
+      rows << "        coconet_rt::load_vec" << (shared.count(rg.ext[static_cast<size_t>(k)]) ? "_rw" : "") << "(c" << kk << "[q], p" << kk
+           << " + u * V);\n";
+    }
+    rows << "      }\n    }\n";
+  }
+  size_t next = 0;  // the next pass
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    if (rg.elems.count(id)) continue;  // computed in the passes that need it
+    if (s.kind == StageKind::Compute) {
+      // A row value: every thread of the row computes it (its operands: row values, scalars, values a row).
+      rows << "    // " << s.name << " (a row value)\n"
+           << runMembers({id}, index, {}, "    ",
+                         [&](int k) {
+                           if (k >= kRowValue) return "r" + std::to_string(k - kRowValue);
+                           const std::string kk = std::to_string(k);
+                           return "coconet_rt::to_f(a" + kk + "[b" + kk + (rg.acc[static_cast<size_t>(k)] == Access::Row ? " + row" : "") + "])";
+                         },
+                         [](int) { return std::string(); }, true);
+      continue;
+    }
+    // A reduction over the row: a pass computing the elements it reduces.
+    const Pass& ps = passes[next++];
+    const std::string op = emitReduceOp(id), acc = "acc" + std::to_string(id);
+    const int x = s.operands[0];
+    std::string value = rg.elems.count(x) ? "r" + std::to_string(x) : elementOperand(rg.extIndex.at(x));
+    std::string body = runMembers(ps.run, index, {}, "          ", elementOperand, [](int) { return std::string(); }, true) +
+                       "          " + acc + " = " + op + "::combine(" + acc + ", " + op + "::element(static_cast<" + op + "::Acc>(" +
+                       value + ")));\n";
+    rows << "    // " << s.name << " = " << reduceKindName(s.reduce) << "(" << p_.stages[x].name << ") over the row\n"
+         << "    " << op << "::Acc " << acc << " = " << op << "::init();\n"
+         << elementLoop(ps.ks, body, {})
+         << "    " << acc << " = coconet_rt::groupCombine<coconet_rt::CombineOf<" << op << ">>(" << acc << ", R, reinterpret_cast<" << op
+         << "::Acc*>(rowsh));\n"
+         << "    const " << storageType(s.type.dtype) << " s" << id << " = coconet_rt::Store<" << storageType(s.type.dtype) << ">::from("
+         << op << "::finish(" << acc << ", cnt" << id << "));\n"
+         << "    const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n    (void)r" << id << ";\n";
+  }
+  // The last pass: the element members used outside, and the row values (by the row's first thread).
+  if (!outElems.empty()) {
+    const Pass& ps = passes[next];
+    std::string body = runMembers(ps.run, index, {}, "          ", elementOperand, [](int) { return std::string(); }, true);
+    for (int id : outElems) body += "          o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";\n";
+    rows << "    // the members used outside the group\n" << elementLoop(ps.ks, body, outElems);
+  }
+  for (int id : outRows) rows << "    if (live && t == 0) out" << id << "[row] = s" << id << ";\n";
+  hoisting.end();
+
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    kernels_ << "// " << s.name << " = "
+             << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name +
+                                                   ", dim = " + std::to_string(s.dim) + (s.keepdim ? ", keepdim = true" : "") + ")"
+                                             : exprTextFor(s))
+             << "\n";
+  }
+  kernels_ << "// (fused group '" << rg.name << "': R threads a row; a pass over the row per reduction, computing the elements it\n"
+           << "// reduces, then one that writes what leaves the group; V elements a step where the row and every array allow;\n"
+           << "// C: the operands several passes read kept in registers, K packs a thread)\n"
+           << "template <int V, bool C>\n__global__ void __launch_bounds__(512) " << kname << "(";
+  for (size_t k = 0; k < params.size(); ++k) kernels_ << (k ? ", " : "") << params[k];
+  kernels_ << ") {\n  (void)seed;\n  constexpr int K = C ? " << K << " : 1;\n  (void)K;\n"
+           << "  const int units = static_cast<int>(n / V);  // packs a row (rows of at most 2^31 elements: checked by the host)\n"
+           << "  __shared__ alignas(8) unsigned char rowsh[32 * 8];  // the combines' partial results\n"
+           << hoisted.prologue()
+           << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
+           << "  // Every thread of the block takes every step (the combines synchronize); rows past the end compute nothing.\n"
+           << "  for (long long base = static_cast<long long>(blockIdx.x) * rpb; base < rows; base += static_cast<long long>(gridDim.x) * rpb) {\n"
+           << "    const long long row = base + sub;\n    const bool live = row < rows;\n"
+           << rows.str() << "  }\n}\n\n";
+
+  // Host code.
+  auto& b = body_;
+  const std::string name = "\"" + rg.name + "\"";
+  b << "\n  // fused group '" << rg.name << "': one kernel over rows of " << ref.type.shape.back().str() << "\n"
+    << "  if (" << countVar(rg.ref) << " > 0) {\n";
+  emitMaps(rg.ref, rg.ext);
+  int minBytes = 16;
+  for (size_t k = 0; k < rg.ext.size(); ++k)
+    if (rg.acc[k] == Access::Linear || rg.acc[k] == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[rg.ext[k]].type.dtype));
+  for (int id : outElems) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
+  const int V = std::min(8, 16 / minBytes);
+  b << "    const long long n = " << shapeVar(rg.ref) << "[" << (rank - 1) << "], rows = " << countVar(rg.ref) << " / n;\n"
+    << "    const bool packed = n % " << V << " == 0";
+  for (int id : outElems) b << " &&\n        coconet_rt::aligned16(" << var(id) << ", 0)";
+  for (size_t k = 0; k < rg.ext.size(); ++k) {
+    if (rg.acc[k] == Access::Linear) b << " &&\n        coconet_rt::aligned16(" << var(rg.ext[k]) << ", m" << k << ".base)";
+    if (rg.acc[k] == Access::Modulo)
+      b << " &&\n        " << countVar(rg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(rg.ext[k]) << ", 0)";
+  }
+  b << ";\n"
+    << "    if (n > 2147483647LL) throw coconet_rt::Error(\"" << p_.name << ": fused group '" << rg.name
+    << "': rows of \" + std::to_string(n) + \" elements; its row kernel takes at most 2^31 - 1\");\n"
+    << "    const long long units = packed ? n / " << V << " : n;\n";
+  if (cached.empty()) {
+    b << "    const bool cache = false;\n";
+  } else {
+    b << "    // the operands several passes read in registers where the row's packs fit " << K << " a thread\n"
+      << "    const int Rc = coconet_rt::rowThreads(units, " << K << ");\n    const bool cache = Rc > 0;\n";
+  }
+  b << "    int R = cache ? " << (cached.empty() ? "0" : "Rc") << " : coconet_rt::rowThreads(units, 8);\n"
+    << "    if (R == 0) R = 512;  // longer rows: a block a row, more packs a thread\n"
+    << "    const int threads = R < 128 ? 128 : R;\n"
+    << "    const int blocks = static_cast<int>(std::min<long long>((rows + threads / R - 1) / (threads / R), 1 << 20));\n";
+  std::string args;
+  for (size_t k = 0; k < hostArgs.size(); ++k) args += (k ? ", " : "") + hostArgs[k];
+  auto launch = [&](const std::string& v, const char* c) {
+    return kname + "<" + v + ", " + c + "><<<blocks, threads, 0, stream_>>>(" + args + ");\n";
+  };
+  const std::string vs = std::to_string(V);
+  if (cached.empty()) {
+    b << "    (void)cache;\n    if (packed) " << launch(vs, "false") << "    else " << launch("1", "false");
+  } else {
+    b << "    if (packed && cache) " << launch(vs, "true") << "    else if (packed) " << launch(vs, "false")
+      << "    else if (cache) " << launch("1", "true") << "    else " << launch("1", "false");
+  }
+  b << "    CHECK(cudaGetLastError(), " << name << ");\n  }\n";
+}
+
+}  // namespace coconet::backend::detail
