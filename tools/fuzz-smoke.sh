@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the fuzz target (parse, check; with a schedule also apply, verify and emit CUDA) for a
 # bounded time, seeded with every sample, stdlib
-# module and test input. Exit 77 (skipped) when the fuzz build is absent.
+# module and test input, and every program with a schedule beside it (samples, GPU tests, benchmarks). Exit 77 (skipped) when the fuzz build is absent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build-fuzz/tests/fuzz/fuzz_check"
@@ -14,7 +14,7 @@ corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 find "$root/samples" "$root/stdlib" "$root/tests/lit" -name '*.cnet' -size -64k -not -path '*/Output/*' \
   -exec cp {} "$corpus/" \; 2>/dev/null || true
-for prog in "$root"/samples/*/*.cnet; do  # programs with their schedules, joined by %%
+for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet "$root"/tools/bench/programs/*.cnet; do  # with their schedules, joined by %%
   sched="${prog%.cnet}.sched"
   [ -f "$sched" ] && { cat "$prog"; printf '\n%%%%\n'; cat "$sched"; } > "$corpus/$(basename "$prog" .cnet)-sched.cnet"
 done

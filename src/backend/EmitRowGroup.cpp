@@ -12,6 +12,8 @@ bool hasDropout(const Stage& s) {
   return false;
 }
 
+bool normalization(StageKind k) { return k == StageKind::Softmax || k == StageKind::Layernorm || k == StageKind::Rmsnorm; }
+
 }  // namespace
 
 std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const std::vector<int>& m, std::string& why) const {
@@ -23,11 +25,11 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
   RowGroup rg;
   rg.name = f.name;
   rg.members.assign(m.begin() + static_cast<long>(lo), m.begin() + static_cast<long>(hi));
-  int firstReduce = -1;
+  int firstReduce = -1;  // the first member reducing rows: a reduction or a normalization
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
-    if (s.kind == StageKind::Reduce && firstReduce < 0) firstReduce = id;
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce) return std::nullopt;  // (fuse takes no other kinds)
+    if ((s.kind == StageKind::Reduce || normalization(s.kind)) && firstReduce < 0) firstReduce = id;
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && !normalization(s.kind)) return std::nullopt;  // (fuse takes no other kinds)
   }
   if (firstReduce < 0) return std::nullopt;  // element-wise only: planRuns
   const Stage& r0 = p_.stages[firstReduce];
@@ -37,7 +39,7 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
     why = w;
     return std::nullopt;
   };
-  if (rank < 1 || r0.dim != rank - 1)
+  if (rank < 1 || (r0.kind == StageKind::Reduce && r0.dim != rank - 1))
     return fail(quote(r0.name) + " reduces dimension " + std::to_string(r0.dim) + " of its operand, not the last");
   Shape keep = rowT.shape, drop = rowT.shape;
   keep.back() = SizeExpr::constant(1);
@@ -56,6 +58,12 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
       if (xt.shape != rowT.shape || xt.layout != rowT.layout || s.dim != rank - 1)
         return fail(quote(s.name) + " does not reduce the last dimension of the rows");
       if (in.count(s.operands[0]) && !rg.elems.count(s.operands[0])) return fail(quote(s.name) + " reduces a row value");
+      continue;
+    }
+    if (normalization(s.kind)) {  // an element member whose rows' statistics take passes of their own
+      const TensorType& xt = p_.stages[s.operands[0]].type;
+      if (xt.shape != rowT.shape || xt.layout != rowT.layout) return fail(quote(s.name) + " normalizes other rows than the group's");
+      rg.elems.insert(id);
       continue;
     }
     if (s.type.shape == rowT.shape) {
@@ -171,11 +179,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     if (auto it = rg.extIndex.find(extra); it != rg.extIndex.end()) ks.insert(it->second);
     return ks;
   };
-  // Operand indices for runMembers: outside operands by their index, row values by kRowValue + id.
+  // Operand indices for runMembers: outside operands by their index, members by kRowValue + id
+  // (their values r<id>: a row value's at the row's scope, an element member's computed before
+  // its readers in the element's).
   constexpr int kRowValue = 1 << 20;
   std::map<int, int> index = rg.extIndex;
-  for (int id : rg.members)
-    if (!rg.elems.count(id)) index[id] = kRowValue + id;
+  for (int id : rg.members) index[id] = kRowValue + id;
   const std::string kname = "k_" + std::to_string(rg.members.front()) + "_" + ident(rg.name) + "_rows";
 
   // A state's new value written into its storage (direct_) while the group reads its entry: the
@@ -205,11 +214,17 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   for (int id : rg.members)
     if (p_.stages[id].kind == StageKind::Compute) computes.push_back(id);
   runParams(computes, params, hostArgs);
-  for (int id : rg.members)
-    if (p_.stages[id].kind == StageKind::Reduce) {
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    if (s.kind == StageKind::Reduce) {
       params.push_back("double cnt" + std::to_string(id));
       hostArgs.push_back(reduceCount(id));
     }
+    if (s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) {
+      params.push_back("double eps" + std::to_string(id));
+      hostArgs.push_back(scalarValue(s.eps));
+    }
+  }
   params.push_back("unsigned long long seed");
   hostArgs.push_back("seed");
   params.push_back("long long rows");
@@ -226,9 +241,15 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     std::vector<int> run;      // the element members it computes
     std::set<int> ks;          // the outside operands it reads
   };
+  // A normalization's statistics take passes of their own, as its register kernel's (softmax:
+  // the maximum, then the sum of exponentials; layer norm: the mean, then the squared
+  // deviations; RMSNorm: the sum of squares).
+  auto statPasses = [](StageKind k) {
+    return k == StageKind::Reduce || k == StageKind::Rmsnorm ? 1 : k == StageKind::Softmax || k == StageKind::Layernorm ? 2 : 0;
+  };
   std::vector<Pass> passes;
   for (int id : rg.members)
-    if (p_.stages[id].kind == StageKind::Reduce) {
+    for (int q = 0; q < statPasses(p_.stages[id].kind); ++q) {
       const int x = p_.stages[id].operands[0];
       Pass ps{id, closure({x}), {}};
       ps.ks = extOf(ps.run, x);
@@ -296,6 +317,43 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
                : "coconet_rt::to_f(x" + kk + ".v[e])";
   };
 
+  // A normalization's accumulation type (f64 where any of its values is, as its register kernel)
+  // and the value of its operand k in that type, in element code.
+  auto normType = [&](int id) {
+    bool f64 = p_.stages[id].type.dtype == DType::F64;
+    for (int o : p_.stages[id].operands) f64 = f64 || p_.stages[o].type.dtype == DType::F64;
+    return std::string(f64 ? "double" : "float");
+  };
+  auto normOperand = [&](int id, size_t k) {
+    return "static_cast<" + normType(id) + ">(" + elementOperand(index.at(p_.stages[id].operands[k])) + ")";
+  };
+  // The element code of a run of element members, in order: a compute's statements (runMembers),
+  // a normalization's value from its row's statistics (its register kernel's arithmetic), each
+  // rounded to its type as storing it would round it (s<id>) and read back (r<id>).
+  const std::string ind = "          ";
+  auto elementCode = [&](const std::vector<int>& run) {
+    std::string code;
+    for (int id : run) {
+      const Stage& s = p_.stages[id];
+      if (s.kind == StageKind::Compute) {
+        code += runMembers({id}, index, {}, ind, elementOperand, [](int) { return std::string(); }, true);
+        continue;
+      }
+      const std::string A = normType(id), T = storageType(s.type.dtype), i = std::to_string(id), x = normOperand(id, 0);
+      if (s.kind == StageKind::Softmax) {
+        code += ind + "const " + A + " w" + i + " = coconet_rt::exp_for<" + T + ">(" + x + " - m" + i + ") * rs" + i + ";\n";
+      } else if (s.kind == StageKind::Rmsnorm) {
+        code += ind + "const " + A + " w" + i + " = " + x + " * inv" + i + (s.operands.size() >= 2 ? " * " + normOperand(id, 1) : "") + ";\n";
+      } else {
+        code += ind + "const " + A + " w" + i + " = (" + x + " - mean" + i + ") * inv" + i +
+                (s.operands.size() == 3 ? " * " + normOperand(id, 1) + " + " + normOperand(id, 2) : "") + ";\n";
+      }
+      code += ind + "const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(w" + i + "));\n" + ind +
+              "const auto r" + i + " = coconet_rt::to_f(s" + i + ");\n" + ind + "(void)r" + i + ";\n";
+    }
+    return code;
+  };
+
   Hoisted hoisted;
   HoistScope hoisting(hoist_, hoisted);
   std::ostringstream rows;
@@ -328,7 +386,7 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   size_t next = 0;  // the next pass
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
-    if (rg.elems.count(id)) continue;  // computed in the passes that need it
+    if (rg.elems.count(id) && !normalization(s.kind)) continue;  // computed in the passes that need it
     if (s.kind == StageKind::Compute) {
       // A row value: every thread of the row computes it (its operands: row values, scalars, values a row).
       rows << "    // " << s.name << " (a row value)\n"
@@ -341,14 +399,42 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
                          [](int) { return std::string(); }, true);
       continue;
     }
+    if (normalization(s.kind)) {
+      // A normalization's statistics (its element code reads them): a pass each, combined over the row.
+      const std::string A = normType(id), T = storageType(s.type.dtype), i = std::to_string(id), x = normOperand(id, 0);
+      const std::string sh = "reinterpret_cast<" + A + "*>(rowsh)", sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
+      auto pass = [&](const std::string& var, const std::string& init, const std::string& accumulate) {
+        const Pass& ps = passes[next++];
+        rows << "    " << A << " " << var << " = " << init << ";\n"
+             << elementLoop(ps.ks, elementCode(ps.run) + ind + accumulate + "\n", {});
+      };
+      rows << "    // " << s.name << " = " << stageKindName(s.kind) << "(" << p_.stages[s.operands[0]].name << "): its row's statistics\n";
+      const std::string eps = "static_cast<" + A + ">(eps" + i + ")";
+      if (s.kind == StageKind::Softmax) {
+        pass("m" + i, "-INFINITY", "{ const " + A + " xv = " + x + "; m" + i + " = xv > m" + i + " ? xv : m" + i + "; }");
+        rows << "    m" << i << " = coconet_rt::groupCombine<coconet_rt::MaxOp<" << A << ">>(m" << i << ", R, " << sh << ");\n";
+        pass("rs" + i, "0", "rs" + i + " += coconet_rt::exp_for<" + T + ">(" + x + " - m" + i + ");");
+        rows << "    rs" << i << " = " << A << "(1) / " << sum << "(rs" << i << ", R, " << sh << ");  // one division a row\n";
+      } else if (s.kind == StageKind::Layernorm) {
+        pass("mean" + i, "0", "mean" + i + " += " + x + ";");
+        rows << "    mean" << i << " = " << sum << "(mean" << i << ", R, " << sh << ") / static_cast<" << A << ">(n);\n";
+        pass("inv" + i, "0", "{ const " + A + " dv = " + x + " - mean" + i + "; inv" + i + " += dv * dv; }");
+        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<" << A
+             << ">(n) + " << eps << ");\n";
+      } else {
+        pass("inv" + i, "0", "{ const " + A + " xv = " + x + "; inv" + i + " += xv * xv; }");
+        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<" << A
+             << ">(n) + " << eps << ");\n";
+      }
+      continue;
+    }
     // A reduction over the row: a pass computing the elements it reduces.
     const Pass& ps = passes[next++];
     const std::string op = emitReduceOp(id), acc = "acc" + std::to_string(id);
     const int x = s.operands[0];
-    std::string value = rg.elems.count(x) ? "r" + std::to_string(x) : elementOperand(rg.extIndex.at(x));
-    std::string body = runMembers(ps.run, index, {}, "          ", elementOperand, [](int) { return std::string(); }, true) +
-                       "          " + acc + " = " + op + "::combine(" + acc + ", " + op + "::element(static_cast<" + op + "::Acc>(" +
-                       value + ")));\n";
+    std::string value = elementOperand(index.at(x));
+    std::string body = elementCode(ps.run) + ind + acc + " = " + op + "::combine(" + acc + ", " + op + "::element(static_cast<" + op +
+                       "::Acc>(" + value + ")));\n";
     rows << "    // " << s.name << " = " << reduceKindName(s.reduce) << "(" << p_.stages[x].name << ") over the row\n"
          << "    " << op << "::Acc " << acc << " = " << op << "::init();\n"
          << elementLoop(ps.ks, body, {})
@@ -361,7 +447,7 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   // The last pass: the element members used outside, and the row values (by the row's first thread).
   if (!outElems.empty()) {
     const Pass& ps = passes[next];
-    std::string body = runMembers(ps.run, index, {}, "          ", elementOperand, [](int) { return std::string(); }, true);
+    std::string body = elementCode(ps.run);
     for (int id : outElems) body += "          o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";\n";
     rows << "    // the members used outside the group\n" << elementLoop(ps.ks, body, outElems);
   }
@@ -370,11 +456,18 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
 
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
-    kernels_ << "// " << s.name << " = "
-             << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name +
-                                                   ", dim = " + std::to_string(s.dim) + (s.keepdim ? ", keepdim = true" : "") + ")"
-                                             : exprTextFor(s))
-             << "\n";
+    std::string text;
+    if (s.kind == StageKind::Compute) {
+      text = exprTextFor(s);
+    } else if (s.kind == StageKind::Reduce) {
+      text = std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ", dim = " + std::to_string(s.dim) +
+             (s.keepdim ? ", keepdim = true" : "") + ")";
+    } else {
+      text = std::string(stageKindName(s.kind)) + "(";
+      for (size_t k = 0; k < s.operands.size(); ++k) text += (k ? ", " : "") + p_.stages[s.operands[k]].name;
+      text += ")";
+    }
+    kernels_ << "// " << s.name << " = " << text << "\n";
   }
   kernels_ << "// (fused group '" << rg.name << "': R threads a row; a pass over the row per reduction, computing the elements it\n"
            << "// reduces, then one that writes what leaves the group; V elements a step where the row and every array allow;\n"
@@ -402,6 +495,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     if (rg.acc[k] == Access::Linear || rg.acc[k] == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[rg.ext[k]].type.dtype));
   for (int id : outElems) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
   const int V = std::min(8, 16 / minBytes);
+  for (int id : rg.members) {
+    const Stage& s = p_.stages[id];
+    if ((s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) && !s.eps.param.empty())
+      b << "    coconet_rt::checkPositiveScalar(" << scalarValue(s.eps) << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
+        << s.eps.param << "\");\n";
+  }
   b << "    const long long n = " << shapeVar(rg.ref) << "[" << (rank - 1) << "], rows = " << countVar(rg.ref) << " / n;\n"
     << "    const bool packed = n % " << V << " == 0";
   for (int id : outElems) b << " &&\n        coconet_rt::aligned16(" << var(id) << ", 0)";

@@ -31,7 +31,7 @@ bool fuse(StepContext& c) {
     const Arg* a = argOf[ids[i]];
     bool first = i == 0, last = i + 1 == ids.size();
     switch (s.kind) {
-      case StageKind::Compute: break;
+      case StageKind::Compute: case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: break;
       case StageKind::Reduce:
         if (s.dim < 0) return c.fail(a, s.name, "it reduces the whole tensor, which needs all of it; fuse takes "
                                                 "reductions over one dimension");
@@ -46,9 +46,9 @@ bool fuse(StepContext& c) {
         if (!last) return c.fail(a, s.name, "an all_gather can only end a fused group");
         break;
       default:
-        return c.fail(a, s.name, "it is " + describe(s) + "; fuse takes element-wise computes and reductions over "
-                                 "one dimension, after at most one reduce_scatter or allreduce and before at most "
-                                 "one all_gather or all_to_all");
+        return c.fail(a, s.name, "it is " + describe(s) + "; fuse takes element-wise computes, reductions over "
+                                 "one dimension and normalizations, after at most one reduce_scatter or allreduce and "
+                                 "before at most one all_gather or all_to_all");
     }
     if (s.type.group) {
       if (group && group != s.type.group)

@@ -142,6 +142,7 @@ bool overlap(StepContext& c) {
     const Stage& s = p.stages[m];
     switch (s.kind) {
       case StageKind::Compute: case StageKind::AllReduce: break;
+      case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: break;  // (rows of the last dimension: below)
       case StageKind::Reduce:
         if (s.dim < 0) return c.fail(pos[1], consumer, quote(s.name) + " reduces the whole tensor, which mixes chunks");
         break;
@@ -188,11 +189,15 @@ bool overlap(StepContext& c) {
       return false;
     }
   }
-  // A reduction over the chunked dimension mixes chunks.
+  // A reduction over the chunked dimension mixes chunks, and so does a normalization of it (over
+  // the last dimension of its operand).
   for (int m : members) {
     const Stage& s = p.stages[m];
-    if (s.kind == StageKind::Reduce && s.dim == dim + (p.stages[s.operands[0]].type.rank() - ps.type.rank()))
+    const int xr = s.operands.empty() ? 0 : p.stages[s.operands[0]].type.rank(), at = dim + (xr - ps.type.rank());
+    if (s.kind == StageKind::Reduce && s.dim == at)
       return c.fail(pos[1], consumer, quote(s.name) + " reduces the chunked dimension " + std::to_string(dim));
+    if ((s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) && at == xr - 1)
+      return c.fail(pos[1], consumer, quote(s.name) + " normalizes along the chunked dimension " + std::to_string(dim));
   }
   if (ps.type.group && ps.type.layout.kind == Layout::Sliced && ps.type.layout.dim == dim)
     return c.fail(pos[0], ps.name, "its dimension " + std::to_string(dim) + " is sliced across ranks; chunk another one");

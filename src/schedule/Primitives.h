@@ -74,9 +74,9 @@ bool sliceState(StepContext& c);
 // moved next to each other in execution order.
 // Preconditions: at least two stages, none already fused, all in one process group; no
 // stage outside the set both reads a member and is read by a member (the set is convex);
-// members are element-wise computes and reductions over one dimension, optionally after one
-// reduce_scatter or allreduce at the start and before one all_gather or all_to_all at the
-// end; matmuls and other collectives are not fused.
+// members are element-wise computes, reductions over one dimension and softmax, layernorm
+// and rmsnorm, optionally after one reduce_scatter or allreduce at the start and before one
+// all_gather or all_to_all at the end; matmuls and other collectives are not fused.
 bool fuse(StepContext& c);
 
 // overlap(producer, consumer, chunks = N, dim = D): the producer (matmul, gemv or embedding) is
@@ -85,7 +85,8 @@ bool fuse(StepContext& c);
 // processes chunk i while chunk i+1 is produced.
 // Preconditions: the producer is a matmul, gemv or embedding; the consumer reads it; every
 // consumer stage maps row i of its inputs to row i of its output (element-wise, allreduce, a
-// reduction over a dimension other than 0, a reduce_scatter ... all_gather pair) or is a final
+// reduction over a dimension other than D, a normalization whose last dimension is not D, a
+// reduce_scatter ... all_gather pair) or is a final
 // all_to_all (chunk c then carries sub-block c of every destination's block); the consumer's
 // results are not sliced; no consumer reduction runs over dimension D; dimension D is not
 // sliced across ranks; N >= 2. Adds the requirement that dimension D divides into N chunks
