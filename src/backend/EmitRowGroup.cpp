@@ -232,12 +232,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   params.push_back("int R");
   hostArgs.insert(hostArgs.end(), {"rows", "n", "R"});
 
-  // The passes over the row: one per reduction (the elements it reduces), then one computing
-  // the element members used outside the group.
+  // The passes over the row, in the order the kernel takes them: one per reduction (computing
+  // the elements it reduces), a normalization's own, then one computing the element members used
+  // outside the group.
   std::vector<int> outElems, outRows;
   for (int id : rg.written) (rg.elems.count(id) ? outElems : outRows).push_back(id);
   struct Pass {
-    int reduce = -1;           // -1: the last pass
     std::vector<int> run;      // the element members it computes
     std::set<int> ks;          // the outside operands it reads
   };
@@ -251,12 +251,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   for (int id : rg.members)
     for (int q = 0; q < statPasses(p_.stages[id].kind); ++q) {
       const int x = p_.stages[id].operands[0];
-      Pass ps{id, closure({x}), {}};
+      Pass ps{closure({x}), {}};
       ps.ks = extOf(ps.run, x);
       passes.push_back(ps);
     }
   if (!outElems.empty()) {
-    Pass ps{-1, closure(outElems), {}};
+    Pass ps{closure(outElems), {}};
     ps.ks = extOf(ps.run, -1);
     passes.push_back(ps);
   }
