@@ -172,7 +172,7 @@ std::string Emitter::headerText() {
     if (p_.stages[i].kind == StageKind::Reduce)
       h << "  coconet_rt::Buffer red" << i << "_;  // partial results of " << p_.stages[i].name << "\n";
   for (size_t i = 0; i < p_.stages.size(); ++i)
-    if (p_.stages[i].kind == StageKind::Softmax || p_.stages[i].kind == StageKind::Layernorm || p_.stages[i].kind == StageKind::Rmsnorm)
+    if (isNormalizationKind(p_.stages[i].kind))
       h << "  coconet_rt::Buffer rows" << i << "_;  // statistics of " << p_.stages[i].name << "'s row parts (rows split over blocks)\n";
   for (size_t i = 0; i < p_.stages.size(); ++i)
     if (p_.stages[i].kind == StageKind::Matmul)

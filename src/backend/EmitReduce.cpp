@@ -236,6 +236,12 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
   return "src";
 }
 
+std::string Emitter::epsCheck(const Stage& s) const {
+  if (s.eps.param.empty()) return "";
+  return "    coconet_rt::checkPositiveScalar(" + scalarValue(s.eps) + ", \"" + p_.name + "\", \"" + s.name + "\", \"eps\", \"" +
+         s.eps.param + "\");\n";
+}
+
 Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   const Stage& s = p_.stages[id];
   RowwiseKernel k;
@@ -424,9 +430,7 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
   const std::string &T = k.T, &XT = k.XT, &GT = k.GT, &BT = k.BT, &A = k.A, &kname = k.name;
   int r = s.type.rank();
   std::string eps = scalarValue(s.eps);
-  if (!s.eps.param.empty())
-    body_ << "    coconet_rt::checkPositiveScalar(" << eps << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
-          << s.eps.param << "\");\n";
+  body_ << epsCheck(s);
   // Packs of V where the row length and every pointer allow.
   const std::string gp = scaled ? var(s.operands[1]) : "static_cast<const float*>(nullptr)";
   const std::string bp = shifted ? var(s.operands[2]) : "static_cast<const float*>(nullptr)";

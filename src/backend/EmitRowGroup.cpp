@@ -12,8 +12,6 @@ bool hasDropout(const Stage& s) {
   return false;
 }
 
-bool normalization(StageKind k) { return k == StageKind::Softmax || k == StageKind::Layernorm || k == StageKind::Rmsnorm; }
-
 }  // namespace
 
 std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const std::vector<int>& m, std::string& why) const {
@@ -28,8 +26,8 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
   int firstReduce = -1;  // the first member reducing rows: a reduction or a normalization
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
-    if ((s.kind == StageKind::Reduce || normalization(s.kind)) && firstReduce < 0) firstReduce = id;
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && !normalization(s.kind)) return std::nullopt;  // (fuse takes no other kinds)
+    if ((s.kind == StageKind::Reduce || isNormalizationKind(s.kind)) && firstReduce < 0) firstReduce = id;
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && !isNormalizationKind(s.kind)) return std::nullopt;  // (fuse takes no other kinds)
   }
   if (firstReduce < 0) return std::nullopt;  // element-wise only: planRuns
   const Stage& r0 = p_.stages[firstReduce];
@@ -60,7 +58,7 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
       if (in.count(s.operands[0]) && !rg.elems.count(s.operands[0])) return fail(quote(s.name) + " reduces a row value");
       continue;
     }
-    if (normalization(s.kind)) {  // an element member whose rows' statistics take passes of their own
+    if (isNormalizationKind(s.kind)) {  // an element member whose rows' statistics take passes of their own
       const TensorType& xt = p_.stages[s.operands[0]].type;
       if (xt.shape != rowT.shape || xt.layout != rowT.layout) return fail(quote(s.name) + " normalizes other rows than the group's");
       rg.elems.insert(id);
@@ -386,7 +384,7 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   size_t next = 0;  // the next pass
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
-    if (rg.elems.count(id) && !normalization(s.kind)) continue;  // computed in the passes that need it
+    if (rg.elems.count(id) && !isNormalizationKind(s.kind)) continue;  // computed in the passes that need it
     if (s.kind == StageKind::Compute) {
       // A row value: every thread of the row computes it (its operands: row values, scalars, values a row).
       rows << "    // " << s.name << " (a row value)\n"
@@ -399,7 +397,7 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
                          [](int) { return std::string(); }, true);
       continue;
     }
-    if (normalization(s.kind)) {
+    if (isNormalizationKind(s.kind)) {
       // A normalization's statistics (its element code reads them): a pass each, combined over the row.
       const std::string A = normType(id), T = storageType(s.type.dtype), i = std::to_string(id), x = normOperand(id, 0);
       const std::string sh = "reinterpret_cast<" + A + "*>(rowsh)", sum = "coconet_rt::groupCombine<coconet_rt::SumOp<" + A + ">>";
@@ -495,12 +493,8 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     if (rg.acc[k] == Access::Linear || rg.acc[k] == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[rg.ext[k]].type.dtype));
   for (int id : outElems) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
   const int V = std::min(8, 16 / minBytes);
-  for (int id : rg.members) {
-    const Stage& s = p_.stages[id];
-    if ((s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) && !s.eps.param.empty())
-      b << "    coconet_rt::checkPositiveScalar(" << scalarValue(s.eps) << ", \"" << p_.name << "\", \"" << s.name << "\", \"eps\", \""
-        << s.eps.param << "\");\n";
-  }
+  for (int id : rg.members)
+    if (p_.stages[id].kind == StageKind::Layernorm || p_.stages[id].kind == StageKind::Rmsnorm) b << epsCheck(p_.stages[id]);
   b << "    const long long n = " << shapeVar(rg.ref) << "[" << (rank - 1) << "], rows = " << countVar(rg.ref) << " / n;\n"
     << "    const bool packed = n % " << V << " == 0";
   for (int id : outElems) b << " &&\n        coconet_rt::aligned16(" << var(id) << ", 0)";

@@ -928,6 +928,8 @@ private:
     std::string stats;          // the one-pass statistics: coconet_rt::MaxSumT<A>, SumSqT<A> or WelfordT<A>
   };
   RowwiseKernel rowwiseKernel(int id) const;
+  // run()'s check that a normalization's eps given by a scalar parameter is positive ("" for a constant).
+  std::string epsCheck(const Stage& s) const;
   void emitRowwise(int id);
   void emitRowwiseInRegisters(const RowwiseKernel& k);
   // The pass that writes packs (V elements) [first, end) of row yr (step blockDim.x) from the row's statistics `st`.

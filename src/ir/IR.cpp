@@ -36,6 +36,10 @@ const char* stageKindName(StageKind k) {
   return "?";
 }
 
+bool isNormalizationKind(StageKind k) {
+  return k == StageKind::Softmax || k == StageKind::Layernorm || k == StageKind::Rmsnorm;
+}
+
 bool isCollectiveKind(StageKind k) {
   switch (k) {
     case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:

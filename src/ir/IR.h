@@ -125,6 +125,8 @@ enum class StageKind : uint8_t {
 };
 const char* stageKindName(StageKind k);
 bool isCollectiveKind(StageKind k);
+// softmax, layernorm, rmsnorm: each row of the last dimension on its own.
+bool isNormalizationKind(StageKind k);
 
 enum class ReduceKind : uint8_t { Sum, Mean, Norm, Max, Min };
 const char* reduceKindName(ReduceKind k);

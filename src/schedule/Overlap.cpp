@@ -196,7 +196,7 @@ bool overlap(StepContext& c) {
     const int xr = s.operands.empty() ? 0 : p.stages[s.operands[0]].type.rank(), at = dim + (xr - ps.type.rank());
     if (s.kind == StageKind::Reduce && s.dim == at)
       return c.fail(pos[1], consumer, quote(s.name) + " reduces the chunked dimension " + std::to_string(dim));
-    if ((s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) && at == xr - 1)
+    if (isNormalizationKind(s.kind) && at == xr - 1)
       return c.fail(pos[1], consumer, quote(s.name) + " normalizes along the chunked dimension " + std::to_string(dim));
   }
   if (ps.type.group && ps.type.layout.kind == Layout::Sliced && ps.type.layout.dim == dim)

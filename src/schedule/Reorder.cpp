@@ -27,12 +27,6 @@ struct Plan {
   std::vector<int> sliceOperands;  // operand positions of replicated values read on slices (reductions)
 };
 
-// softmax and layernorm: one row of the last dimension at a time, so any block of whole rows
-// computes on its own.
-bool rowwise(const Stage& s) {
-  return s.kind == StageKind::Softmax || s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm;
-}
-
 }  // namespace
 
 bool reorder(StepContext& c) {
@@ -63,7 +57,7 @@ bool reorder(StepContext& c) {
     if (s.kind == StageKind::Send && (s.peer == Peer::NextRank || s.peer == Peer::PrevRank))
       return c.fail(pos[i], s.name, "it sends to a neighbouring rank, which would hold another rank's slice; only "
                                     "sends between groups (GROUP.next, GROUP.prev) move onto slices");
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send && !rowwise(s))
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send && !isNormalizationKind(s.kind))
       return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes, reductions, softmax, "
                                     "layernorm and sends between groups move onto slices");
     if (s.type.group != ag.type.group && s.type.group)
@@ -136,7 +130,7 @@ bool reorder(StepContext& c) {
                                         std::to_string(want) + " is broadcast)");
       }
       pl.sliceDim = want;
-    } else if (rowwise(s)) {
+    } else if (isNormalizationKind(s.kind)) {  // rows of the last dimension: whole rows compute on their own
       // Whole rows on every rank: the slices must cut a dimension before the last. (Layernorm's
       // scale and shift have the last dimension's length alone: sliced, they would align with
       // the last dimension, so this check refuses that too, and they stay whole otherwise.)
