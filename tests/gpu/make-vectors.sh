@@ -74,9 +74,9 @@ vectors lamb@odd "$root/samples/lamb/lamb.cnet" -D N=1028
 vectors adam@big "$root/samples/adam/adam.cnet" -D N=262144
 vectors lamb@big "$root/samples/lamb/lamb.cnet" -D N=262144
 # Split-role kernels with more than 128 workers (192 at 4 ranks: 786432 elements per rank) and,
-# with the @split16 builds, 16 rounds: many movers and workers that may drift rounds apart, where
-# session 17 found the hand-over counters summed over the rounds wrong (at 2^28 parameters on
-# GPUs). 4 ranks only, and only the builds that the file `builds` names (their globs).
+# with the @split16 builds, 16 rounds: many movers and workers that may drift rounds apart, which
+# hand-over counters summed over the rounds (not per round) got wrong. 4 ranks only, and only the
+# builds that the file `builds` names (their globs).
 vectors adam@many "$root/samples/adam/adam.cnet" -D N=3145728 --ranks 4
 builds adam@many 'adam@split* adam@barriers16'
 vectors lamb@many "$root/samples/lamb/lamb.cnet" -D N=3145728 --ranks 4

@@ -221,8 +221,8 @@ queue_memcheck_ranks() {
   done
 }
 # Builds: a program per 2 cores at a time (at least four), two compiler jobs each: a build is one
-# heavy translation unit (NAME.cu) and a light one (the driver). (A program per 4 cores built 30 of
-# 60 sm_90a builds in 200 s on 16 cores: docs/benchmarks/gpu/2026-11-29-1xH200-session52, call a1.)
+# heavy translation unit (NAME.cu) and a light one (the driver); one program per 4 cores was
+# slower.
 running=0
 par=$(( $(nproc) / 2 )); [ "$par" -ge 4 ] || par=4
 for dir in "$b"/gen/*/; do
