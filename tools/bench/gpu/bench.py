@@ -66,8 +66,15 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def raw_path(out: Path, workload: str, world: int) -> Path:
-    return out / "raw" / f"{workload}-p{world}.json"
+def raw_path(out: Path, workload: str, world: int, rep: int | None = None) -> Path:
+    """RESULTS/raw/WORKLOAD-pP.json, or WORKLOAD-pP-rK.json for the K-th of a headline's runs."""
+    return out / "raw" / (f"{workload}-p{world}.json" if not rep else f"{workload}-p{world}-r{rep}.json")
+
+
+def headline_rows(spec: dict) -> list[str]:
+    """Every row a config's headline needs: the program's, the peers', the floors'."""
+    names = [spec["coconetc"]] + list(spec["peers"]) + list(spec["floors"])
+    return list(dict.fromkeys(names))
 
 
 def write_json(path: Path, data: dict):
@@ -312,6 +319,8 @@ def row_meta(rr: dict, row):
         if v not in (None, ""):
             rr[key] = v
     rr["checked"] = bool(getattr(row, "check", True))
+    if getattr(row, "graph", False):
+        rr["graph"] = True   # replayed as a CUDA graph: its figure is the median of the replays
 
 
 def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
@@ -336,7 +345,16 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             rec["error"] = f"rows({mode}) failed: {msgs}"
             save()
             return None
-        if args.rows:  # developer option: these rows and the first (the check's reference)
+        if rec.get("headline"):   # exactly the headline's rows: every peer and floor, always
+            want = headline_rows(rec["headline"])
+            have = [n for n, _ in factories]
+            lacking = [n for n in want if n not in have]
+            if lacking:
+                rec["error"] = f"rows({mode}): the workload lacks headline rows {lacking}"
+                save()
+                return None
+            factories = [f for f in factories if f[0] in want]
+        elif args.rows:  # developer option: these rows and the first (the check's reference)
             keep = set(args.rows.split(","))
             factories = [f for i, f in enumerate(factories) if i == 0 or f[0] in keep]
         return factories
@@ -408,7 +426,8 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
     if factories is None:
         return
     if args.interleave > 1:
-        time_interleaved(ctx, args, rec, factories, rowrec, save, log, fail)
+        time_interleaved(ctx, args, rec, factories, rowrec, save, log, fail,
+                         after=lambda row: check_after(ctx, module, cfg, row, reference))
         ctx.release()
         return
     for name, factory in factories:
@@ -429,6 +448,12 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             rr["time"] = {"status": "error", "error": msgs}
         else:
             rr["time"] = time_record(ctx, rr, times, extra)
+            after = check_after(ctx, module, cfg, row, reference)
+            if after is not None:
+                rr["check_after"] = after
+                if after["status"] != "pass":
+                    log(f"  {name}: check after the timed steps {after['status']}: "
+                        f"{brief(after.get('error') or after.get('worst') or after.get('note', ''))}")
         del row
         errs = ctx.release()
         ctx.watchdog.disarm()
@@ -436,7 +461,7 @@ def run_config(module, cfg: dict, ctx: Ctx, args, rec: dict, save, log, fail):
             rr.setdefault("warnings", []).extend(errs)
         log_time(log, name, rr["time"])
         save()
-    del reference
+    reference = None   # (the reference outputs freed before the next config)
     ctx.release()
 
 
@@ -464,9 +489,9 @@ def time_record(ctx: Ctx, rr: dict, times: list[float], extra: dict) -> dict:
              for k, col in zip(keys, zip(*ctx.per_rank([float(extra[k]) for k in keys])))]
     more = {k: (bool(v) if k == "queued_ok" else int(v) if k == "queued_steps" else round(v, 1))
             for k, v in zip(keys, worst)}
-    t = dict(status="ok", **stats(slowest), **more,
-             iters_us=[round(x, 1) for x in slowest],
-             rank_iters_us=[[round(x, 1) for x in r] for r in ranks])
+    t = dict(status="ok", **stats(slowest), **more, iters_us=[round(x, 1) for x in slowest])
+    if ctx.world > 1:
+        t["rank_iters_us"] = [[round(x, 1) for x in r] for r in ranks]
     if rr.get("bytes"):
         sec = t["median_us"] * 1e-6
         rr["algbw_gbps"] = round(rr["bytes"] / sec / 1e9, 3)
@@ -513,7 +538,47 @@ def take_turns(ctx: Ctx, made, per: list[int], times: dict, host: dict):
             ctx.sync()
 
 
-def time_interleaved(ctx: Ctx, args, rec: dict, factories, rowrec, save, log, fail):
+def check_after(ctx: Ctx, module, cfg: dict, row, reference) -> dict | None:
+    """The row's outputs checked again after its timed steps (so in the form that was timed:
+    Megatron's dropout at the timed probability, say): back to its initial state where it has a
+    reset, one more step, then compared with the check's reference outputs, by the workload's
+    post_check where it has one (it returns (elements wrong, what it found) or None for the plain
+    comparison). None for a row that computes no result (a floor) or without a reference."""
+    if reference is None or not getattr(row, "check", True):
+        return None
+    status, msg, out = 0, "", None
+    try:
+        if getattr(row, "reset", None):
+            row.reset()
+        row.step()
+        if getattr(row, "finish", None):
+            row.finish()
+        ctx.sync()
+        out = row.outputs()
+    except Exception:
+        status, msg = 2, traceback.format_exc(limit=6)
+    status, msgs = ctx.agree(status, msg)
+    if status:
+        return {"status": "error", "error": msgs}
+    hook = getattr(module, "post_check", None)
+    found = None
+    status, msg = 0, ""
+    try:
+        found = hook(cfg, ctx, out, reference[1], getattr(row, "tol", None) or {}, "time") if hook else None
+    except Exception:
+        status, msg = 2, traceback.format_exc(limit=4)
+    status, msgs = ctx.agree(status, msg, collectives=False)
+    if status:
+        return {"status": "error", "error": msgs}
+    if found is None:
+        return check_against(ctx, out, reference, getattr(row, "tol", None))
+    bad, detail = found
+    total = int(ctx.reduce([float(bad)], "SUM")[0])
+    return {"status": "pass" if total == 0 else "fail", "against": reference[0], "note": detail,
+            **({"worst": f"{total} elements wrong: {detail}"} if total else {})}
+
+
+def time_interleaved(ctx: Ctx, args, rec: dict, factories, rowrec, save, log, fail, after=None):
     """--interleave K: every row of the config made at once, each warmed up as time_row does,
     then timed in K rounds of iters / K steps, the rows taking turns (one untimed step before
     each turn), so that each row's steps are spread over the same stretch of the GPUs' clock
@@ -566,6 +631,9 @@ def time_interleaved(ctx: Ctx, args, rec: dict, factories, rowrec, save, log, fa
         ctx.watchdog.disarm()
         rr["time"] = time_record(ctx, rr, times[name], extra)
         rr["time"]["interleaved"] = {"rounds": k, "rows": [n_ for n_, _, _ in made]}
+        found = after(row) if after else None
+        if found is not None:
+            rr["check_after"] = found
         log_time(log, name, rr["time"])
         save()
     del made
@@ -612,10 +680,8 @@ def time_row(ctx: Ctx, row, warmup: int, iters: int, warmup_seconds: float = 0.0
     A row whose median is well above its queued_us was timed by its host path.
 
     Warm-up: `warmup` steps, then more until about `warmup_seconds` have passed (the same count
-    on every rank), so that every row is timed at the clocks it settles to: on 2x H200 the
-    overlapped Megatron layer's first 20 timed steps took 2,144 us and its last 100 of 200 2,313
-    (eager's 2,918 and 2,965), the GPUs slowing their clocks under the power the overlap draws
-    (session15-megatron-warm)."""
+    on every rank), so that every row is timed at the clocks it settles to (GEMM-heavy overlapped
+    rows slow their GPUs' clocks under the power they draw within a fraction of a second)."""
     torch = ctx.torch
     warm_up(ctx, row, warmup, warmup_seconds)
     if ctx.device.type == "cuda":
@@ -665,8 +731,8 @@ def warm_up(ctx: Ctx, row, warmup: int, warmup_seconds: float):
 def queued(ctx: Ctx, row, iters: int, loop_us: float) -> dict:
     """queued_once(), and again with half the steps while the host did not get ahead and at
     least 10 steps remain: a step of many launches (the MoE pipeline's copies at 4 GPUs) fills
-    CUDA's launch queue after some tens of steps, and the host then waits for the GPU (session
-    31: 100 queued steps of moe_gemm at 4 GPUs). queued_steps says how many counted."""
+    CUDA's launch queue after some tens of steps, and the host then waits for the GPU.
+    queued_steps says how many counted."""
     n = iters
     while True:
         r = queued_once(ctx, row, n, loop_us)
@@ -715,7 +781,8 @@ def metadata(args, torch, device, world) -> dict:
             "command": args.command or os.environ.get("COCONET_BENCH_COMMAND")
             or "torchrun ... " + " ".join(sys.argv),
             "worker_argv": sys.argv, "warmup": args.warmup, "warmup_seconds": args.warmup_seconds, "iters": args.iters,
-            "interleave": args.interleave,
+            "interleave": args.interleave, "headline": args.headline, "rep": args.rep,
+            "commit": os.environ.get("BENCH_COMMIT"),
             "quick": args.quick, "skip_coconetc": args.skip_coconetc,
             "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
             "nccl_root": os.environ.get("NCCL_ROOT")}
@@ -727,6 +794,12 @@ def metadata(args, torch, device, world) -> dict:
             meta["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except Exception as e:
             meta["nccl"] = f"unknown ({e})"
+        try:
+            import subprocess
+            meta["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                            capture_output=True, text=True, timeout=30).stdout.split()[0]
+        except Exception:
+            meta["driver"] = None
     else:
         meta["gpu"] = "none (CPU, gloo: developer run, timings meaningless)"
         meta["gpu_count"] = 0
@@ -737,7 +810,7 @@ def metadata(args, torch, device, world) -> dict:
 def run_workload(name: str, ctx: Ctx, args, meta: dict):
     raw = {"schema": "coconet-bench-raw/1", "workload": name, "world": ctx.world,
            "status": "running", "meta": meta, "configs": []}
-    path = raw_path(args.out, name, ctx.world)
+    path = raw_path(args.out, name, ctx.world, args.rep)
     # A workload whose worker died in one of its configs (mark_failed: "interrupted") goes on in
     # this worker from the configs it had not reached; every rank reads the file before rank 0
     # rewrites it (the first save comes after the ranks agreed below).
@@ -764,6 +837,9 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
         sys.path.insert(0, str(HERE))
         module = importlib.import_module(f"workloads.{name}")
         cfgs = list(module.configs(ctx.world, args.quick))
+        if args.headline:   # the headline's configs, each with its rows, peers and floors
+            specs = {id(c): module.headline(c, ctx.world) for c in cfgs}
+            cfgs = [dict(c, _headline=specs[id(c)]) for c in cfgs if specs[id(c)] is not None]
         if args.configs:
             keep = set(args.configs.split(","))   # names with '_' for ' ' match too (BENCH_ARGS splits at spaces)
             cfgs = [c for c in cfgs if c.get("name") in keep or str(c.get("name")).replace(" ", "_") in keep]
@@ -777,12 +853,13 @@ def run_workload(name: str, ctx: Ctx, args, meta: dict):
         log(f"{name}: FAILED before its configs: {raw['error']}")
         return
     if not cfgs:
-        raw["note"] = f"no configs at {ctx.world} GPUs"
+        raw["note"] = f"no {'headline ' if args.headline else ''}configs at {ctx.world} GPUs"
     for cfg in cfgs:
         if str(cfg.get("name")) in done:
             continue
+        spec = cfg.pop("_headline", None)
         rec = {"name": str(cfg.get("name")), "params": {k: v for k, v in cfg.items() if k != "name"},
-               "reference": None, "rows": []}
+               "reference": None, "rows": [], **({"headline": spec} if spec else {})}
         raw["configs"].append(rec)
         save()   # (so that a worker dying in this config leaves it on record: mark_failed)
         log(f"{name} P={ctx.world} {rec['name']}")
@@ -856,7 +933,7 @@ def pending(args) -> int:
     """Prints the workloads (comma list) whose result for --world is not written yet, or that a
     worker left "interrupted" (it died in one config; the others are still to run)."""
     def waiting(w):
-        path = raw_path(args.out, w, args.world)
+        path = raw_path(args.out, w, args.world, args.rep)
         return not path.exists() or json.loads(path.read_text()).get("status") == "interrupted"
     todo = [w for w in workload_names(args.workloads) if waiting(w)]
     print(",".join(todo))
@@ -870,7 +947,7 @@ def mark_failed(args) -> int:
     recorded as failed and a new worker runs the configs after it (pending). One that died with
     no config of its own started fails as a whole, so every new worker makes progress."""
     for w in workload_names(args.workloads):
-        path = raw_path(args.out, w, args.world)
+        path = raw_path(args.out, w, args.world, args.rep)
         raw = json.loads(path.read_text()) if path.exists() else None
         if args.absent:
             if raw is not None and raw.get("status") != "interrupted":
@@ -882,6 +959,17 @@ def mark_failed(args) -> int:
             continue
         reason = args.reason + (f" (log: {args.log})" if args.log else "")
         last = (raw.get("configs") or [None])[-1]
+        if args.again and not args.absent:
+            # stopped from outside (a deadline): the config it was in is dropped, to run again
+            if last is not None and "seconds" not in last and "error" not in last:
+                raw["configs"].pop()
+            raw.setdefault("interruptions", []).append({"config": last.get("name") if last else None,
+                                                        "reason": reason, "again": True})
+            raw["status"] = "interrupted"
+            raw["error"] = f"stopped: {reason}"
+            write_json(path, raw)
+            print(f"{w} P={args.world}: stopped; {last.get('name') if last else 'its first config'} and the rest run next time")
+            continue
         if not args.absent and last is not None and "seconds" not in last and "error" not in last:
             last["error"] = reason
             for r in last.get("rows", []):
@@ -902,7 +990,7 @@ def mark_failed(args) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "docs/benchmarks/gpu")),
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/coconet-bench-results")),
                     help="results folder (raw JSON goes to OUT/raw/)")
     ap.add_argument("--build", type=Path, help="build.py's JSON (libraries of the programs)")
     ap.add_argument("--workloads", help="comma list (default: every module in workloads/)")
@@ -910,6 +998,10 @@ def main() -> int:
     ap.add_argument("--rows", help="only these rows, comma-separated, and the first (the reference) (developer option)")
     ap.add_argument("--check-repeats", type=int, default=1,
                     help="check each row compared with the reference this many times, each a fresh instance (developer option)")
+    ap.add_argument("--headline", action="store_true",
+                    help="the headline: each workload's headline configs with exactly their rows (the "
+                         "program, every peer, the floors); --rows and --configs are refused")
+    ap.add_argument("--rep", type=int, help="the K-th independent run of a headline (raw file WORKLOAD-pP-rK.json)")
     ap.add_argument("--quick", action="store_true", help="small sizes, few iterations")
     ap.add_argument("--warmup", type=int, help="warm-up iterations (default 10; quick 3)")
     ap.add_argument("--warmup-seconds", type=float, help="then warm up until about this long has passed "
@@ -931,16 +1023,20 @@ def main() -> int:
     ap.add_argument("--pending", action="store_true", help="print workloads without a result for --world")
     ap.add_argument("--mark-failed", action="store_true", help="record a worker that died")
     ap.add_argument("--absent", action="store_true", help="with --mark-failed: those not started")
+    ap.add_argument("--again", action="store_true",
+                    help="with --mark-failed: the worker was stopped from outside; the config it was in runs again")
     ap.add_argument("--world", type=int, help="with --pending / --mark-failed")
     ap.add_argument("--reason", default="the worker exited before finishing")
     ap.add_argument("--log", help="with --mark-failed: the worker's log")
     args = ap.parse_args()
+    if args.headline and (args.rows or args.configs):
+        ap.error("--headline runs every headline row and config: --rows and --configs are refused")
     if args.warmup is None:
         args.warmup = 3 if args.quick else 10
     if args.warmup_seconds is None:
-        args.warmup_seconds = 0.0 if args.quick else 1.0
+        args.warmup_seconds = 0.0 if args.quick else 0.25 if args.headline else 1.0
     if args.iters is None:
-        args.iters = 10 if args.quick else 50
+        args.iters = 10 if args.quick else 40 if args.headline else 50
     if args.pending:
         return pending(args)
     if args.mark_failed:

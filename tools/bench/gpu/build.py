@@ -53,8 +53,9 @@ def import_workload(name: str):
     return importlib.import_module(f"workloads.{name}")
 
 
-def collect_programs(names: list[str]) -> tuple[dict, dict]:
-    """KEY -> spec (with its workload), and workload -> import error for modules that fail."""
+def collect_programs(names: list[str], headline: bool = False) -> tuple[dict, dict]:
+    """KEY -> spec (with its workload), and workload -> import error for modules that fail; with
+    `headline` only the programs of the headline's coconetc rows (HEADLINE_PROGRAMS)."""
     programs, errors = {}, {}
     for name in names:
         try:
@@ -62,7 +63,10 @@ def collect_programs(names: list[str]) -> tuple[dict, dict]:
         except Exception:
             errors[name] = traceback.format_exc(limit=3)
             continue
+        keep = getattr(module, "HEADLINE_PROGRAMS", []) if headline else None
         for key, spec in getattr(module, "PROGRAMS", {}).items():
+            if keep is not None and key not in keep:
+                continue
             if key in programs:
                 errors[name] = (f"program key '{key}' is declared by both "
                                 f"{programs[key]['workload']} and {name}")
@@ -240,6 +244,7 @@ def main():
     ap.add_argument("--sample-repeats", type=int, default=5,
                     help="compiles of each sample for the compile-time figure (0: skip)")
     ap.add_argument("--no-build", action="store_true", help="compile only (no nvcc)")
+    ap.add_argument("--headline", action="store_true", help="only the programs the headline's rows run")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 where a program fails or a workload module does not import (CI's check "
                          "that every benchmark program compiles)")
@@ -256,7 +261,7 @@ def main():
     args.work.mkdir(parents=True, exist_ok=True)
 
     names = workload_names(args.workloads)
-    programs, import_errors = collect_programs(names)
+    programs, import_errors = collect_programs(names, args.headline)
     if args.programs:
         programs, unknown = select_programs(programs, args.programs)
         if unknown:

@@ -1,31 +1,34 @@
 #!/usr/bin/env python3
-"""Turns the benchmark results into a report: RESULTS/results.md and RESULTS/plots/*.png.
+"""Turns a results folder into a report: RESULTS/results.md and RESULTS/plots/*.png.
 
-    python3 tools/bench/gpu/report.py --results docs/benchmarks/gpu
+    python3 tools/bench/gpu/report.py --results RESULTS
 
 Reads every RESULTS/raw/*.json (bench.py) and RESULTS/build.json (build.py), whatever
-workloads they hold. The markdown has, per workload and world size, a table of median times
-(config rows x row columns), the speed-up over eager and the time over the floor where the
-workload has them, bus bandwidth, optimizer state per GPU, the checks, and the failures; then
-issue 5's targets, each MET, MISSED or NOT MEASURED with the measured ratios; then the
-compiler's times. Plots: time against size per row, log-log, one per workload and world size.
-Every file names the GPU, the NCCL version, the date and the command. Nothing is estimated:
-a number that was not measured is not shown, and a target without data is NOT MEASURED.
+workloads they hold. The markdown opens with the headline table of the folder (headline.py: each
+config against its strongest peer by GPU time, its floor, its targets and verdicts: the same code
+as docs/benchmarks/README.md), then has, per workload and world size and run, a table of median
+times (config rows x row columns), the GPU time per step with the host ahead, the speed-up over
+eager and the time over the floor where the workload has them, bus bandwidth, optimizer state
+per GPU, the checks (before and after the timed steps), and the failures; then the compiler's
+times. Plots: time against size per row, log-log, one per workload and world size. Every file
+names the GPU, the NCCL version, the date and the command. Nothing is estimated: a number that
+was not measured is not shown.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
-EAGER, FLOOR_DEFAULT = "eager", "nccl_allreduce"
-TOO_SLOW_TOL = 1.0   # "no slower": ratio >= 1.0 exactly (medians), no allowance
+EAGER = "eager"
 
 
 # -- loading -------------------------------------------------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 
 def load(results: Path):
     raws = []
@@ -158,7 +161,7 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 def rows_order(raw: dict) -> str:
     """How the run line says the rows were timed: taking turns (--interleave), or one after
     another, each at the power state its own warm-up and the rows before it left the GPUs in
-    (session 59: two equal layer norm kernels 10% apart so); nothing for a CPU run or one row."""
+    (two equal kernels timed so can read several percent apart); nothing for a CPU run or one row."""
     meta = raw.get("meta", {})
     if (meta.get("interleave") or 0) > 1:
         return f", the rows taking turns in {meta['interleave']} rounds"
@@ -172,7 +175,8 @@ def rows_order(raw: dict) -> str:
 def workload_section(raw: dict, plot: str | None) -> list[str]:
     meta = raw.get("meta", {})
     w, P = raw.get("workload"), raw.get("world")
-    lines = [f"### {w}, {P} GPU{'s' if P != 1 else ''}", ""]
+    rep = meta.get("rep")
+    lines = [f"### {w}, {P} GPU{'s' if P != 1 else ''}{f', run {rep}' if rep else ''}", ""]
     lines.append(f"{machine_line(meta)}; `{meta.get('command', '?')}`; "
                  f"{meta.get('warmup', '?')} warm-up iterations"
                  + (f" then more to {meta['warmup_seconds']:g} s" if meta.get("warmup_seconds") else "")
@@ -287,10 +291,14 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
             if st in ("pass", "fail") and chk.get("outputs"):
                 frac = max(o.get("max_of_tolerance", 0) for o in chk["outputs"].values())
                 st += f" ({frac:.2g} of tol)"
+            after = (rs.get(c, {}).get("check_after") or {}).get("status")
+            if after:
+                st += f"; after: {after}"
             cells.append(st)
         body.append([cfg["name"]] + cells)
     lines += [f"Checks against the reference (`{cfgs[0].get('reference') or '—'}`; the largest "
-              f"error as a fraction of the row's tolerance, over all outputs and ranks):", ""] + table(["config"] + cols, body) + [""]
+              f"error as a fraction of the row's tolerance, over all outputs and ranks; `after`: the "
+              f"check after the timed steps):", ""] + table(["config"] + cols, body) + [""]
 
     # Failures.
     fails = []
@@ -298,7 +306,7 @@ def workload_section(raw: dict, plot: str | None) -> list[str]:
         if cfg.get("error"):
             fails.append(f"- {cfg['name']}: {brief(cfg['error'], 400)}")
         for r in cfg.get("rows", []):
-            for part in ("check", "time"):
+            for part in ("check", "check_after", "time"):
                 d = r.get(part, {})
                 if d.get("status") in ("error", "fail") and (d.get("error") or d.get("worst")):
                     fails.append(f"- {cfg['name']}, {r['name']} ({part}): "
@@ -378,7 +386,8 @@ def plot_workload(raw: dict, folder: Path) -> list[str]:
         fig.text(0.01, 0.01, f"{meta.get('date', '?')}  {meta.get('command', '?')}", fontsize=6,
                  ha="left", va="bottom")
         fig.tight_layout(rect=(0, 0.03, 1, 1))
-        name = f"{w}-p{P}.png" if kind == "time" else f"{w}-p{P}-busbw.png"
+        rep = f"-r{meta['rep']}" if meta.get("rep") else ""
+        name = f"{w}-p{P}{rep}.png" if kind == "time" else f"{w}-p{P}{rep}-busbw.png"
         folder.mkdir(parents=True, exist_ok=True)
         fig.savefig(folder / name, dpi=110)
         plt.close(fig)
@@ -403,295 +412,6 @@ def shrink_png(path: Path) -> bool:
         small = opaque.convert("RGB").quantize(colors=256)
     small.save(path, optimize=True)
     return True
-
-
-# -- targets -----------------------------------------------------------------------------------------
-
-# The issue's workload names -> the workload modules that may measure them (first found wins).
-ALIASES = {"megatron_row": ("megatron_row", "megatron"), "decode_gemv": ("decode_gemv", "gemv"),
-           "dlrm_embedding": ("dlrm_embedding", "embedding"), "moe_gemm": ("moe_gemm", "moe"),
-           "pipeline": ("pipeline",), "allreduce": ("allreduce",), "adam": ("adam",),
-           "lamb": ("lamb",)}
-
-
-class Results:
-    """Lookup of rows by workload (the issue's name or the module's), world size and config."""
-
-    def __init__(self, raws):
-        self.by = {(r.get("workload"), r.get("world")): r for r in raws}
-
-    def module(self, workload) -> str:
-        for name in ALIASES.get(workload, (workload,)):
-            if any(w == name for (w, _) in self.by):
-                return name
-        return workload
-
-    def raw(self, workload, world):
-        return self.by.get((self.module(workload), world))
-
-    def worlds(self, workload) -> list[int]:
-        name = self.module(workload)
-        return sorted(P for (w, P) in self.by if w == name)
-
-    def absent(self, workload, world, label) -> dict:
-        """A point for a required config that has no result, saying why."""
-        raw = self.raw(workload, world)
-        name = self.module(workload)
-        if raw is None:
-            why = f"{name} not run at {world} GPUs"
-        elif raw.get("status") not in ("complete", "running"):
-            why = f"{name} at {world} GPUs {raw.get('status')}: {brief(raw.get('error'), 120)}"
-        else:
-            why = "config not in the results"
-        return {"label": label, "value": None, "bad": False, "why": why}
-
-    def configs(self, workload, world, pred=lambda p: True) -> list[dict]:
-        raw = self.raw(workload, world)
-        return [c for c in (raw or {}).get("configs", []) if pred(c.get("params", {}))]
-
-
-def tokens(p: dict) -> int | None:
-    """B*S of a config: "T", "tokens" or "BS", else "B" x "S"."""
-    for k in ("T", "tokens", "BS"):
-        if isinstance(p.get(k), int):
-            return p[k]
-    if isinstance(p.get("B"), int) and isinstance(p.get("S"), int):
-        return p["B"] * p["S"]
-    return None
-
-
-def point(cfg: dict, num: str, den: str, label: str, time=median) -> dict:
-    """ratio = time(num) / time(den) at one config (the medians, or another figure of the rows:
-    `time`), or why there is none. A coconetc row that failed its check counts against the
-    target."""
-    rs = rows_of(cfg)
-    a, b = time(rs.get(num)), time(rs.get(den))
-    pr = {"label": label, "value": None, "bad": False, "why": None}
-    if a is not None and b is not None:
-        pr["value"] = a / b
-        return pr
-    why = []
-    if a is None:
-        problem = row_problem(rs.get(num)) or "no such figure"
-        pr["bad"] = problem == "check FAILED"
-        why.append(f"{num}: {problem}")
-    if b is None:
-        why.append(f"{den}: {row_problem(rs.get(den)) or 'no such figure'}")
-    pr["why"] = ", ".join(why)
-    return pr
-
-
-def best_point(cfg: dict, den: str, label: str, prefix: str = "coconetc", time=median) -> dict:
-    """point() of the fastest row named `prefix`* that did not fail its check, naming it
-    ("row"), with the row named `prefix` itself (the program's own schedule) beside it where
-    another row is faster ("default": its name and ratio); where none has a time, why not (bad when one
-    of them failed its check)."""
-    rs = rows_of(cfg)
-    names = [n for n in rs if n.startswith(prefix)]
-    timed = [n for n in names if time(rs[n]) is not None
-             and rs[n].get("check", {}).get("status") != "fail"]
-    if timed:
-        best = min(timed, key=lambda n: time(rs[n]))
-        pr = dict(point(cfg, best, den, label, time), row=best)
-        if best != prefix and prefix in timed:
-            pr["default"] = (prefix, point(cfg, prefix, den, label, time)["value"])
-        return pr
-    if not names:
-        return point(cfg, prefix, den, label, time)
-    pr = point(cfg, names[0], den, label, time)
-    pr["bad"] = any(row_problem(rs[n]) == "check FAILED" for n in names)
-    def absent_why(r):
-        t = r.get("time") or {}
-        if time is queued and t.get("status") == "ok" and t.get("queued_ok") is False:
-            return "the host did not get ahead of the queued steps"
-        return row_problem(r) or "no such figure"
-    why = [f"{n}: {absent_why(rs[n])}" for n in names]
-    if time(rs.get(den)) is None:
-        why.append(f"{den}: {row_problem(rs.get(den)) or 'no such figure'}")
-    pr["why"] = ", ".join(why)
-    return pr
-
-
-def verdict(points: list[dict], ok, show, expected: int | None = None) -> tuple[str, str]:
-    """MET when every expected point was measured and passes `ok`; MISSED when a measured one
-    fails it (or the generated program failed its check); NOT MEASURED otherwise."""
-    measured = [p for p in points if p["value"] is not None]
-    failing = [p for p in measured if not ok(p["value"])] + [p for p in points if p["bad"]]
-    missing = [p for p in points if p["value"] is None and not p["bad"]]
-    n_expected = expected if expected is not None else len(points)
-    absent = max(0, n_expected - len(points))
-    def shown(p):
-        text = f"{p['label']}: {show(p['value'])}"
-        if p.get("row"):
-            # the fastest row, and the program's own schedule where that is another row
-            default = f"; {p['default'][0]} {show(p['default'][1])}" if p.get("default") else ""
-            text += f" ({p['row']}{default})"
-        return text
-    parts = [", ".join(shown(p) for p in measured)] if measured else []
-    if failing:
-        parts.append("failing: " + ", ".join(p["label"] + (f" ({p['why']})" if p["bad"] else "")
-                                             for p in failing))
-    if missing or absent:
-        miss = [f"{p['label']} ({p['why']})" for p in missing]
-        if absent:
-            miss.append(f"{absent} configs not in the results")
-        parts.append("not measured: " + ", ".join(miss))
-    text = "; ".join(x for x in parts if x) or "no data"
-    if failing:
-        return "MISSED", text
-    if missing or absent or not measured:
-        return "NOT MEASURED", text
-    return "MET", text
-
-
-def speedup(v):
-    return f"{1 / v:.2f}x"
-
-
-def times(v):
-    return f"{v:.2f}x"
-
-
-def targets(res: Results, build: dict | None) -> list[tuple[str, str, str]]:
-    """(target, status, measured) for each of issue 5's targets."""
-    out = []
-    pow2 = lambda n: f"2^{int(math.log2(n))}" if n and n & (n - 1) == 0 else str(n)
-
-    # Adam and LAMB at 4 GPUs.
-    for w in ("adam", "lamb"):
-        want = [1 << e for e in (20, 22, 24, 26, 28)]
-        cfg_of = {c["params"].get("N"): c for c in res.configs(w, 4)}
-        big = [best_point(cfg_of[n], EAGER, pow2(n)) if n in cfg_of else
-               res.absent(w, 4, pow2(n)) for n in want if n >= 1 << 24]
-        allp = [best_point(cfg_of[n], EAGER, pow2(n)) if n in cfg_of else
-                res.absent(w, 4, pow2(n)) for n in want]
-        out.append((f"{w}, 4 GPUs: best coconetc row >= 1.4x faster than eager at N >= 2^24",
-                    *verdict(big, lambda v: 1 / v >= 1.4, speedup)))
-        out.append((f"{w}, 4 GPUs: best coconetc row no slower than eager at N = 2^20..2^28",
-                    *verdict(allp, lambda v: v <= TOO_SLOW_TOL, speedup)))
-        floor = [best_point(cfg_of[n], "nccl_allreduce", pow2(n)) if n in cfg_of else
-                 res.absent(w, 4, pow2(n)) for n in want]
-        out.append((f"{w}, 4 GPUs: best coconetc row within 1.15x of the NCCL all-reduce of the "
-                    f"gradients", *verdict(floor, lambda v: v <= 1.15, times)))
-        # The same by GPU time with the host ahead (bench.py's queued_us), where the run has it:
-        # PyTorch's host path sets the all-reduce's median at small sizes (session 24).
-        if any(queued(r) is not None for c in cfg_of.values() for r in rows_of(c).values()):
-            floor_q = [best_point(cfg_of[n], "nccl_allreduce", pow2(n), time=queued) if n in cfg_of else
-                       res.absent(w, 4, pow2(n)) for n in want]
-            out.append((f"{w}, 4 GPUs: the same by GPU time with the host ahead (queued steps)",
-                        *verdict(floor_q, lambda v: v <= 1.15, times)))
-        pts = []
-        for n in want:
-            c = cfg_of.get(n)
-            rs = rows_of(c) if c else {}
-            a = rs.get("coconetc", {}).get("state_bytes")
-            b = rs.get(EAGER, {}).get("state_bytes")
-            pts.append({"label": pow2(n), "value": a / b if a and b else None, "bad": False,
-                        "why": "no state_bytes recorded"} if c else res.absent(w, 4, pow2(n)))
-        out.append((f"{w}, 4 GPUs: optimizer state per GPU 1/P (= 0.25) of eager's",
-                    *verdict(pts, lambda v: v <= 0.25 * 1.001, lambda v: f"{v:.3f}")))
-
-    # Megatron row-parallel layer.
-    w = "megatron_row"
-    combos = [(P, H, dt) for P in (2, 4) for H in (4096, 8192, 12288) for dt in ("bf16", "f16")]
-    for title, den, ok, show in (
-            ("megatron_row, 2 and 4 GPUs, B*S = 8192, H = 4096/8192/12288, bf16 and f16: "
-             "best coconetc row >= 1.3x faster than eager", EAGER, lambda v: 1 / v >= 1.3, speedup),
-            ("megatron_row, same shapes: best coconetc row faster than async TP", "async_tp",
-             lambda v: v < 1.0, speedup)):
-        pts = []
-        for P, H, dt in combos:
-            cs = res.configs(w, P, lambda p, H=H, dt=dt: tokens(p) == 8192 and p.get("H") == H
-                             and str(p.get("dtype", "")).lower() == dt)
-            label = f"P={P} H={H} {dt}"
-            pts += [best_point(c, den, label) for c in cs] or [res.absent(w, P, label)]
-        out.append((title, *verdict(pts, ok, show)))
-    pts, small = [], False
-    for P in (2, 4):
-        cs = res.configs(w, P)
-        for c in cs:
-            t = tokens(c.get("params", {}))
-            small = small or (t is not None and t <= 64)
-            pts.append(best_point(c, EAGER, f"P={P} {c['name']}"))
-        if not cs:
-            pts.append(res.absent(w, P, f"P={P}"))
-    status, text = verdict(pts, lambda v: v <= TOO_SLOW_TOL, speedup)
-    if status == "MET" and not small:
-        status, text = "NOT MEASURED", text + "; no decode shape (B*S <= 64) in the results"
-    out.append(("megatron_row, 2 and 4 GPUs: best coconetc row never slower than eager at any shape "
-                "(decode B*S = 1..64 included)", status, text))
-
-    # The all-reduce alone, at every world size measured (2 or more GPUs).
-    w = "allreduce"
-    sizes = [(64 << 10) * 4 ** i for i in range(8)]
-    pts_bw, pts_small = [], []
-    worlds = [P for P in res.worlds(w) if P >= 2] or [2, 4]
-    for P in worlds:
-        cfg_of = {c["params"].get("bytes"): c for c in res.configs(w, P)}
-        for b in sizes:
-            label = f"P={P} {fmt_bytes(b)}"
-            p = best_point(cfg_of[b], "nccl_allreduce", label) if b in cfg_of else \
-                res.absent(w, P, label)
-            pts_bw.append(p)
-            if b <= 256 << 10:
-                pts_small.append(p)
-    out.append(("allreduce: best coconetc row's bus bandwidth >= NCCL's at every size "
-                "64 KiB..1 GiB (time ratio coconetc / NCCL <= 1)",
-                *verdict(pts_bw, lambda v: v <= 1.0, times)))
-    out.append(("allreduce: best coconetc row at most half NCCL's time at <= 256 KiB",
-                *verdict(pts_small, lambda v: v <= 0.5, times)))
-
-    # Pipeline boundary, 4 GPUs.
-    pts = [best_point(c, EAGER, c["name"]) for c in res.configs("pipeline", 4)]
-    out.append(("pipeline, 4 GPUs in two groups: best coconetc row >= 1.3x faster than eager",
-                *verdict(pts or [res.absent("pipeline", 4, "P=4")], lambda v: 1 / v >= 1.3, speedup)))
-
-    # The SC'24 operators: >= 20% less time than the unfused path.
-    for w, what in (("decode_gemv", "GEMV + all-reduce"), ("dlrm_embedding", "embedding + all-to-all"),
-                    ("moe_gemm", "GEMM + all-to-all")):
-        pts = []
-        for P in [P for P in res.worlds(w) if P >= 2] or [2]:
-            cs = res.configs(w, P)
-            for c in cs:
-                base = "unfused" if "unfused" in rows_of(c) else EAGER
-                pts.append(best_point(c, base, f"P={P} {c['name']}"
-                                 + ("" if base == "unfused" else " (vs eager)")))
-            if not cs:
-                pts.append(res.absent(w, P, f"P={P}"))
-        out.append((f"{w}: {what}, best coconetc row >= 20% less time than the unfused path",
-                    *verdict(pts, lambda v: v <= 0.8, lambda v: f"{(1 - v) * 100:.0f}% less")))
-        # The same by GPU time with the host ahead, where the run has it (a row whose host did not
-        # get ahead of the queued steps has none: bench.py's queued_ok).
-        cs_all = [(P, c) for P in res.worlds(w) if P >= 2 for c in res.configs(w, P)]
-        if any(queued(r) is not None for _, c in cs_all for r in rows_of(c).values()):
-            pts_q = []
-            for P, c in cs_all:
-                base = "unfused" if "unfused" in rows_of(c) else EAGER
-                pts_q.append(best_point(c, base, f"P={P} {c['name']}" + ("" if base == "unfused" else " (vs eager)"),
-                                        time=queued))
-            out.append((f"{w}: the same by GPU time with the host ahead (queued steps)",
-                        *verdict(pts_q, lambda v: v <= 0.8, lambda v: f"{(1 - v) * 100:.0f}% less")))
-
-    # The compiler.
-    samples = (build or {}).get("samples") or []
-    pts = [{"label": s["sample"].split("/")[-1], "value": s.get("median_ms") if not s.get("error") else None,
-            "bad": False, "why": brief(s.get("error"), 80)} for s in samples]
-    out.append(("coconetc compile of every sample < 100 ms (median of the repeats)",
-                *verdict(pts or [{"label": "samples", "value": None, "bad": False, "why": "no build.json"}],
-                         lambda v: v < 100, lambda v: f"{v:.0f} ms")))
-    progs = (build or {}).get("programs") or {}
-    built = {k: r for k, r in progs.items() if r.get("build_s") is not None and not r.get("error")}
-    failed = [k for k, r in progs.items() if r.get("error")]
-    if built:
-        ts = sorted(r["build_s"] for r in built.values())
-        out.append(("nvcc build time reported", "MET",
-                    f"{len(built)} programs built, {ts[0]:.1f}-{ts[-1]:.1f} s each "
-                    f"({(build or {}).get('parallel_builds', '?')} at once)"
-                    + (f"; {len(failed)} failed: {', '.join(failed)}" if failed else "")
-                    + "; see the compiler section"))
-    else:
-        out.append(("nvcc build time reported", "NOT MEASURED", "no program was built"))
-    return out
 
 
 # -- the report ----------------------------------------------------------------------------------------
@@ -728,9 +448,26 @@ def compiler_section(build: dict | None) -> list[str]:
     return lines
 
 
-def report(results: Path) -> str:
+def headline_section(results: Path) -> list[str]:
+    """The folder's headline table (headline.py's entries of this one run)."""
+    import headline
+    run = headline.Run(results)
+    es = []
+    for (w, P) in sorted(run.files):
+        raws = run.files[(w, P)]
+        for name in dict.fromkeys(c.get("name") for raw in raws for c in raw.get("configs", [])):
+            e = headline.entry(w, P, run, raws, name, [run])
+            if e:
+                es.append(e)
+    if not es:
+        return []
+    return ["## Headline", "",
+            "Each config against its strongest peer by GPU time (headline.py; † a CUDA graph's median), "
+            "the median of this folder's runs with their range:", ""] + headline.table(es, with_run=False) + [""]
+
+
+def report(results: Path, plots_on: bool = True) -> str:
     raws, build = load(results)
-    res = Results(raws)
     plots = results / "plots"
     lines = ["# coconetc GPU benchmarks", "",
              "Generated by `tools/bench/gpu/report.py` from the raw results in `raw/` and "
@@ -751,18 +488,10 @@ def report(results: Path) -> str:
     else:
         lines += ["No raw results found.", ""]
 
-    lines += ["## Targets (issue 5)", "",
-              "MET: every required point measured and passing; MISSED: a measured point fails "
-              "(or coconetc failed its check); NOT MEASURED: data missing. Ratios are of median "
-              "times. The best coconetc row is, per config, the fastest row named coconetc* "
-              "that did not fail its check; its name follows the figure, and where that is not the "
-              "row `coconetc` (the sample's own schedule) that row's figure too.", ""]
-    lines += table(["target", "status", "measured"],
-                   [[t, f"**{s}**", m.replace("|", "\\|")] for t, s, m in targets(res, build)]) + [""]
-
+    lines += headline_section(results)
     lines += ["## Results", ""]
     for raw in sorted(raws, key=lambda r: (str(r.get("workload")), r.get("world") or 0)):
-        files = plot_workload(raw, plots)
+        files = plot_workload(raw, plots) if plots_on else []
         lines += workload_section(raw, files[0] if files else None)
         for extra in files[1:]:
             lines += [f"![{raw.get('workload')}, {raw.get('world')} GPUs, bus bandwidth](plots/{extra})", ""]
@@ -772,17 +501,19 @@ def report(results: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", type=Path, default=Path("docs/benchmarks/gpu"),
-                    help="the results folder (raw/, build.json)")
+    ap.add_argument("--results", type=Path, required=True, help="the results folder (raw/, build.json)")
     ap.add_argument("--out", type=Path, help="markdown file (default RESULTS/results.md)")
+    ap.add_argument("--no-plots", action="store_true", help="no plots (a headline run's are docs/benchmarks/plots/)")
     args = ap.parse_args()
-    text = report(args.results)
+    text = report(args.results, not args.no_plots)
     out = args.out or args.results / "results.md"
     out.write_text(text)
-    # The targets on the console.
-    for line in text.splitlines():
-        if line.startswith("| ") and "**" in line:
-            print(line)
+    # The headline's rows on the console.
+    head = text.split("## Headline", 1)[1].split("## Results", 1)[0] if "## Headline" in text else ""
+    for line in head.splitlines():
+        if line.startswith("| ") and not line.startswith("| workload"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            print(f"  {cells[0]} P={cells[2]} {cells[1]}: {cells[10]}")
     print(f"wrote {out}")
     return 0
 

@@ -9,7 +9,7 @@ push / compute / pull / barrier in the order the loop has them) and at its end (
 every block: the earliest entry (3) and latest end (4) of any block of the kernel, and the
 earliest and latest end of a tail's scalar chain (48, 49), of a tail worker's first chunk
 (50, 51: after its workerDone; every block's where all compute chunk 0), of the PDL wait (52, 53:
-thread 0 of each block as the wait returns, before any memory access, as pdl-micro takes it) and
+thread 0 of each block as the wait returns, before any memory access) and
 the latest entry (55; 54 is the earliest, = 3) over the blocks that reach them. (Block 0's own
 "after the wait", 1, comes after a load and the block's barrier.) Each kernel
 counts its completed launches (the last block to end adds 1), so only call K's launches stamp
@@ -23,8 +23,7 @@ enough calls, e.g. `NAME_main --spawn 4 -D ... --bench --warmup 50 --iters 300`
 (tools/bench/gpu/driver-ab.sh --raw DIR keeps each run's output). Rounds run by separate mover
 and worker blocks (roles split) are stamped in their own loops (8 + 4 r + j, j the statement of
 that loop: block 0 is a mover, the last block a worker), and where such a block returns early
-(47, its exit counted). Session 27 used it to find
-LAMB's serial exchange (docs/benchmarks/gpu/2026-11-26-4xH200-session27).
+(47, its exit counted).
 
 Usage: stamps.py GENERATED_DIR OUT_DIR
 """

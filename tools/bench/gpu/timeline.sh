@@ -14,7 +14,7 @@
 # COCONET_TIMELINE_CALL picks the call (default 10: the driver's 5 warm-up calls, then the 5th
 # timed one). TIMELINE_WARMUP=K makes the driver warm up for K calls instead of 5 (and the
 # default call K + 5), so that the timeline shows the clocks a sustained load settles to (a few
-# hundred calls of a millisecond or more: session15-megatron-warm).
+# hundred calls of a millisecond or more).
 # TIMELINE_WORK=DIR keeps the build in DIR (reused when DIR holds a built driver) and
 # TIMELINE_BUILD_ONLY=1 stops after the build: several timelines can build at once, then run
 # one after another.

@@ -168,7 +168,7 @@ class CompilerRows(unittest.TestCase):
 
     def test_programs_keeps_the_rows_variants(self):
         # build.py --programs adam: adam and the programs of its compiler and schedule rows (a
-        # compiler row's program left out was a row failing as not built: session 51, call v2)
+        # compiler row's program left out was a row failing as not built)
         import build
         adam = self.load({"BENCH_COMPILER_ROWS": "c8=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
         programs = dict(adam.PROGRAMS, lamb=dict(source="a"), adamw_x_c8=dict(source="b"))

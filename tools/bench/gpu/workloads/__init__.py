@@ -41,6 +41,8 @@ class Row:
                                                     # errors (coconetc rows: program.finish)
     bytes: int | None = None                        # payload of the row's all-reduce, for bus
                                                     # bandwidth = 2(P-1)/P * bytes / time
+    graph: bool = False                             # replayed as a CUDA graph: its time figure
+                                                    # is the median of the replays
 
 
 def slice_bounds(n: int, rank: int, group_size: int) -> tuple[int, int]:
@@ -120,20 +122,98 @@ def check_storage(prog, sizes: dict, tensors: dict):
                              f"the workload allocated {list(t.shape)}")
 
 
-def function_row(f, tensors: dict, compiled: bool, tol, note: str, outputs=lambda result: result) -> Row:
+# torch.compile's modes for the peers: the strongest Inductor offers without CUDA graphs (GEMM
+# templates autotuned, coordinate-descent tuning of the generated kernels), and with them
+# (reduce-overhead: the compiled function replayed as a CUDA graph) for decode shapes.
+COMPILE_MODE = "max-autotune-no-cudagraphs"
+GRAPH_MODE = "reduce-overhead"
+
+
+def compile_fn(f, mode: str = COMPILE_MODE):
+    """torch.compile(f) for a peer row: static shapes, one graph, `mode`."""
+    import torch
+    return torch.compile(f, dynamic=False, fullgraph=True, mode=mode)
+
+
+def function_row(f, tensors: dict, compiled, tol, note: str, outputs=lambda result: result) -> Row:
     """The row of a PyTorch function of the tensors (one GPU): f(tensors) each step, torch.compile'd
-    (a fresh dynamo cache, static shapes, one graph) where `compiled`; `outputs` maps its result to
-    the row's outputs (default: f returns them as a dict)."""
-    if compiled:
+    (a fresh dynamo cache, static shapes, one graph) where `compiled` (True: COMPILE_MODE, or a mode
+    name; GRAPH_MODE marks each step's start for the CUDA graphs); `outputs` maps its result to the
+    row's outputs (default: f returns them as a dict)."""
+    mode = COMPILE_MODE if compiled is True else compiled or None
+    if mode:
         import torch
         torch._dynamo.reset()
-        f = torch.compile(f, dynamic=False, fullgraph=True)
+        f = compile_fn(f, mode)
     st = {}
+    if mode == GRAPH_MODE:
+        import torch
+        mark = torch.compiler.cudagraph_mark_step_begin
 
-    def step():
-        st["result"] = f(tensors)
+        def step():
+            mark()
+            st["result"] = f(tensors)
+    else:
+        def step():
+            st["result"] = f(tensors)
 
-    return Row(step=step, outputs=lambda: outputs(st["result"]), tol=tol, note=note)
+    return Row(step=step, outputs=lambda: outputs(st["result"]), tol=tol, note=note, graph=mode == GRAPH_MODE)
+
+
+def graph_row(ctx, row: Row, note: str, warmup: int = 3) -> Row:
+    """`row` captured in a CUDA graph (PyTorch's torch.cuda.graph), each step one replay: eager
+    PyTorch without its host overhead. The row's step runs `warmup` times on a side stream first
+    (allocations, lazy initialisation), then once under capture; its reset, if any, is kept (it
+    writes in place into the captured tensors). Its time figure is the median of the replays."""
+    torch = ctx.torch
+    if ctx.device.type != "cuda":
+        raise RuntimeError("CUDA graph rows need CUDA")
+    side = torch.cuda.Stream(device=ctx.device)
+    side.wait_stream(torch.cuda.current_stream(ctx.device))
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            row.step()
+    torch.cuda.current_stream(ctx.device).wait_stream(side)
+    ctx.sync()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        row.step()
+    ctx.sync()
+    out = Row(step=g.replay, outputs=row.outputs, reset=row.reset, tol=row.tol,
+              state_bytes=row.state_bytes, bytes=row.bytes, note=note, graph=True)
+    out._keep = (g, row)   # the graph's memory and the captured tensors stay alive with the row
+    return out
+
+
+def copy_row(ctx, moved_bytes: int, note: str) -> Row:
+    """The memory floor of a step that must move `moved_bytes` through device memory (each input
+    read once, each output written once): a device-to-device copy of half of them (it reads and
+    writes as many), measured. Not checked."""
+    torch = ctx.torch
+    n = max(16, moved_bytes // 2)
+    src = torch.randint(0, 256, (n,), dtype=torch.uint8, device=ctx.device)
+    dst = torch.empty_like(src)
+    return Row(step=lambda: dst.copy_(src), outputs=lambda: {}, check=False,
+               note=f"memory floor: a device copy of {n / 2**20:.4g} MiB (reads and writes "
+                    f"{moved_bytes / 2**20:.4g} MiB, the bytes the step must move): {note}")
+
+
+def headline(coconetc: str = "coconetc", peers=(), floors=(), floor_rule: str = "first", targets=(),
+             limit: str = "", series: str = "", x=None, x_label: str = "") -> dict:
+    """A config's headline (bench.py --headline runs these rows and no others; report.py judges
+    them): the coconetc row (the program as a user compiles it), every peer whose time the headline
+    compares with (the strongest is the fastest of them, config by config), the floor rows and how
+    they combine into one floor ("first", "max" or "sum"), the targets, and what limits the
+    program where a target is missed. A target is (basis, op, value, text): basis "peer" compares
+    the strongest peer's time over coconetc's (a speed-up), "floor" coconetc's time over the
+    floor's; op ">=" or "<=". The plots draw configs of one `series` against `x` (`x_label`)."""
+    return {"coconetc": coconetc, "peers": list(peers), "floors": list(floors), "floor_rule": floor_rule,
+            "targets": [{"basis": b, "op": op, "value": v, "text": t} for b, op, v, t in targets],
+            "limit": limit, "series": series, "x": x, "x_label": x_label}
+
+
+FASTER = ("peer", ">=", 1.0, "speed-up >= 1")
+FIFTH_LESS = ("peer", ">=", 1.25, "speed-up >= 1.25 (20% less time)")
 
 
 def program_row(ctx, key: str, sizes: dict, scalars: dict, tensors: dict, out: str, tol, note: str,

@@ -76,7 +76,8 @@ try:  # (its PROGRAMS and configs need no PyTorch: build.py --no-build imports t
 except ImportError:
     torch = dist = None
 
-from workloads import REPO, Row, quantized_grad, scalar_values, slice_bounds
+from workloads import (FASTER, REPO, Row, compile_fn, copy_row, graph_row, headline as spec, quantized_grad,
+                       scalar_values, slice_bounds)
 
 T = 3   # the step number used by every row (bias correction 1 - beta^t)
 
@@ -84,7 +85,33 @@ T = 3   # the step number used by every row (bias correction 1 - beta^t)
 def configs(world: int, quick: bool) -> list[dict]:
     exps = [20, 22] if quick else [20, 22, 24, 26, 28]
     return [{"name": f"N=2^{e}", "N": 1 << e, "x": 1 << e, "x_label": "parameters",
-             "dtype": "f16 gradients, f32 state"} for e in exps]
+             "dtype": "f16 gradients, f32 state",
+             # bytes a one-rank step must move: g16 read, w, m, v read and written, w16 written
+             "moved_bytes": 28 << e} for e in exps]
+
+
+SMALL_N = 1 << 22   # up to this size eager PyTorch is also timed captured in a CUDA graph
+
+
+def headline_spec(params: dict, world: int, kind: str) -> dict:
+    """The headline of one size (every size is in it): against eager (fused AdamW / LAMB in torch
+    ops), torch.compile and, on several GPUs, ZeRO-style sharding; small sizes also against eager
+    in a CUDA graph. The floor on one GPU is the memory traffic (a copy of the bytes the step moves),
+    on several NCCL's all-reduce of the gradients."""
+    small = params.get("N", 0) <= SMALL_N
+    plot = dict(x=params.get("N"), x_label="parameters N")
+    peers = ["eager", "torch.compile"] + (["zero"] if world > 1 else []) + (["eager_graph"] if small else [])
+    if world == 1:
+        return spec(peers=peers, floors=["copy"], targets=[FASTER], **plot,
+                    limit="memory bandwidth: one pass over g16, w, m, v and w16; "
+                          "torch.compile's one Inductor kernel is the same pass"
+                          + (" plus LAMB's two norms, read again" if kind == "lamb" else ""))
+    return spec(peers=peers, floors=["nccl_allreduce"], **plot,
+                targets=[FASTER, ("floor", "<=", 1.15, "x floor <= 1.15")],
+                limit=("the two halves cannot overlap: LAMB's trust ratio needs every rank's norms of "
+                       "the whole update before any weight is gathered; NCCL's own reduce-scatter + "
+                       "all-gather take more than its all-reduce at these sizes" if kind == "lamb" else
+                       "the reduce-scatter, update and all-gather rounds at NCCL's transfer rate"))
 
 
 def initial(ctx, n: int):
@@ -145,7 +172,7 @@ def compiled(fn):
     """One torch.compile wrapper per function for the whole process (its graphs are cached
     per size, so the time mode reuses what the check mode compiled)."""
     if fn not in _COMPILED:
-        _COMPILED[fn] = torch.compile(fn, dynamic=False)
+        _COMPILED[fn] = compile_fn(fn)
     return _COMPILED[fn]
 
 
@@ -282,9 +309,8 @@ class OptimizerWorkload:
                 source=source, schedule=schedule,
                 schedule_append="".join(f"tune({g}, roles = auto);\n" for g in groups))
         # Two blocks per SM (tune(G, occupancy = 2)): where the groups have roles the workers
-        # double (session 21: LAMB's drivers at 2 GPUs ~10% faster with `moments` at 64
-        # registers), and on one rank every kernel's grid fills the GPU (coconet_rt::soloBlocks;
-        # session 24: Adam's driver at 2^26 on one H100 722 against 1,110 us). Without roles on
+        # double, and on one rank every kernel's grid fills the GPU (coconet_rt::soloBlocks).
+        # Without roles on
         # several ranks the grid stays at kDevMaxBlocks and the row is Adam's default kernel again.
         self.occ_row = True
         if self.occ_row:
@@ -325,24 +351,42 @@ class OptimizerWorkload:
         s = self.scalars
         return s["t"], s["lr"], s["beta1"], s["beta2"], s["eps"], s["wd"]
 
-    def _adamw(self, ctx, p, m, v):
+    def _adamw(self, ctx, p, m, v, capturable: bool = False):
         """torch.optim.AdamW(fused=True) over p whose state is m, v at step t - 1 (so its
-        next step uses bias correction for t)."""
+        next step uses bias correction for t); `capturable` for a CUDA graph."""
         t, lr, b1, b2, eps, wd = self._scal()
         opt = torch.optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd,
-                                fused=True)
+                                fused=True, capturable=capturable)
         opt.state[p] = {"step": torch.tensor(float(t - 1), dtype=torch.float32, device=ctx.device),
                         "exp_avg": m, "exp_avg_sq": v}
         return opt
 
+    def _reset(self, ctx, n, w, m, v, w16, g16, lo=0, hi=None, opt=None):
+        """A reset for a row: the initial state copied back in place into its tensors (w, m, v
+        holding [lo, hi) of the parameters; w16 and g16 whole), and AdamW's step count."""
+        t = self._scal()[0]
+
+        def reset():
+            w0, m0, v0, g0 = initial(ctx, n)
+            end = n if hi is None else hi
+            for dst, src in ((w, w0), (m, m0), (v, v0)):
+                dst.copy_(src[lo:end] if dst.numel() != n else src)
+            w16.copy_(w0.half())
+            g16.copy_(g0)
+            if opt is not None:
+                for st in opt.state.values():
+                    st["step"].fill_(float(t - 1))
+        return reset
+
     # -- rows ---------------------------------------------------------------------------------
-    def eager(self, cfg, ctx) -> Row:
+    def eager(self, cfg, ctx, capturable: bool = False) -> Row:
         n, P = cfg["N"], ctx.world
         w, m, v, g16 = initial(ctx, n)
         w16 = w.half()
+        opt = None
         if self.kind == "adam":
             p = torch.nn.Parameter(w)
-            opt = self._adamw(ctx, p, m, v)
+            opt = self._adamw(ctx, p, m, v, capturable)
 
             def step():
                 dist.all_reduce(g16)
@@ -363,7 +407,18 @@ class OptimizerWorkload:
                 w16.copy_(w)
             note = "all_reduce + LAMB in torch ops + f16 copy"
         return Row(step=step, outputs=self._outputs(ctx, n, w, m, v, w16), tol=self.tol,
+                   reset=self._reset(ctx, n, w, m, v, w16, g16, opt=opt),
                    state_bytes=3 * 4 * n, bytes=2 * n, note=note)
+
+    def eager_graph(self, cfg, ctx) -> Row:
+        row = self.eager(cfg, ctx, capturable=True)
+        g = graph_row(ctx, row, row.note + ", captured in a CUDA graph (AdamW capturable)"
+                      if self.kind == "adam" else row.note + ", captured in a CUDA graph")
+        g.reset()   # the capture's warm-up steps moved the state
+        return g
+
+    def copy_floor(self, cfg, ctx) -> Row:
+        return copy_row(ctx, cfg["moved_bytes"], "g16 read, w, m, v read and written, w16 written")
 
     def compiled_row(self, cfg, ctx) -> Row:
         n, P = cfg["N"], ctx.world
@@ -376,8 +431,10 @@ class OptimizerWorkload:
             dist.all_reduce(g16)
             fn(w, m, v, w16, g16, *args)
         return Row(step=step, outputs=self._outputs(ctx, n, w, m, v, w16), tol=self.tol,
+                   reset=self._reset(ctx, n, w, m, v, w16, g16),
                    state_bytes=3 * 4 * n, bytes=2 * n,
-                   note="all_reduce + the update compiled by torch.compile (one function)")
+                   note="all_reduce + the update compiled by torch.compile "
+                        "(mode max-autotune-no-cudagraphs, one function)")
 
     def zero(self, cfg, ctx) -> Row:
         n, P = cfg["N"], ctx.world
@@ -391,6 +448,7 @@ class OptimizerWorkload:
         g_shard = torch.empty(hi - lo, dtype=torch.float16, device=ctx.device)
         w16_shard = w16.narrow(0, lo, hi - lo)       # all-gathered in place
         t, lr, b1, b2, eps, wd = self._scal()
+        opt = None
         if self.kind == "adam":
             p = torch.nn.Parameter(w)
             opt = self._adamw(ctx, p, m, v)
@@ -418,6 +476,7 @@ class OptimizerWorkload:
             dist.all_gather_into_tensor(w16, w16_shard)
 
         return Row(step=step, outputs=lambda: {"w": w, "m": m, "v": v, "w16": w16},
+                   reset=self._reset(ctx, n, w, m, v, w16, g16, lo, hi, opt),
                    tol=self.tol, state_bytes=3 * 4 * (hi - lo), bytes=2 * n, note=note)
 
     def coconetc(self, cfg, ctx, key: str, env: dict | None = None) -> Row:
@@ -442,7 +501,15 @@ class OptimizerWorkload:
             return out
         state = sum(tensors[k].numel() * tensors[k].element_size() for k in ("w", "m", "v"))
         note = f"program {key}" + ("".join(f" {k}={v}" for k, v in env.items()) if env else "")
-        return Row(step=step, outputs=outputs, finish=prog.finish, tol=self.tol,
+
+        def reset():
+            w0, m0, v0, g0 = initial(ctx, n)
+            for name, full in (("w", w0), ("m", m0), ("v", v0)):
+                part = full if tensors[name].numel() == n else full[lo:hi]
+                tensors[name].copy_(part)
+            tensors["w16"].copy_(w0.half() if tensors["w16"].numel() == n else w0[lo:hi].half())
+            tensors["g16"].copy_(g0)
+        return Row(step=step, outputs=outputs, finish=prog.finish, tol=self.tol, reset=reset,
                    state_bytes=state, bytes=2 * n, note=note)
 
     def floor(self, cfg, ctx) -> Row:
@@ -469,7 +536,8 @@ class OptimizerWorkload:
 
     def rows(self, cfg: dict, ctx, mode: str):
         """Eager first: it is the reference of the check. No two rows share a name (OWN_ROWS)."""
-        rows = self.all_rows(cfg, ctx)
+        rows = self.all_rows(cfg, ctx) + [("eager_graph", lambda: self.eager_graph(cfg, ctx)),
+                                          ("copy", lambda: self.copy_floor(cfg, ctx))]
         names = [name for name, _ in rows]
         if twice := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"{self.kind}: rows named twice: {', '.join(twice)}")

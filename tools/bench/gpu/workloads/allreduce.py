@@ -33,7 +33,7 @@ try:  # (its PROGRAMS and configs need no PyTorch: build.py --no-build imports t
 except ImportError:
     dist = None
 
-from workloads import Row, quantized_grad
+from workloads import Row, graph_row, headline as spec, quantized_grad
 
 SOURCE = "tools/bench/programs/allreduce.cnet"
 PROGRAMS = {
@@ -90,6 +90,23 @@ def configs(world: int, quick: bool) -> list[dict]:
              "x": b, "x_label": "bytes per rank"} for b in sizes]
 
 
+HEADLINE_PROGRAMS = ["allreduce"]
+SMALL_BYTES = 1 << 20   # up to this size NCCL is also timed captured in a CUDA graph
+
+
+def headline(params: dict, world: int) -> dict | None:
+    """Every size on two GPUs or more (one rank has nothing to reduce): against NCCL's all-reduce
+    (in place, as PyTorch calls it) and, up to 1 MiB, the same captured in a CUDA graph."""
+    if world < 2:
+        return None
+    small = params.get("bytes", 0) <= 256 << 10
+    peers = ["nccl_allreduce"] + (["nccl_allreduce_graph"] if params.get("bytes", 0) <= SMALL_BYTES else [])
+    return spec(peers=peers, targets=[("peer", ">=", 2.0, "speed-up >= 2 (half NCCL's time)") if small else
+                                      ("peer", ">=", 1.0, "speed-up >= 1")],
+                limit="the links: from 16 MiB the program calls NCCL's own all-reduce",
+                x=params.get("bytes"), x_label="bytes per rank")
+
+
 def _nccl_row(cfg, ctx) -> Row:
     x0 = quantized_grad(ctx, cfg["N"], seed=11)
     x = x0.clone()
@@ -113,7 +130,9 @@ def _coconetc_row(cfg, ctx, key) -> Row:
 
 
 def rows(cfg: dict, ctx, mode: str):
-    out = [("nccl_allreduce", lambda: _nccl_row(cfg, ctx))]
+    out = [("nccl_allreduce", lambda: _nccl_row(cfg, ctx)),
+           ("nccl_allreduce_graph", lambda: graph_row(ctx, _nccl_row(cfg, ctx), "dist.all_reduce in place, "
+                                                      "captured in a CUDA graph"))]
     for name, key in COCONETC_ROWS.items():
         out.append((name, lambda key=key: _coconetc_row(cfg, ctx, key)))
     return out

@@ -21,7 +21,7 @@ rows, D = 128, f32. The table ~ N(0, 1); indices uniform in [0, R), drawn per ra
 """
 from __future__ import annotations
 
-from workloads import Row, program_row
+from workloads import FIFTH_LESS, Row, compile_fn, copy_row, headline as spec, program_row
 
 NAME = "dlrm_embedding"
 SOURCE = "samples/dlrm_embedding/dlrm_embedding.cnet"
@@ -46,6 +46,21 @@ def configs(world: int, quick: bool) -> list[dict]:
              "x": B, "x_label": "global batch",
              "bytes": B * T * D * 4,                  # the all-to-all's payload per rank
              "gather_bytes": B * T * L * D * 4}]      # table rows read per rank and step
+
+
+HEADLINE_PROGRAMS = ["dlrm_embedding"]
+
+
+def headline(params: dict, world: int) -> dict:
+    """The one config: against F.embedding + sum, F.embedding_bag (DLRM's EmbeddingBag) and
+    torch.compile of the lookup and sum, each followed by all_to_all_single; the floor the table
+    rows' bytes read (a copy of as many bytes moved) and, on several GPUs, the larger of it and
+    NCCL's all-to-all alone."""
+    return spec(peers=["unfused", "embedding_bag", "torch.compile"],
+                floors=["copy"] + (["nccl_all_to_all"] if world > 1 else []), floor_rule="max",
+                targets=[FIFTH_LESS], x=params.get("batch"), x_label="global batch",
+                limit="the gather of the table rows (random 512-byte rows from HBM) sets the time, "
+                      "as it does embedding_bag's; the all-to-all is a small part")
 
 
 def rows(cfg: dict, ctx, mode: str):
@@ -93,6 +108,25 @@ def rows(cfg: dict, ctx, mode: str):
         return Row(step=step, outputs=lambda: {"out": out}, tol=tol,
                    note="F.embedding_bag(mode='sum') (DLRM's EmbeddingBag), all_to_all_single")
 
+    def compiled() -> Row:
+        torch._dynamo.reset()
+        t = inputs()
+        out = torch.empty((B, T, D), dtype=torch.float32, device=ctx.device)
+        pool = compile_fn(lambda idx, table: F.embedding(idx, table).sum(dim=2))
+
+        def step():
+            dist.all_to_all_single(out, pool(t["idx"], t["table"]), group=group)
+
+        return Row(step=step, outputs=lambda: {"out": out}, tol=tol,
+                   note="F.embedding + sum over L torch.compile'd (mode max-autotune-no-cudagraphs), "
+                        "all_to_all_single")
+
+    def all_to_all() -> Row:
+        src = ctx.rand((B, T, D), torch.float32, 43, False)
+        dst = torch.empty_like(src)
+        return Row(step=lambda: dist.all_to_all_single(dst, src, group=group), outputs=lambda: {},
+                   check=False, note="floor: NCCL's all_to_all_single of the pooled rows alone")
+
     def coconetc(key: str, note: str):
         def make() -> Row:
             t = inputs()
@@ -103,6 +137,9 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("unfused", unfused),
         ("embedding_bag", embedding_bag),
+        ("torch.compile", compiled),
+        ("copy", lambda: copy_row(ctx, cfg["gather_bytes"] + cfg["bytes"], "table rows read, pooled rows written")),
+        ("nccl_all_to_all", all_to_all),
         ("coconetc", coconetc("dlrm_embedding", "pooling + all-to-all one kernel, pipelined "
                                                 "with the lookup")),
         ("coconetc_unscheduled", coconetc("dlrm_embedding_unscheduled",

@@ -14,9 +14,7 @@ Rows:
   torch.compile         the local GEMV + gelu + GEMV and the epilogue torch.compile'd, the
                         all_reduce eager between them
   coconetc              the sample with its schedule (all-reduce + epilogue fused: one
-                        one-shot device-API kernel since 2026-11-27, in its LL form on 2 GPUs
-                        since session 35; before, the one-shot all-reduce kernel, then the
-                        epilogue kernel)
+                        one-shot device-API kernel, in its LL form on 2 GPUs)
   coconetc_ll           as coconetc with tune(f, algorithm = ll): the one-shot kernel's LL form
                         (flags in the data, no barrier) on every rank count
   coconetc_overlap      samples/decode_gemv/decode_gemv_overlap.sched: as coconetc, pipelined
@@ -30,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, program_row
+from workloads import FIFTH_LESS, GRAPH_MODE, Row, compile_fn, copy_row, graph_row, headline as spec, program_row
 
 NAME = "decode_gemv"
 SOURCE = "samples/decode_gemv/decode_gemv.cnet"
@@ -55,6 +53,20 @@ def configs(world: int, quick: bool) -> list[dict]:
              "weight_bytes": 2 * (4 * H // world) * H * 2,  # weights read per rank and step
              "flops": 2 * 2 * (4 * H // world) * H}
             for H in ((4096,) if quick else HS) if (4 * H) % world == 0]
+
+
+HEADLINE_PROGRAMS = ["decode_gemv"]
+
+
+def headline(params: dict, world: int) -> dict:
+    """Every config (a decode step): against eager, torch.compile, and both under CUDA graphs; the
+    floor the read of this rank's weights (a copy of as many bytes moved) and, on several GPUs, the
+    larger of it and NCCL's all-reduce of the H outputs."""
+    return spec(peers=["unfused", "torch.compile", "eager_graph", "torch.compile_graphs"],
+                floors=["copy"] + (["nccl_allreduce"] if world > 1 else []), floor_rule="max",
+                targets=[FIFTH_LESS], x=params.get("H"), x_label="hidden size H (F = 4H)",
+                limit="HBM: the two GEMVs read this rank's weights once, near the read bandwidth; "
+                      "the all-reduce of H values is a few microseconds")
 
 
 def rows(cfg: dict, ctx, mode: str):
@@ -103,11 +115,22 @@ def rows(cfg: dict, ctx, mode: str):
         return peer(local_part, epilogue,
                     "torch.mv, bias + gelu, torch.mv, NCCL all_reduce, bias + residual")
 
-    def compiled() -> Row:
+    def compiled(mode="max-autotune-no-cudagraphs") -> Row:
         torch._dynamo.reset()
-        return peer(torch.compile(local_part, dynamic=False, fullgraph=True),
-                    torch.compile(epilogue, dynamic=False, fullgraph=True),
-                    "GEMV + gelu + GEMV and the epilogue torch.compile'd, all_reduce eager")
+        part, epi = compile_fn(local_part, mode), compile_fn(epilogue, mode)
+        if mode == GRAPH_MODE:
+            mark = torch.compiler.cudagraph_mark_step_begin
+            part_in = part
+            part = lambda *a: (mark(), part_in(*a).clone())[1]   # noqa: E731 (the all-reduce writes it)
+        row = peer(part, epi, f"GEMV + gelu + GEMV and the epilogue torch.compile'd (mode {mode}), "
+                              "all_reduce eager")
+        row.graph = mode == GRAPH_MODE
+        return row
+
+    def allreduce() -> Row:
+        y = ctx.rand((H,), dt, 37, False)
+        return Row(step=lambda: dist.all_reduce(y, group=group), outputs=lambda: {}, check=False,
+                   note="floor: NCCL's all_reduce of the H partial sums alone")
 
     def coconetc(key: str, note: str):
         def make() -> Row:
@@ -119,6 +142,10 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("unfused", unfused),
         ("torch.compile", compiled),
+        ("eager_graph", lambda: graph_row(ctx, unfused(), "unfused captured in a CUDA graph")),
+        ("torch.compile_graphs", lambda: compiled(GRAPH_MODE)),
+        ("copy", lambda: copy_row(ctx, cfg["weight_bytes"], "this rank's w1 and w2 read")),
+        ("nccl_allreduce", allreduce),
         ("coconetc", coconetc("decode_gemv", "all-reduce + epilogue fused: one one-shot device-API kernel "
                                             "(its LL form on 2 GPUs)")),
         ("coconetc_ll", coconetc("decode_gemv_ll", "as coconetc in the one-shot kernel's LL form (flags in "

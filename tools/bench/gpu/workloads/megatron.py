@@ -43,14 +43,14 @@ Rows:
                         from 64 MiB on two ranks and 1 GiB on more, NCCL's between)
   coconetc_tail2        coconetc with tune(f, tail = 2): the last chunk in 2 pieces (GEMM,
                         copies, epilogue and pulls each), so that less is left after the last
-                        GEMM (4 pieces were slower than 2 at every training shape, session 12)
+                        GEMM (4 pieces were slower than 2 at every training shape)
   coconetc_copy_engines coconetc with tune(f, algorithm = copy_engines): where the all-gather
                         runs after the last chunk, the kernel leaves it to copy engines pulling
                         the other ranks' whole blocks
   coconetc_merge_never  coconetc with tune(f, merge = never): the overlap's 4 chunks at every
                         size (coconetc merges copy-engine chunks whose copy to a peer would be
                         under 8 MiB, and past 2 GPUs to one under 32 MiB per peer: 1 chunk at
-                        H = 4096 on 4 GPUs since session 39 (2 before), 1 at decode shapes)
+                        H = 4096 on 4 GPUs, 1 at decode shapes)
   coconetc_chunks2      the sample's schedule with the matmul in 2 chunks
                         (tools/bench/programs/megatron_row_chunks2.sched): fewer, larger copies
   coconetc_allreduce_overlap  samples/megatron_row/megatron_row_allreduce.sched: the allreduce
@@ -75,8 +75,7 @@ in f16 (the sample) and bf16 (the same source with f16 -> bf16).
 Shapes. The tokens are B*S; [B, S, H] and [B*S, 1, H] are the same bytes. The reduce-scatter
 needs B % world == 0, so 8192 training tokens run as B=32, S=256 and T decode tokens as B=T,
 S=1; the schedule's overlap runs the most chunks up to 4 that divide a rank's B*S / world rows
-(coconet_rt::overlapChunks; before session 13 it required (B*S) % (4*world) == 0 and refused
-T=8 beyond 2 GPUs). T=1 cannot meet B % world == 0 beyond one GPU: there the scheduled build
+(coconet_rt::overlapChunks). T=1 cannot meet B % world == 0 beyond one GPU: there the scheduled build
 runs the program without its schedule (its megatron_row_unscheduled class, the code of the
 unscheduled row; until 2026-11-27 it refused the shape). async_tp needs T % world == 0.
 
@@ -90,7 +89,7 @@ from __future__ import annotations
 import math
 import os
 
-from workloads import Row, program_row, scalar_values
+from workloads import FASTER, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row, scalar_values
 
 NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
@@ -210,6 +209,62 @@ def configs(world: int, quick: bool) -> list[dict]:
     return out
 
 
+HEADLINE_PROGRAMS = ["megatron_row", "megatron_row_bf16"]
+
+
+def headline(params: dict, world: int) -> dict | None:
+    """On several GPUs every config, against eager, torch.compile, async TP (training shapes) and,
+    at decode shapes, eager and torch.compile under CUDA graphs; the floor the larger of the matmul
+    alone and NCCL's all-reduce of its product. On one GPU (no collective: the matmul and the
+    epilogue) one training shape and one decode shape in f16."""
+    kind, T, H, dt = params.get("kind"), params.get("T"), params.get("H"), params.get("dtype")
+    if world == 1 and not ((kind == "train" and H == 8192 and dt == "f16") or
+                           (kind == "decode" and T == 8 and H == 4096 and dt == "f16")):
+        return None
+    peers = ["eager", "torch.compile"]
+    if world > 1 and kind == "train":
+        peers.append("async_tp")
+    if kind == "decode":
+        peers += ["eager_graph", "torch.compile_graphs"]
+    floors = ["matmul"] + (["nccl_allreduce"] if world > 1 else [])
+    plot = (dict(series=f"decode {dt}, H = {H}", x=T, x_label="tokens") if kind == "decode" else
+            dict(series=f"train {dt}, T = {T}", x=H, x_label="hidden size H"))
+    return spec(peers=peers, floors=floors, floor_rule="max", targets=[FASTER], **plot,
+                limit=("at decode sizes the step is a few microseconds of launches and barriers"
+                       if kind == "decode" else
+                       "the epilogue and all-gather of the last chunk run after the last GEMM; "
+                       "async TP pipelines the matmul with its reduce-scatter as finely" if world > 1 else
+                       "the GEMM (cuBLAS) sets the time; the epilogue is a second pass over the product"))
+
+
+def post_check(cfg: dict, ctx, out: dict, ref: dict, tol: dict, mode: str) -> tuple[int, str] | None:
+    """The check after the timed steps, which ran with dropout p = P_TIME: coconetc's masks are
+    not PyTorch's, so each element must be either dropped (out = residual) or kept and rescaled
+    (out = (ref - residual) / (1 - p) + residual, ref the check's p = 0 result), within the
+    tolerance, and the dropped fraction must be p within 6 standard deviations. Returns (elements
+    wrong, what was found); None where the time mode has no dropout (the plain comparison)."""
+    if P_TIME == 0.0 or mode != "time":
+        return None
+    import torch
+    B, S, H = cfg["sizes"]["B"], cfg["sizes"]["S"], cfg["sizes"]["H"]
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    res = ctx.rand((B, S, H), dt, 14, True).float()
+    o, r0 = out["out"].float(), ref["out"].float()
+    rtol, atol = tol["out"]
+    kept = (r0 - res) / (1.0 - P_TIME) + res
+    ok_kept = (o - kept).abs() <= atol / (1.0 - P_TIME) + rtol * kept.abs()
+    ok_drop = (o - res).abs() <= atol + rtol * res.abs()
+    bad = int((~(ok_kept | ok_drop)).sum().item())
+    distinct = ok_kept ^ ok_drop
+    n = int(distinct.sum().item())
+    dropped = int((ok_drop & ~ok_kept).sum().item())
+    frac = dropped / max(n, 1)
+    sigma = math.sqrt(P_TIME * (1.0 - P_TIME) / max(n, 1))
+    off = n > 0 and abs(frac - P_TIME) > 6.0 * sigma + 1e-3
+    return bad + (1 if off else 0), (f"p = {P_TIME}: {bad} elements neither dropped nor kept; dropped "
+                                     f"{frac:.4f} of {n} distinguishable elements")
+
+
 def tolerance(dtype: str, magnitude: float) -> tuple[float, float]:
     """(rtol, atol): rtol by dtype; atol 16 units of rounding at `magnitude`, the typical size
     of the values summed into the output (sqrt(K)*|x||w| of the GEMM, bias, residual)."""
@@ -265,10 +320,43 @@ def rows(cfg: dict, ctx, mode: str):
     def eager() -> Row:
         return peer(epilogue, "matmul, NCCL all_reduce, bias + dropout + residual (eager)")
 
-    def compiled() -> Row:
+    def compiled(mode=None) -> Row:
+        """torch.compile of the whole step (max-autotune-no-cudagraphs, or `mode`): on one GPU the
+        matmul and the epilogue in one graph (Inductor may fuse the epilogue into its GEMM), on
+        several the matmul and the epilogue compiled around NCCL's all_reduce."""
         torch._dynamo.reset()
-        epi = torch.compile(epilogue, dynamic=False, fullgraph=True)
-        return peer(epi, "matmul + all_reduce eager, the epilogue torch.compile'd (inductor)")
+        t = inputs()
+        st = {}
+        graphs = mode == GRAPH_MODE
+        mark = torch.compiler.cudagraph_mark_step_begin if graphs else (lambda: None)
+        if P == 1:
+            f = compile_fn(lambda x, w, b, r: epilogue(torch.matmul(x, w), b, r), mode or "max-autotune-no-cudagraphs")
+
+            def step():
+                mark()
+                st["out"] = f(t["x"], t["w"], t["bias"], t["residual"])
+        else:
+            mm = compile_fn(lambda x, w: torch.matmul(x, w), mode or "max-autotune-no-cudagraphs")
+            epi = compile_fn(epilogue, mode or "max-autotune-no-cudagraphs")
+
+            def step():
+                mark()
+                y = mm(t["x"], t["w"]).clone() if graphs else mm(t["x"], t["w"])
+                dist.all_reduce(y, group=group)
+                st["out"] = epi(y, t["bias"], t["residual"])
+        return Row(step=step, outputs=lambda: {"out": st["out"]}, tol=tol, graph=graphs,
+                   note=f"torch.compile (mode {mode or 'max-autotune-no-cudagraphs'}) of the matmul and the "
+                        f"epilogue" + (" in one graph" if P == 1 else ", NCCL all_reduce between"))
+
+    def matmul() -> Row:
+        t = inputs()
+        return Row(step=lambda: torch.matmul(t["x"], t["w"]), outputs=lambda: {}, check=False,
+                   note="floor: the local matmul alone (cuBLAS)")
+
+    def allreduce() -> Row:
+        y = torch.matmul(*(lambda t: (t["x"], t["w"]))(inputs()))
+        return Row(step=lambda: dist.all_reduce(y, group=group), outputs=lambda: {}, check=False,
+                   note="floor: NCCL's all_reduce of the matmul's product alone")
 
     def async_tp() -> Row:
         import os
@@ -316,6 +404,10 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("eager", eager),
         ("torch.compile", compiled),
+        ("eager_graph", lambda: graph_row(ctx, eager(), "eager captured in a CUDA graph")),
+        ("torch.compile_graphs", lambda: compiled(GRAPH_MODE)),
+        ("matmul", matmul),
+        ("nccl_allreduce", allreduce),
         ("async_tp", async_tp),
         ("coconetc", coconetc(sched, "reduce-scatter + epilogue + all-gather fused, pipelined "
                                      "with the matmul (4 chunks, fewer where a chunk's copy to a peer is "

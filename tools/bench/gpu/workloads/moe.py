@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, program_row
+from workloads import FIFTH_LESS, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row
 
 NAME = "moe_gemm"
 SOURCE = "samples/moe_gemm/moe_gemm.cnet"
@@ -60,6 +60,27 @@ def configs(world: int, quick: bool) -> list[dict]:
              "bytes": world * X * Cn * H * 2,                 # each all-to-all's payload per rank
              "flops": 2 * 2 * world * X * Cn * H * FF}        # the expert GEMMs, per rank
             for Cn, FF in shapes]
+
+
+HEADLINE_PROGRAMS = ["moe_gemm"]
+
+
+def headline(params: dict, world: int) -> dict | None:
+    """On several GPUs every config, on one GPU (no all-to-all: the expert FFN) F = 8192 at both
+    capacities: against eager (unfused), torch.compile of the FFN and, at the decode capacity,
+    both under CUDA graphs; the floor the expert GEMMs alone and, on several GPUs, the larger of
+    them and NCCL's two all-to-alls."""
+    decode = params.get("capacity", C) <= DECODE_C
+    if world == 1 and params.get("F") != FFS[0]:
+        return None
+    peers = ["unfused", "torch.compile"] + (["eager_graph", "torch.compile_graphs"] if decode else [])
+    return spec(peers=peers, floors=["gemms"] + (["nccl_all_to_all"] if world > 1 else []), floor_rule="max",
+                targets=[FIFTH_LESS], series=f"C = {params.get('capacity')}", x=params.get("F"),
+                x_label="expert intermediate size F",
+                limit=("decode: the expert GEMMs read every weight for a few tokens; the pipeline's "
+                       "transfers have little GEMM time to hide behind" if decode else
+                       "the expert GEMMs are most of the step and run power-bound; only the "
+                       "all-to-alls can be hidden"))
 
 
 def rows(cfg: dict, ctx, mode: str):
@@ -97,6 +118,44 @@ def rows(cfg: dict, ctx, mode: str):
                    note="all_to_all_single, bmm + gelu, bmm (expert-major copies), "
                         "all_to_all_single")
 
+    def ffn(xe, w1, w2):
+        return torch.bmm(F.gelu(torch.bmm(xe, w1), approximate="none"), w2)
+
+    def compiled(mode="max-autotune-no-cudagraphs") -> Row:
+        torch._dynamo.reset()
+        t = inputs()
+        dispatched = torch.empty_like(t["tokens"])
+        combined = torch.empty_like(t["tokens"])
+        graphs = mode == GRAPH_MODE
+        mark = torch.compiler.cudagraph_mark_step_begin if graphs else (lambda: None)
+        f = compile_fn(lambda d, w1, w2: ffn(d.permute(1, 0, 2, 3).reshape(Xn, P * Cn, Hn), w1, w2)
+                       .view(Xn, P, Cn, Hn).permute(1, 0, 2, 3).contiguous(), mode)
+
+        def step():
+            mark()
+            dist.all_to_all_single(dispatched, t["tokens"], group=group)
+            dist.all_to_all_single(combined, f(dispatched, t["w1"], t["w2"]), group=group)
+
+        return Row(step=step, outputs=lambda: {"combined": combined}, tol=tol, graph=graphs,
+                   note=f"all_to_all_single, the expert FFN (copies, bmm + gelu, bmm) torch.compile'd "
+                        f"(mode {mode}), all_to_all_single")
+
+    def gemms() -> Row:
+        t = inputs()
+        xe = t["tokens"].permute(1, 0, 2, 3).reshape(Xn, P * Cn, Hn).contiguous()
+        return Row(step=lambda: ffn(xe, t["w1"], t["w2"]), outputs=lambda: {}, check=False,
+                   note="floor: the expert FFN alone (bmm + gelu, bmm; cuBLAS)")
+
+    def all_to_all() -> Row:
+        t = inputs()
+        mid = torch.empty_like(t["tokens"])
+
+        def step():
+            dist.all_to_all_single(mid, t["tokens"], group=group)
+            dist.all_to_all_single(t["tokens"], mid, group=group)
+        return Row(step=step, outputs=lambda: {}, check=False,
+                   note="floor: NCCL's two all_to_all_single alone")
+
     def coconetc(key: str, note: str):
         def make() -> Row:
             t = inputs()
@@ -106,6 +165,11 @@ def rows(cfg: dict, ctx, mode: str):
 
     return [
         ("unfused", unfused),
+        ("torch.compile", compiled),
+        ("eager_graph", lambda: graph_row(ctx, unfused(), "unfused captured in a CUDA graph")),
+        ("torch.compile_graphs", lambda: compiled(GRAPH_MODE)),
+        ("gemms", gemms),
+        ("nccl_all_to_all", all_to_all),
         ("coconetc", coconetc("moe_gemm", "moe_gemm.sched: the FFN rank block by rank block, both "
                                           "all-to-alls pipelined with it by copy engines")),
         ("coconetc_nccl", coconetc("moe_gemm_nccl", "the same with tune(combined, algorithm = nccl): "

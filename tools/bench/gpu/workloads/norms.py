@@ -13,7 +13,6 @@ Rows:
   coconetc         the program: rows of up to 4096 packs of 16 bytes kept in registers as
                    stored by a group of threads (read once)
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, the row read twice
-                   (the kernel every row took before session 56)
   coconetc_p4, coconetc_p2
                    the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
                    2x / 4x the threads a row (the default keeps up to 8)
@@ -39,7 +38,7 @@ from __future__ import annotations
 
 import os
 
-from workloads import Row, function_row, program_row
+from workloads import FASTER, GRAPH_MODE, Row, copy_row, function_row, graph_row, headline as spec, program_row
 
 NAME = "norms"
 OPS = ("layernorm", "rmsnorm", "softmax")
@@ -83,6 +82,31 @@ def configs(world: int, quick: bool) -> list[dict]:
     return out
 
 
+HEADLINE_PROGRAMS = ["layernorm_f16", "rmsnorm_f16", "softmax_f16"]
+SMALL_BYTES = 32 << 20   # up to this many bytes moved eager PyTorch is also timed in a CUDA graph
+
+
+def decode(params: dict) -> bool:
+    """A decode-sized config: a few rows too long for registers (a vocabulary's logits)."""
+    return bool(params.get("vocab")) and params.get("T", 0) <= 64
+
+
+def headline(params: dict, world: int) -> dict | None:
+    """Every f16 config (bf16 rows run the same kernels): against PyTorch's kernel and
+    torch.compile; small and decode sizes also against eager in a CUDA graph, decode sizes against
+    torch.compile under CUDA graphs; the floor a copy of the bytes moved."""
+    if world != 1 or params.get("dtype") != "f16":
+        return None
+    small = params.get("bytes", 0) <= SMALL_BYTES or decode(params)
+    peers = ["eager", "torch.compile"] + (["eager_graph"] if small else []) + \
+        (["torch.compile_graphs"] if decode(params) else [])
+    op, T, H = params.get("op"), params.get("T"), params.get("H")
+    plot = (dict(series=f"{op} over H = {H}", x=T, x_label="rows T") if params.get("vocab") else
+            dict(series=f"{op}, T = {T}", x=H, x_label="row length H"))
+    return spec(peers=peers, floors=["copy"], targets=[FASTER], **plot,
+                limit="memory bandwidth: one read of x, one write of y (row statistics in registers)")
+
+
 def rows(cfg: dict, ctx, mode: str):
     import torch
     import torch.nn.functional as Fn
@@ -116,10 +140,17 @@ def rows(cfg: dict, ctx, mode: str):
     names = {"layernorm": "F.layer_norm", "rmsnorm": "F.rms_norm" if hasattr(Fn, "rms_norm") else
              "x * rsqrt(mean(x^2) + eps) * gamma in f32", "softmax": "torch.softmax"}
 
-    def peer(compiled: bool) -> Row:
+    def peer(compiled) -> Row:
         return function_row(fn(), inputs(), compiled, tol,
-                            f"{names[op]} torch.compile'd" if compiled else f"{names[op]} (PyTorch's kernel)",
+                            f"{names[op]} torch.compile'd (mode {'reduce-overhead' if compiled == GRAPH_MODE else 'max-autotune-no-cudagraphs'})"
+                            if compiled else f"{names[op]} (PyTorch's kernel)",
                             outputs=lambda y: {"y": y})
+
+    def eager_graph() -> Row:
+        return graph_row(ctx, peer(False), f"{names[op]} (PyTorch's kernel) captured in a CUDA graph")
+
+    extra = [("eager_graph", eager_graph), ("torch.compile_graphs", lambda: peer(GRAPH_MODE)),
+             ("copy", lambda: copy_row(ctx, cfg["bytes"], "x read, y written"))]
 
     def coconetc(env: dict, note: str):
         def make() -> Row:
@@ -147,7 +178,7 @@ def rows(cfg: dict, ctx, mode: str):
                 ("coconetc_split4", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "4"},
                                              "rows split for about 4 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=4)")),
                 ("coconetc_split8", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "8"},
-                                             "rows split for about 8 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=8)"))]
+                                             "rows split for about 8 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=8)"))] + extra
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
             ("coconetc", coconetc({}, "the row in registers, read once")),
             ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
@@ -156,4 +187,4 @@ def rows(cfg: dict, ctx, mode: str):
             ("coconetc_stream", coconetc({"COCONET_ROW_STREAM": "1"},
                                          "x loaded evict_first, y stored .cs at every size (COCONET_ROW_STREAM=1)")),
             ("coconetc_nostream", coconetc({"COCONET_ROW_STREAM": "0"},
-                                           "plain loads and stores at every size (COCONET_ROW_STREAM=0)"))]
+                                           "plain loads and stores at every size (COCONET_ROW_STREAM=0)"))] + extra

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import Row, program_row, scalar_values
+from workloads import Row, compile_fn, headline as spec, program_row, scalar_values
 
 NAME = "pipeline"
 SOURCE = "samples/pipeline/pipeline.cnet"
@@ -51,6 +51,16 @@ HS = (4096, 8192)
 P_TIME = 0.1
 SEED = 1234
 EPS, RTOL = 2.0 ** -10, 2e-3  # f16
+
+
+HEADLINE_PROGRAMS = ["pipeline"]
+
+
+def headline(params: dict, world: int) -> dict:
+    """Every config (two GPUs or more): against eager and torch.compile; the floor the matmul alone."""
+    return spec(peers=["eager", "torch.compile"], floors=["matmul"], x=params.get("H"), x_label="hidden size H",
+                targets=[("peer", ">=", 1.3, "speed-up >= 1.3")],
+                limit="the matmul is most of the step; the reduce-scatter, epilogue and send follow it")
 
 
 def configs(world: int, quick: bool) -> list[dict]:
@@ -135,8 +145,12 @@ def rows(cfg: dict, ctx, mode: str):
 
     def compiled() -> Row:
         torch._dynamo.reset()
-        return peer(torch.compile(epilogue, dynamic=False, fullgraph=True),
-                    "as eager, the epilogue torch.compile'd (inductor)")
+        return peer(compile_fn(epilogue), "as eager, the epilogue torch.compile'd (mode max-autotune-no-cudagraphs)")
+
+    def matmul() -> Row:
+        t = inputs()
+        return Row(step=lambda: torch.matmul(t["x"], t["w"]), outputs=lambda: {}, check=False,
+                   note="floor: the local matmul alone (cuBLAS)")
 
     def coconetc(key: str, note: str):
         def make() -> Row:
@@ -149,6 +163,7 @@ def rows(cfg: dict, ctx, mode: str):
     return [
         ("eager", eager),
         ("torch.compile", compiled),
+        ("matmul", matmul),
         ("coconetc", coconetc("pipeline", "reduce-scatter, epilogue and send on slices, "
                                           "all-gather in the next stage")),
         ("coconetc_overlap", coconetc("pipeline_overlap", "as coconetc, the matmul pipelined with the "

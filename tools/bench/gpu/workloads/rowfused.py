@@ -22,7 +22,7 @@ N(0, 4)), gamma ~ 1 + N(0, 0.01), beta ~ N(0, 0.01). One rank only (replicated p
 """
 from __future__ import annotations
 
-from workloads import Row, function_row, program_row, scalar_values
+from workloads import FASTER, Row, copy_row, function_row, graph_row, headline as spec, program_row, scalar_values
 
 NAME = "rowfused"
 OPS = ("add_layernorm", "scaled_softmax", "rms_hand")
@@ -47,6 +47,23 @@ def configs(world: int, quick: bool) -> list[dict]:
             out.append({"name": f"{op} T={T_ROWS} H={H} f16", "op": op, "T": T_ROWS, "H": H, "dtype": "f16",
                         "sizes": {"T": T_ROWS, "H": H}, "x": H, "x_label": "row length H", "bytes": moved * T_ROWS * H})
     return out
+
+
+HEADLINE_PROGRAMS = list(OPS)
+SMALL_BYTES = 32 << 20   # up to this many bytes moved eager PyTorch is also timed in a CUDA graph
+
+
+def headline(params: dict, world: int) -> dict | None:
+    """Every config: against the statements in PyTorch, PyTorch's own fused kernel and the
+    statements torch.compile'd; small sizes also against eager in a CUDA graph; the floor a copy
+    of the bytes moved."""
+    if world != 1:
+        return None
+    peers = ["eager", "eager_fused", "torch.compile"] + (["eager_graph"] if params.get("bytes", 0) <= SMALL_BYTES else [])
+    return spec(peers=peers, floors=["copy"], targets=[FASTER],
+                series=f"{params.get('op')}, T = {params.get('T')}", x=params.get("H"), x_label="row length H",
+                limit="memory bandwidth: each input read once, each output written once; the row "
+                      "kernel's passes over registers against Inductor's over L2")
 
 
 def rows(cfg: dict, ctx, mode: str):
@@ -108,7 +125,9 @@ def rows(cfg: dict, ctx, mode: str):
     lib_note = {"add_layernorm": "the add, then F.layer_norm", "scaled_softmax": "torch.softmax of the scaled scores",
                 "rms_hand": "F.rms_norm"}[op]
     return [("eager", lambda: peer(written, False, "the statements in PyTorch, a kernel an operation")),
+            ("eager_graph", lambda: graph_row(ctx, peer(written, False, ""), "the statements in PyTorch captured in a CUDA graph")),
+            ("copy", lambda: copy_row(ctx, cfg["bytes"], "inputs read, outputs written")),
             ("eager_fused", lambda: peer(library, False, lib_note + " (PyTorch's kernel)")),
-            ("torch.compile", lambda: peer(written, True, "the statements torch.compile'd")),
+            ("torch.compile", lambda: peer(written, True, "the statements torch.compile'd (mode max-autotune-no-cudagraphs)")),
             ("coconetc", coconetc(op, "one fused group: the row kernel")),
             ("coconetc_unfused", coconetc(op + "_unfused", "no schedule: a kernel a stage"))]

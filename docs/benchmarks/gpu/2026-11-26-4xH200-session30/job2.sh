@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-# session 30 job 2 (4 GPUs), run inline as one device command: the LAMB bench at 2^24 and 2^26
-# with rows in 4 and 16 rounds, roles split and two blocks per SM beside the default. -> lamb-rounds/
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1; R=$OUT/s30b; mkdir -p $R; T0=$(date +%s); { date -u +%FT%TZ; nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c; } > $R/header.txt; timeout 540 env OUT=$R/bench WORK=/tmp/bw1 BENCH_TIMEOUT=520 BENCH_ROUNDS="4,16" BENCH_ARGS='--configs N=2^24,N=2^26 --rows coconetc,nccl_allreduce,coconetc_chunks4,coconetc_chunks16,coconetc_occ2,coconetc_split' bash tools/bench/gpu/run.sh --gpus 4 --workloads lamb > $R/bench.log 2>&1; echo "bench rc=$? at +$(( $(date +%s) - T0 )) s" >> $R/header.txt; cat $R/header.txt; grep -A8 "Median time" $R/bench/results.md; grep -A8 "GPU time" $R/bench/results.md | head -12; tail -3 $R/bench.log; cd $OUT && tar czf s30b.tgz s30b

@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-# session 30 job 4 (2 GPUs), run inline as one device command: the LAMB bench at 2^22..2^26 with
-# rows coconetc, coconetc_split and the bare all-reduce, twice. -> lamb-2gpu/
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1; R=$OUT/s30d; mkdir -p $R; T0=$(date +%s); { date -u +%FT%TZ; nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c; } > $R/header.txt; for run in 1 2; do timeout 200 env OUT=$R/bench$run WORK=/tmp/bw$run BENCH_TIMEOUT=190 BENCH_ARGS='--configs N=2^22,N=2^24,N=2^26 --rows coconetc,coconetc_split,nccl_allreduce' bash tools/bench/gpu/run.sh --gpus 2 --workloads lamb > $R/bench$run.log 2>&1; echo "bench$run rc=$? at +$(( $(date +%s) - T0 )) s" >> $R/header.txt; done; cat $R/header.txt; cd $OUT && tar czf s30d.tgz s30d && rm -rf s30d
