@@ -86,16 +86,23 @@ HEADLINE_PROGRAMS = ["layernorm_f16", "rmsnorm_f16", "softmax_f16"]
 SMALL_BYTES = 32 << 20   # up to this many bytes moved eager PyTorch is also timed in a CUDA graph
 
 
+HEADLINE_H = (1024, 4096, 12288)      # row lengths in the headline (8192 and bf16: developer runs)
+HEADLINE_VOCAB_ROWS = (1, 1024)       # softmax over a vocabulary: decode and a training step's logits
+
+
 def decode(params: dict) -> bool:
     """A decode-sized config: a few rows too long for registers (a vocabulary's logits)."""
     return bool(params.get("vocab")) and params.get("T", 0) <= 64
 
 
 def headline(params: dict, world: int) -> dict | None:
-    """Every f16 config (bf16 rows run the same kernels): against PyTorch's kernel and
+    """The f16 configs at HEADLINE_H and the vocabulary softmax at HEADLINE_VOCAB_ROWS (bf16 rows
+    run the same kernels; the others are developer runs): against PyTorch's kernel and
     torch.compile; small and decode sizes also against eager in a CUDA graph, decode sizes against
     torch.compile under CUDA graphs; the floor a copy of the bytes moved."""
-    if world != 1 or params.get("dtype") != "f16":
+    if world != 1 or params.get("dtype") != "f16" or params.get("H") not in HEADLINE_H + (VOCAB,):
+        return None
+    if params.get("vocab") and (params.get("H") != VOCAB or params.get("T") not in HEADLINE_VOCAB_ROWS):
         return None
     small = params.get("bytes", 0) <= SMALL_BYTES or decode(params)
     peers = ["eager", "torch.compile"] + (["eager_graph"] if small else []) + \

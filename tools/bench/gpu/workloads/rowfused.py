@@ -54,10 +54,10 @@ SMALL_BYTES = 32 << 20   # up to this many bytes moved eager PyTorch is also tim
 
 
 def headline(params: dict, world: int) -> dict | None:
-    """Every config: against the statements in PyTorch, PyTorch's own fused kernel and the
+    """The configs at H = 1024, 4096, 12288 (8192: developer runs): against the statements in PyTorch, PyTorch's own fused kernel and the
     statements torch.compile'd; small sizes also against eager in a CUDA graph; the floor a copy
     of the bytes moved."""
-    if world != 1:
+    if world != 1 or params.get("H") not in (1024, 4096, 12288):
         return None
     peers = ["eager", "eager_fused", "torch.compile"] + (["eager_graph"] if params.get("bytes", 0) <= SMALL_BYTES else [])
     return spec(peers=peers, floors=["copy"], targets=[FASTER],
