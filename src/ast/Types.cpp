@@ -18,6 +18,17 @@ const char* dtypeName(DType t) {
   return "?";
 }
 
+int dtypeBytes(DType t) {
+  switch (t) {
+#define X(name, str, bytes) \
+  case DType::name:         \
+    return bytes;
+    COCONET_DTYPES(X)
+#undef X
+  }
+  return 8;
+}
+
 std::optional<DType> dtypeFromName(const std::string& s) {
 #define X(name, str, bytes) \
   if (s == str && DType::name != DType::LitInt && DType::name != DType::LitFloat) return DType::name;
@@ -91,6 +102,10 @@ static int64_t checkedMul(int64_t a, int64_t b) {
   if (__builtin_mul_overflow(a, b, &r)) throw SizeOverflow();
   return r;
 }
+// Truncating division and remainder; INT64_MIN / -1 is the one quotient that overflows (and
+// traps on x86, as its remainder does).
+static int64_t checkedDiv(int64_t a, int64_t b) { return b == -1 ? checkedMul(a, -1) : a / b; }
+static int64_t checkedRem(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
 
 void SizeExpr::addTerm(const Monomial& m, int64_t c) {
   if (c == 0) return;
@@ -147,6 +162,15 @@ SizeExpr SizeExpr::operator*(const SizeExpr& o) const {
   return r;
 }
 
+uint64_t SizeExpr::coefficientBound() const {
+  uint64_t b = 0;
+  for (auto& [m, c] : terms_) {
+    uint64_t mag = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+    if (__builtin_add_overflow(b, mag, &b)) return UINT64_MAX;
+  }
+  return b;
+}
+
 int SizeExpr::sign() const {
   bool pos = false, neg = false;
   for (auto& [m, c] : terms_) (c > 0 ? pos : neg) = true;
@@ -167,10 +191,10 @@ SizeExpr SizeExpr::div(const SizeExpr& a, const SizeExpr& b) {
   if (auto cb = b.constantValue()) {
     if (*cb == 0) throw std::domain_error("division by zero in a size expression");
     bool exact = true;
-    for (auto& [m, c] : a.terms_) exact = exact && c % *cb == 0;
+    for (auto& [m, c] : a.terms_) exact = exact && checkedRem(c, *cb) == 0;
     if (exact) {
       SizeExpr r;
-      for (auto& [m, c] : a.terms_) r.addTerm(m, c / *cb);
+      for (auto& [m, c] : a.terms_) r.addTerm(m, checkedDiv(c, *cb));
       r.atoms_ = a.atoms_;
       return r;
     }
@@ -180,7 +204,7 @@ SizeExpr SizeExpr::div(const SizeExpr& a, const SizeExpr& b) {
     SizeExpr r;
     bool exact = true;
     for (auto& [m, c] : a.terms_) {
-      if (c % bc != 0) { exact = false; break; }
+      if (checkedRem(c, bc) != 0) { exact = false; break; }
       Monomial rest = m;
       for (auto& s : bm) {
         auto it = std::find(rest.begin(), rest.end(), s);
@@ -188,7 +212,7 @@ SizeExpr SizeExpr::div(const SizeExpr& a, const SizeExpr& b) {
         rest.erase(it);
       }
       if (!exact) break;
-      r.addTerm(rest, c / bc);
+      r.addTerm(rest, checkedDiv(c, bc));
     }
     if (exact) {
       r.atoms_ = a.atoms_;
@@ -214,7 +238,7 @@ SizeExpr SizeExpr::makeAtom(int kind, const SizeExpr& a, const SizeExpr& b) {
 SizeExpr SizeExpr::mod(const SizeExpr& a, const SizeExpr& b) {
   auto ca = a.constantValue(), cb = b.constantValue();
   if (cb && *cb == 0) throw std::domain_error("remainder by zero in a size expression");
-  if (ca && cb) return constant(*ca % *cb);
+  if (ca && cb) return constant(checkedRem(*ca, *cb));
   // Exact when the quotient needed no new division atom.
   SizeExpr q = div(a, b);
   SizeExpr probe = makeAtom(SizeAtom::Div, a, b);
@@ -253,26 +277,22 @@ std::optional<int64_t> SizeAtom::evaluate(const std::map<std::string, int64_t>& 
   }
   auto a = lhs->evaluate(env), b = rhs->evaluate(env);
   if (!a || !b || *b == 0) return std::nullopt;
-  return kind == Div ? *a / *b : *a % *b;
+  return kind == Div ? checkedDiv(*a, *b) : checkedRem(*a, *b);
 }
 
 std::optional<int64_t> SizeExpr::evaluate(const std::map<std::string, int64_t>& env) const {
-  try {
-    int64_t total = 0;
-    for (auto& [m, c] : terms_) {
-      int64_t v = c;
-      for (auto& s : m) {
-        auto it = atoms_.find(s);
-        std::optional<int64_t> x = it != atoms_.end() ? it->second->evaluate(env) : std::nullopt;
-        if (!x) return std::nullopt;
-        v = checkedMul(v, *x);
-      }
-      total = checkedAdd(total, v);
+  int64_t total = 0;
+  for (auto& [m, c] : terms_) {
+    int64_t v = c;
+    for (auto& s : m) {
+      auto it = atoms_.find(s);
+      std::optional<int64_t> x = it != atoms_.end() ? it->second->evaluate(env) : std::nullopt;
+      if (!x) return std::nullopt;
+      v = checkedMul(v, *x);
     }
-    return total;
-  } catch (const SizeOverflow&) {
-    return std::nullopt;
+    total = checkedAdd(total, v);
   }
+  return total;
 }
 
 std::vector<std::string> SizeExpr::symbols() const {
@@ -321,6 +341,21 @@ std::string shapeStr(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + s[i].str();
   return r + "]";
+}
+
+bool storageCountable(const Shape& s, DType t) {
+  // Cheap first: most shapes' coefficients are small.
+  uint64_t bound = static_cast<uint64_t>(dtypeBytes(t));
+  bool small = true;
+  for (auto& d : s) small = small && !__builtin_mul_overflow(bound, d.coefficientBound(), &bound) && bound <= INT64_MAX;
+  if (small) return true;
+  try {
+    SizeExpr n = SizeExpr::constant(dtypeBytes(t));
+    for (auto& d : s) n = n * d;
+    return true;
+  } catch (const SizeOverflow&) {
+    return false;
+  }
 }
 
 // ---- Layout and Type ---------------------------------------------------------------------------

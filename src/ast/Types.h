@@ -33,6 +33,7 @@ enum class DType : uint8_t {
 };
 
 const char* dtypeName(DType t);
+int dtypeBytes(DType t);  // storage bytes of one element (8 for literals)
 std::optional<DType> dtypeFromName(const std::string& s);
 bool isFloat(DType t);    // f16 bf16 f32 f64 and float literals
 bool isInteger(DType t);  // i8 i32 i64 u8 and int literals
@@ -76,12 +77,15 @@ public:
   bool operator<(const SizeExpr& o) const { return terms_ < o.terms_; }
 
   bool isConstant() const;
+  // The sum of the coefficients' magnitudes (saturating): a product of expressions whose bounds
+  // multiply to under 2^63 cannot overflow.
+  uint64_t coefficientBound() const;
   // +1 when every coefficient is positive, -1 when every one is negative, 0 when mixed (sizes
   // and their quotients are positive, so +1 means positive for every binding).
   int sign() const;
   std::optional<int64_t> constantValue() const;
   // Evaluates with concrete values for symbols; nullopt if a symbol is unbound or a division
-  // by zero happens.
+  // by zero happens; throws SizeOverflow where a step overflows 64 bits.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
   std::vector<std::string> symbols() const;
   std::string str() const;
@@ -106,6 +110,11 @@ struct SizeAtom {
 
 using Shape = std::vector<SizeExpr>;
 std::string shapeStr(const Shape& s);
+// Whether the bytes a value of this shape and type takes (elements times the element's bytes)
+// count in 64 bits as far as the shape's form shows: false for constants whose product passes
+// 2^63 - 1 (sizes bound with -D are constants). Every count the interpreter and the generated
+// code take is at most this one.
+bool storageCountable(const Shape& s, DType t);
 
 // ---- Layouts and process groups ----------------------------------------------------------------
 // A process group: the world, or one of the equal parts a `group` statement splits a parent

@@ -65,15 +65,6 @@ std::string Emitter::driverText() {
   return d;
 }
 
-int Emitter::dtypeBytes(DType t) {
-  switch (t) {
-    case DType::F16: case DType::BF16: return 2;
-    case DType::F32: case DType::I32: return 4;
-    case DType::I8: case DType::U8: case DType::Bool: return 1;
-    default: return 8;
-  }
-}
-
 std::string Emitter::cmakeText() {
   std::ostringstream c;
   std::string arch = o_.arch;

@@ -83,11 +83,19 @@ inline const char* ncclOp(ReduceOp op) {
   return "ncclSum";
 }
 
-inline std::string ident(const std::string& s) {
-  std::string r;
-  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return r;
-}
+// A user's name as a C++ identifier of the generated code: '.' (an inner stage's name) becomes
+// '_', and a name the generated sources could not declare as it is gets a trailing '_'.
+std::string ident(const std::string& s);
+// Whether a name is a C++ keyword or alternative token, reserved (`__x`, `_X`, POSIX's `x_t`), a
+// macro or global of the C, C++, CUDA, cuBLAS or NCCL headers the generated code includes
+// (`errno`, `NULL`, `stdout`, `cudaStream_t`, `ncclComm_t`, `float4`), or a name the generated code
+// itself uses unqualified (`coconet_rt`, `std`, `CHECK`).
+bool reservedInGeneratedCode(const std::string& s);
+// A program's name as its class's name (ident, and never one of the class's members' names).
+std::string className(const std::string& program);
+// Text for a // comment of the generated sources: control characters and backslashes as \xNN
+// (a newline in a file name would end the comment, a backslash before one continue it).
+std::string commentText(const std::string& s);
 
 inline std::string num(double v) {
   std::ostringstream os;
@@ -118,7 +126,7 @@ inline std::string cxx(const SizeExpr& e) {
 class Emitter {
 public:
   Emitter(const Program& p, const CompileOptions& o)
-      : p_(p), o_(o), cls_(o.className.empty() ? ident(p.name) : o.className) {}
+      : p_(p), o_(o), cls_(o.className.empty() ? className(p.name) : o.className) {}
 
   void run(std::vector<std::string>& files);
 
@@ -954,8 +962,6 @@ private:
 
   // ---- Driver, build manifest, manifest.json ----
   std::string driverText();
-
-  static int dtypeBytes(DType t);
 
   std::string cmakeText();
 

@@ -12,6 +12,7 @@
 #include "verify/Verify.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
+#include "support/Files.h"
 #include "support/Thread.h"
 
 namespace coconet::driver {
@@ -159,6 +160,9 @@ int run(const Invocation& inv, std::ostream& out, std::ostream& err) {
       err << "coconetc: internal compiler error: " << e.what()
           << "\nplease report this bug with the input that caused it\n";
       rc = kExitInternal;
+    } catch (const FileError& e) {
+      err << "coconetc: error: " << e.what() << "\n";
+      rc = kExitUserError;
     } catch (const std::bad_alloc&) {
       err << "coconetc: error: out of memory\n";
       rc = kExitUserError;

@@ -2,11 +2,14 @@
 //   coconetc check PROG.cnet [-D NAME=VALUE]...
 //   coconetc emit --stage ast PROG.cnet [-D NAME=VALUE]...
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <charconv>
 #include <iostream>
 #include <sstream>
 
 #include "driver/Compiler.h"
+#include "support/Diagnostics.h"
+#include "support/Files.h"
 
 using namespace coconet::driver;
 
@@ -20,9 +23,21 @@ bool parseDefine(const std::string& s, std::pair<std::string, std::string>& out)
   return true;
 }
 
+// What a command printed must have reached standard output: a full disk or a closed pipe makes
+// the command fail, whatever it computed.
+int finish(int rc) {
+  try {
+    coconet::flushStdout();
+  } catch (const coconet::FileError& e) {
+    std::cerr << "coconetc: error: " << e.what() << "\n";
+    return rc == kExitOk ? kExitUserError : rc;
+  }
+  return rc;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+static int command(int argc, char** argv) {
   CLI::App app{"coconetc: a compiler for distributed machine-learning programs"};
   app.set_version_flag("--version", std::string("coconetc ") + COCONETC_VERSION);
   app.require_subcommand(1);
@@ -56,7 +71,8 @@ int main(int argc, char** argv) {
   addCommon(verify);
   std::string ranks = "1,2,3,4,8";
   verify->add_option("--ranks", ranks, "rank counts to simulate, comma-separated")->capture_default_str();
-  verify->add_option("--seed", inv.seed, "random seed for sizes, inputs and dropout")->capture_default_str();
+  std::string seed = "1";
+  verify->add_option("--seed", seed, "random seed for sizes, inputs and dropout, 0 to 2^64 - 1")->capture_default_str();
   verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")
       ->type_name("DIR");
 
@@ -79,13 +95,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "coconetc: error: " << e.what() << "\nRun 'coconetc --help' for usage.\n";
+    std::cerr << "coconetc: error: " << coconet::printable(e.what()) << "\nRun 'coconetc --help' for usage.\n";
     return kExitUsage;
   }
   for (auto& d : defines) {
     std::pair<std::string, std::string> kv;
     if (!parseDefine(d, kv)) {
-      std::cerr << "coconetc: error: -D " << d << ": expected NAME=VALUE\n";
+      std::cerr << "coconetc: error: -D " << coconet::printable(d) << ": expected NAME=VALUE\n";
       return kExitUsage;
     }
     inv.defines.push_back(kv);
@@ -95,14 +111,24 @@ int main(int argc, char** argv) {
     return run(inv, std::cout, std::cerr);
   }
   if (verify->parsed()) {
+    auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), inv.seed);
+    if (seed.empty() || !std::isdigit(static_cast<unsigned char>(seed[0])) || ec != std::errc() ||
+        end != seed.data() + seed.size()) {
+      std::cerr << "coconetc: error: --seed " << coconet::printable(seed) << ": not a decimal integer from 0 to 2^64 - 1\n";
+      return kExitUsage;
+    }
     inv.ranks.clear();
+    if (ranks.empty()) {
+      std::cerr << "coconetc: error: --ranks is empty; give rank counts, comma-separated (e.g. 1,2,4)\n";
+      return kExitUsage;
+    }
     std::stringstream ss(ranks);
     std::string item;
     while (std::getline(ss, item, ',')) {
       int v = 0;
       auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
       if (ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 1024) {
-        std::cerr << "coconetc: error: --ranks " << ranks << ": '" << item << "' is not a rank count in [1, 1024]\n";
+        std::cerr << "coconetc: error: --ranks " << coconet::printable(ranks) << ": '" << coconet::printable(item) << "' is not a rank count in [1, 1024]\n";
         return kExitUsage;
       }
       inv.ranks.push_back(v);
@@ -112,4 +138,9 @@ int main(int argc, char** argv) {
                                                          : stage == "sched" ? Action::EmitSched
                                                                             : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
+}
+
+int main(int argc, char** argv) {
+  coconet::checkedStdout();
+  return finish(command(argc, argv));
 }

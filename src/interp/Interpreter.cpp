@@ -100,7 +100,12 @@ std::map<std::string, int64_t> sizeEnv(const Config& c) {
 }
 
 int64_t evalSize(const SizeExpr& e, const Config& c, const std::string& what) {
-  auto v = e.evaluate(sizeEnv(c));
+  std::optional<int64_t> v;
+  try {
+    v = e.evaluate(sizeEnv(c));
+  } catch (const ast::SizeOverflow&) {
+    throw RunError(what + " = " + e.str() + " overflows 64 bits for these sizes");
+  }
   if (!v) throw RunError("cannot evaluate " + what + " = " + e.str() + " for these sizes");
   return *v;
 }
@@ -146,7 +151,8 @@ std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
 
 int64_t numelOf(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) throw RunError("a value's element count overflows 64 bits");
   return n;
 }
 
@@ -178,7 +184,12 @@ private:
   void checkRequirements() {
     auto env = sizeEnv(c_);
     for (auto& r : p_.requirements) {
-      auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+      std::optional<int64_t> l, rr;
+      try {
+        l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+      } catch (const ast::SizeOverflow&) {
+        throw RunError("requirement " + r.str() + " overflows 64 bits for these sizes");
+      }
       if (!l || !rr) throw RunError("cannot evaluate requirement " + r.str());
       bool ok = false;
       switch (r.op) {

@@ -94,39 +94,59 @@ static std::string lower(const char* s) {
 }
 
 std::string Expr::str(const std::vector<std::string>& operandNames) const {
-  std::vector<std::string> text(nodes.size());
-  std::vector<bool> atomic(nodes.size(), true);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const ENode& n = nodes[i];
-    auto arg = [&](int k, bool wrap) {
-      int a = n.args[k];
-      return wrap && !atomic[a] ? "(" + text[a] + ")" : text[a];
-    };
+  // Written out from the root with an explicit stack: an expression may be 100,000 nodes deep
+  // (a long sum), so neither recursion nor a text per node (quadratic) will do.
+  struct Piece {
+    int node = -1;  // a node to write, or -1: `text` as it is
+    bool wrap = false;  // parenthesize the node if it is an infix operation
+    std::string text;
+  };
+  std::string out;
+  if (nodes.empty()) return out;
+  std::vector<Piece> todo{{static_cast<int>(nodes.size()) - 1, false, {}}};
+  std::vector<Piece> parts;
+  while (!todo.empty()) {
+    Piece piece = std::move(todo.back());
+    todo.pop_back();
+    if (piece.node < 0) {
+      out += piece.text;
+      continue;
+    }
+    const ENode& n = nodes[piece.node];
+    const char* op = infix(n.op);
+    parts.clear();
+    auto text = [&](std::string t) { parts.push_back({-1, false, std::move(t)}); };
+    auto arg = [&](size_t k, bool wrap) { parts.push_back({n.args[k], wrap, {}}); };
     switch (n.op) {
       case EOp::Operand:
-        text[i] = n.index < static_cast<int>(operandNames.size()) ? operandNames[n.index]
-                                                                 : "%" + std::to_string(n.index);
+        text(n.index < static_cast<int>(operandNames.size()) ? operandNames[n.index] : "%" + std::to_string(n.index));
         break;
-      case EOp::Const: text[i] = num(n.value); break;
-      case EOp::Param: text[i] = n.name; break;
-      case EOp::Rank: text[i] = n.group && n.group->depth ? n.group->name + ".rank" : "rank"; break;
-      case EOp::GroupIndex: text[i] = n.group->name + ".index"; break;
-      case EOp::GroupSize: text[i] = n.group->name + ".size"; break;
-      case EOp::Neg: text[i] = "-" + arg(0, true); break;
-      case EOp::Not: text[i] = "!" + arg(0, true); break;
-      case EOp::Cast: text[i] = std::string(ast::dtypeName(n.dtype)) + "(" + arg(0, false) + ")"; break;
+      case EOp::Const: text(num(n.value)); break;
+      case EOp::Param: text(n.name); break;
+      case EOp::Rank: text(n.group && n.group->depth ? n.group->name + ".rank" : "rank"); break;
+      case EOp::GroupIndex: text(n.group->name + ".index"); break;
+      case EOp::GroupSize: text(n.group->name + ".size"); break;
+      case EOp::Neg: text("-"), arg(0, true); break;
+      case EOp::Not: text("!"), arg(0, true); break;
+      case EOp::Cast: text(std::string(ast::dtypeName(n.dtype)) + "("), arg(0, false), text(")"); break;
       default:
-        if (const char* op = infix(n.op)) {
-          text[i] = arg(0, true) + " " + op + " " + arg(1, true);
-          atomic[i] = false;
+        if (op) {
+          arg(0, true), text(std::string(" ") + op + " "), arg(1, true);
         } else {
-          std::string s = lower(eopName(n.op)) + "(";
-          for (size_t k = 0; k < n.args.size(); ++k) s += (k ? ", " : "") + arg(static_cast<int>(k), false);
-          text[i] = s + ")";
+          text(lower(eopName(n.op)) + "(");
+          for (size_t k = 0; k < n.args.size(); ++k) {
+            if (k) text(", ");
+            arg(k, false);
+          }
+          text(")");
         }
     }
+    const bool paren = piece.wrap && op;
+    if (paren) todo.push_back({-1, false, ")"});
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.push_back(std::move(*it));
+    if (paren) todo.push_back({-1, false, "("});
   }
-  return nodes.empty() ? "" : text.back();
+  return out;
 }
 
 // ---- Program -------------------------------------------------------------------------------

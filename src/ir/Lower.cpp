@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace coconet::ir {
 namespace {
@@ -89,6 +90,7 @@ private:
   Program p_;
   std::unordered_map<const GroupInfo*, const GroupInfo*> groupMap_{{nullptr, nullptr}};
   std::unordered_map<const Symbol*, Binding> bind_;
+  std::unordered_set<std::string> names_;  // every stage's name
   std::unordered_map<std::string, const Symbol*> stateSym_;
 
   TensorType typeOf(const Type& t) const {
@@ -108,9 +110,20 @@ private:
   }
 
   int addStage(Stage s) {
-    s.name = p_.freshName(s.name);
+    s.name = fresh(s.name);
+    names_.insert(s.name);
     p_.stages.push_back(std::move(s));
     return static_cast<int>(p_.stages.size()) - 1;
+  }
+
+  // Program::freshName over the names lowered so far, in constant time (a program may have
+  // 200,000 statements; lowering makes no fused groups).
+  std::string fresh(const std::string& base) const {
+    if (!names_.count(base)) return base;
+    for (int i = 1;; ++i) {
+      std::string n = base + "." + std::to_string(i);
+      if (!names_.count(n)) return n;
+    }
   }
 
   static std::string join(const std::string& prefix, const std::string& n) {
@@ -160,7 +173,7 @@ private:
         if (p_.stages[v].type.shape != st.shape || !p_.stages[v].type.group) {
           Stage b;
           b.kind = StageKind::Compute;
-          b.name = p_.stages[v].name == name ? p_.freshName(name + ".bcast") : name;
+          b.name = p_.stages[v].name == name ? fresh(name + ".bcast") : name;
           b.type = st;
           if (p_.stages[v].type.group && p_.stages[v].type.layout.kind == Layout::Local) b.type.layout = Layout::local();
           b.operands = {v};
@@ -178,7 +191,7 @@ private:
   // an alias of it.
   void bindName(const Symbol* sym, const std::string& name, int stage) {
     bind_[sym].stage = stage;
-    if (p_.stages[stage].name != name && p_.find(name) < 0) p_.aliases[name] = p_.stages[stage].name;
+    if (p_.stages[stage].name != name && !names_.count(name)) p_.aliases[name] = p_.stages[stage].name;
   }
 
   std::vector<int> inlineCall(const Call& c, const std::vector<std::string>& names) {
@@ -310,8 +323,8 @@ private:
         bool ownShape = c.op == BuiltinOp::Dropout && !c.def && c.type.shape != st.type.shape;
         if (!isElementwise(c) || ownShape) {
           ENode n = leaf(EOp::Operand);
-          int v = ownShape ? compute(c, p_.freshName(name + ".dropout"))
-                           : value(c, p_.freshName(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
+          int v = ownShape ? compute(c, fresh(name + ".dropout"))
+                           : value(c, fresh(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
           n.dtype = p_.stages[v].type.dtype;
           n.index = operand(st, idx, v);
           return x.add(n);
@@ -390,7 +403,7 @@ private:
       else if (a.name == "eps") eps = a.value.get();
       else if (a.name.empty() && a.value->type.kind != ValueKind::Op) pos.push_back(a.value.get());
     }
-    auto in = [&](size_t i) { return value(*pos[i], p_.freshName(name + ".arg" + std::to_string(i))); };
+    auto in = [&](size_t i) { return value(*pos[i], fresh(name + ".arg" + std::to_string(i))); };
     switch (c.op) {
       case BuiltinOp::Sum: case BuiltinOp::Mean: case BuiltinOp::Norm: case BuiltinOp::ReduceMax:
       case BuiltinOp::ReduceMin:

@@ -76,8 +76,12 @@ bool requireChunksDivide(StepContext& c, const Stage& ps, const Arg* at, int chu
   if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} && (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
     bool ever = false;
     for (int64_t P = 1; P <= 64 && !ever; ++P) {
-      auto n = ps.type.shape[dim].evaluate({{"world.size", P}}), d = by.evaluate({{"world.size", P}});
-      ever = n && d && *d > 0 && *n % *d == 0;
+      try {
+        auto n = ps.type.shape[dim].evaluate({{"world.size", P}}), d = by.evaluate({{"world.size", P}});
+        ever = n && d && *d > 0 && *n % *d == 0;
+      } catch (const ast::SizeOverflow&) {
+        break;  // larger rank counts overflow too
+      }
     }
     if (!ever)
       return c.fail(at, ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +

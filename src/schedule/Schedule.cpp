@@ -273,8 +273,8 @@ std::optional<Step> expandPatterns(const ir::Program& p, const Step& step, Diagn
 
 bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
            std::ostream* printAfterAll) {
-  std::string last = ir::print(p);
-  if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << last;
+  std::string last;  // the IR as printed last (--print-after-all only: printing is linear, not free)
+  if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << (last = ir::print(p));
   std::vector<KnobSite> knobSites;
   for (auto& written : s.steps) {
     std::optional<Step> expanded = expandPatterns(p, written, diags);

@@ -241,6 +241,11 @@ Type Checker::checkExpr(Expr& e, Scope& scope) {
       t = checkCall(static_cast<Call&>(e), scope);
       break;
   }
+  if (t.isTensor() && !t.shape.empty() && !storageCountable(t.shape, t.dtype)) {
+    error(e.loc, "this value (" + t.tensorTypeStr() + ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes",
+          e.length);
+    t = Type::error();
+  }
   e.type = t;
   return t;
 }

@@ -16,6 +16,7 @@
 
 #include "frontend/Parser.h"
 #include "sema/SemaImpl.h"
+#include "support/Files.h"
 #include "support/Strings.h"
 
 namespace coconet::sema {
@@ -95,25 +96,7 @@ std::string Requirement::str() const {
 }
 
 bool readFile(const std::string& path, std::string& out, std::string& error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error = "cannot read " + quotePath(path) + ": it is a directory";
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open " + quotePath(path) + ": " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  if (out.size() > kMaxFileBytes) {
-    error = "cannot read " + quotePath(path) + ": larger than " +
-            std::to_string(kMaxFileBytes >> 20) + " MiB";
-    return false;
-  }
-  return true;
+  return readFileBounded(path, kMaxFileBytes, out, error);
 }
 
 // ---- Symbols and scopes ----------------------------------------------------------------------
@@ -158,7 +141,7 @@ Type Checker::checkName(NameRef& e, Scope& scope) {
       return Type::error();
     }
     std::string msg = "use of undeclared name " + quote(e.name);
-    std::string guess = closestMatch(e.name, visibleNames(scope));
+    std::string guess = diags_.takeSuggestion() ? closestMatch(e.name, visibleNames(scope)) : "";
     if (!guess.empty()) msg += "; did you mean " + quote(guess) + "?";
     error(e.loc, msg, len);
     return Type::error();
@@ -214,7 +197,7 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
         Symbol* sym = scope.find(n.name);
         if (!sym) {
           std::string msg = "use of undeclared name " + quote(n.name);
-          std::string guess = closestMatch(n.name, visibleNames(scope));
+          std::string guess = diags_.takeSuggestion() ? closestMatch(n.name, visibleNames(scope)) : "";
           if (!guess.empty()) msg += "; did you mean " + quote(guess) + "?";
           return fail(msg);
         }
@@ -362,6 +345,12 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         } else {
           layout.dim = static_cast<int>(dim < 0 ? dim + rank : dim);
         }
+      }
+      if (ok && !storageCountable(shape, d.dtype)) {
+        error(d.name.loc, "the storage of " + quote(d.name.name) + " (" + dtypeName(d.dtype) + shapeStr(shape) +
+                              ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes",
+              static_cast<uint32_t>(d.name.name.size()));
+        ok = false;
       }
       Type t = ok ? Type::tensor(d.dtype, shape, layout, group) : Type::error();
       Symbol* sym = newSymbol(d.role == Role::State ? SymbolKind::State : SymbolKind::Input,
@@ -874,17 +863,21 @@ void Checker::checkProgram(const ProgramDecl& p) {
 // (Types depend on the arguments: they are checked per call.)
 static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticEngine& diags) {
   unsigned before = diags.errorCount();
-  std::set<std::string> known{"world", "rank", "nranks", "next", "prev"};
+  const std::set<std::string> builtins{"world", "rank", "nranks", "next", "prev"};
+  std::set<std::string> known = builtins;
   for (auto& p : d.params) {
-    if (!known.insert(p.name).second)
+    if (builtins.count(p.name))
+      diags.error(p.loc, quote(p.name) + " is a built-in name and cannot be redefined",
+                  static_cast<uint32_t>(p.name.size()));
+    else if (!known.insert(p.name).second)
       diags.error(p.loc, "parameter " + quote(p.name) + " of " + quote(d.name.name) + " is declared twice",
                   static_cast<uint32_t>(p.name.size()));
   }
   std::function<void(const Expr&)> names = [&](const Expr& e) {
     if (auto* n = e.as<NameRef>()) {
       if (!known.count(n->name) && !ctx.imports.count(n->name)) {
-        std::vector<std::string> cands(known.begin(), known.end());
-        std::string guess = closestMatch(n->name, cands);
+        std::string guess =
+            diags.takeSuggestion() ? closestMatch(n->name, std::vector<std::string>(known.begin(), known.end())) : "";
         diags.error(n->loc, "use of undeclared name " + quote(n->name) +
                                 (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"),
                     static_cast<uint32_t>(n->name.size()));

@@ -94,11 +94,11 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
   bool atLimit = sev == Severity::Error && limit_ && errors_ == limit_;
   const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";
   if (loc.valid()) {
-    os_ << sm_.name(loc.file) << ':' << loc.line << ':' << loc.col << ": " << word << ": " << msg
-        << '\n';
+    os_ << printable(sm_.name(loc.file)) << ':' << loc.line << ':' << loc.col << ": " << word << ": "
+        << printable(msg) << '\n';
     printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length);
   } else {
-    os_ << "coconetc: " << word << ": " << msg << '\n';
+    os_ << "coconetc: " << word << ": " << printable(msg) << '\n';
   }
   if (atLimit && !announcedLimit_) {
     os_ << "error: too many errors emitted, stopping now\n";
@@ -141,10 +141,30 @@ std::vector<EncodingProblem> checkEncoding(std::string_view s, size_t maxProblem
   return out;
 }
 
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n == 1 ? c >= 0x20 && c != 0x7f
+                     : n > 1 && i + n <= s.size() && checkEncoding(s.substr(i, n)).empty();
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      const char* d = "0123456789abcdef";
+      out += std::string("\\x") + d[c >> 4] + d[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string quote(std::string_view name) {
-  if (name.size() <= 64) return "'" + std::string(name) + "'";
-  return "'" + std::string(name.substr(0, 16)) + "..." + std::string(name.substr(name.size() - 8)) +
-         "' (" + std::to_string(name.size()) + " characters)";
+  if (name.size() <= 64) return "'" + printable(name) + "'";
+  return "'" + printable(name.substr(0, 16)) + "..." + printable(name.substr(name.size() - 8)) + "' (" +
+         std::to_string(name.size()) + " characters)";
 }
 
 }  // namespace coconet

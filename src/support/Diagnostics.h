@@ -67,11 +67,20 @@ public:
   // After this many errors, the rest are dropped and one line says so.
   void setErrorLimit(unsigned n) { limit_ = n; }
   bool tooManyErrors() const { return limit_ && errors_ >= limit_; }
+  // Whether an error may search for a "did you mean" suggestion: each search scans every name in
+  // scope, so a run makes at most kMaxSuggestions of them (as clang's spell-checking limit does),
+  // and none for errors that will not print.
+  static constexpr unsigned kMaxSuggestions = 50;
+  bool takeSuggestion() {
+    if (tooManyErrors() || suggestions_ >= kMaxSuggestions) return false;
+    ++suggestions_;
+    return true;
+  }
 
 private:
   const SourceManager& sm_;
   std::ostream& os_;
-  unsigned errors_ = 0, warnings_ = 0, limit_ = 20;
+  unsigned errors_ = 0, warnings_ = 0, limit_ = 20, suggestions_ = 0;
   bool suppressingNotes_ = false, announcedLimit_ = false;
 };
 
@@ -95,8 +104,11 @@ struct EncodingProblem {
 };
 std::vector<EncodingProblem> checkEncoding(std::string_view bytes, size_t maxProblems = 1);
 
-// Quotes a file path in full.
-inline std::string quotePath(std::string_view p) { return "'" + std::string(p) + "'"; }
+// Text safe for a terminal: control characters, DEL and bytes of malformed UTF-8 as \xNN (a
+// name or path in a message cannot move the cursor or change colours).
+std::string printable(std::string_view s);
+// Quotes a file path in full (printable).
+inline std::string quotePath(std::string_view p) { return "'" + printable(p) + "'"; }
 // Quotes a name for a message, shortening very long ones ('aaaa...aaaa' (1048576 characters)).
 std::string quote(std::string_view name);
 

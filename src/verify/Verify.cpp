@@ -8,6 +8,7 @@
 #include <optional>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "interp/Interpreter.h"
 #include "schedule/Schedule.h"
+#include "support/Files.h"
 
 namespace coconet::verify {
 
@@ -29,12 +31,46 @@ namespace {
 constexpr int kSizeTries = 4000;
 constexpr int64_t kMaxElements = 1 << 16;  // per tensor for chosen sizes, to keep P = 8 runs fast
 constexpr int64_t kMaxBoundElements = 1 << 24;  // per tensor when every size is given (-D)
+// The interpreter's storage for one rank count: every value of both programs on every rank, in
+// f64 (docs/language.md, "Limits").
+constexpr int64_t kMaxVerifyBytes = int64_t(8) << 30;
+
+// "12.3 GiB" (saturated counts print as "more than 8 EiB").
+std::string gib(int64_t bytes) {
+  if (bytes == INT64_MAX) return "more than 8 EiB";
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << static_cast<double>(bytes) / double(int64_t(1) << 30) << " GiB";
+  return os.str();
+}
+
+// The bytes the interpreter holds for p's values at c's sizes: each stage on each rank, 8 bytes
+// an element (saturating).
+int64_t interpreterBytes(const Program& p, const Config& c) {
+  int64_t total = 0;
+  for (auto& s : p.stages) {
+    for (int r = 0; r < c.ranks; ++r) {
+      int64_t n = 8;
+      for (auto d : interp::localShape(s.type, c, r))
+        if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+      if (__builtin_add_overflow(total, n, &total)) return INT64_MAX;
+    }
+  }
+  return total;
+}
 
 // Whether the sizes in c meet p's requirements and bounds; `why` (when given) says what fails.
 bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, std::string* why = nullptr) {
   auto env = interp::sizeEnv(c);
   for (auto& r : p.requirements) {
-    auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+    std::optional<int64_t> l, rr;
+    try {
+      l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+    } catch (const ast::SizeOverflow&) {
+      if (why) *why = "requirement " + r.str() + " overflows 64 bits at these sizes";
+      return false;
+    }
     if (!l || !rr) return false;
     bool ok = r.op == ast::BinaryOp::Eq   ? *l == *rr
               : r.op == ast::BinaryOp::Ne ? *l != *rr
@@ -56,7 +92,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
         n = 1;
         for (auto d : shape) {
           if (d <= 0) return false;
-          n *= d;
+          if (__builtin_mul_overflow(n, d, &n)) n = INT64_MAX;  // past any bound
         }
         if (n > maxElements) {
           if (why)
@@ -120,6 +156,27 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
           if (r.op == ast::BinaryOp::Ge || r.op == ast::BinaryOp::Gt || r.op == ast::BinaryOp::Eq)
             least[n] = std::max(least.count(n) ? least[n] : 1, v);
         }
+  // Divisors that requirements put on single sizes (`C % 1024 == 0`) beyond the rank count times a
+  // power of two that the draws below cover: such a size is drawn as a multiple of them half the
+  // time (a chunk count rarely divides a random draw).
+  std::map<std::string, int64_t> multipleOf;
+  for (const Program* p : {&a, &b})
+    for (auto& r : p->requirements) {
+      auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder()
+                                                                                               : std::nullopt;
+      if (!rem) continue;
+      for (auto& n : free) {
+        if (rem->first != SizeExpr::symbol(n)) continue;
+        std::optional<int64_t> d;
+        try {
+          d = rem->second.evaluate({{"world.size", c.ranks}});
+        } catch (const ast::SizeOverflow&) {
+        }
+        int64_t& m = multipleOf.emplace(n, 1).first->second;
+        if (d && *d > 0 && *d <= (int64_t(1) << 20) && (8 * c.ranks) % *d != 0)
+          m = std::min<int64_t>(std::lcm(m, *d), int64_t(1) << 20);
+      }
+    }
   // Sizes used as roots are drawn last, as ranks of the smallest root group (never 0: a size
   // is positive); a group's parts may depend on the other sizes.
   std::set<std::string> roots;
@@ -150,6 +207,8 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
       if (rng() % 2) v = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
       else v = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
       if (v < lo) v = lo % c.ranks == 0 || rng() % 2 ? lo + (rng() % 2 ? 0 : (c.ranks - lo % c.ranks) % c.ranks) : lo;
+      if (auto m = multipleOf.find(n); m != multipleOf.end() && m->second > 1 && rng() % 2)
+        v = m->second * std::max<int64_t>((lo + m->second - 1) / m->second, static_cast<int64_t>(1 + rng() % cap));
       c.sizes[n] = v;
     }
     drawRoots();
@@ -347,7 +406,7 @@ std::string sizesStr(const Program& p, const Config& c) {
 
 // ---- Dumps for GPU tests ----
 void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
-  std::ofstream os(file, std::ios::binary);
+  std::ostringstream os(std::ios::binary);
   for (double v : t.data) {
     switch (dt) {
       case DType::F16: case DType::BF16: {
@@ -374,11 +433,12 @@ void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
       default: { int64_t x = static_cast<int64_t>(v); os.write(reinterpret_cast<const char*>(&x), 8); break; }
     }
   }
+  writeFile(file.string(), os.str());
 }
 
 void dump(const std::filesystem::path& dir, const Program& p, const Config& c, const interp::Values& in,
           const interp::Result& res) {
-  std::filesystem::create_directories(dir);
+  makeDirectories(dir.string());
   nlohmann::json m;
   m["program"] = p.name;
   m["ranks"] = c.ranks;
@@ -403,10 +463,10 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
     }
   for (size_t i = 0; i < p.outputs.size(); ++i) entry("out", p.outputNames[i], p.stages[p.outputs[i]].type, res.outputs[i]);
   for (auto& st : p.states) entry("state", st.name, st.type, res.states.at(st.name));
-  std::ofstream(dir / "manifest.json") << m.dump(2) << "\n";
+  writeFile((dir / "manifest.json").string(), m.dump(2) + "\n");
   // The same as plain lines, for the generated C++ driver (no JSON library needed there):
   //   ranks P | seed S | size NAME V | scalar NAME V | tensor in|out|state NAME DTYPE RANK FILE ELEMENTS
-  std::ofstream t(dir / "manifest.txt");
+  std::ostringstream t;
   t.precision(17);
   t << "program " << p.name << "\nranks " << c.ranks << "\nseed " << c.seed << "\n";
   for (auto& [k, v] : c.sizes) t << "size " << k << " " << v << "\n";
@@ -422,6 +482,7 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
           << r << " " << e["ranks"][r]["file"].get<std::string>() << " " << n << "\n";
       }
   }
+  writeFile((dir / "manifest.txt").string(), t.str());
 }
 
 }  // namespace
@@ -462,6 +523,14 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       continue;
     }
     chooseScalars(base, c, rng);
+    int64_t need = interpreterBytes(base, c);
+    if (!unscheduled && __builtin_add_overflow(need, interpreterBytes(sched, c), &need)) need = INT64_MAX;
+    if (need > kMaxVerifyBytes) {
+      err << "coconetc: error: verifying " << base.name << " with " << P << " ranks (" << sizesStr(base, c).substr(1)
+          << ") needs about " << gib(need) << " of memory for the interpreter's values, past verify's bound of "
+          << gib(kMaxVerifyBytes) << "; give smaller sizes with -D\n";
+      return 1;
+    }
     auto logical = drawInputs(base, c, rng);
     interp::Values inA = storageFor(base, logical, c);
     interp::Result ra, rb;

@@ -62,7 +62,28 @@ TEST_CASE("size arithmetic reports overflow", "[sizes]") {
   auto big = SizeExpr::constant(INT64_MAX);
   CHECK_THROWS_AS(big + SizeExpr::constant(1), SizeOverflow);
   CHECK_THROWS_AS(big * SizeExpr::constant(2), SizeOverflow);
-  CHECK_FALSE((SizeExpr::symbol("N") * SizeExpr::symbol("N")).evaluate({{"N", INT64_MAX}}).has_value());
+  CHECK_THROWS_AS((SizeExpr::symbol("N") * SizeExpr::symbol("N")).evaluate({{"N", INT64_MAX}}), SizeOverflow);
+  // INT64_MIN / -1 is the one quotient that overflows (it traps on x86); its remainder is 0.
+  auto least = SizeExpr::constant(INT64_MIN), minusOne = SizeExpr::constant(-1);
+  CHECK_THROWS_AS(SizeExpr::div(least, minusOne), SizeOverflow);
+  CHECK(SizeExpr::mod(least, minusOne).constantValue() == 0);
+  auto q = SizeExpr::div(SizeExpr::symbol("A"), SizeExpr::symbol("B"));
+  CHECK_THROWS_AS(q.evaluate({{"A", INT64_MIN}, {"B", -1}}), SizeOverflow);
+  CHECK(SizeExpr::mod(SizeExpr::symbol("A"), SizeExpr::symbol("B")).evaluate({{"A", INT64_MIN}, {"B", -1}}) == 0);
+}
+
+TEST_CASE("a shape's storage must count in 64 bits", "[sizes]") {
+  auto c = [](int64_t v) { return SizeExpr::constant(v); };
+  auto n = SizeExpr::symbol("N");
+  CHECK(storageCountable({n, n, n}, DType::F64));
+  CHECK(storageCountable({c(int64_t(1) << 30), c(int64_t(1) << 30)}, DType::F32));
+  CHECK_FALSE(storageCountable({c(int64_t(1) << 32), c(int64_t(1) << 32)}, DType::F32));
+  CHECK_FALSE(storageCountable({c(int64_t(1) << 61)}, DType::F64));  // elements fit, bytes do not
+  CHECK(storageCountable({c(int64_t(1) << 61)}, DType::I8));
+  CHECK_FALSE(storageCountable(Shape(64, c(2)), DType::U8));
+  CHECK(storageCountable(Shape(62, c(2)), DType::U8));
+  CHECK_FALSE(storageCountable({n * c(int64_t(1) << 40), c(int64_t(1) << 30)}, DType::F32));
+  CHECK((c(-3) + n * c(5)).coefficientBound() == 8);
 }
 
 TEST_CASE("element types promote like PyTorch", "[types]") {

@@ -11,6 +11,14 @@ elif kind == "nested-unary":
     body = "-" * 20000 + "x"
 elif kind == "long-sum":
     body = " + ".join(["x"] * 100000)
+elif kind == "long-chain":  # 200,000 statements, each reading the one before
+    head = "program p(N: size) {\n  in x0 : f32[N];\n"
+    body = "".join("  x%d = x%d + 1.0;\n" % (i, i - 1) for i in range(1, 200001))
+    tail = "  return x200000;\n}\n"
+elif kind == "unknown-names":  # 16,000 statements, each reading a name never declared
+    head = "program p(N: size) {\n  in x : f32[N];\n"
+    body = "".join("  y%d = z%d + 1.0;\n" % (i, i) for i in range(16000))
+    tail = "  return x;\n}\n"
 elif kind == "long-identifier":
     body = "a" * (1 << 20)
 elif kind == "binary":
