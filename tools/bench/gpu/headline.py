@@ -11,7 +11,7 @@ the workload module's headline() of its config: the peers such a run lacked are 
 
 The figure of a row in one run is its GPU time per step with the host ahead (bench.py's
 queued_us: steps queued back to back behind a sleeping kernel) or, for a row replayed as a CUDA
-graph, the median of its replays. A headline figure is the median of the runs' figures, shown
+graph, the median of its replays (its GPU time where that is less: never worse for the peer). A headline figure is the median of the runs' figures, shown
 with their minimum and maximum. The strongest peer of a config is the peer with the smallest
 figure. Verdicts (judge()): a target "speed-up over the strongest peer >= v" is met when it holds
 at both spreads' unfavourable ends (the peer's fastest run against coconetc's slowest), missed
@@ -43,15 +43,15 @@ RUN_FILE = re.compile(r"(?P<w>[A-Za-z0-9_]+)-p(?P<p>\d+)(?:-r(?P<r>\d+))?\.json$
 
 def figure(row: dict | None) -> tuple[float, str] | None:
     """(microseconds, basis) of a row in one run: "gpu" (queued GPU time, the host ahead) or
-    "graph" (median of CUDA graph replays); None where the run has neither."""
+    "graph" (a CUDA graph's: the median of its replays, or its GPU time where that is less, as
+    where torch.compile's graphs add host work to each replay); None where the run has neither."""
     t = (row or {}).get("time") or {}
     if t.get("status") != "ok":
         return None
-    if (row or {}).get("graph"):
-        return float(t["median_us"]), "graph"
-    if t.get("queued_ok") and (t.get("queued_us") or 0) > 0:
-        return float(t["queued_us"]), "gpu"
-    return None
+    gpu = float(t["queued_us"]) if t.get("queued_ok") and (t.get("queued_us") or 0) > 0 else None
+    if (row or {}).get("graph"):   # the peer's better figure: never more than its GPU time
+        return min(float(t["median_us"]), gpu or float("inf")), "graph"
+    return (gpu, "gpu") if gpu is not None else None
 
 
 def failed(row: dict | None) -> str | None:
@@ -387,7 +387,7 @@ def runs_table(runs: list[Run], used: dict) -> list[str]:
         lines.append(f"| [{run.folder.name}](runs/{run.folder.name}/) | {what} | {m.get('gpu', '?')} x{m.get('gpu_count', '?')} | "
                      f"{m.get('driver') or 'not recorded'} | {m.get('nccl', '?')} | {m.get('torch', '?')} | "
                      f"{dates[0][:16]}{' .. ' + dates[-1][:16] if dates[-1][:16] != dates[0][:16] else ''} | "
-                     f"{', '.join(c[:12] for c in commits)} | {'; '.join('`' + c + '`' for c in cmds)} |")
+                     f"{', '.join(c[:40] for c in commits)} | {'; '.join('`' + c + '`' for c in cmds)} |")
     return lines
 
 
@@ -407,7 +407,8 @@ def readme(runs_root: Path, plots_rel: str = "plots") -> tuple[str, list[dict]]:
              "How to read the table:",
              "- Times are GPU time per step in microseconds: steps queued back to back behind a "
              "sleeping kernel, the host ahead, as in training; † marks a peer replayed as a CUDA graph, "
-             "whose figure is the median of its replays. Each figure is the median of the independent "
+             "whose figure is the median of its replays (or its GPU time where that is less). Each "
+             "figure is the median of the independent "
              "runs (separate processes), with their minimum and maximum in parentheses.",
              "- The strongest peer is the fastest of the workload's peers in that config (eager PyTorch, "
              "torch.compile in mode max-autotune-no-cudagraphs, PyTorch's fused kernels, `embedding_bag`, "

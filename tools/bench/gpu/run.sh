@@ -159,7 +159,7 @@ fi
 smi_pid=
 if command -v nvidia-smi > /dev/null && [ "$ngpu" -gt 0 ] && [[ " ${BENCH_ARGS:-} " != *" --device cpu "* ]]; then
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
-    --format=csv -lms 250 > "$out/logs/gpu-clocks.csv" 2>&1 &
+    --format=csv -lms 250 > "$out/logs/gpu-clocks-$(date -u +%H%M%S).csv" 2>&1 &
   smi_pid=$!
   trap 'kill "$smi_pid" 2> /dev/null' EXIT
 fi
@@ -195,7 +195,7 @@ for P in ${gpus_opt//,/ }; do
         break
       fi
       attempt=$((attempt + 1))
-      log="$out/logs/bench-p$P${headline:+-r$rep}-$attempt.log"
+      log="$out/logs/bench-p$P${headline:+-r$rep}-$(date -u +%H%M%S)-$attempt.log"
       before=$(cat "$out"/raw/*-p"$P"*.json 2> /dev/null | cksum)
       echo "P=$P${headline:+ run $rep}: $todo (log: $log)"
       wt=$tmo

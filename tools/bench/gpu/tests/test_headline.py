@@ -87,6 +87,8 @@ class Judge(unittest.TestCase):
     def test_figure_by_gpu_time_or_graph_median(self):
         self.assertEqual(headline.figure(row("eager", gpu=40.0, median=90.0)), (40.0, "gpu"))
         self.assertEqual(headline.figure(row("eager_graph", median=12.0, graph=True)), (12.0, "graph"))
+        # a graph whose replays cost the host more than the GPU: its GPU time, the peer's better figure
+        self.assertEqual(headline.figure(row("torch.compile_graphs", gpu=15.0, median=120.0, graph=True)), (15.0, "graph"))
         # the host did not get ahead: no GPU time, and the host-bound median is not used instead
         self.assertIsNone(headline.figure(row("eager", gpu=40.0, median=90.0, queued_ok=False)))
         self.assertIsNone(headline.figure(row("eager", median=90.0)))

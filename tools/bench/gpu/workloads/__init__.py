@@ -135,6 +135,19 @@ def compile_fn(f, mode: str = COMPILE_MODE):
     return torch.compile(f, dynamic=False, fullgraph=True, mode=mode)
 
 
+def static_inputs(*tensors):
+    """Marks tensors whose address never changes (weights, buffers a step reads in place) as
+    static for torch.compile's CUDA graphs (GRAPH_MODE), as a module's parameters are: without it
+    each replay first copies every input into the graph's own buffers (a GEMV's weights: more
+    than the step itself)."""
+    import torch
+    for t in tensors:
+        if isinstance(t, dict):
+            static_inputs(*t.values())
+        elif isinstance(t, torch.Tensor) and t.is_cuda:
+            torch._dynamo.mark_static_address(t)
+
+
 def function_row(f, tensors: dict, compiled, tol, note: str, outputs=lambda result: result) -> Row:
     """The row of a PyTorch function of the tensors (one GPU): f(tensors) each step, torch.compile'd
     (a fresh dynamo cache, static shapes, one graph) where `compiled` (True: COMPILE_MODE, or a mode
@@ -148,6 +161,7 @@ def function_row(f, tensors: dict, compiled, tol, note: str, outputs=lambda resu
     st = {}
     if mode == GRAPH_MODE:
         import torch
+        static_inputs(tensors)
         mark = torch.compiler.cudagraph_mark_step_begin
 
         def step():

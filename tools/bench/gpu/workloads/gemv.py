@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import math
 
-from workloads import FIFTH_LESS, GRAPH_MODE, Row, compile_fn, copy_row, graph_row, headline as spec, program_row
+from workloads import (FIFTH_LESS, GRAPH_MODE, Row, compile_fn, copy_row, graph_row, headline as spec, program_row,
+                       static_inputs)
 
 NAME = "decode_gemv"
 SOURCE = "samples/decode_gemv/decode_gemv.cnet"
@@ -102,8 +103,10 @@ def rows(cfg: dict, ctx, mode: str):
     def epilogue(y, b2, residual):
         return y + b2 + residual
 
-    def peer(part, epi, note) -> Row:
+    def peer(part, epi, note, static=False) -> Row:
         t = inputs()
+        if static:
+            static_inputs(t)
         st = {}
 
         def step():
@@ -125,7 +128,7 @@ def rows(cfg: dict, ctx, mode: str):
             part_in = part
             part = lambda *a: (mark(), part_in(*a).clone())[1]   # noqa: E731 (the all-reduce writes it)
         row = peer(part, epi, f"GEMV + gelu + GEMV and the epilogue torch.compile'd (mode {mode}), "
-                              "all_reduce eager")
+                              "all_reduce eager", static=mode == GRAPH_MODE)
         row.graph = mode == GRAPH_MODE
         return row
 

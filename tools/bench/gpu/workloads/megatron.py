@@ -89,7 +89,8 @@ from __future__ import annotations
 import math
 import os
 
-from workloads import FASTER, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row, scalar_values
+from workloads import (FASTER, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row, scalar_values,
+                       static_inputs)
 
 NAME = "megatron_row"
 SOURCE = "samples/megatron_row/megatron_row.cnet"
@@ -329,6 +330,8 @@ def rows(cfg: dict, ctx, mode: str):
         st = {}
         graphs = mode == GRAPH_MODE
         mark = torch.compiler.cudagraph_mark_step_begin if graphs else (lambda: None)
+        if graphs:
+            static_inputs(t)
         if P == 1:
             f = compile_fn(lambda x, w, b, r: epilogue(torch.matmul(x, w), b, r), mode or "max-autotune-no-cudagraphs")
 

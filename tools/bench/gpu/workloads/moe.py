@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from workloads import FIFTH_LESS, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row
+from workloads import FIFTH_LESS, GRAPH_MODE, Row, compile_fn, graph_row, headline as spec, program_row, static_inputs
 
 NAME = "moe_gemm"
 SOURCE = "samples/moe_gemm/moe_gemm.cnet"
@@ -128,6 +128,8 @@ def rows(cfg: dict, ctx, mode: str):
         combined = torch.empty_like(t["tokens"])
         graphs = mode == GRAPH_MODE
         mark = torch.compiler.cudagraph_mark_step_begin if graphs else (lambda: None)
+        if graphs:
+            static_inputs(t, dispatched)
         f = compile_fn(lambda d, w1, w2: ffn(d.permute(1, 0, 2, 3).reshape(Xn, P * Cn, Hn), w1, w2)
                        .view(Xn, P, Cn, Hn).permute(1, 0, 2, 3).contiguous(), mode)
 
