@@ -109,15 +109,17 @@ def import_workload(name: str):
 
 
 def spec_of(workload: str, params: dict, world: int, recorded: dict | None) -> dict | None:
-    """A config's headline: as recorded by bench.py --headline, else the module's headline()."""
-    if recorded:
-        return recorded
+    """A config's headline: as recorded by bench.py --headline (its rows, floors and targets are
+    what was measured and judged; what limits it and the plots' series are the module's current
+    words where it has them), else the module's headline()."""
     try:
-        module = import_workload(workload)
+        fn = getattr(import_workload(workload), "headline", None)
+        now = fn(params, world) if fn else None
     except Exception:
-        return None
-    fn = getattr(module, "headline", None)
-    return fn(params, world) if fn else None
+        now = None
+    if recorded:
+        return dict(recorded, **{k: now[k] for k in ("limit", "series", "x", "x_label") if now and k in now})
+    return now
 
 
 class Run:

@@ -103,9 +103,10 @@ def headline_spec(params: dict, world: int, kind: str) -> dict:
     peers = ["eager", "torch.compile"] + (["zero"] if world > 1 else []) + (["eager_graph"] if small else [])
     if world == 1:
         return spec(peers=peers, floors=["copy"], targets=[FASTER], **plot,
-                    limit="memory bandwidth: one pass over g16, w, m, v and w16; "
-                          "torch.compile's one Inductor kernel is the same pass"
-                          + (" plus LAMB's two norms, read again" if kind == "lamb" else ""))
+                    limit="memory bandwidth: the step moves the same bytes as torch.compile's Inductor "
+                          "kernel" + (" (and LAMB's norms pass)" if kind == "lamb" else "")
+                          + ", which streams them closer to the copy floor; small sizes: the one-rank "
+                            "kernel's fixed costs")
     return spec(peers=peers, floors=["nccl_allreduce"], **plot,
                 targets=[FASTER, ("floor", "<=", 1.15, "x floor <= 1.15")],
                 limit=("the two halves cannot overlap: LAMB's trust ratio needs every rank's norms of "

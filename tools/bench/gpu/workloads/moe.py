@@ -77,7 +77,9 @@ def headline(params: dict, world: int) -> dict | None:
     return spec(peers=peers, floors=["gemms"] + (["nccl_all_to_all"] if world > 1 else []), floor_rule="max",
                 targets=[FIFTH_LESS], series=f"C = {params.get('capacity')}", x=params.get("F"),
                 x_label="expert intermediate size F",
-                limit=("decode: the expert GEMMs read every weight for a few tokens; the pipeline's "
+                limit=("one GPU: no all-to-all to hide, the expert GEMMs are the step (the floor)"
+                       if world == 1 else
+                       "decode: the expert GEMMs read every weight for a few tokens; the pipeline's "
                        "transfers have little GEMM time to hide behind" if decode else
                        "the expert GEMMs are most of the step and run power-bound; only the "
                        "all-to-alls can be hidden"))
