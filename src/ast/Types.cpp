@@ -337,6 +337,25 @@ std::string SizeExpr::str() const {
   return os.str();
 }
 
+std::string SizeExpr::spell(const Spelling& sp) const {
+  if (terms_.empty()) return sp.constant(0);
+  std::vector<std::pair<Monomial, int64_t>> ts(terms_.begin(), terms_.end());
+  std::stable_sort(ts.begin(), ts.end(), [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+  std::string sum;
+  for (auto& [m, c] : ts) {
+    std::string term = m.empty() || c != 1 ? sp.constant(c) : "";
+    for (auto& s : m) {
+      const SizeAtom& at = *atoms_.at(s);
+      std::string f = at.kind == SizeAtom::Symbol ? sp.symbol(at.name)
+                      : at.kind == SizeAtom::Div  ? sp.div(at.lhs->spell(sp), at.rhs->spell(sp))
+                                                  : sp.mod(at.lhs->spell(sp), at.rhs->spell(sp));
+      term = term.empty() ? f : sp.mul(term, f);
+    }
+    sum = sum.empty() ? term : sp.add(sum, term);
+  }
+  return sum;
+}
+
 std::string shapeStr(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + s[i].str();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -89,6 +90,14 @@ public:
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
   std::vector<std::string> symbols() const;
   std::string str() const;
+  // The expression written with the caller's spelling of each piece (the backend writes C++ whose
+  // arithmetic checks overflow): terms in str()'s order.
+  struct Spelling {
+    std::function<std::string(const std::string&)> symbol;
+    std::function<std::string(int64_t)> constant;
+    std::function<std::string(const std::string&, const std::string&)> add, mul, div, mod;
+  };
+  std::string spell(const Spelling& s) const;
   // The operands (a, b) where this expression is exactly the remainder a % b; else nullopt.
   std::optional<std::pair<SizeExpr, SizeExpr>> asRemainder() const;
 

@@ -147,8 +147,11 @@ std::string Emitter::headerText() {
     h << "  void* " << ident(st.name) << " = nullptr;  // state (read, then updated in place) " << st.type.str() << "\n";
   h << "};\n\n";
   h << "// Made from an NCCL communicator (one rank per GPU) and a stream; no global state, one per\n"
-    << "// communicator. run() enqueues the program on the stream; finish() waits for it with a time\n"
-    << "// limit and reports device-side errors. Errors are coconet_rt::Error naming the stage.\n"
+    << "// communicator. run() checks the sizes (positive, their counts within 64 bits, the same on\n"
+    << "// every rank: one all-reduce at the first call with new sizes) and that each tensor lies in\n"
+    << "// one device allocation that holds it, then enqueues the program on the stream; finish()\n"
+    << "// waits for it with a time limit (seconds, 0 or more; infinity: none) and reports\n"
+    << "// device-side errors. Errors are coconet_rt::Error naming the stage.\n"
     << "class " << cls_ << " {\npublic:\n"
     << "  " << cls_ << "(ncclComm_t comm, cudaStream_t stream);\n  ~" << cls_ << "();\n"
     << "  " << cls_ << "(const " << cls_ << "&) = delete;\n  " << cls_ << "& operator=(const " << cls_ << "&) = delete;\n"
@@ -163,7 +166,8 @@ std::string Emitter::headerText() {
     << "private:\n  ncclComm_t comm_;\n  cudaStream_t stream_;\n  cublasHandle_t blas_ = nullptr;\n"
     << "  int rank_ = 0, P_ = 1;\n  ncclComm_t gcomm_[" << std::max<size_t>(p_.groups.size(), 1) << "] = {};\n"
     << "  long long gcommSize_[" << std::max<size_t>(p_.groups.size(), 1) << "] = {};\n"
-    << "  int* errorFlag_ = nullptr;\n";
+    << "  int* errorFlag_ = nullptr;\n"
+    << "  coconet_rt::SizeAgreement agree_;  // the sizes every rank passed at the last check\n";
   for (size_t i = 0; i < p_.stages.size(); ++i)
     if (p_.stages[i].kind != StageKind::Input && p_.stages[i].kind != StageKind::State)
       h << "  coconet_rt::Buffer buf" << i << "_;  // " << p_.stages[i].name << "\n";
@@ -213,7 +217,7 @@ std::string Emitter::sourceText() {
     for (std::string line; std::getline(in, line);) s << "//   " << commentText(line) << "\n";
   }
   s << "#include \"" << cls_ << ".h\"\n" << (fallbackCls_.empty() ? "" : "#include \"" + fallbackCls_ + ".h\"\n")
-    << "\n#include <chrono>\n#include <cstring>\n#include <string>\n#include <thread>\n\n";
+    << "\n#include <chrono>\n#include <cmath>\n#include <cstring>\n#include <mutex>\n#include <set>\n#include <string>\n#include <thread>\n\n";
   if (usesDevice()) s << "#include \"coconet_device.cuh\"\n\n";
   emitBody();
   s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n" << kernels_.str()
@@ -277,15 +281,15 @@ std::string Emitter::sourceText() {
     << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
   // localElements
   s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
-    << "  const std::string t = tensor;\n";
+    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n";
   auto elems = [&](const TensorType& t) {
-    std::string e = "1LL";
+    std::string e;
     for (int k = 0; k < t.rank(); ++k) {
       std::string d = cxx(t.shape[k]);
       if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = "(" + d + " / " + cxx(t.group->size) + ")";
-      e += " * " + d;
+      e = e.empty() ? d : "S_.mul(" + e + ", " + d + ")";
     }
-    return e;
+    return e.empty() ? std::string("1LL") : e;
   };
   for (auto& st : p_.stages)
     if (st.kind == StageKind::Input) s << "  if (t == \"" << st.name << "\") return " << elems(st.type) << ";\n";
@@ -295,7 +299,7 @@ std::string Emitter::sourceText() {
   s << "  return -1;\n}\n\n";
   // localShape
   s << "int " << cls_ << "::localShape(const char* tensor, const " << cls_ << "_sizes& sz, long long shape[8]) const {\n"
-    << "  const std::string t = tensor;\n";
+    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n";
   auto shape = [&](const std::string& name, const TensorType& t) {
     s << "  if (t == \"" << name << "\") {\n";
     for (int k = 0; k < t.rank(); ++k) {
@@ -312,10 +316,14 @@ std::string Emitter::sourceText() {
   s << "  (void)sz;\n  (void)shape;\n  return -1;\n}\n\n";
   // finish
   s << "void " << cls_ << "::finish(double timeoutSeconds) {\n"
-    << "  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);\n"
+    << "  if (std::isnan(timeoutSeconds) || timeoutSeconds < 0)\n"
+    << "    throw coconet_rt::Error(\"" << p_.name << ": finish's time limit is \" + std::to_string(timeoutSeconds) +\n"
+    << "                            \" s; it must be 0 or more seconds (infinity: no limit)\");\n"
+    << "  const auto start = std::chrono::steady_clock::now();\n"
     << "  for (;;) {\n    cudaError_t e = cudaStreamQuery(stream_);\n    if (e == cudaSuccess) break;\n"
     << "    if (e != cudaErrorNotReady) CHECK(e, \"finish\");\n"
-    << "    if (std::chrono::steady_clock::now() > deadline) {\n      ncclCommAbort(comm_);\n"
+    << "    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeoutSeconds) {\n"
+    << "      ncclCommAbort(comm_);\n"
     << "      throw coconet_rt::Error(\"" << p_.name << ": the run did not finish within \" + std::to_string(timeoutSeconds) +\n"
     << "                              \" s; a collective may be waiting for a rank that is not running\");\n    }\n"
     << "    std::this_thread::sleep_for(std::chrono::microseconds(50));\n  }\n"
@@ -341,10 +349,10 @@ std::vector<std::string> Emitter::unprofitable() const {
       const TensorType &at = p_.stages[s.operands[0]].type, &bt = p_.stages[s.operands[1]].type;
       if (at.rank() < 3 || bt.rank() < 2) continue;
       // one rank block's GEMM: A's rows but dimension 0 (the ranks), per weight of B's batch
-      std::string rows = "1LL", batchB = "1LL";
-      for (int k = 1; k < at.rank() - 1; ++k) rows += " * " + cxx(at.shape[k]);
-      for (int k = 0; k < bt.rank() - 2; ++k) batchB += " * " + cxx(bt.shape[k]);
-      conds.push_back("coconet_rt::gatherBatchedRows((" + rows + ") / (" + batchB + "), " + cxx(at.shape[at.rank() - 1]) + ", " +
+      SizeExpr rows = SizeExpr::constant(1), batchB = SizeExpr::constant(1);
+      for (int k = 1; k < at.rank() - 1; ++k) rows = rows * at.shape[k];
+      for (int k = 0; k < bt.rank() - 2; ++k) batchB = batchB * bt.shape[k];
+      conds.push_back("coconet_rt::gatherBatchedRows(" + cxx(SizeExpr::div(rows, batchB)) + ", " + cxx(at.shape[at.rank() - 1]) + ", " +
                       cxx(bt.shape[bt.rank() - 1]) + ", " + g(xt.group, "size") + ")");
     }
   }
@@ -437,11 +445,24 @@ std::string Emitter::interfaceJson() const {
 std::string Emitter::cInterfaceSource() const {
   std::ostringstream s;
   std::string C = "coconet_gen::" + cls_;
+  int nSizes = 0, nScalars = 0, nTensors = static_cast<int>(p_.outputs.size() + p_.states.size());
+  for (auto& prm : p_.params) (prm.isSize ? nSizes : nScalars)++;
+  for (auto& st : p_.stages) nTensors += st.kind == StageKind::Input;
+  // Every argument is checked: a handle must be one create() made and destroy() has not ended
+  // (a registry of live handles), pointers the call reads must not be null.
   s << "// ---- C interface ----\nnamespace {\nthread_local std::string lastError_;\n"
     << "struct Handle_ {\n  ncclComm_t comm = nullptr;\n  " << C << "* program = nullptr;\n};\n"
+    << "std::mutex handlesMutex_;\nstd::set<Handle_*> handles_;  // created and not destroyed\n"
     << "template <class F> int guarded_(F&& f) {\n  try {\n    f();\n    return 0;\n"
     << "  } catch (const std::exception& e) {\n    lastError_ = e.what();\n    return 1;\n  }\n}\n"
+    << "void need_(const void* p, const char* what) {\n"
+    << "  if (!p) throw coconet_rt::Error(std::string(\"" << p_.name << ": \") + what + \" is null\");\n}\n"
+    << "Handle_* live_(void* handle) {\n  std::lock_guard<std::mutex> lock(handlesMutex_);\n"
+    << "  auto it = handles_.find(static_cast<Handle_*>(handle));\n"
+    << "  if (it == handles_.end()) throw coconet_rt::Error(\"" << p_.name
+    << ": not a live handle (null, never made by create, or destroyed)\");\n  return *it;\n}\n"
     << C << "_sizes sizesFrom_(const long long* v) {\n  " << C << "_sizes sz;\n";
+  if (nSizes) s << "  need_(v, \"sizes\");\n";
   int k = 0;
   for (auto& prm : p_.params)
     if (prm.isSize) s << "  sz.s_" << prm.name << " = v[" << k++ << "];\n";
@@ -449,18 +470,23 @@ std::string Emitter::cInterfaceSource() const {
   s << "extern \"C\" {\nconst char* " << cfn("interface") << "(void) {\n  return R\"coconet(" << interfaceJson()
     << ")coconet\";\n}\n\n";
   s << "const char* " << cfn("last_error") << "(void) { return lastError_.c_str(); }\n\n";
-  s << "int " << cfn("unique_id") << "(char id[128]) {\n  return guarded_([&] {\n    ncclUniqueId u;\n"
+  s << "int " << cfn("unique_id") << "(char id[128]) {\n  return guarded_([&] {\n    need_(id, \"id\");\n    ncclUniqueId u;\n"
     << "    CHECK(ncclGetUniqueId(&u), \"unique_id\");\n    static_assert(sizeof u == 128, \"ncclUniqueId is 128 bytes\");\n"
     << "    std::memcpy(id, &u, sizeof u);\n  });\n}\n\n";
   s << "int " << cfn("create") << "(const char id[128], int rank, int nranks, void* stream, void** handle) {\n"
-    << "  return guarded_([&] {\n    ncclUniqueId u;\n    std::memcpy(&u, id, sizeof u);\n    auto* h = new Handle_;\n"
+    << "  return guarded_([&] {\n    need_(id, \"id\");\n    need_(handle, \"handle\");\n"
+    << "    if (nranks < 1 || rank < 0 || rank >= nranks)\n      throw coconet_rt::Error(\"" << p_.name
+    << ": rank \" + std::to_string(rank) + \" of \" + std::to_string(nranks) + \" ranks\");\n"
+    << "    ncclUniqueId u;\n    std::memcpy(&u, id, sizeof u);\n    auto* h = new Handle_;\n"
     << "    try {\n      CHECK(ncclCommInitRank(&h->comm, nranks, u, rank), \"create\");\n"
     << "      h->program = new " << C << "(h->comm, static_cast<cudaStream_t>(stream));\n"
     << "    } catch (...) {\n      if (h->comm) ncclCommDestroy(h->comm);\n      delete h;\n      throw;\n    }\n"
-    << "    *handle = h;\n  });\n}\n\n";
+    << "    std::lock_guard<std::mutex> lock(handlesMutex_);\n    handles_.insert(h);\n    *handle = h;\n  });\n}\n\n";
   s << "int " << cfn("run") << "(void* handle, const long long* sizes, const double* scalars, void* const* tensors,\n"
-    << "    unsigned long long seed) {\n  return guarded_([&] {\n    auto* h = static_cast<Handle_*>(handle);\n"
-    << "    " << C << "_scalars sc;\n";
+    << "    unsigned long long seed) {\n  return guarded_([&] {\n    Handle_* h = live_(handle);\n";
+  if (nScalars) s << "    need_(scalars, \"scalars\");\n";
+  if (nTensors) s << "    need_(tensors, \"tensors\");\n";
+  s << "    " << C << "_scalars sc;\n";
   k = 0;
   for (auto& prm : p_.params)
     if (!prm.isSize) s << "    sc." << ident(prm.name) << " = scalars[" << k++ << "];\n";
@@ -472,19 +498,21 @@ std::string Emitter::cInterfaceSource() const {
   for (auto& st : p_.states) s << "    t." << ident(st.name) << " = tensors[" << k++ << "];\n";
   s << "    (void)tensors;\n    h->program->run(sizesFrom_(sizes), sc, t, seed);\n  });\n}\n\n";
   s << "int " << cfn("finish") << "(void* handle, double timeout_seconds) {\n"
-    << "  return guarded_([&] { static_cast<Handle_*>(handle)->program->finish(timeout_seconds); });\n}\n\n";
+    << "  return guarded_([&] { live_(handle)->program->finish(timeout_seconds); });\n}\n\n";
   s << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank) {\n"
-    << "  return guarded_([&] {\n    int r = static_cast<Handle_*>(handle)->program->localShape(tensor, sizesFrom_(sizes), shape);\n"
+    << "  return guarded_([&] {\n    Handle_* h = live_(handle);\n    need_(tensor, \"tensor\");\n    need_(shape, \"shape\");\n"
+    << "    need_(rank, \"rank\");\n    int r = h->program->localShape(tensor, sizesFrom_(sizes), shape);\n"
     << "    if (r < 0) throw coconet_rt::Error(std::string(\"" << p_.name << ": no tensor named '\") + tensor + \"'\");\n"
     << "    *rank = r;\n  });\n}\n\n";
-  s << "int " << cfn("destroy") << "(void* handle) {\n  return guarded_([&] {\n    auto* h = static_cast<Handle_*>(handle);\n"
+  s << "int " << cfn("destroy") << "(void* handle) {\n  return guarded_([&] {\n    Handle_* h = live_(handle);\n"
+    << "    {\n      std::lock_guard<std::mutex> lock(handlesMutex_);\n      handles_.erase(h);\n    }\n"
     << "    delete h->program;\n    ncclComm_t c = h->comm;\n    delete h;\n    CHECK(ncclCommDestroy(c), \"destroy\");\n  });\n}\n}  // extern \"C\"\n";
   return s.str();
 }
 
 void Emitter::emitBody() {
   auto& b = body_;
-  b << "  (void)sc;\n  (void)seed;\n";
+  b << "  (void)sc;\n  (void)seed;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n  (void)S_;\n";
   // Sizes must be positive, and one bound at compile time (folded into the shapes) must have
   // that value; requirements must hold.
   for (auto& prm : p_.params) {
@@ -494,6 +522,20 @@ void Emitter::emitBody() {
     if (prm.value)
       b << "  coconet_rt::checkBoundSize(sz.s_" << prm.name << ", " << prm.ivalue << "LL, \"" << p_.name << "\", \"" << prm.name
         << "\");\n";
+  }
+  // Every rank must pass the same sizes (compared over the communicator at the first call with new ones).
+  {
+    std::string values, names;
+    int count = 0;
+    for (auto& prm : p_.params)
+      if (prm.isSize) {
+        values += (count ? ", sz.s_" : "sz.s_") + prm.name;
+        names += (count ? ", \"" : "\"") + prm.name + "\"";
+        ++count;
+      }
+    if (count)
+      b << "  {\n    const long long sizes[] = {" << values << "};\n    static const char* const names[] = {" << names
+        << "};\n    agree_.check(comm_, stream_, P_, sizes, names, " << count << ", \"" << p_.name << "\");\n  }\n";
   }
   // Integer scalar parameters must be whole numbers in their type's range (they arrive as doubles).
   for (auto& prm : p_.params) {
@@ -589,24 +631,33 @@ void Emitter::emitBody() {
       b << (k ? ", " : "") << d;
     }
     if (s.type.rank() == 0) b << "1";
-    b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = 1";
-    for (int k = 0; k < s.type.rank(); ++k) b << " * " << shapeVar(static_cast<int>(i)) << "[" << k << "]";
-    b << ";\n  (void)" << countVar(static_cast<int>(i)) << ";\n  (void)" << shapeVar(static_cast<int>(i)) << ";\n";
+    b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = S_.count(" << shapeVar(static_cast<int>(i)) << ", "
+      << s.type.rank() << ", " << dtypeBytes(s.type.dtype) << ", \"" << s.name << "\");\n  (void)"
+      << countVar(static_cast<int>(i)) << ";\n  (void)" << shapeVar(static_cast<int>(i)) << ";\n";
   }
-  for (auto& o : p_.outputNames)
+  // Every tensor given must lie in device memory, its whole storage inside one allocation.
+  auto span = [&](const std::string& field, int id, const char* role, const std::string& name) {
+    b << "  coconet_rt::checkDeviceSpan(t." << field << ", " << countVar(id) << " * " << dtypeBytes(p_.stages[id].type.dtype)
+      << "LL, \"" << p_.name << "\", \"" << role << "\", \"" << name << "\");\n";
+  };
+  for (size_t i = 0; i < p_.outputNames.size(); ++i) {
+    const std::string& o = p_.outputNames[i];
     b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
+    span(ident(o), p_.outputs[i], "output", o);
+  }
   // Storage of every value.
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     std::string T = storageType(s.type.dtype);
     int id = static_cast<int>(i);
     if (s.kind == StageKind::Input) {
-      b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name
-        << "' is not given\");\n  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
+      b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name << "' is not given\");\n";
+      span(ident(s.name), id, "tensor", s.name);
+      b << "  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
     } else if (s.kind == StageKind::State) {
-      b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state
-        << "' is not given\");\n  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state)
-        << ");\n";
+      b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state << "' is not given\");\n";
+      span(ident(s.state), id, "state", s.state);
+      b << "  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
     } else if (auto bag = bagOf_.find(id); bag != bagOf_.end()) {
       b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[bag->second].name << "', never stored\n";
     } else if (unstored_.count(id)) {

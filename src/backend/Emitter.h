@@ -106,21 +106,18 @@ inline std::string num(double v) {
   return s;
 }
 
-// A size expression as C++ over the run's sizes (sz.NAME) and the world size (P_).
+// A size expression as C++ over the run's sizes (sz.s_NAME) and the world size (P_), its
+// arithmetic checked by the function's `const coconet_rt::SizeMath S_` (the caller's sizes may
+// overflow it): "(sz.s_H)", "S_.mul(sz.s_B, sz.s_S)".
 inline std::string cxx(const SizeExpr& e) {
-  std::string s = e.str(), out;
-  for (size_t i = 0; i < s.size();) {
-    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
-      size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.')) ++j;
-      std::string id = s.substr(i, j - i);
-      out += id == "world.size" ? "P_" : "sz.s_" + id;
-      i = j;
-    } else {
-      out += s[i++];
-    }
-  }
-  return "(" + out + ")";
+  static const SizeExpr::Spelling spelling{
+      [](const std::string& n) { return n == "world.size" ? std::string("P_") : "sz.s_" + n; },
+      [](int64_t c) { return std::to_string(c) + "LL"; },
+      [](const std::string& a, const std::string& b) { return "S_.add(" + a + ", " + b + ")"; },
+      [](const std::string& a, const std::string& b) { return "S_.mul(" + a + ", " + b + ")"; },
+      [](const std::string& a, const std::string& b) { return "S_.div(" + a + ", " + b + ")"; },
+      [](const std::string& a, const std::string& b) { return "S_.mod(" + a + ", " + b + ")"; }};
+  return "(" + e.spell(spelling) + ")";
 }
 
 class Emitter {
