@@ -389,7 +389,7 @@ def runs_table(runs: list[Run], used: dict) -> list[str]:
         lines.append(f"| [{run.folder.name}](runs/{run.folder.name}/) | {what} | {m.get('gpu', '?')} x{m.get('gpu_count', '?')} | "
                      f"{m.get('driver') or 'not recorded'} | {m.get('nccl', '?')} | {m.get('torch', '?')} | "
                      f"{dates[0][:16]}{' .. ' + dates[-1][:16] if dates[-1][:16] != dates[0][:16] else ''} | "
-                     f"{', '.join(c[:40] for c in commits)} | {'; '.join('`' + c + '`' for c in cmds)} |")
+                     f"{', '.join(commits)} | {'; '.join('`' + c + '`' for c in cmds)} |")
     return lines
 
 
