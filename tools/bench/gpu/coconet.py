@@ -5,8 +5,10 @@ The interface (../README.md, "The generated C interface"):
     const char* coconet_NAME_interface(void);
     int coconet_NAME_unique_id(char id[128]);
     int coconet_NAME_create(const char id[128], int rank, int nranks, void* stream, void** handle);
-    int coconet_NAME_run(void* handle, const long long* sizes, const double* scalars,
+    int coconet_NAME_run(void* handle, const long long* sizes, const coconet_scalar* scalars,
                          void* const* tensors, unsigned long long seed);
+    (coconet_scalar: a union of double f, for float and bool scalars, and long long i, for
+    integer ones)
     int coconet_NAME_finish(void* handle, double timeout_seconds);
     int coconet_NAME_local_shape(void* handle, const char* tensor, const long long* sizes,
                                  long long shape[8], int* rank);
@@ -35,6 +37,26 @@ import re
 
 import torch
 import torch.distributed as dist
+
+
+class Scalar(ctypes.Union):
+    """One scalar parameter of the C interface (coconet_scalar): f for float and bool scalars,
+    i for integer ones."""
+    _fields_ = [("f", ctypes.c_double), ("i", ctypes.c_longlong)]
+
+
+INTEGER_DTYPES = ("i8", "u8", "i32", "i64")
+
+
+def scalar_array(dtypes: list[str], values: list) -> ctypes.Array:
+    """scalars[] of the C interface: each value in its dtype's member."""
+    arr = (Scalar * max(1, len(values)))()
+    for k, (dtype, v) in enumerate(zip(dtypes, values)):
+        if dtype in INTEGER_DTYPES:
+            arr[k].i = int(v)
+        else:
+            arr[k].f = float(v)
+    return arr
 
 # The interface's dtype names -> torch dtypes.
 DTYPES = {
@@ -80,7 +102,7 @@ class Library:
         self._unique_id = f("unique_id", c_int, [ctypes.POINTER(ctypes.c_char)])
         self._create = f("create", c_int, [ctypes.POINTER(ctypes.c_char), c_int, c_int, c_p,
                                            ctypes.POINTER(c_p)])
-        self._run = f("run", c_int, [c_p, ctypes.POINTER(c_ll), ctypes.POINTER(ctypes.c_double),
+        self._run = f("run", c_int, [c_p, ctypes.POINTER(c_ll), ctypes.POINTER(Scalar),
                                      ctypes.POINTER(c_p), ctypes.c_ulonglong])
         self._finish = f("finish", c_int, [c_p, ctypes.c_double])
         self._local_shape = f("local_shape", c_int, [c_p, ctypes.c_char_p, ctypes.POINTER(c_ll),
@@ -166,7 +188,7 @@ class Program:
             values.append(int(v))
         return tuple(values)
 
-    def _scalars_array(self, scalars: dict) -> list[float]:
+    def _scalars_array(self, scalars: dict) -> list:
         """scalars[] in the interface's order: the given value, else the default; a scalar
         without a default must be given."""
         known = {s["name"] for s in self.lib.scalars}
@@ -185,9 +207,12 @@ class Program:
                 raise CoconetError(f"{self.name}: scalar '{name}' ({s.get('dtype')}) has no "
                                    f"default and was not given")
             dtype = s.get("dtype", "f64")
-            if dtype in ("i8", "u8", "i32", "i64") and float(v) != int(v):
-                raise CoconetError(f"{self.name}: scalar '{name}' is {dtype}, got {v!r}")
-            values.append(float(v))
+            if dtype in INTEGER_DTYPES:
+                if isinstance(v, bool) or int(v) != v:
+                    raise CoconetError(f"{self.name}: scalar '{name}' is {dtype}, got {v!r}")
+                values.append(int(v))
+            else:
+                values.append(float(v))
         return values
 
     def local_shape(self, name: str, sizes: dict) -> tuple[int, ...]:
@@ -263,7 +288,7 @@ class Program:
                                    f"({math.prod(shape)} elements)")
             pointers.append(t.data_ptr())
         c_sizes = (ctypes.c_longlong * max(1, len(size_values)))(*size_values)
-        c_scalars = (ctypes.c_double * max(1, len(scalar_values)))(*scalar_values)
+        c_scalars = scalar_array([s.get("dtype", "f64") for s in lib.scalars], scalar_values)
         c_tensors = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         c_seed = ctypes.c_ulonglong(seed)
         run, handle, check = lib._run, self._live(), lib.check

@@ -415,9 +415,10 @@ def readme(runs_root: Path, plots_rel: str = "plots") -> tuple[str, list[dict]]:
              "- The strongest peer is the fastest of the workload's peers in that config (eager PyTorch, "
              "torch.compile in mode max-autotune-no-cudagraphs, PyTorch's fused kernels, `embedding_bag`, "
              "async TP, and for decode and small sizes the same captured in CUDA graphs or compiled in mode "
-             "reduce-overhead). Speed-up = its time / coconetc's. The floor is what no schedule beats: "
-             "the memory traffic (a device copy of the bytes the step must move), NCCL's collective "
-             "alone, or the matmul alone; x floor = coconetc's time / the floor's.",
+             "reduce-overhead). Speed-up = its time / coconetc's. The floor is the cost the step cannot "
+             "avoid, measured: the memory traffic (a device copy of the bytes the step must move; a "
+             "step that mostly reads can run a little under it), NCCL's collective alone, or the "
+             "matmul alone; x floor = coconetc's time / the floor's.",
              f"- Verdict: met when the target holds at both spreads' unfavourable ends, missed when it "
              f"fails at their favourable ends, level when the target lies inside the spread. It is "
              f"final with at least {MIN_RUNS} runs and every peer measured, else provisional (why is "
