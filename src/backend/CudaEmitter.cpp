@@ -131,10 +131,11 @@ std::string Emitter::headerText() {
   h << "// The program's size parameters, bound at run time.\nstruct " << cls_ << "_sizes {\n";
   for (auto& prm : p_.params)
     if (prm.isSize) h << "  long long s_" << prm.name << " = " << (prm.value ? std::to_string(prm.ivalue) : "0") << ";\n";
-  h << "};\n\n// Its scalar parameters (defaults from the program).\nstruct " << cls_ << "_scalars {\n";
+  h << "};\n\n// Its scalar parameters (defaults from the program): integers as long long, exactly.\nstruct " << cls_
+    << "_scalars {\n";
   for (auto& prm : p_.params)
     if (!prm.isSize)
-      h << "  double " << ident(prm.name) << " = "
+      h << "  " << (ast::isInteger(prm.dtype) ? "long long " : "double ") << ident(prm.name) << " = "
         << (prm.value ? (ast::isInteger(prm.dtype) ? std::to_string(prm.ivalue) : num(*prm.value)) : "0") << ";  // "
         << ast::dtypeName(prm.dtype) << "\n";
   h << "};\n\n// Device pointers to this rank's storage of each tensor (a sliced tensor: its slice).\n"
@@ -397,13 +398,16 @@ std::string Emitter::cInterfaceDecls() const {
   std::ostringstream h;
   h << "// C interface: the same program for callers without C++ (Python's ctypes, other languages).\n"
     << "// Each function returns 0 on success and 1 on failure; " << cfn("last_error") << "() says why.\n"
-    << "// " << cfn("interface") << "() is JSON naming the order of sizes[], scalars[] and tensors[].\n"
+    << "// " << cfn("interface") << "() is JSON naming the order of sizes[], scalars[] and tensors[] and each\n"
+    << "// scalar's dtype: an integer scalar's value is scalars[k].i, a float or bool one's scalars[k].f.\n"
     << "extern \"C\" {\n"
+    << "#ifndef COCONET_SCALAR_DEFINED\n#define COCONET_SCALAR_DEFINED\n"
+    << "typedef union coconet_scalar {\n  double f;\n  long long i;\n} coconet_scalar;\n#endif\n"
     << "const char* " << cfn("interface") << "(void);\n"
     << "const char* " << cfn("last_error") << "(void);\n"
     << "int " << cfn("unique_id") << "(char id[128]);\n"
     << "int " << cfn("create") << "(const char id[128], int rank, int nranks, void* stream, void** handle);\n"
-    << "int " << cfn("run") << "(void* handle, const long long* sizes, const double* scalars, void* const* tensors,\n"
+    << "int " << cfn("run") << "(void* handle, const long long* sizes, const coconet_scalar* scalars, void* const* tensors,\n"
     << "    unsigned long long seed);\n"
     << "int " << cfn("finish") << "(void* handle, double timeout_seconds);\n"
     << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank);\n"
@@ -482,14 +486,14 @@ std::string Emitter::cInterfaceSource() const {
     << "      h->program = new " << C << "(h->comm, static_cast<cudaStream_t>(stream));\n"
     << "    } catch (...) {\n      if (h->comm) ncclCommDestroy(h->comm);\n      delete h;\n      throw;\n    }\n"
     << "    std::lock_guard<std::mutex> lock(handlesMutex_);\n    handles_.insert(h);\n    *handle = h;\n  });\n}\n\n";
-  s << "int " << cfn("run") << "(void* handle, const long long* sizes, const double* scalars, void* const* tensors,\n"
+  s << "int " << cfn("run") << "(void* handle, const long long* sizes, const coconet_scalar* scalars, void* const* tensors,\n"
     << "    unsigned long long seed) {\n  return guarded_([&] {\n    Handle_* h = live_(handle);\n";
   if (nScalars) s << "    need_(scalars, \"scalars\");\n";
   if (nTensors) s << "    need_(tensors, \"tensors\");\n";
   s << "    " << C << "_scalars sc;\n";
   k = 0;
   for (auto& prm : p_.params)
-    if (!prm.isSize) s << "    sc." << ident(prm.name) << " = scalars[" << k++ << "];\n";
+    if (!prm.isSize) s << "    sc." << ident(prm.name) << " = scalars[" << k++ << "]." << (ast::isInteger(prm.dtype) ? "i" : "f") << ";\n";
   s << "    (void)scalars;\n    " << C << "_tensors t;\n";
   k = 0;
   for (auto& st : p_.stages)
@@ -537,15 +541,13 @@ void Emitter::emitBody() {
       b << "  {\n    const long long sizes[] = {" << values << "};\n    static const char* const names[] = {" << names
         << "};\n    agree_.check(comm_, stream_, P_, sizes, names, " << count << ", \"" << p_.name << "\");\n  }\n";
   }
-  // Integer scalar parameters must be whole numbers in their type's range (they arrive as doubles).
+  // Integer scalar parameters narrower than i64 must lie in their type's range.
   for (auto& prm : p_.params) {
-    if (prm.isSize || !ast::isInteger(prm.dtype)) continue;
-    const char *lo = "-9007199254740992.0", *hi = "9007199254740992.0", *range = "-2^53 to 2^53";
-    if (prm.dtype == DType::I8) lo = "-128.0", hi = "127.0", range = "-128 to 127";
-    if (prm.dtype == DType::U8) lo = "0.0", hi = "255.0", range = "0 to 255";
-    if (prm.dtype == DType::I32) lo = "-2147483648.0", hi = "2147483647.0", range = "-2147483648 to 2147483647";
+    if (prm.isSize || !ast::isInteger(prm.dtype) || prm.dtype == DType::I64) continue;
+    const char *lo = prm.dtype == DType::I8 ? "-128LL" : prm.dtype == DType::U8 ? "0LL" : "-2147483648LL",
+               *hi = prm.dtype == DType::I8 ? "127LL" : prm.dtype == DType::U8 ? "255LL" : "2147483647LL";
     b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \""
-      << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\", \"" << range << "\");\n";
+      << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\");\n";
   }
   // A dropout probability from scalar parameters must lie in [0, 1) (the compiler checked the
   // defaults; a run may pass others): a parameter itself, or arithmetic on parameters and
@@ -1010,34 +1012,49 @@ void Emitter::emitMaps(int id, const std::vector<int>& operands) {
   }
 }
 
-std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
+std::string Emitter::storeValue(DType t, const ENode& last, const std::string& v) {
+  if (t == DType::Bool) return "static_cast<uint8_t>((" + v + ") ? 1 : 0)";
+  return "coconet_rt::Store<" + std::string(storageType(t)) + ">::from(static_cast<" +
+         (last.integerValued() && last.dtype != DType::Bool ? "long long" : "double") + ">(" + v + "))";
+}
+
+std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& v, const std::vector<std::string>& args,
                      const std::string& operand, const std::string& scalar, const std::string& ind) {
-  std::string CT = computeType(n.dtype);
+  std::string CT = n.integerConst() ? "long long" : computeType(n.dtype);
   auto a = [&](int k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
-  bool fl = std::string(CT) == "float", db = std::string(CT) == "double";
+  bool fl = std::string(CT) == "float", db = std::string(CT) == "double", in = CT == "long long";
+  // Comparisons, min and max of two integer values compare them as integers (as long long),
+  // the others as doubles.
+  const bool ints = n.args.size() >= 2 && x.nodes[n.args[0]].integerValued() && x.nodes[n.args[1]].integerValued();
+  auto cmp = [&](int k) { return (ints ? "static_cast<long long>(" : "(double)(") + args[k] + ")"; };
+  auto call = [&](const char* f, int count) {
+    std::string s = std::string("coconet_rt::") + f + "(";
+    for (int k = 0; k < count; ++k) s += (k ? ", " : "") + a(k);
+    return s + ")";
+  };
   std::string e;
   switch (n.op) {
     case EOp::Operand: e = operand; break;
-    case EOp::Const: e = num(n.value); break;
+    case EOp::Const: e = n.integerConst() ? std::to_string(n.ivalue) + "LL" : num(n.value); break;
     case EOp::Param: e = "prm_" + ident(n.name); break;
     case EOp::Rank: case EOp::GroupIndex: case EOp::GroupSize: e = scalar; break;
-    case EOp::Neg: e = "-" + a(0); break;
+    case EOp::Neg: e = in ? call("ineg", 1) : "-" + a(0); break;
     case EOp::Not: e = "!(" + args[0] + ")"; break;
-    case EOp::Add: e = fl ? "__fadd_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " + " + a(1); break;
-    case EOp::Sub: e = fl ? "__fsub_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dsub_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " - " + a(1); break;
-    case EOp::Mul: e = fl ? "__fmul_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dmul_rn(" + a(0) + ", " + a(1) + ")" : a(0) + " * " + a(1); break;
+    case EOp::Add: e = fl ? "__fadd_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")" : in ? call("iadd", 2) : a(0) + " + " + a(1); break;
+    case EOp::Sub: e = fl ? "__fsub_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dsub_rn(" + a(0) + ", " + a(1) + ")" : in ? call("isub", 2) : a(0) + " - " + a(1); break;
+    case EOp::Mul: e = fl ? "__fmul_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dmul_rn(" + a(0) + ", " + a(1) + ")" : in ? call("imul", 2) : a(0) + " * " + a(1); break;
     case EOp::Div:
       e = fl ? "__fdiv_rn(" + a(0) + ", " + a(1) + ")" : db ? "__ddiv_rn(" + a(0) + ", " + a(1) + ")"
-             : "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
+             : in ? call("idiv", 2) : "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
       break;
     case EOp::Mod: e = fl ? "fmodf(" + a(0) + ", " + a(1) + ")" : db ? "fmod(" + a(0) + ", " + a(1) + ")"
-                          : "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")"; break;
-    case EOp::Lt: e = "(double)(" + args[0] + ") < (double)(" + args[1] + ")"; break;
-    case EOp::Le: e = "(double)(" + args[0] + ") <= (double)(" + args[1] + ")"; break;
-    case EOp::Gt: e = "(double)(" + args[0] + ") > (double)(" + args[1] + ")"; break;
-    case EOp::Ge: e = "(double)(" + args[0] + ") >= (double)(" + args[1] + ")"; break;
-    case EOp::Eq: e = "(double)(" + args[0] + ") == (double)(" + args[1] + ")"; break;
-    case EOp::Ne: e = "(double)(" + args[0] + ") != (double)(" + args[1] + ")"; break;
+                          : in ? call("imod", 2) : "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")"; break;
+    case EOp::Lt: e = cmp(0) + " < " + cmp(1); break;
+    case EOp::Le: e = cmp(0) + " <= " + cmp(1); break;
+    case EOp::Gt: e = cmp(0) + " > " + cmp(1); break;
+    case EOp::Ge: e = cmp(0) + " >= " + cmp(1); break;
+    case EOp::Eq: e = cmp(0) + " == " + cmp(1); break;
+    case EOp::Ne: e = cmp(0) + " != " + cmp(1); break;
     case EOp::And: e = "(" + args[0] + ") && (" + args[1] + ")"; break;
     case EOp::Or: e = "(" + args[0] + ") || (" + args[1] + ")"; break;
     case EOp::Sqrt: e = (fl ? "sqrtf(" : "sqrt(") + a(0) + ")"; break;
@@ -1046,22 +1063,25 @@ std::string Emitter::nodeCode(const ENode& n, const std::string& v, const std::v
     case EOp::Log: e = (fl ? "logf(" : "log(") + a(0) + ")"; break;
     case EOp::Tanh: e = (fl ? "tanhf(" : "tanh(") + a(0) + ")"; break;
     case EOp::Sigmoid: e = fl ? "__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-" + a(0) + ")))" : "1.0 / (1.0 + exp(-" + a(0) + "))"; break;
-    case EOp::Abs: e = (fl ? "fabsf(" : db ? "fabs(" : "llabs(") + a(0) + ")"; break;
+    case EOp::Abs: e = in ? call("iabs", 1) : (fl ? "fabsf(" : db ? "fabs(" : "llabs(") + a(0) + ")"; break;
     case EOp::Relu: e = "(" + a(0) + " > 0 ? " + a(0) + " : static_cast<" + CT + ">(0))"; break;
     case EOp::Gelu: e = "coconet_rt::gelu(" + a(0) + ")"; break;
-    case EOp::Pow: e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : "pow((double)" + args[0] + ", (double)" + args[1] + ")"; break;
-    case EOp::Min: e = "((double)(" + args[0] + ") < (double)(" + args[1] + ") ? " + a(0) + " : " + a(1) + ")"; break;
-    case EOp::Max: e = "((double)(" + args[0] + ") > (double)(" + args[1] + ") ? " + a(0) + " : " + a(1) + ")"; break;
+    case EOp::Pow: e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : in ? call("ipow", 2) : "pow((double)" + args[0] + ", (double)" + args[1] + ")"; break;
+    case EOp::Min: e = "(" + cmp(1) + " < " + cmp(0) + " ? " + a(1) + " : " + a(0) + ")"; break;
+    case EOp::Max: e = "(" + cmp(0) + " < " + cmp(1) + " ? " + a(1) + " : " + a(0) + ")"; break;
     case EOp::Select: e = "((" + args[0] + ") ? " + a(1) + " : " + a(2) + ")"; break;
     case EOp::Cast:
       switch (n.dtype) {
         case DType::F16: e = "coconet_rt::round_f16(static_cast<float>(" + args[0] + "))"; break;
         case DType::BF16: e = "coconet_rt::round_bf16(static_cast<float>(" + args[0] + "))"; break;
         case DType::Bool: e = "((" + args[0] + ") != 0)"; break;
-        case DType::I8: e = "coconet_rt::saturate<int8_t>((double)(" + args[0] + "))"; break;
-        case DType::U8: e = "coconet_rt::saturate<uint8_t>((double)(" + args[0] + "))"; break;
-        case DType::I32: e = "coconet_rt::saturate<int>((double)(" + args[0] + "))"; break;
-        case DType::I64: e = "coconet_rt::saturate<long long>((double)(" + args[0] + "))"; break;
+        case DType::I8: case DType::U8: case DType::I32: case DType::I64: {
+          // from an integer exactly (saturated to the type), from a float truncated and saturated
+          const std::string I = n.dtype == DType::I8 ? "int8_t" : n.dtype == DType::U8 ? "uint8_t" : n.dtype == DType::I32 ? "int" : "long long";
+          e = x.nodes[n.args[0]].integerValued() ? "coconet_rt::saturateInteger<" + I + ">(static_cast<long long>(" + args[0] + "))"
+                                                 : "coconet_rt::saturate<" + I + ">((double)(" + args[0] + "))";
+          break;
+        }
         default: e = a(0);
       }
       break;
@@ -1131,9 +1151,21 @@ std::string Emitter::paramValue(const std::string& name) const {
 
 std::string Emitter::scalarValue(const ScalarRef& r) const { return r.param.empty() ? num(r.value) : paramValue(r.param); }
 
+bool Emitter::integerParam(const std::string& name) const {
+  for (auto& prm : p_.params)
+    if (prm.name == name) return prm.isSize || ast::isInteger(prm.dtype);
+  return false;
+}
+
+std::string Emitter::paramInteger(const std::string& name) const {
+  for (auto& prm : p_.params)
+    if (prm.name == name && prm.isSize) return "sz.s_" + name;
+  return "sc." + ident(name);
+}
+
 std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
   const ENode& n = e.nodes[static_cast<size_t>(i)];
-  const std::string CT = computeType(n.dtype);
+  const std::string CT = n.integerConst() ? "long long" : computeType(n.dtype);
   const bool flt = CT == "float" || CT == "double", fl = CT == "float";
   std::vector<std::string> args;
   for (int a : n.args) {
@@ -1142,21 +1174,24 @@ std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
     args.push_back(*t);
   }
   auto a = [&](size_t k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
+  const bool in = CT == "long long";  // integers: coconet_rt's wrapping arithmetic, as the kernels
   switch (n.op) {
-    case EOp::Const: return "static_cast<" + CT + ">(" + num(n.value) + ")";
-    case EOp::Param: return "static_cast<" + CT + ">(" + paramValue(n.name) + ")";
+    case EOp::Const: return n.integerConst() ? "static_cast<" + CT + ">(" + std::to_string(n.ivalue) + "LL)"
+                                             : "static_cast<" + CT + ">(" + num(n.value) + ")";
+    case EOp::Param:
+      return "static_cast<" + CT + ">(" + (integerParam(n.name) ? paramInteger(n.name) : paramValue(n.name)) + ")";
     case EOp::Cast:
       if (n.dtype != DType::F32 && n.dtype != DType::F64) return std::nullopt;
       return a(0);
-    case EOp::Neg: return "(-" + a(0) + ")";
-    case EOp::Add: return "(" + a(0) + " + " + a(1) + ")";
-    case EOp::Sub: return "(" + a(0) + " - " + a(1) + ")";
-    case EOp::Mul: return "(" + a(0) + " * " + a(1) + ")";
+    case EOp::Neg: return in ? "coconet_rt::ineg(" + a(0) + ")" : "(-" + a(0) + ")";
+    case EOp::Add: return in ? "coconet_rt::iadd(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " + " + a(1) + ")";
+    case EOp::Sub: return in ? "coconet_rt::isub(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " - " + a(1) + ")";
+    case EOp::Mul: return in ? "coconet_rt::imul(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " * " + a(1) + ")";
     case EOp::Div:
       if (!flt) return std::nullopt;
       return "(" + a(0) + " / " + a(1) + ")";
-    case EOp::Min: return "(" + a(0) + " < " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-    case EOp::Max: return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+    case EOp::Min: return "(" + a(1) + " < " + a(0) + " ? " + a(1) + " : " + a(0) + ")";
+    case EOp::Max: return "(" + a(0) + " < " + a(1) + " ? " + a(1) + " : " + a(0) + ")";
     case EOp::Sqrt: if (!flt) return std::nullopt; return std::string(fl ? "sqrtf(" : "sqrt(") + a(0) + ")";
     case EOp::Exp: if (!flt) return std::nullopt; return std::string(fl ? "expf(" : "exp(") + a(0) + ")";
     case EOp::Log: if (!flt) return std::nullopt; return std::string(fl ? "logf(" : "log(") + a(0) + ")";
@@ -1171,8 +1206,9 @@ void Emitter::runParams(const std::vector<int>& run, std::vector<std::string>& p
     for (size_t i = 0; i < s.expr.nodes.size(); ++i) {
       const ENode& n = s.expr.nodes[i];
       if (n.op == EOp::Param && prms.insert(n.name).second) {
-        params.push_back("double prm_" + ident(n.name));
-        hostArgs.push_back(paramValue(n.name));
+        const bool integer = integerParam(n.name);
+        params.push_back(std::string(integer ? "long long" : "double") + " prm_" + ident(n.name));
+        hostArgs.push_back(integer ? paramInteger(n.name) : paramValue(n.name));
       }
       if (n.op == EOp::Rank || n.op == EOp::GroupIndex || n.op == EOp::GroupSize) {
         params.push_back("long long gv" + std::to_string(id) + "_" + std::to_string(i));
@@ -1204,7 +1240,7 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         }
         uniform[i] = u;
         if (u) {
-          if (hoist_->names.insert(name).second) hoist_->code << nodeCode(n, name, args, "", scalar, "  ");
+          if (hoist_->names.insert(name).second) hoist_->code << nodeCode(s.expr, n, name, args, "", scalar, "  ");
           continue;
         }
       }
@@ -1213,12 +1249,11 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
         int o = s.operands[n.index];
         opnd = inRun.count(o) ? "r" + std::to_string(o) : operand(extIndex.at(o));
       }
-      m << nodeCode(n, name, args, opnd, scalar, ind);
+      m << nodeCode(s.expr, n, name, args, opnd, scalar, ind);
     }
     std::string last = pre + std::to_string(s.expr.nodes.size() - 1);
     std::string T = storageType(s.type.dtype);
-    std::string stored = s.type.dtype == DType::Bool ? "static_cast<uint8_t>((" + last + ") ? 1 : 0)"
-                                                      : "coconet_rt::Store<" + T + ">::from(static_cast<double>(" + last + "))";
+    std::string stored = storeValue(s.type.dtype, s.expr.nodes.back(), last);
     m << ind << "const " << T << " s" << id << " = " << stored << ";\n"
       << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n" << ind << "(void)r" << id << ";\n";
   }

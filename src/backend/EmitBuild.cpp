@@ -22,10 +22,10 @@ std::string Emitter::jsonEscape(const std::string& s) {
 
 std::string Emitter::driverText() {
   std::string d = kDriverTemplate;
-  std::ostringstream sizes, scalars, unsetScalars, tensors, table;
+  std::ostringstream sizes, scalars, integers, unsetScalars, tensors, table;
   for (auto& prm : p_.params) {
     if (prm.isSize) sizes << "  {\"" << prm.name << "\", &sz.s_" << prm.name << "},\n";
-    else scalars << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
+    else (ast::isInteger(prm.dtype) ? integers : scalars) << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
     if (!prm.isSize && !prm.value) unsetScalars << "\"" << jsonEscape(prm.name) << "\", ";
   }
   // The least precise floating type each value depends on: its GPU check allows that
@@ -58,6 +58,7 @@ std::string Emitter::driverText() {
   replace("@CLASS@", cls_);
   replace("@SIZES@", sizes.str());
   replace("@SCALARS@", scalars.str());
+  replace("@INTEGERS@", integers.str());
   replace("@UNSET_SCALARS@", unsetScalars.str());
   replace("@TABLE@", table.str());
   replace("@BIND@", tensors.str());

@@ -76,22 +76,26 @@ void Emitter::emitBag(int id, const std::string& op) {
 std::string Emitter::emitReduceOp(int id) {
   const Stage& s = p_.stages[id];
   const Stage& x = p_.stages[s.operands[0]];
-  std::string AT = s.type.dtype == DType::F64 ? "double" : ast::isInteger(s.type.dtype) ? "long long" : "float";
+  // Integers sum exactly in 64 bits (wrapping, as the interpreter); their norms in double.
+  const bool integer = ast::isInteger(s.type.dtype) && s.reduce != ReduceKind::Norm;
+  std::string AT = s.type.dtype == DType::F64 || ast::isInteger(s.type.dtype) ? (integer ? "long long" : "double") : "float";
   const std::string op = reduceOpStruct(id);
   if (!reduceOps_.insert(id).second) return op;
   std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
   if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
   if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
   std::string comb = s.reduce == ReduceKind::Max ? "return b > a ? b : a;" : s.reduce == ReduceKind::Min ? "return b < a ? b : a;"
-                                                                            : "return a + b;";
-  std::string fin = s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
+                     : integer ? "return coconet_rt::iadd(a, b);" : "return a + b;";
+  std::string fin = integer ? (s.reduce == ReduceKind::Mean ? "return coconet_rt::idiv(r, static_cast<long long>(count));" : "return r;")
+                    : s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
                     : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));" : "return static_cast<double>(r);";
   kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
            << (s.keepdim ? ", keepdim = true" : "") << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
            << "  __device__ static Acc init() { return " << init << "; }\n"
            << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
            << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
-           << "  __device__ static double finish(Acc r, double count) {\n    (void)count;\n    " << fin << "\n  }\n};\n\n";
+           << "  __device__ static " << (integer ? "long long" : "double") << " finish(Acc r, double count) {\n    (void)count;\n    " << fin
+           << "\n  }\n};\n\n";
   return op;
 }
 

@@ -212,11 +212,15 @@ private:
   void emitMaps(int id) { emitMaps(id, p_.stages[id].operands); }
   void emitMaps(int id, const std::vector<int>& operands);
 
-  // One expression node as C++ statements (one; a dropout's kept value takes a second), each
-  // line at indentation `ind`. `v` names the node's variable; `operand` gives the expression of
-  // an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize.
-  std::string nodeCode(const ENode& n, const std::string& v, const std::vector<std::string>& args,
+  // One expression node of `x` as C++ statements (one; a dropout's kept value takes a second),
+  // each line at indentation `ind`. `v` names the node's variable; `operand` gives the expression
+  // of an Operand node, `scalar` the kernel parameter of a Rank/GroupIndex/GroupSize. Integer
+  // nodes compute in long long as the interpreter does (coconet_rt::iadd and the like).
+  std::string nodeCode(const Expr& x, const ENode& n, const std::string& v, const std::vector<std::string>& args,
                        const std::string& operand, const std::string& scalar, const std::string& ind);
+  // A node's value converted for storage as type t (Store<T>::from: an integer node's value as a
+  // long long, exactly; a bool as 0 or 1).
+  static std::string storeValue(DType t, const ENode& last, const std::string& v);
 
   // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
   // stages of a fused group with one shape, layout and group. Inside the kernel a member's
@@ -246,6 +250,10 @@ private:
   // A program parameter's value in run() as a double: `sc.NAME` for a scalar, the size
   // `sz.s_NAME` converted for a size.
   std::string paramValue(const std::string& name) const;
+  // Whether a parameter is an integer (a size, or a scalar of an integer type), and its value in
+  // run() as a long long, exactly (`sz.s_NAME`, `sc.NAME`).
+  bool integerParam(const std::string& name) const;
+  std::string paramInteger(const std::string& name) const;
   // A stage's run-time scalar (a root, an eps): its constant, or paramValue of its parameter.
   std::string scalarValue(const ScalarRef& r) const;
   // Node i of e as a host expression in run(), computed in each node's type as the kernels do,

@@ -63,6 +63,34 @@ static double saturate(double v) {
   return v;
 }
 
+int64_t toInt64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+int64_t saturateInteger(DType t, int64_t v) {
+  auto clamp = [&](int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); };
+  switch (t) {
+    case DType::I8: return clamp(INT8_MIN, INT8_MAX);
+    case DType::U8: return clamp(0, UINT8_MAX);
+    case DType::I32: return clamp(INT32_MIN, INT32_MAX);
+    case DType::Bool: return v != 0;
+    default: return v;
+  }
+}
+
+int64_t integerPow(int64_t x, int64_t y) {
+  if (y < 0) return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+  uint64_t r = 1, b = static_cast<uint64_t>(x);
+  for (uint64_t e = static_cast<uint64_t>(y); e; e >>= 1, b *= b)
+    if (e & 1) r *= b;
+  return static_cast<int64_t>(r);
+}
+
+bool keepsExact(DType t) { return t == DType::I64; }
+
 double roundTo(DType t, double v) {
   switch (t) {
     case DType::F16: return roundHalf(static_cast<float>(v));
@@ -139,6 +167,30 @@ std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
 // ---- The machine ---------------------------------------------------------------------------
 namespace {
 
+// The types computed in 64-bit integers (literals compute in double, as the other operand's
+// type when they meet one).
+bool integral(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I32 || t == DType::I64; }
+
+// A value inside a compute stage: an integer exactly (`isInt`), or a double.
+struct Num {
+  double d = 0;
+  int64_t i = 0;
+  bool isInt = false;
+  static Num of(int64_t v) { return {static_cast<double>(v), v, true}; }
+  static Num of(double v) { return {v, 0, false}; }
+  double f() const { return isInt ? static_cast<double>(i) : d; }
+  int64_t n() const { return isInt ? i : toInt64(d); }
+};
+
+// Two's complement arithmetic without undefined behaviour.
+int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+int64_t iadd(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t isub(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+int64_t imul(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+int64_t ineg(int64_t a) { return wrap(0 - static_cast<uint64_t>(a)); }
+int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? ineg(a) : a / b; }
+int64_t imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+
 bool floatish(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::LitFloat;
 }
@@ -166,6 +218,7 @@ public:
       const Stage& s = p_.stages[i];
       try {
         vals_[i] = stage(s, in);
+        checkExact(s, vals_[i]);
       } catch (const RunError& e) {
         throw RunError("in stage '" + s.name + "': " + e.what());
       }
@@ -209,12 +262,35 @@ private:
 
   // Rounds a stored value to its dtype (floating-point values stay exact in exact mode).
   double store(DType t, double v) const { return c_.exact && ast::isFloat(t) ? v : roundTo(t, v); }
+  // Stores element i of y, a value of type t: a double rounded as store() does, or an integer
+  // exactly (saturated to t's range).
+  void put(Tensor& y, int64_t i, DType t, double v) const {
+    if (keepsExact(t)) y.setInteger(i, toInt64(v));
+    else y.data[i] = store(t, v);
+  }
+  void put(Tensor& y, int64_t i, DType t, Num v) const {
+    if (v.isInt && (integral(t) || t == DType::Bool)) y.setInteger(i, saturateInteger(t, v.i));
+    else put(y, i, t, v.f());
+  }
 
   Tensor zeros(const TensorType& t, int r) {
     Tensor x;
     x.shape = localShape(t, c_, r);
     x.data.assign(numelOf(x.shape), 0.0);
+    if (keepsExact(t.dtype)) x.exact.assign(x.data.size(), 0);
     return x;
+  }
+
+  // Every i64 value keeps its elements exactly beside their doubles: a stage that wrote one and
+  // not the other is a bug of the interpreter.
+  void checkExact(const Stage& s, const PerRank& v) const {
+    if (!keepsExact(s.type.dtype)) return;
+    for (auto& t : v) {
+      COCONET_ASSERT(t.exact.size() == t.data.size(), "interpreter: i64 stage '" + s.name + "' lost its exact values");
+      for (size_t i = 0; i < t.data.size(); ++i)
+        COCONET_ASSERT(t.data[i] == static_cast<double>(t.exact[i]),
+                       "interpreter: i64 stage '" + s.name + "' has inexact values");
+    }
   }
 
   // Offset of rank r's slice along the sliced dimension (0 when not sliced).
@@ -258,7 +334,7 @@ private:
   // ---- Element-wise ----
   PerRank compute(const Stage& s) {
     PerRank out;
-    std::vector<double> node(s.expr.nodes.size());
+    std::vector<Num> node(s.expr.nodes.size());
     for (int r = 0; r < c_.ranks; ++r) {
       Tensor y = zeros(s.type, r);
       int rank = static_cast<int>(y.shape.size());
@@ -273,6 +349,7 @@ private:
         std::vector<int64_t> gshape, strides;
         int rank, sd;
         int64_t off;
+        bool integer;  // of an integer or bool type: read exactly
       };
       std::vector<Opnd> ops;
       for (int o : s.operands) {
@@ -284,6 +361,7 @@ private:
         x.rank = static_cast<int>(x.gshape.size());
         x.sd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
         x.off = x.sd >= 0 ? sliceOffset(os.type, r, x.t->shape[x.sd]) : 0;
+        x.integer = integral(os.type.dtype) || os.type.dtype == DType::Bool;
         ops.push_back(std::move(x));
       }
       GroupCoord gc = groupCoord(s.type.group, c_, r);
@@ -306,67 +384,86 @@ private:
             if (k == x.sd) coord -= x.off;
             li += coord * x.strides[k];
           }
-          return x.t->data[li];
+          return x.integer ? Num::of(x.t->integer(li)) : Num::of(x.t->data[li]);
         };
-        for (size_t n = 0; n < s.expr.nodes.size(); ++n) node[n] = eval(s.expr.nodes[n], node, operand, r, key);
-        y.data[i] = store(s.type.dtype, node.back());
+        for (size_t n = 0; n < s.expr.nodes.size(); ++n) {
+          const ENode& e = s.expr.nodes[n];
+          Num v = eval(e, node, operand, r, key);
+          // Integer-valued nodes hold integers, the others doubles (ENode::integerValued: the
+          // generated code's types).
+          node[n] = e.integerValued() ? (v.isInt ? v : Num::of(toInt64(v.d))) : (v.isInt ? Num::of(v.f()) : v);
+        }
+        put(y, i, s.type.dtype, node.back());
       }
       out.push_back(std::move(y));
     }
     return out;
   }
 
-  double param(const std::string& name, DType t) {
-    if (auto it = c_.scalars.find(name); it != c_.scalars.end()) return roundTo(t, it->second);
-    if (auto it = c_.sizes.find(name); it != c_.sizes.end()) return static_cast<double>(it->second);
+  double param(const std::string& name, DType t) { return paramNum(name, t).f(); }
+  Num paramNum(const std::string& name, DType t) {
+    if (auto it = c_.integerScalars.find(name); it != c_.integerScalars.end()) return Num::of(saturateInteger(t, it->second));
+    if (auto it = c_.scalars.find(name); it != c_.scalars.end()) return Num::of(roundTo(t, it->second));
+    if (auto it = c_.sizes.find(name); it != c_.sizes.end()) return Num::of(it->second);
     throw RunError("no value for parameter '" + name + "'");
   }
 
+  // One node of a compute stage: integer types in 64-bit integers (two's complement), f16, bf16
+  // and f32 in float (f64 in exact mode), f64 and literals in double.
   template <class F>
-  double eval(const ENode& n, const std::vector<double>& v, F&& operand, int r, uint64_t key) {
-    auto a = [&](int k) { return v[n.args[k]]; };
+  Num eval(const ENode& n, const std::vector<Num>& v, F&& operand, int r, uint64_t key) {
+    auto a = [&](int k) -> const Num& { return v[n.args[k]]; };
+    auto d = [&](int k) { return a(k).f(); };
+    auto i = [&](int k) { return a(k).n(); };
     DType t = n.dtype;
     bool fl = floatish(t) && t != DType::LitFloat && !c_.exact;
-    bool integer = ast::isInteger(t) && t != DType::LitInt;
-    auto f = [](double x) { return static_cast<float>(x); };
-    auto arith = [&](auto opf, auto opd, auto opi) -> double {
-      if (fl) return opf(f(a(0)), f(a(1)));
-      if (integer) return opi(static_cast<int64_t>(a(0)), static_cast<int64_t>(a(1)));
-      return opd(a(0), a(1));
+    bool integer = integral(t);
+    // An operand in float: an integer converts directly (as the generated code's casts do).
+    auto fv = [&](int k) { return a(k).isInt ? static_cast<float>(a(k).i) : static_cast<float>(a(k).d); };
+    auto arith = [&](auto opf, auto opd, auto opi) -> Num {
+      if (integer) return Num::of(static_cast<int64_t>(opi(i(0), i(1))));
+      if (fl) return Num::of(static_cast<double>(opf(fv(0), fv(1))));
+      return Num::of(static_cast<double>(opd(d(0), d(1))));
     };
-    auto unary = [&](auto opf, auto opd) -> double { return fl ? opf(f(a(0))) : opd(a(0)); };
+    auto unary = [&](auto opf, auto opd) -> Num {
+      return Num::of(fl ? static_cast<double>(opf(fv(0))) : static_cast<double>(opd(d(0))));
+    };
+    // Comparisons, min and max: exactly where both operands are integers.
+    auto bothInt = [&] { return a(0).isInt && a(1).isInt; };
+    auto less = [&](int x, int y) { return bothInt() ? i(x) < i(y) : d(x) < d(y); };
+    auto pick = [&](bool first) -> Num {
+      const Num& p = a(first ? 0 : 1);
+      return integer ? Num::of(p.n()) : Num::of(p.f());
+    };
     switch (n.op) {
       case EOp::Operand: return operand(n.index);
-      case EOp::Const: return n.value;
-      case EOp::Param: return param(n.name, t);
-      case EOp::Rank: return groupCoord(n.group, c_, r).pos;
-      case EOp::GroupIndex: return groupCoord(n.group, c_, r).instance;
-      case EOp::GroupSize: return groupCoord(n.group, c_, r).size;
-      case EOp::Neg: return fl ? static_cast<double>(-f(a(0))) : -a(0);
-      case EOp::Not: return a(0) == 0 ? 1 : 0;
+      case EOp::Const: return n.integerConst() ? Num::of(n.ivalue) : Num::of(n.value);
+      case EOp::Param: return paramNum(n.name, t);
+      case EOp::Rank: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).pos));
+      case EOp::GroupIndex: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).instance));
+      case EOp::GroupSize: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).size));
+      case EOp::Neg:
+        if (integer) return Num::of(ineg(i(0)));
+        return Num::of(fl ? static_cast<double>(-fv(0)) : -d(0));
+      case EOp::Not: return Num::of(static_cast<int64_t>(d(0) == 0));
       case EOp::Add:
-        return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; },
-                     [](int64_t x, int64_t y) { return static_cast<double>(x + y); });
+        return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; }, iadd);
       case EOp::Sub:
-        return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; },
-                     [](int64_t x, int64_t y) { return static_cast<double>(x - y); });
+        return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; }, isub);
       case EOp::Mul:
-        return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; },
-                     [](int64_t x, int64_t y) { return static_cast<double>(x * y); });
+        return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; }, imul);
       case EOp::Div:
-        return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; },
-                     [](int64_t x, int64_t y) { return y == 0 ? 0.0 : static_cast<double>(x / y); });
+        return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; }, idiv);
       case EOp::Mod:
-        return arith([](float x, float y) { return std::fmod(x, y); }, [](double x, double y) { return std::fmod(x, y); },
-                     [](int64_t x, int64_t y) { return y == 0 ? 0.0 : static_cast<double>(x % y); });
-      case EOp::Lt: return a(0) < a(1);
-      case EOp::Le: return a(0) <= a(1);
-      case EOp::Gt: return a(0) > a(1);
-      case EOp::Ge: return a(0) >= a(1);
-      case EOp::Eq: return a(0) == a(1);
-      case EOp::Ne: return a(0) != a(1);
-      case EOp::And: return a(0) != 0 && a(1) != 0;
-      case EOp::Or: return a(0) != 0 || a(1) != 0;
+        return arith([](float x, float y) { return std::fmod(x, y); }, [](double x, double y) { return std::fmod(x, y); }, imod);
+      case EOp::Lt: return Num::of(static_cast<int64_t>(less(0, 1)));
+      case EOp::Le: return Num::of(static_cast<int64_t>(!less(1, 0)));
+      case EOp::Gt: return Num::of(static_cast<int64_t>(less(1, 0)));
+      case EOp::Ge: return Num::of(static_cast<int64_t>(!less(0, 1)));
+      case EOp::Eq: return Num::of(static_cast<int64_t>(bothInt() ? i(0) == i(1) : d(0) == d(1)));
+      case EOp::Ne: return Num::of(static_cast<int64_t>(bothInt() ? i(0) != i(1) : d(0) != d(1)));
+      case EOp::And: return Num::of(static_cast<int64_t>(d(0) != 0 && d(1) != 0));
+      case EOp::Or: return Num::of(static_cast<int64_t>(d(0) != 0 || d(1) != 0));
       case EOp::Sqrt: return unary([](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
       case EOp::Rsqrt: return unary([](float x) { return 1.0f / std::sqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); });
       case EOp::Exp: return unary([](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
@@ -374,28 +471,35 @@ private:
       case EOp::Tanh: return unary([](float x) { return std::tanh(x); }, [](double x) { return std::tanh(x); });
       case EOp::Sigmoid:
         return unary([](float x) { return 1.0f / (1.0f + std::exp(-x)); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
-      case EOp::Abs: return std::fabs(fl ? static_cast<double>(f(a(0))) : a(0));
-      case EOp::Relu: return a(0) > 0 ? (fl ? static_cast<double>(f(a(0))) : a(0)) : 0.0;
+      case EOp::Abs:
+        if (integer) return Num::of(i(0) < 0 ? ineg(i(0)) : i(0));
+        return Num::of(std::fabs(fl ? static_cast<double>(fv(0)) : d(0)));
+      case EOp::Relu:
+        if (integer) return Num::of(std::max<int64_t>(i(0), 0));
+        return Num::of(d(0) > 0 ? (fl ? static_cast<double>(fv(0)) : d(0)) : 0.0);
       case EOp::Gelu:
         return unary([](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); },
                      [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)); });
       case EOp::Pow:
         return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); },
-                     [](int64_t x, int64_t y) { return std::pow(static_cast<double>(x), static_cast<double>(y)); });
-      case EOp::Min: return std::min(a(0), a(1));
-      case EOp::Max: return std::max(a(0), a(1));
-      case EOp::Select: return a(0) != 0 ? a(1) : a(2);
-      case EOp::Cast: return store(t, a(0));
+                     integerPow);
+      case EOp::Min: return pick(!less(1, 0));
+      case EOp::Max: return pick(!less(0, 1));
+      case EOp::Select: return d(0) != 0 ? a(1) : a(2);
+      case EOp::Cast:
+        if (integral(t) || t == DType::Bool) return Num::of(a(0).isInt ? saturateInteger(t, a(0).i) : toInt64(store(t, a(0).f())));
+        if (a(0).isInt && t != DType::F64 && !c_.exact) return Num::of(store(t, static_cast<double>(fv(0))));
+        return Num::of(store(t, d(0)));
       case EOp::Dropout: {
-        float p = f(a(1));
-        uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(static_cast<int64_t>(a(2))) : c_.seed;
+        float p = fv(1);
+        uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(i(2)) : c_.seed;
         float u = dropoutUniform(seed, n.salt, key);
-        if (u < p) return 0.0;
-        if (!fl) return a(0) / (1.0 - a(1));  // f64 (and exact mode) in f64
-        return static_cast<double>(f(a(0)) * (1.0f / (1.0f - p)));
+        if (u < p) return Num::of(0.0);
+        if (!fl) return Num::of(d(0) / (1.0 - d(1)));  // f64 (and exact mode) in f64
+        return Num::of(static_cast<double>(fv(0) * (1.0f / (1.0f - p))));
       }
     }
-    return 0;
+    return Num::of(0.0);
   }
 
   // ---- Reductions and row-wise operations ----
@@ -440,6 +544,18 @@ private:
         // the row-wise operations do: a sequential float sum of n terms errs by up to ~n ulp, the
         // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway
         // (rounding is monotone), so every kind rounds its double result once.
+        if (integral(xs.type.dtype) && integral(s.type.dtype) && s.reduce != ReduceKind::Norm) {
+          // Integers: exactly, in 64 bits (a sum wraps as the generated code's does).
+          int64_t acc = s.reduce == ReduceKind::Max ? INT64_MIN : s.reduce == ReduceKind::Min ? INT64_MAX : 0;
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t v = x.integer(base + i * step);
+            acc = s.reduce == ReduceKind::Max ? std::max(acc, v) : s.reduce == ReduceKind::Min ? std::min(acc, v) : iadd(acc, v);
+          }
+          if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) acc = 0;
+          if (s.reduce == ReduceKind::Mean) acc = idiv(acc, count);
+          y.setInteger(o, saturateInteger(s.type.dtype, acc));
+          continue;
+        }
         bool useF = accFloat(s.type.dtype);
         double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
         double mag = 0;  // the sum of the terms' magnitudes (for `perturbed`)
@@ -464,7 +580,7 @@ private:
           if (s.reduce == ReduceKind::Mean) res += c_.perturbGamma * mag / static_cast<double>(count);
           if (s.reduce == ReduceKind::Norm) res += c_.perturbGamma * std::fabs(res);
         }
-        y.data[o] = store(s.type.dtype, res);
+        put(y, o, s.type.dtype, res);
       }
       out.push_back(std::move(y));
     }
@@ -585,7 +701,7 @@ private:
               if (wide) acc += x * w;
               else acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
             }
-            y.data[yoff + m * ys[ry - 2] + n] = store(s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
+            put(y, yoff + m * ys[ry - 2] + n, s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
           }
       }
       if (gemv) y.shape.pop_back();
@@ -606,13 +722,16 @@ private:
       int64_t R = t.shape[0], D = t.shape[1];
       int64_t off = rowSliced ? sliceOffset(ts.type, r, R) : 0;
       for (int64_t i = 0; i < idx.numel(); ++i) {
-        int64_t v = static_cast<int64_t>(idx.data[i]);
+        int64_t v = idx.integer(i);
         if (v < 0 || v >= rowsGlobal)
           throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) +
                          ") of table '" + ts.name + "'");
         int64_t lr = v - off;
         if (lr < 0 || lr >= R) continue;  // a row another rank owns: zero here
-        for (int64_t d = 0; d < D; ++d) y.data[i * D + d] = t.data[lr * D + d];
+        for (int64_t d = 0; d < D; ++d) {
+          y.data[i * D + d] = t.data[lr * D + d];
+          if (!y.exact.empty()) y.exact[i * D + d] = t.exact[lr * D + d];
+        }
       }
       out.push_back(std::move(y));
     }
@@ -650,6 +769,18 @@ private:
 
   Tensor reduceAcross(const std::vector<int>& ranks, int operand, ReduceOp op, DType t) {
     Tensor acc = vals_[operand][ranks[0]];
+    if (integral(t)) {  // exactly, in 64 bits (sums and products wrap), then saturated to t
+      for (size_t i = 1; i < ranks.size(); ++i) {
+        const Tensor& x = vals_[operand][ranks[i]];
+        for (int64_t e = 0; e < acc.numel(); ++e) {
+          int64_t u = acc.integer(e), v = x.integer(e);
+          acc.setInteger(e, op == ReduceOp::Sum ? iadd(u, v) : op == ReduceOp::Prod ? imul(u, v)
+                            : op == ReduceOp::Max ? std::max(u, v) : std::min(u, v));
+        }
+      }
+      for (int64_t e = 0; e < acc.numel(); ++e) acc.setInteger(e, saturateInteger(t, acc.integer(e)));
+      return acc;
+    }
     for (size_t i = 1; i < ranks.size(); ++i) {
       const Tensor& x = vals_[operand][ranks[i]];
       for (int64_t e = 0; e < acc.numel(); ++e) acc.data[e] = combine(op, t, acc.data[e], x.data[e]);
@@ -703,6 +834,8 @@ private:
             for (int i = 0; i < n; ++i) {
               const Tensor& src = vals_[x][ranks[i]];
               std::copy(src.data.begin() + j * chunk, src.data.begin() + (j + 1) * chunk, y.data.begin() + i * chunk);
+              if (!y.exact.empty())
+                std::copy(src.exact.begin() + j * chunk, src.exact.begin() + (j + 1) * chunk, y.exact.begin() + i * chunk);
             }
             out[ranks[j]] = std::move(y);
           }
@@ -756,8 +889,12 @@ Tensor storageOf(const Tensor& whole, const TensorType& t, const Config& c, int 
   Tensor x;
   x.shape = localShape(t, c, r);
   x.data.resize(numelOf(x.shape));
+  if (!whole.exact.empty()) x.exact.resize(x.data.size());
   int64_t off = groupCoord(t.group, c, r).pos * x.shape[t.layout.dim];
-  forSliceElements(whole.shape, x.shape, t.layout.dim, off, [&](int64_t i, int64_t w) { x.data[i] = whole.data[w]; });
+  forSliceElements(whole.shape, x.shape, t.layout.dim, off, [&](int64_t i, int64_t w) {
+    x.data[i] = whole.data[w];
+    if (!x.exact.empty()) x.exact[i] = whole.exact[w];
+  });
   return x;
 }
 
@@ -766,13 +903,17 @@ Tensor wholeOf(const PerRank& v, const TensorType& t, const Config& c, int r) {
   Tensor whole;
   for (auto& d : t.shape) whole.shape.push_back(evalSize(d, c, "a dimension"));
   whole.data.assign(numelOf(whole.shape), 0.0);
+  if (keepsExact(t.dtype)) whole.exact.assign(whole.data.size(), 0);
   int me = groupCoord(t.group, c, r).instance;
   for (int q = 0; q < c.ranks; ++q) {
     GroupCoord gc = groupCoord(t.group, c, q);
     if (gc.instance != me) continue;
     const Tensor& part = v[q];
     forSliceElements(whole.shape, part.shape, t.layout.dim, gc.pos * part.shape[t.layout.dim],
-                     [&](int64_t i, int64_t w) { whole.data[w] = part.data[i]; });
+                     [&](int64_t i, int64_t w) {
+                       whole.data[w] = part.data[i];
+                       if (!whole.exact.empty()) whole.exact[w] = part.exact[i];
+                     });
   }
   return whole;
 }

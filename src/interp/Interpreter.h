@@ -18,11 +18,21 @@
 
 namespace coconet::interp {
 
-// One rank's storage of one value.
+// One rank's storage of one value. Every element is in `data`, exactly for every dtype but i64,
+// whose values past 2^53 a double does not hold: an i64 value also keeps `exact`, its elements
+// exactly (data holds the nearest doubles). Integer arithmetic reads integer() and writes
+// setInteger(); copies move both.
 struct Tensor {
   std::vector<int64_t> shape;
-  std::vector<double> data;  // each element exactly representable in the value's dtype
+  std::vector<double> data;
+  std::vector<int64_t> exact;  // i64 values only; empty otherwise
   int64_t numel() const;
+  // Element i of a value of an integer or bool type.
+  int64_t integer(int64_t i) const { return exact.empty() ? static_cast<int64_t>(data[i]) : exact[i]; }
+  void setInteger(int64_t i, int64_t v) {
+    data[i] = static_cast<double>(v);
+    if (!exact.empty()) exact[i] = v;
+  }
 };
 
 using PerRank = std::vector<Tensor>;  // indexed by world rank
@@ -31,7 +41,8 @@ using PerRank = std::vector<Tensor>;  // indexed by world rank
 struct Config {
   int ranks = 1;
   std::map<std::string, int64_t> sizes;
-  std::map<std::string, double> scalars;
+  std::map<std::string, double> scalars;  // float and bool scalar parameters
+  std::map<std::string, int64_t> integerScalars;  // integer scalar parameters, exactly
   uint64_t seed = 0;
   // Exact mode: floating-point values are neither rounded to their dtype nor computed in f32;
   // everything runs in f64. Verify uses it as the reference that rounding errors are measured
@@ -85,6 +96,16 @@ Tensor wholeOf(const PerRank& v, const ir::TensorType& t, const Config& c, int r
 
 // Rounds a value to a dtype's storage precision (f16/bf16 round to nearest even).
 double roundTo(ir::DType t, double v);
+// An integer saturated to an integer type's range (bool: 0 or 1); a double truncated toward zero
+// and saturated to int64 (NaN: 0).
+int64_t saturateInteger(ir::DType t, int64_t v);
+int64_t toInt64(double v);
+// The integer arithmetic of i8, u8, i32 and i64 values (computed in 64 bits, two's complement:
+// sums and products wrap; division and remainder truncate, by zero give 0; x ** y with y < 0 is 0
+// unless x is 1 or -1). The generated code computes the same (coconet_rt::ipow and the like).
+int64_t integerPow(int64_t x, int64_t y);
+// Whether values of type t keep Tensor::exact (i64).
+bool keepsExact(ir::DType t);
 
 // The dropout generator: a uniform float in [0, 1) with 24 random bits.
 float dropoutUniform(uint64_t seed, uint64_t salt, uint64_t index);

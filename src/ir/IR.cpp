@@ -121,7 +121,7 @@ std::string Expr::str(const std::vector<std::string>& operandNames) const {
       case EOp::Operand:
         text(n.index < static_cast<int>(operandNames.size()) ? operandNames[n.index] : "%" + std::to_string(n.index));
         break;
-      case EOp::Const: text(num(n.value)); break;
+      case EOp::Const: text(n.integerConst() ? std::to_string(n.ivalue) : num(n.value)); break;
       case EOp::Param: text(n.name); break;
       case EOp::Rank: text(n.group && n.group->depth ? n.group->name + ".rank" : "rank"); break;
       case EOp::GroupIndex: text(n.group->name + ".index"); break;

@@ -73,10 +73,21 @@ struct ENode {
   DType dtype = DType::F32;   // the node's result type
   std::vector<int> args;      // indices of earlier nodes of the same expression
   int index = 0;              // Operand: operand number
-  double value = 0;           // Const
+  double value = 0;           // Const (an integer or bool literal: ivalue as the nearest double)
+  int64_t ivalue = 0;         // Const of an integer or bool literal, exactly (integerConst())
   std::string name;           // Param: parameter name
   const GroupInfo* group = nullptr;  // Rank, GroupIndex, GroupSize
   uint64_t salt = 0;          // Dropout: stable id mixed into the random stream
+
+  // A Const written as an integer or bool literal: its exact value is ivalue.
+  bool integerConst() const { return op == EOp::Const && (ast::isInteger(dtype) || dtype == DType::Bool); }
+  // Whether the node's value is an integer computed exactly (the interpreter and the generated
+  // code alike): of type i8, u8, i32, i64 or bool, or an integer literal. Comparisons, min and max
+  // of two such values compare them as integers; arithmetic of literals alone is in double.
+  bool integerValued() const {
+    return dtype == DType::I8 || dtype == DType::U8 || dtype == DType::I32 || dtype == DType::I64 ||
+           dtype == DType::Bool || integerConst();
+  }
 
   static ENode make(EOp op, DType t, std::vector<int> args = {}, int index = 0) {
     ENode n;

@@ -255,7 +255,8 @@ private:
       case ExprKind::IntLit: {
         ENode n = leaf(EOp::Const);
         n.dtype = e.type.dtype;
-        n.value = static_cast<double>(static_cast<const IntLit&>(e).value);
+        n.ivalue = static_cast<const IntLit&>(e).value;
+        n.value = static_cast<double>(n.ivalue);
         return x.add(n);
       }
       case ExprKind::FloatLit: {
@@ -266,7 +267,8 @@ private:
       }
       case ExprKind::BoolLit: {
         ENode n = leaf(EOp::Const);
-        n.value = static_cast<const BoolLit&>(e).value ? 1 : 0;
+        n.ivalue = static_cast<const BoolLit&>(e).value ? 1 : 0;
+        n.value = static_cast<double>(n.ivalue);
         return x.add(n);
       }
       case ExprKind::NameRef: {

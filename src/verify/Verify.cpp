@@ -234,13 +234,16 @@ void chooseScalars(const Program& p, Config& c, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> uf(0.05, 0.45);
   for (auto& prm : p.params) {
     if (prm.isSize) continue;
+    const bool integer = ast::isInteger(prm.dtype);
     if (prm.value) {
-      c.scalars[prm.name] = ast::isInteger(prm.dtype) ? static_cast<double>(prm.ivalue) : *prm.value;
+      if (integer) c.integerScalars[prm.name] = prm.ivalue;
+      else c.scalars[prm.name] = *prm.value;
       continue;
     }
-    if (roots.count(prm.name)) c.scalars[prm.name] = static_cast<double>(rng() % smallest);
+    if (roots.count(prm.name) && integer) c.integerScalars[prm.name] = static_cast<int64_t>(rng() % smallest);
+    else if (roots.count(prm.name)) c.scalars[prm.name] = static_cast<double>(rng() % smallest);
     else if (prm.dtype == DType::Bool) c.scalars[prm.name] = static_cast<double>(rng() % 2);
-    else if (ast::isInteger(prm.dtype)) c.scalars[prm.name] = static_cast<double>(1 + rng() % 8);
+    else if (integer) c.integerScalars[prm.name] = static_cast<int64_t>(1 + rng() % 8);
     else c.scalars[prm.name] = interp::roundTo(prm.dtype, uf(rng));
   }
 }
@@ -283,12 +286,14 @@ std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Co
         Tensor t;
         t.shape = shape;
         t.data.resize(t.numel());
+        if (interp::keepsExact(s.type.dtype)) t.exact.resize(t.data.size());
         for (auto& v : t.data) {
           if (indexBound.count(static_cast<int>(i))) v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
           else if (s.type.dtype == DType::Bool) v = static_cast<double>(rng() % 2);
           else if (ast::isInteger(s.type.dtype)) v = static_cast<double>(rng() % 4);
           else v = interp::roundTo(s.type.dtype, uf(rng));
         }
+        for (size_t e = 0; e < t.exact.size(); ++e) t.exact[e] = static_cast<int64_t>(t.data[e]);
         byKey[k] = std::move(t);
       }
       perRank[r] = byKey[k];
@@ -340,7 +345,7 @@ Compare compareExact(const std::vector<Tensor>& a, const std::vector<Tensor>& b)
     for (int64_t i = 0; i < a[r].numel(); ++i) {
       double x = a[r].data[i], y = b[r].data[i];
       ++c.elements;
-      if (same(x, y)) continue;
+      if (a[r].exact.empty() || b[r].exact.empty() ? same(x, y) : a[r].exact[i] == b[r].exact[i]) continue;
       ++c.mismatches;
       double d = std::fabs(x - y), scale = std::max(std::fabs(x), std::fabs(y));
       c.maxAbs = std::max(c.maxAbs, d);
@@ -395,7 +400,9 @@ std::string sizesStr(const Program& p, const Config& c) {
   std::string s;
   for (auto& prm : p.params) {
     if (prm.isSize) s += " " + prm.name + "=" + std::to_string(c.sizes.at(prm.name));
-    else if (!prm.value) {
+    else if (!prm.value && c.integerScalars.count(prm.name)) {
+      s += " " + prm.name + "=" + std::to_string(c.integerScalars.at(prm.name));
+    } else if (!prm.value) {
       std::ostringstream os;
       os << c.scalars.at(prm.name);
       s += " " + prm.name + "=" + os.str();
@@ -430,9 +437,10 @@ void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
       case DType::I8: { int8_t x = static_cast<int8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
       case DType::U8: case DType::Bool: { uint8_t x = static_cast<uint8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
       case DType::I32: { int32_t x = static_cast<int32_t>(v); os.write(reinterpret_cast<const char*>(&x), 4); break; }
-      default: { int64_t x = static_cast<int64_t>(v); os.write(reinterpret_cast<const char*>(&x), 8); break; }
+      default: break;  // i64: below, exactly
     }
   }
+  for (int64_t x : t.exact) os.write(reinterpret_cast<const char*>(&x), 8);
   writeFile(file.string(), os.str());
 }
 
@@ -444,6 +452,7 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
   m["ranks"] = c.ranks;
   m["sizes"] = c.sizes;
   m["scalars"] = c.scalars;
+  for (auto& [k, v] : c.integerScalars) m["scalars"][k] = v;
   m["seed"] = c.seed;
   auto entry = [&](const std::string& kind, const std::string& name, const TensorType& t, const PerRank& v) {
     nlohmann::json e{{"name", name}, {"dtype", ast::dtypeName(t.dtype)}, {"layout", t.layout.str()}};
@@ -471,6 +480,7 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
   t << "program " << p.name << "\nranks " << c.ranks << "\nseed " << c.seed << "\n";
   for (auto& [k, v] : c.sizes) t << "size " << k << " " << v << "\n";
   for (auto& [k, v] : c.scalars) t << "scalar " << k << " " << v << "\n";
+  for (auto& [k, v] : c.integerScalars) t << "scalar " << k << " " << v << "\n";
   for (const char* kind : {"inputs", "outputs", "states"}) {
     if (!m.contains(kind)) continue;
     std::string word = std::string(kind) == "inputs" ? "in" : std::string(kind) == "outputs" ? "out" : "state";

@@ -35,6 +35,11 @@ import time
 import torch
 import torch.multiprocessing as mp
 
+
+class Scalar(ctypes.Union):
+    """coconet_scalar: f for float and bool scalars, i for integer ones."""
+    _fields_ = [("f", ctypes.c_double), ("i", ctypes.c_longlong)]
+
 # Seconds a check may take before it counts as hung (CAPI_CHECK_TIMEOUT: tests/gpu/capi_batch_test.sh).
 TIMEOUT = float(os.environ.get("CAPI_CHECK_TIMEOUT", "180"))
 
@@ -59,7 +64,7 @@ def read_manifest(d):
             elif w[0] == "size":
                 m["sizes"][w[1]] = int(w[2])
             elif w[0] == "scalar":
-                m["scalars"][w[1]] = float(w[2])
+                m["scalars"][w[1]] = w[2]  # as written: an integer scalar exactly
             elif w[0] == "tensor":
                 m["tensors"].append({"kind": w[1], "name": w[2], "dtype": w[3], "rank": int(w[4]), "file": w[5], "n": int(w[6])})
     return m
@@ -77,7 +82,7 @@ def bind(lib, name):
     f("interface").restype = ctypes.c_char_p
     f("last_error").restype = ctypes.c_char_p
     f("create").argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
-    f("run").argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_double),
+    f("run").argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(Scalar),
                          ctypes.POINTER(ctypes.c_void_p), ctypes.c_ulonglong]
     f("finish").argtypes = [ctypes.c_void_p, ctypes.c_double]
     f("local_shape").argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_longlong),
@@ -128,13 +133,15 @@ def batch_worker(rank, world, jobs, results):
 def run_dump(f, ok, handle, iface, rank, dev, dump):
     m = read_manifest(dump)
     sizes = (ctypes.c_longlong * max(1, len(iface["sizes"])))(*[m["sizes"][s] for s in iface["sizes"]])
-    scal = []
-    for s in iface["scalars"]:
+    scalars = (Scalar * max(1, len(iface["scalars"])))()
+    for k, s in enumerate(iface["scalars"]):
         v = m["scalars"].get(s["name"], s["default"])
         if v is None:
             raise RuntimeError(f"scalar {s['name']} is neither in the dump nor has a default")
-        scal.append(float(v))
-    scalars = (ctypes.c_double * max(1, len(scal)))(*scal)
+        if s["dtype"] in ("i8", "u8", "i32", "i64"):
+            scalars[k].i = int(v)
+        else:
+            scalars[k].f = float(v)
     mine = {(e["kind"], e["name"]): e for e in m["tensors"] if e["rank"] == rank}
     tensors, expected = [], {}
     for t in iface["tensors"]:

@@ -350,11 +350,10 @@ error_path() {
     echo "error path $label: FAILED (wanted: $want)" >> "$res"; tail -n 3 "$log" | sed 's/^/    /' >> "$res"; fail=$((fail+1))
   fi
 }
-# An i64 scalar that is not a whole number, naming the parameter (coconet_rt::checkIntegerScalar).
-if keep megatron_row && [ -x "$b/gen/megatron_row/build/megatron_row_main" ]; then
-  error_path "megatron_row -D seed=0.5" "$b/gen/megatron_row/build/megatron_row_main" \
-    "megatron_row: scalar parameter 'seed' (i64) is 0.5; it must be a whole number from -2^53 to 2^53" \
-    -D B=4 -D S=4 -D H=8 -D seed=0.5
+# An i32 scalar past its type's range, naming the parameter (coconet_rt::checkIntegerScalar).
+if keep run_args && [ -x "$b/gen/run_args/build/run_args_main" ]; then
+  error_path "run_args -D root=2147483648" "$b/gen/run_args/build/run_args_main" \
+    "run_args: scalar parameter 'root' (i32) is 2147483648; it must lie from -2147483648 to 2147483647" -D R=4 -D root=2147483648
 fi
 # A size bound at compile time passed with another value; a run-time eps that is not positive;
 # a root (with a default, read at run time) outside the world; a dropout probability of 1, and

@@ -14,11 +14,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+typedef union coconet_scalar {
+  double f;
+  long long i;
+} coconet_scalar;
 const char* API(interface)(void);
 const char* API(last_error)(void);
 int API(unique_id)(char id[128]);
 int API(create)(const char id[128], int rank, int nranks, void* stream, void** handle);
-int API(run)(void* handle, const long long* sizes, const double* scalars, void* const* tensors, unsigned long long seed);
+int API(run)(void* handle, const long long* sizes, const coconet_scalar* scalars, void* const* tensors, unsigned long long seed);
 int API(finish)(void* handle, double timeout_seconds);
 int API(local_shape)(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank);
 int API(destroy)(void* handle);
@@ -44,7 +48,9 @@ static void expectOk(int rc, const char* call) {
 
 int main(void) {
   const long long sizes[1] = {1024};
-  const double scalars[2] = {0.5, 3};
+  coconet_scalar scalars[2];
+  scalars[0].f = 0.5;  /* errno: f32 */
+  scalars[1].i = 3;    /* int: i64 */
   void* tensors[8] = {0};
   long long shape[8];
   int rank = 0;

@@ -45,16 +45,14 @@ inline void check(cublasStatus_t e, const char* program, const char* stage, cons
   if (e != CUBLAS_STATUS_SUCCESS) fail(program, stage, what, "cuBLAS status " + std::to_string(static_cast<int>(e)));
 }
 
-// An integer scalar parameter arrives as a double (the C++ and C interfaces carry every scalar
-// as one): it must be a whole number in [lo, hi], its type's range (i64: within 2^53 of zero,
-// where a double holds every integer), or the run refuses it rather than compute with another.
-inline void checkIntegerScalar(double v, double lo, double hi, const char* program, const char* name, const char* type,
-                               const char* range) {
-  if (v >= lo && v <= hi && std::trunc(v) == v) return;
+// An integer scalar parameter arrives as a long long: an i8, u8 or i32 one must lie in its type's
+// range [lo, hi], or the run refuses it rather than compute with another.
+inline void checkIntegerScalar(long long v, long long lo, long long hi, const char* program, const char* name,
+                               const char* type) {
+  if (v >= lo && v <= hi) return;
   std::ostringstream os;
-  os.precision(17);
-  os << program << ": scalar parameter '" << name << "' (" << type << ") is " << v << "; it must be a whole number from "
-     << range;
+  os << program << ": scalar parameter '" << name << "' (" << type << ") is " << v << "; it must lie from " << lo << " to "
+     << hi;
   throw Error(os.str());
 }
 
@@ -228,6 +226,7 @@ template <> struct Store<__half> { __device__ static __half from(double v) { ret
 template <> struct Store<__nv_bfloat16> { __device__ static __nv_bfloat16 from(double v) { return __float2bfloat16_rn(static_cast<float>(v)); } };
 template <> struct Store<float> { __device__ static float from(double v) { return static_cast<float>(v); } };
 template <> struct Store<double> { __device__ static double from(double v) { return v; } };
+// (An integer value stored to a float type converts as the interpreter's does: through double.)
 // Integers saturate and truncate toward zero, as the reference interpreter does.
 template <class I> struct Limits;
 template <> struct Limits<int8_t> { static constexpr double lo = -128.0, hi = 127.0; };
@@ -241,10 +240,52 @@ template <class I> __device__ inline I saturate(double v) {
   if (v >= Limits<I>::hi) return sizeof(I) == 8 ? static_cast<I>(9223372036854775807LL) : static_cast<I>(Limits<I>::hi);
   return static_cast<I>(v);
 }
-template <> struct Store<int8_t> { __device__ static int8_t from(double v) { return saturate<int8_t>(v); } };
-template <> struct Store<uint8_t> { __device__ static uint8_t from(double v) { return saturate<uint8_t>(v); } };
-template <> struct Store<int> { __device__ static int from(double v) { return saturate<int>(v); } };
-template <> struct Store<long long> { __device__ static long long from(double v) { return saturate<long long>(v); } };
+// An integer of an integer expression saturates to a narrower integer type exactly.
+template <class I> __host__ __device__ inline I saturateInteger(long long v) {
+  const long long lo = static_cast<long long>(Limits<I>::lo), hi = sizeof(I) == 8 ? 9223372036854775807LL : static_cast<long long>(Limits<I>::hi);
+  return static_cast<I>(v < lo ? lo : v > hi ? hi : v);
+}
+template <> struct Store<int8_t> {
+  __device__ static int8_t from(double v) { return saturate<int8_t>(v); }
+  __device__ static int8_t from(long long v) { return saturateInteger<int8_t>(v); }
+};
+template <> struct Store<uint8_t> {
+  __device__ static uint8_t from(double v) { return saturate<uint8_t>(v); }
+  __device__ static uint8_t from(long long v) { return saturateInteger<uint8_t>(v); }
+};
+template <> struct Store<int> {
+  __device__ static int from(double v) { return saturate<int>(v); }
+  __device__ static int from(long long v) { return saturateInteger<int>(v); }
+};
+template <> struct Store<long long> {
+  __device__ static long long from(double v) { return saturate<long long>(v); }
+  __device__ static long long from(long long v) { return v; }
+};
+
+// Integer arithmetic of i8, u8, i32 and i64 expressions, in 64 bits as the interpreter computes
+// it: two's complement (sums, differences, products and negation wrap), division and remainder
+// truncating (by zero: 0; INT64_MIN / -1 wraps), pow(x, y) by squaring (y < 0: 0 unless x is 1
+// or -1).
+__host__ __device__ inline long long iadd(long long a, long long b) {
+  return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
+}
+__host__ __device__ inline long long isub(long long a, long long b) {
+  return static_cast<long long>(static_cast<unsigned long long>(a) - static_cast<unsigned long long>(b));
+}
+__host__ __device__ inline long long imul(long long a, long long b) {
+  return static_cast<long long>(static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b));
+}
+__host__ __device__ inline long long ineg(long long a) { return static_cast<long long>(0ULL - static_cast<unsigned long long>(a)); }
+__host__ __device__ inline long long iabs(long long a) { return a < 0 ? ineg(a) : a; }
+__host__ __device__ inline long long idiv(long long a, long long b) { return b == 0 ? 0 : b == -1 ? ineg(a) : a / b; }
+__host__ __device__ inline long long imod(long long a, long long b) { return b == 0 || b == -1 ? 0 : a % b; }
+__host__ __device__ inline long long ipow(long long x, long long y) {
+  if (y < 0) return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+  unsigned long long r = 1, b = static_cast<unsigned long long>(x);
+  for (unsigned long long e = static_cast<unsigned long long>(y); e; e >>= 1, b *= b)
+    if (e & 1) r *= b;
+  return static_cast<long long>(r);
+}
 
 // Rounding a value to a dtype inside an expression (casts).
 __device__ inline float round_f16(float x) { return __half2float(__float2half_rn(x)); }

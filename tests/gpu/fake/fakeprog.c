@@ -35,7 +35,7 @@ int FN(local_shape)(void* h, const char* name, const long long* sizes, long long
   *rank = 1;
   return 0;
 }
-int FN(run)(void* h, const long long* sizes, const double* scalars, void** tensors, unsigned long long seed) {
+int FN(run)(void* h, const long long* sizes, const void* scalars, void** tensors, unsigned long long seed) {
   (void)scalars; (void)seed;
   const double* x = tensors[0];
   double* y = tensors[1];
