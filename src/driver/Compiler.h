@@ -29,6 +29,9 @@ struct Invocation {
   std::string arch = "sm_90a";
   bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
   bool timeline = false;          // compile: events at the stages, rounds and chunks of one call, printed (--timeline)
+  // The process ends after this run: its programs are left to the OS rather than freed (the
+  // command-line driver sets it).
+  bool exitAfter = false;
 };
 
 // Exit codes: 0 success, 1 errors in the user's input, 3 internal compiler error.

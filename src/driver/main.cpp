@@ -43,6 +43,7 @@ static int command(int argc, char** argv) {
   app.require_subcommand(1);
 
   Invocation inv;
+  inv.exitAfter = true;
   std::vector<std::string> defines;
   auto addCommon = [&](CLI::App* sub) {
     sub->add_option("input", inv.input, "the .cnet program")->required();
