@@ -42,7 +42,7 @@ variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
 variant split5 adam 'tune(f, chunks = 5, roles = split);'
 variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chunks = 3, roles = split);'
 # 16 rounds in roles, for the @many vectors (192 workers at 4 ranks): the rounds and blocks of
-# the sizes where per-round hand-over matters (session 17).
+# the sizes where per-round hand-over matters (coconet_rt::roleReady).
 variant split16 adam 'tune(f, chunks = 16, roles = split);'
 variant split16 lamb $'tune(moments, chunks = 16, roles = split);\ntune(apply, chunks = 16, roles = split);'
 # roles = auto (movers from coconet_rt::kRolesAutoRounds = 4 rounds, which the test sizes never
@@ -97,7 +97,7 @@ variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never)
 # reduce-scatter + epilogue + all-gather kernel there.
 variant two megatron_row 'tune(f, algorithm = two_shot);'
 # ... that kernel (Emitter::onePassForm) in 3 pipelined rounds, and in 4 with split roles (16
-# movers), from the group's own knobs (since session 38).
+# movers), from the group's own knobs.
 variant two3 megatron_row 'tune(f, algorithm = two_shot, chunks = 3);'
 variant twosplit megatron_row 'tune(f, algorithm = two_shot, chunks = 4, roles = split, movers = 16);'
 # ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
@@ -179,14 +179,14 @@ if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
   done
   echo "gpu-bundle: kept $(ls "$b/gen" | tr '\n' ' ')"
 fi
-# The commit the bundle was made from (job.sh's headers name it), "-dirty" with changes not
-# committed: a result must name the code that ran.
+# The commit the bundle was made from (tests/gpu/ll-stress.sh's header names it), "-dirty"
+# with changes not committed: a result must name the code that ran.
 git -C "$root" describe --always --dirty --abbrev=7 > "$b/commit.txt" 2>/dev/null || echo "unknown" > "$b/commit.txt"
 du -sh "$b"
 # The bundle as one .gpu-bundle/bundle.tgz (the generated sources compress about 4x) when it and
 # the repository's tracked files pass 56 MiB (a device run carries 64 MiB in all), or with
-# GPU_BUNDLE_PACK=1 (=0: never); tools/gpu-unpack.sh (which tools/bench/gpu/job.sh,
-# tests/gpu/run.sh and tools/bench/gpu/run.sh call) unpacks it in place.
+# GPU_BUNDLE_PACK=1 (=0: never); tools/gpu-unpack.sh (which tests/gpu/run.sh and
+# tools/bench/gpu/run.sh call) unpacks it in place.
 pack=${GPU_BUNDLE_PACK:-}
 if [ -z "$pack" ]; then
   tracked=$(cd "$root" && git ls-files -z 2>/dev/null | du --files0-from=- -cb 2>/dev/null | tail -n 1 | cut -f1)

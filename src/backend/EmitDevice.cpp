@@ -427,7 +427,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // A flags-pulling tail's movers pull in claimed tiles or in fixed parts (claimedPulls), each form
   // its own instantiation, kTiles: with both in one kernel LAMB's `apply` (64 registers) spilled
   // 152 / 404 bytes (stores / loads) where the fixed parts alone spill 72 / 192, in the form that 8
-  // and 16 rounds take (ptxas for sm_90a, session 50).
+  // and 16 rounds take (ptxas for sm_90a).
   const bool solo = !oneShot && dg.soloForm();
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
   const bool tilesForm = !oneShot && flagsPulls(dg);  // (a flags-pulling tail has the one-rank form)
@@ -1810,9 +1810,9 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
       if (folded) {
         // The stores and the waits are spread over threads so that their round trips overlap: one
         // store per thread of block 0, and warp 0 of every block waits for 32 ranks' slots at a
-        // time. (One thread storing and waiting for every slot in turn took 6-9 us of LAMB's step
-        // at 4 GPUs, docs/benchmarks/gpu/2026-11-26-4xH200-session27.) The values are combined in
-        // rank order as before, so the results are the same bits.
+        // time. (One thread storing and waiting for every slot in turn cost LAMB's step 6-9 us on
+        // 4 H200.) The values are combined in rank order, so the results are the same bits on every
+        // rank.
         const std::string n = std::to_string(ex.size());
         std::string pick;  // value k of the exchange
         for (size_t k = 0; k + 1 < ex.size(); ++k) pick += "k == " + std::to_string(k) + " ? " + value(p_.stages[ex[k]].operands[0]) + " : ";
@@ -1926,7 +1926,7 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
   // The kernel.
   auto& K = kernels_;
   // One block: its threads combine the blocks' partials (a serial loop over a few hundred of them
-  // took ~15 us of LAMB's step at 4x H200, session14-timelines); every thread then computes the
+  // cost LAMB's step about 15 us on 4 H200); every thread then computes the
   // scalars (the same values), thread 0 alone stores to peers and to the outputs.
   K << "// " << sc.name << ": one block (partials combined by its threads); the allreduces as " << sc.exchanges.size()
     << " exchange(s) of up to " << sc.width << " value(s) through a symmetric window (two halves, parity)\n";
@@ -2005,7 +2005,7 @@ void Emitter::planFoldedReductions() {
       foldedInto_[rid] = first;
     }
     if (dg.folds.empty()) continue;
-    // Members that only folded reductions read are no longer stored (the NCCL fallback stores them).
+    // Members that only folded reductions read are not stored (the NCCL fallback stores them).
     std::set<int> inside(dg.calc.begin(), dg.calc.end());
     inside.insert(dg.folds.begin(), dg.folds.end());
     if (dg.tail()) inside.insert(dg.ag);

@@ -269,7 +269,7 @@ Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
   // At most 64 registers (two blocks of 512 threads an SM) where the kernel fits them without
   // spilling (ptxas, every element type: float statistics of elements of 2 or 4 bytes). Layer
   // norm's f16 kernel took 103 otherwise, four blocks of 128 threads an SM: 1.2-1.4x the time at
-  // H = 4096-12288 (session 57). Double statistics, bytes and 8-byte integers spill under it.
+  // H = 4096-12288. Double statistics, bytes and 8-byte integers spill under it.
   const int xBytes = dtypeBytes(xdt);
   k.minBlocks = !f64 && (xBytes == 2 || xBytes == 4) ? 2 : 1;
   k.stats = std::string(k.softmax ? "coconet_rt::MaxSumT<" : k.rms ? "coconet_rt::SumSqT<" : "coconet_rt::WelfordT<") + k.A + ">";

@@ -376,8 +376,7 @@ private:
     // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute
     // the chunks (coconet_device.cuh, roleReady), or every block does both (the default: with
     // the push and pull loops as they are, the movers' transfers scale with their blocks, so
-    // split wins only at the largest sizes; docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles,
-    // -session16-lamb-rerun).
+    // split wins only at the largest sizes, measured on 4 H200).
     // tune(f, roles = auto): the split kernel, with movers only from coconet_rt::kRolesAutoRounds
     // rounds (fewer: every block does both).
     enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
@@ -470,18 +469,17 @@ private:
   // (every rank's partial sums of a rank's block land in that rank's staging window), then
   // runs the epilogue and the all-gather once as the device group's kernel, on
   // kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). Copy engines leave every SM to
-  // the GEMM: on 4x H200 the Megatron layer (f16) took 959 / 1709 us at H = 8192 / 12288
-  // (docs/benchmarks/gpu/2026-11-21-4xH200-session7) where a kernel per chunk that pushed its
-  // slices itself while the next GEMM ran took 1166 / 1988 us (session4b: kernel and GEMM
-  // share the SMs and hardly overlap); the kernel on 64 blocks took 1053 / 1855 us.
+  // the GEMM, where a kernel per chunk that pushes its slices itself shares the SMs with the next
+  // GEMM and hardly overlaps it (measured on 4 H200, Megatron's layer at H = 8192 and 12288: such
+  // kernels 16-22% slower; the group's kernel on 64 blocks 8-10% slower than on 128).
   static constexpr int kDevOverlapBlocks = 128;
   // The epilogue and all-gather run per chunk (each chunk's kernel on stream_ after the next
   // chunk's GEMM, copy engines pulling the other ranks' parts while the GEMMs go on) on two
   // ranks where the GEMM's flops per byte that crosses NVLink, 2 M N K / (2 (P - 1) / P M N e) =
-  // K P / ((P - 1) e), reach this and the product is 16 MiB or more. On H200 (f16 and bf16,
-  // B*S = 8192, docs/benchmarks/gpu/2026-11-21-4xH200-session8) per chunk was 1.07-1.13x faster
-  // than once after the last chunk on 2 GPUs (H = 4096..12288: 2048..6144 flops per byte), and
-  // 0.78-0.95x on 4 GPUs at every H (683..2048), where the transfers outlast the GEMM.
+  // K P / ((P - 1) e), reach this and the product is 16 MiB or more. Measured on H200 (f16 and
+  // bf16, B*S = 8192): per chunk was 1.07-1.13x faster than once after the last chunk on 2 GPUs
+  // (H = 4096..12288: 2048..6144 flops per byte), and 0.78-0.95x on 4 GPUs at every H (683..2048),
+  // where the transfers outlast the GEMM.
   static constexpr int kGatherFlopsPerByte = 1700;
   static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (blocks with LSA barriers)
   std::map<int, DevGroup> devChunked_;  // by producer
@@ -641,14 +639,13 @@ private:
   // chunk in its flags rather than after a barrier per round (coconet_rt::workerDone,
   // needChunk): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
   // COCONET_TAIL_FLAGS=0: the barriers). Its workers compute chunk 0, which every pull waits for,
-  // together: none starts chunk 1 before every worker counted chunk 0 (LAMB's step on 4 H200: 210.9
-  // / 673.5 / 2,469 us of GPU time at 2^24 / 2^26 / 2^28 against 214.7 / 688.3 / 2,493, and 215.2 /
-  // 680.6 / 2,492 waiting so after every chunk; docs/benchmarks/gpu/2026-11-28-4xH200-session49, l4),
-  // and without folds its movers compute their share of chunk 0 too (nothing to pull before it;
-  // at 2^24 one unit per thread where the workers alone left 24 of 232 blocks a second: 211.6 /
-  // 668.1 / 2,468 against 215.5 / 670.5 / 2,481, call j4). It also takes `pulled`
-  // (coconet_rt::claimedPulls: the tiles' units per thread from 3 ranks in at most 4 rounds, 0 for
-  // the fixed parts), with which its movers pull in tiles they claim (pullTiles).
+  // together: none starts chunk 1 before every worker counted chunk 0 (measured on 4 H200: LAMB's
+  // step 1-2% faster so than without, or than waiting so after every chunk), and without folds its
+  // movers compute their share of chunk 0 too (nothing to pull before it; at 2^24 one unit per
+  // thread where the workers alone left 24 of 232 blocks a second; up to 2% faster on 4 H200). It
+  // also takes `pulled` (coconet_rt::claimedPulls: the tiles' units per thread from 3 ranks in at
+  // most 4 rounds, 0 for the fixed parts), with which its movers pull in tiles they claim
+  // (pullTiles).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }

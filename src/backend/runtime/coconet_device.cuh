@@ -36,29 +36,17 @@ constexpr int kDevBarriers = 512;   // LSA barriers of the device communicator (
 // runs one-shot: every rank pushes its whole buffer to every rank and sums locally (one
 // barrier); larger ones run two-shot: a reduce-scatter by pushes, then an all-gather by pulls
 // (two barriers). Each rank sends (P - 1) times its bytes one-shot against 2 (P - 1) / P times
-// two-shot: as many on two ranks, where the one-shot form stays ahead for longer. 4x H200 by GPU
-// time (docs/benchmarks/gpu/2026-11-27-4xH200-session34): on 4 ranks one-shot ties two-shot at
-// 512 KiB and takes 1.3x its time at 1 MiB (the allreduce) and 1.15x at 2 MiB (a Megatron
-// group); on 2 ranks it takes 3-23% less up to 8 MiB and 13% more (the allreduce) or the same
-// (the group) at 16 MiB.
+// two-shot: as many on two ranks, where the one-shot form stays ahead for longer. Chosen by
+// measurement on H200: on 4 ranks one-shot ties two-shot at 512 KiB and loses from 1 MiB; on 2
+// ranks it wins up to 8 MiB and loses or ties at 16 MiB.
 constexpr size_t kOneShotMaxBytes = 512 * 1024;
 // An allreduce of at most llMaxBytes(P) per rank runs in the LL form (dev_allreduce_ll: flags in
 // the data, no barrier) instead, unless the schedule asks for another form; past that, up to
 // ll128MaxBytes(P), in the LL128 form (dev_allreduce_ll128: 120 data bytes and a flag in 128):
-// LL to 256 KiB and LL128 to 2 MiB on two ranks, LL to 32 KiB and LL128 to 512 KiB on four. 4x H200 by GPU time
-// (docs/benchmarks/gpu/2026-11-27-4xH200-session35, jobs 1 and 4): at 16 KiB, 64 KiB and 256 KiB
-// LL 2.3-2.4, 2.6 and 3.8-3.9 us on 2 GPUs against 6.1-6.2, 6.1-6.2 and 6.7-6.8 for the barrier
-// form (NCCL 7.3-7.4, 7.7, 8.8-9.0); on 4 GPUs 3.1, 4.2-4.4 and 8.2-8.6 against 7.0-7.1, 7.1-7.3
-// and 9.0-9.1 (NCCL 10.9, 11.3, 11.7); at 1 MiB 26.8 against 19.2 on 4 GPUs (it sends twice the
-// bytes). 2x H200 (docs/benchmarks/gpu/2026-11-27-2xH200-session36, job 2), LL / LL128 / barrier
-// at 64 KiB .. 8 MiB: 2.6 / 3.1 / 6.2, 3.9 / 3.7 / 6.7, 5.5 / 4.5 / 7.6, 9.1 / 6.9 / 9.3,
-// 15.8 / 10.8 / 12.7, 28.9 / 19.4 / 19.4, 57.3 / 36.1 / 34.0 (NCCL 7.6 .. 45.8), the barrier form
-// then launched plainly; launched with PDL since (job 6) 6.0 at 512 KiB and 11.0 at 2 MiB.
-// 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session37, GPU time): LL / LL128 at 64 and
-// 128 KiB 4.3 / 3.7 and 5.8 / 4.4 (NCCL 11.4, 11.5); the default then (LL) / LL128 / NCCL at
-// 256 KiB 8.3 / 5.6 / 11.9, (barrier one-shot) 10.9 / 8.2 / 14.6 at 512 KiB, (two-shot) 13.1 /
-// 14.7 / 18.3 at 1 MiB: so on four ranks LL up to 32 KiB only (LL128 not timed below 64 KiB)
-// and LL128 up to 512 KiB; on more ranks neither form is measured (LL to kLLMaxBytes, no LL128).
+// LL to 256 KiB and LL128 to 2 MiB on two ranks, LL to 32 KiB and LL128 to 512 KiB on four
+// (LL sends twice the bytes, so it falls behind as they grow); chosen by measurement on 2 and 4
+// H200, each form against the next at 16 KiB .. 8 MiB (LL128 not timed below 64 KiB). On more
+// ranks neither form is measured (LL to kLLMaxBytes, no LL128).
 // kLLMaxBytes is also the least LL window made (coconet_rt::llWindowBytes's floor).
 constexpr size_t kLLMaxBytes = 256 * 1024;
 constexpr size_t llMaxBytes(long long ranks) { return ranks == 4 ? size_t{32} << 10 : kLLMaxBytes; }
@@ -66,12 +54,9 @@ constexpr size_t ll128MaxBytes(long long ranks) {
   return ranks == 2 ? size_t(2) << 20 : ranks == 4 ? size_t{512} << 10 : 0;
 }
 // A fused group's one-shot form runs in LL form (its kernel's kProtoLL instantiation) up to
-// llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Megatron's decode group on 4x
-// H200 (session 35, jobs 3-5, GPU time per step with the matmul): on 2 GPUs 12.4-12.7 us against
-// 14.0-14.1 barrier at T = 8 (64 KiB), 14.8-15.3 against 14.2-14.3 at T = 32 (256 KiB); on 4 GPUs
-// 14.2-15.8 against 14.0-14.1 at T = 8 and 18.2-20.9 against 15.4-15.5 at T = 32, with a line per
-// thread as with the barrier form's grid. (Why the group loses at 4 ranks where the allreduce
-// alone wins is not known.)
+// llGroupMaxBytes(P) per rank: 64 KiB on two ranks, never on more. Chosen by measurement of
+// Megatron's decode group on 2 and 4 H200: LL wins at 64 KiB and loses at 256 KiB on 2 ranks, and
+// is no faster at either on 4 (why, where the allreduce alone wins, is not known).
 constexpr size_t llGroupMaxBytes(long long ranks) { return ranks == 2 ? size_t{64} << 10 : 0; }
 // ... and in LL128 form (kProtoLL128) past that up to ll128GroupMaxBytes(P): not yet measured (none).
 constexpr size_t ll128GroupMaxBytes(long long /*ranks*/) { return 0; }
@@ -81,33 +66,26 @@ constexpr size_t oneShotMaxBytes(long long ranks) {
 }
 // An all_to_all outside pipelines of at most this many bytes per rank runs as one device kernel
 // (dev_all_to_all); larger ones call NCCL. The kernel's copy out of its window costs a pass over
-// the output. 4x H200 (session 31, docs/benchmarks/gpu/2026-11-26-4xH200-session31), against
-// NCCL's pairs: 30% less time at 4 MiB (the drivers' fastest calls), 0-10% less at 32 MiB (the
-// drivers, the embedding bench), from 4% more to 1% less at 64 MiB (MoE's token exchange).
+// the output. Chosen by measurement on 4 H200 against NCCL's pairs: 30% less time at 4 MiB, up
+// to 10% less at 32 MiB, level or slower at 64 MiB.
 constexpr size_t kAllToAllDeviceMaxBytes = size_t(32) << 20;
 // Above this many bytes per rank an allreduce left to the backend calls NCCL: its ring moves
-// large buffers faster than the two-shot kernel (4x H200: equal at 16 MiB; the kernel takes 8%
-// longer at 64 MiB and 17% at 1 GiB; docs/benchmarks/gpu/2026-11-21-4xH200-device).
+// large buffers faster than the two-shot kernel (measured on 4 H200: equal at 16 MiB, the kernel
+// 8% slower at 64 MiB and 17% at 1 GiB).
 constexpr size_t kTwoShotMaxBytes = 16 * 1024 * 1024;
 // A fused [allreduce, members...] group past its one-shot limit runs its two-shot kernel (the
 // members on each rank's slice, the last one's slices gathered) up to twoShotGroupMaxBytes(P) per
 // rank, else the allreduce by the rules above and then the members' kernel: at every size on two
 // and four ranks, up to kTwoShotMaxBytes on more (the allreduce's own kernel limit; not measured).
-// 2x H200 (docs/benchmarks/gpu/2026-11-27-2xH200-session37, Megatron's epilogue, H = 4096, f16,
-// GPU time): the group's kernel 17.8, 25.6, 65.7, 117.2, 220.1, 424.8 and 828.6 us at 512 KiB,
-// 2, 8, 16, 32, 64 and 128 MiB against 19.0, 28.3, 73.5, 131.3, 259.5, 497.3, 984.7 for the
-// two-shot allreduce kernel and then the epilogue's, and the committed rule's allreduce (NCCL's
-// from 16 MiB, copy engines from 64 MiB) and epilogue 131.3, 272.2, 476.9, 906.3 from 16 MiB.
-// 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session38, the same layer): the group's kernel
-// 123.7, 244.5 and 428.8 us at 16, 32 and 64 MiB against 136.0, 264.1 and 494.7 for NCCL's
-// allreduce and then the epilogue's (the 16 MiB limit then: 264.2 and 495.9 past it).
+// Chosen by measurement of Megatron's epilogue (H = 4096, f16): the group's kernel took 6-19% less
+// time than the allreduce and then the epilogue's kernel, 512 KiB to 128 MiB on 2 H200, 16 to
+// 64 MiB on 4.
 constexpr size_t twoShotGroupMaxBytes(long long ranks) { return ranks <= 4 ? ~size_t{0} : kTwoShotMaxBytes; }
 // From this size per rank an allreduce left to the backend moves its bytes by copy engines
 // (pushes to the owners of the parts, a sum kernel, pulls of the sums; two rounds unless
-// tuned). On 2 H200 it took 0.85-0.91x of NCCL's time from 64 MiB to 1 GiB; on 4 it lost at
-// 64 MiB (1.24x), tied at 256 MiB and won at 1 GiB (0.96x)
-// (docs/benchmarks/gpu/2026-11-21-4xH200-session11-allreduce; the two-shot kernel runs up to
-// 16 MiB, NCCL's call between).
+// tuned). On 2 GPUs it beats NCCL from 64 MiB (rows "allreduce 64 MiB" to "1 GiB, 2 GPUs"); on 4
+// H200 it took 1.24x NCCL's time at 64 MiB, tied at 256 MiB and won at 1 GiB (row "allreduce
+// 1 GiB, 4 GPUs"). The two-shot kernel runs up to 16 MiB, NCCL's call between.
 inline size_t copyEngineMinBytes(int P) { return P == 2 ? size_t{64} << 20 : size_t{1} << 30; }
 
 // Blocks for `units` work items of kDevThreads threads each: all ranks compute the same number.
@@ -404,7 +382,7 @@ constexpr int kPeersInFlight = 4;
 // area (P slots of m elements at byte `stageOff` of window w), for every rank p but this one:
 // its own slice stays in `in`, where the sums read it (OwnSlots), and slot `me` of its own area
 // is never written (2 bytes per element less through HBM at f16: one store, its write-back, one
-// load; Adam 3% faster at 2^24 on 4 H200, session 45).
+// load; measured on 4 H200, Adam 3% faster at 2^24).
 template <class T, int V>
 __device__ __forceinline__ void pushSlices(Part pt, ncclWindow_t w, size_t stageOff, int P, int me, const T* __restrict__ in, long long m,
                                            long long lo, long long hi, bool vec) {
@@ -436,9 +414,8 @@ __device__ __forceinline__ void pushSlices(ncclWindow_t w, size_t stageOff, int 
 // turn (no register holds the data; every address asked lies within the range). A head with roles
 // split has its movers so fetch the chunk of the own slice they left in the input (pushSlices)
 // while the other slices travel, so that the workers' sums read it from L2 as they read
-// the slots the peers wrote: read from HBM on the workers' path instead, it cost LAMB's `moments`
-// 10 us at 2^26 on 4 H200 (session 45); prefetched, LAMB ran 1.5-3.8% faster than with the own slice
-// copied into the staging area at 2^24 .. 2^28 on 2 H200 (session 46).
+// the slots the peers wrote (read from HBM on the workers' path it cost LAMB's `moments` 10 us at
+// 2^26 on 4 H200; copied into the staging area instead, LAMB ran 1.5-3.8% slower on 2 H200).
 template <class T>
 __device__ __forceinline__ void prefetchL2(Part pt, const T* a, long long lo, long long hi) {
   if (hi <= lo) return;
@@ -491,14 +468,11 @@ __device__ __forceinline__ void forClaimedTiles(unsigned* claimed, long long til
 // pushSlicesPrefetchOwn, instead of a fixed part of every chunk each: then each mover counts
 // itself in the round's `pushed` (moverPushed) and block 0 alone, once every mover counted, takes
 // the rank's barrier for the chunk. With fixed parts each mover index met its own index on the
-// other ranks at its own barrier, and the slowest of them set when the workers could start: on 4
-// H200 LAMB's slowest mover ended each round 14-42 us after mover block 0 at 2^26 parameters
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session47, call i); a push of 128 MiB on 64 blocks
-// took 292 us claiming tiles against 334 in fixed parts, whose blocks ended up to 122 us apart
-// (tools/bench/gpu/sm-transfer-micro.cu `dyn`), and LAMB's step at 2^26 697.6 us of GPU time
-// against 720.4 (the bench, rows taking turns, call n), level at 2^24, where a round's chunk is
-// two tiles per mover of LAMB's 32. A tile is kDevThreads x V x `units` elements of each slice
-// (the kernel's `claimed`: claimedPushes).
+// other ranks at its own barrier, and the slowest of them set when the workers could start (on 4
+// H200 LAMB's slowest mover ended each round up to 42 us after mover block 0 at 2^26 parameters).
+// tools/bench/gpu/micro/sm-transfer-micro.cu's `dyn` rows time both forms (a push of 128 MiB on 64
+// blocks: 292 us claiming tiles, 334 in fixed parts). A tile is kDevThreads x V x `units`
+// elements of each slice (the kernel's `claimed`: claimedPushes).
 template <class T, int V>
 __device__ __forceinline__ void pushTilesPrefetchOwn(unsigned* claimed, int units, ncclWindow_t w, size_t stageOff, int P, int me,
                                                      const T* __restrict__ in, long long m, long long lo, long long hi, bool vec) {
@@ -523,16 +497,10 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 // From 3 ranks tiles of kPushTileUnits where a round has at least kClaimTilesPerMover tiles per
 // mover, else the fixed parts:
 // - On 2 ranks each mover pushes to the one peer, its fixed part evens out, and the tiles' claims
-//   only cost: LAMB's drivers on 2 H200 took 720.0 / 2,596 us claiming tiles of 4 units, 704.9 /
-//   2,543 with tiles of 8, against 702.8-706.4 / 2,508-2,526 in fixed parts at 2^26 / 2^28
-//   (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a2).
-// - With 2 tiles per mover a round has nothing to even out by whole tiles: LAMB on 4 H200 at 2^24
-//   parameters (4 rounds of 2^20 elements per slice, 32 movers) took 222.4 / 222.0 us of GPU time
-//   claiming against 218.8 / 218.9 in fixed parts, and at 2^26 / 2^28 (4 / 8 tiles per mover)
-//   698.8 / 679.0 against 718.8 / 710.2 and 2,545 / 2,500 against 2,648 / 2,629 (the bench, rows
-//   taking turns: session48 call a4, docs/benchmarks/gpu/2026-11-28-4xH200-session49 call w4);
-//   with this rule 215.9 against 218.9 claiming at 2^24 (session49 call c4). 3 tiles per mover
-//   were not measured.
+//   only cost (measured on 2 H200: LAMB up to 3% slower claiming, at 2^26 and 2^28).
+// - With 2 tiles per mover a round has nothing to even out by whole tiles (measured on 4 H200:
+//   LAMB 2% slower claiming at 2^24, 32 movers, and 3-5% faster at 2^26 and 2^28, 4 and 8 tiles
+//   per mover). 3 tiles per mover were not measured.
 // COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
 // fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
 // of one build side by side); any other value than a number from 0 to 64 is reported (once) and
@@ -679,15 +647,9 @@ __device__ __forceinline__ void pullSlices(ncclWindow_t w, size_t sliceOff, int 
 // starts and for the last chunk's computation (or pull) after the last transfer; small end chunks
 // shorten that fill and drain while the middle chunks keep the transfers long. Where the
 // transfers set the pace only one end is exposed: a reduce-scatter head's last computation, an
-// all-gather tail's first. Not the default: on 2x H200 LAMB with taper 2 at both ends chosen at
-// run time (114 registers in `moments`, as with chunks alike) was no faster than chunks alike in
-// another call (docs/benchmarks/gpu/2026-11-22-2xH200-session21-taper); on 4x H100 any taper on
-// LAMB's `moments`, at either end, ran 20-27 us slower at 2^24 parameters while the rounds' loops
-// computed the edges (now a table, fillTaperEdges; then on 2x H200 `moments`' first chunks
-// tapered ran 1.3% faster, its last 4% slower) and one on `apply`'s first chunks within 1%
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43); on 4x H200, with the table, every
-// taper on `moments` (first or last chunks) 6-48 us slower and `apply`'s first within the spread
-// (docs/benchmarks/gpu/2026-11-28-4xH200-session44).
+// all-gather tail's first. Not the default: measured with LAMB on 2 and 4 H200 and 4 H100, a
+// taper gained at most 1.3% (`moments`' first chunks, 2 H200), cost `moments` up to 48 us
+// elsewhere and left `apply` within the spread.
 constexpr int kTaperFirst = 1, kTaperLast = 2, kTaperBoth = 3;
 __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long long m, int unit, int taper = 0,
                                                        int ends = kTaperBoth) {
@@ -719,8 +681,8 @@ __host__ __device__ __forceinline__ long long chunkLo(int c, int rounds, long lo
 // A tapered kernel's chunk edges, computed once at its start into shared memory (`tab`, at least
 // kTaperTableRounds + 1 long), by every block's threads, up to kTaperTableRounds rounds; past
 // that the kernel's chunks are alike (chunkLo without a taper). With chunkLo's tapered form in
-// the rounds' loops LAMB's `moments` compiled differently and ran 10% slower on 4x H100
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH100-session43). Every thread of the block calls it.
+// the rounds' loops LAMB's `moments` compiled differently and ran 10% slower on 4 H100. Every
+// thread of the block calls it.
 constexpr int kTaperTableRounds = 64;
 __device__ __forceinline__ void fillTaperEdges(long long* tab, int rounds, long long m, int unit, int taper, int ends) {
   if (rounds > kTaperTableRounds) return;
@@ -738,7 +700,7 @@ __device__ __forceinline__ void fillTaperEdges(long long* tab, int rounds, long 
 // (RoleFlags), one pair per round: ready[r] counts the movers whose slots of chunk r arrived (a
 // mover adds 1 after its barrier), done[r] the workers that computed (and published) chunk r;
 // chunk r is ready when ready[r] == movers, computed when done[r] == workers. (One counter summed
-// over the rounds, as before session 17, is wrong: a mover or worker that runs a round ahead of
+// over the rounds is wrong: a mover or worker that runs a round ahead of
 // the others counts chunk r+1 before a slow one counted chunk r, and the sum reaches its mark
 // while part of chunk r is missing. Movers meet only their own index's movers on other ranks and
 // workers in a tail wait for nothing, so they do drift: LAMB's split form at 2^28 parameters, 16
@@ -802,12 +764,10 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // chunks; workerDone), and a mover pulls chunk r once every other rank's word in this rank's flags
 // holds this call's epoch and at least r + 1 chunks (needChunk). With a barrier per round (each
 // mover index meeting its index on the other ranks before each pull) every pull waited for the
-// slowest rank's previous one even where every chunk was long computed: LAMB's `apply` on 4 H200 at 2^24 parameters spent 1.2-4.7
-// us in each of its 4 rounds' barriers while its workers had finished every chunk by the second
-// (docs/benchmarks/gpu/2026-11-28-2xH200-4xH200-session48, call a4's stamps). By flags LAMB's step
-// took 694.9 / 2,510 us of GPU time against 698.5 / 2,530 at 2^26 / 2^28 and 220.6 against 220.6 at
-// 2^24 (call f4, the bench's rows taking turns): the pulls share the links, so most of a barrier's
-// wait was the other ranks' pulls and remains.
+// slowest rank's previous one even where every chunk was long computed (on 4 H200 LAMB's `apply`
+// at 2^24 parameters spent 1.2-4.7 us in each round's barrier with every chunk computed). Flags
+// gain less (measured on 4 H200: LAMB's step under 1% faster at 2^26 and 2^28, level at 2^24):
+// the pulls share the links, so most of a barrier's wait was the other ranks' pulls and remains.
 //
 // A tail's worker is done with chunk r (every thread calls it, in place of roleSignal(roleDone)):
 // it counts itself in roleDone(r), and the last worker of chunk r (every chunk before it is then
@@ -815,11 +775,8 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // (its acquire of the count, then __threadfence_system) and raises this rank's count in every
 // rank's flags to r + 1, by a maximum: the last workers of two chunks may get there out of order.
 // (Published by mover block 0 after its pull instead, a system fence stood behind the pull's own
-// traffic: 4-10 us in the rounds that published, call s4.) LAMB's step on 4 H200 took 222.0 /
-// 679.0 / 2,500 us of GPU time at 2^24 / 2^26 / 2^28 so, against 223.5 / 691.9 / 2,519 published by
-// mover block 0 and 224.8 / 699.9 / 2,541 with the barriers (the bench, rows taking turns:
-// docs/benchmarks/gpu/2026-11-28-4xH200-session49, call w4). With `epoch` 0 (COCONET_TAIL_FLAGS=0)
-// only the count.
+// traffic: 4-10 us in the rounds that published; measured on 4 H200, LAMB's step up to 2% faster
+// so, at 2^24 .. 2^28.) With `epoch` 0 (COCONET_TAIL_FLAGS=0) only the count.
 __device__ __forceinline__ void workerDone(unsigned* roles, int r, unsigned workers, ncclWindow_t w, size_t off, int P, int me,
                                            unsigned epoch) {
   __syncthreads();
@@ -867,12 +824,10 @@ __device__ __forceinline__ void needChunk(ncclWindow_t w, size_t off, int P, int
 // through the round's counter `claimed` (roleClaimed; the next claim asked while the current tile
 // travels), each tile by the whole block, instead of a fixed part of every chunk each. A mover
 // that claims a tile of round r first waits for chunk r on every rank (needChunk). With fixed
-// parts each mover pulled its part of every chunk whatever the others did: LAMB's `apply` on 4
-// H200 ended 3-9 us after mover block 0 at 2^24 parameters (docs/benchmarks/gpu/2026-11-28-4xH200-session49,
-// call j4's stamps). The pulls are bound by the links, not by the blocks issuing them: with the
-// workers also claiming tiles once done with their chunks LAMB's step took 228.6 / 741.8 us of GPU
-// time at 2^24 / 2^26 against 217.3 / 681.2 in fixed parts, the movers alone 211.6 / 680.0
-// (docs/benchmarks/gpu/2026-11-28-4xH200-session50, call k4). A tile is kDevThreads x V x `units`
+// parts each mover pulled its part of every chunk whatever the others did (on 4 H200 LAMB's
+// `apply` ended 3-9 us after its mover block 0 at 2^24 parameters). The pulls are bound by the
+// links, not by the blocks issuing them, so only the movers claim (measured on 4 H200: with the
+// workers claiming too, LAMB's step ran 5-9% slower). A tile is kDevThreads x V x `units`
 // elements of each slice.
 template <class T, int V>
 __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWindow_t w, size_t sliceOff, int P, int me, T* __restrict__ out,
@@ -887,16 +842,10 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
 }
 // A tail's claimed pulls (pullTiles) on P ranks in `rounds` rounds: the tile's units per thread,
 // 0 for the fixed parts. From 3 ranks tiles of kPullTileUnits where the kernel has at most
-// kClaimPullMaxRounds rounds, else the fixed parts. LAMB on 4 H200, GPU time, the bench's rows
-// taking turns (docs/benchmarks/gpu/2026-11-28-4xH200-session50, calls k4, m4, n4):
-// - 2^24 parameters (4 rounds): tiles of 1 unit 211.6 / 212.3 / 207.5 us against 217.3 / 216.1 /
-//   214.7 in fixed parts (tiles of 4: 208.2 / 207.8), and with this rule 208.1 against 214.1
-//   (call p4); the kernel then ends 5-6 us sooner after its entry (n4's stamps). 2^25 (4 rounds,
-//   the drivers' minima): 369.5-375.0 against 374.3-377.6.
-// - 2^26 (8 rounds): 680.0 / 675.8 against 681.2 / 674.2; 2^28 (16 rounds): 2,498 / 2,492
-//   against 2,483 / 2,479: the fixed parts' uneven ends weigh less there than the claims cost.
-// - On 2 ranks (each block pulls from the one peer) tiles of 1 unit lost at every size: 219.5 /
-//   720.4 / 2,659 against 211.1 / 666.8 / 2,431 at 2^24 / 2^26 / 2^28 (m4, 2 H200).
+// kClaimPullMaxRounds rounds, else the fixed parts. Chosen by measurement of LAMB: on 4 H200
+// tiles of 1 unit ran 1-3% faster at 2^24 and 2^25 (4 rounds) and level or slower at 2^26 and
+// 2^28 (8 and 16 rounds: the fixed parts' uneven ends weigh less there than the claims cost); on
+// 2 H200 (each block pulls from the one peer) they lost at every size.
 // COCONET_CLAIMED_PULL in the environment sets the units on any ranks and rounds, 0 the fixed parts
 // (A/B timings, read at every call as COCONET_CLAIMED_PUSH). Only the pulls by flags claim: under
 // COCONET_TAIL_FLAGS=0 (a barrier per round) the movers keep their fixed parts.
@@ -953,20 +902,15 @@ inline int residentBlocks(const void* kernel, const char* program, const char* s
   return perSm * sms;
 }
 
-// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)). On 4x H200 (Adam,
-// docs/benchmarks/gpu/2026-11-22-4xH200-session14-roles) the kernel at 2^28 parameters took
-// 4976, 3140 and 2582 us with 16, 32 and 64 movers (2672 with roles shared): each mover's
-// pushes and pulls are latency-bound, so the transfers scale with the movers.
+// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)): each mover's
+// pushes and pulls are latency-bound, so the transfers scale with the movers (measured on 4 H200,
+// Adam at 2^28 parameters: 4976, 3140 and 2582 us with 16, 32 and 64 movers).
 constexpr int kDevMovers = 64;
 // tune(f, roles = auto): movers from this many rounds (devAutoRounds: 32 MiB of the kernel's
-// reduce-scatter input, or of its gathered tensor), every block both below. On 4x H200
-// (docs/benchmarks/gpu/2026-11-22-4xH200-session16-lamb-rerun, 1-s warm-up) LAMB's two kernels
-// split took 264.6, 772.3 and 2,684 us at 2^24, 2^26 and 2^28 parameters (4, 8 and 16 rounds)
-// against 246.9, 799.3 and 2,990 shared, so this was 8; since the per-round hand-over counters
-// and 32 movers on `moments` the split form wins at 4 rounds too: LAMB at 2^24 by GPU time
-// 216.0 / 218.5 vs 225.7 / 225.9 us on 4 H200 and 214.6 / 215.5 vs 224.9 / 225.0 on 2 H200
-// (two bench runs each, docs/benchmarks/gpu/2026-11-26-4xH200-session30). Adam's one kernel
-// (push and pull in each round) lost split at every size (session16-optim), so it stays shared.
+// reduce-scatter input, or of its gathered tensor), every block both below. Chosen by
+// measurement on 2 and 4 H200: LAMB's two kernels split ran 3-5% faster than shared at 2^24
+// parameters (4 rounds). Adam's one kernel (push and pull in each round) lost split at every
+// size, so it stays shared.
 constexpr int kRolesAutoRounds = 4;
 // The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
 // one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
@@ -981,12 +925,10 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // A device-group kernel's grid on one rank, where its blocks take no barrier (so kDevMaxBlocks
 // does not bound them): as many as are resident at once, at most one per kDevThreads units.
 // (A flat grid, one block per kDevThreads units, ran Adam's element loop alone 8% faster on one
-// H100 (tools/bench/gpu/optim-micro.cu), but the generated one-rank kernel on it 1.39x slower than
-// torch.compile on one H200 (3.0 TB/s), where LAMB's kernels on this grid ran at 3.9 TB/s in the same run,
-// likely because each thread then computes the element-invariant values (two powf) for one unit.
-// docs/benchmarks/gpu/2026-11-26-4xH200-session25. On this grid one H200 ran Adam in 1,921 us at
-// 2^28, 1.07x torch.compile's 1,793, and LAMB 1.03x; 256-thread blocks, 4 units per thread or
-// three blocks per SM were no faster: docs/benchmarks/gpu/2026-11-26-{1xH200,4xH200}-session26.)
+// H100, but the generated one-rank kernel on it 1.39x slower than torch.compile on one H200,
+// likely because each thread then computes the element-invariant values (two powf) for one unit;
+// 256-thread blocks, 4 units per thread or three blocks per SM were no faster on one H200.
+// tools/bench/gpu/micro/optim-micro.cu times the grids.)
 // COCONET_MULTI_RANK_FORMS=1 (tests): at one rank a device group's kernels take their multi-rank
 // forms (rounds by the schedule or the bytes, movers and workers, barriers over a team of one, the
 // chains' exchanges, the tails' flags) instead of the one-rank form, so that one GPU checks that
@@ -1043,17 +985,16 @@ inline int barrierBlocks(const void* kernel, long long units, const char* progra
 // ranks and the movers. Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
 // so the fewer the ranks, the more the workers weigh against the movers' transfers: at two
 // ranks two blocks per SM (registers spilled, about twice the workers) are faster, at four they
-// are not. 4x H200, bench rows `coconetc` and `coconetc_occ2` of one run
-// (docs/benchmarks/gpu/2026-11-22-4xH200-session22): LAMB at 2 GPUs 728.2 / 2,581 us against
-// 792.9 / 2,819 at 2^26 / 2^28 parameters; at 4 GPUs 744.8 / 2,651 against 748.6 / 2,612.
+// are not (measured on 4 H200, LAMB at 2^26 and 2^28 parameters: 8% faster so on 2 GPUs, level
+// on 4).
 // Without movers the grid does not grow with the occupancy, so one block per SM.
 inline int devAutoOccupancy(int ranks, int movers) { return movers > 0 && ranks <= 2 ? 2 : 1; }
 
 // Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
 // one below 16 MiB (the barriers would cost more than the overlap gains), then
 // 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
-// On 4x H200 (Adam, f16 gradients; docs/benchmarks/gpu/2026-11-21-4xH200-session4) the fastest
-// of 1, 4 and 16 rounds was 1 up to 2^22 elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
+// Measured on 4 H200 (Adam, f16 gradients): the fastest of 1, 4 and 16 rounds was 1 up to 2^22
+// elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
 inline int devAutoRounds(long long bytes) {
   if (bytes < (16LL << 20)) return 1;
   int l = 0;
@@ -1065,13 +1006,11 @@ inline int devAutoRounds(long long bytes) {
 // pushes chunk r, computes chunk r-1 and pulls chunk r-2 each round): each round's barrier in two
 // phases (arrive, pull, wait: the barrier's latency overlaps the pull) while a round's chunk of
 // the reduce-scatter's input is under kSplitBarrierBytes, one whole barrier after the pull from
-// there. 4x H200, Adam, GPU time, bench rows taking turns, three runs
-// (docs/benchmarks/gpu/2026-11-27-4xH200-session41): split 181.8 / 184.9 / 180.9 us against whole
-// 193.7 / 193.7 / 195.3 at 2^24 parameters (4 rounds of 8 MiB), 660.0 / 659.1 / 662.3 against
-// 667.4 / 674.9 / 666.3 at 2^26 (8 rounds of 16 MiB); 2,643 / 2,647 against 2,559 / 2,613 at 2^28
-// (16 rounds of 32 MiB, two runs: split slower). The other forms (roles, head, tail) and a light
-// epilogue's rounds keep whole barriers (Emitter::emitDevKernel): LAMB's kernels split were up to
-// 22 us slower (`moments` in roles) or level (`apply`); the epilogues were not measured split.
+// there. Measured on 4 H200 (Adam): split 5-7% faster at 2^24 parameters (4 rounds of 8 MiB),
+// 1-2% at 2^26 (8 of 16 MiB), slower at 2^28 (16 of 32 MiB). The other forms (roles, head, tail)
+// and a light epilogue's rounds keep whole barriers (Emitter::emitDevKernel): LAMB's kernels split
+// were up to 22 us slower (`moments` in roles) or level (`apply`); the epilogues were not measured
+// split.
 constexpr long long kSplitBarrierBytes = 32LL << 20;
 __host__ __device__ inline bool devSplitBarriers(long long bytes, int rounds) {
   return rounds > 0 && bytes / rounds < kSplitBarrierBytes;
@@ -1080,10 +1019,8 @@ __host__ __device__ inline bool devSplitBarriers(long long bytes, int rounds) {
 // The same for a light epilogue's two-shot kernel (a fused [allreduce, members] group's, an
 // overlap's one-chunk kernel: Emitter::epilogueRounds): devAutoRounds on two ranks, at most 2
 // rounds on more, where each round's slices are smaller and its barriers weigh more against the
-// little compute there is to overlap. 4x H200, Megatron's epilogue (f16, H = 4096; GPU time,
-// docs/benchmarks/gpu/2026-11-27-4xH200-session38, job 4) in 1 / 2 / 4 rounds: 119.2 / 122.1 /
-// 138.8 us at 16 MiB, 217.8 / 215.4 / 242.7 at 32 MiB, 413.4 / 411.3 / 430.6 at 64 MiB on 4
-// GPUs; 119.2 / 117.4 / 118.9, 234.9 / 229.7 / 220.1, 451.6 / 440.5 / 420.4 on 2.
+// little compute there is to overlap. Measured with Megatron's epilogue (f16, H = 4096) at 16 to
+// 64 MiB: on 4 H200 4 rounds took 5-16% longer than 1 or 2; on 2 they took up to 7% less.
 inline int epilogueAutoRounds(long long bytes, long long ranks) {
   const int r = devAutoRounds(bytes);
   return ranks <= 2 ? r : std::min(r, 2);
@@ -1092,11 +1029,9 @@ inline int epilogueAutoRounds(long long bytes, long long ranks) {
 // Rounds of a device group by copy engines when the schedule does not set them (tune(f, chunks = R)),
 // from the bytes of the reduce-scatter's input (else the gathered tensor): one below 64 MiB, else two.
 // Each round costs every copy engine a fixed start and the ranks a barrier, so a copy-engine
-// group wants few rounds: in tools/bench/gpu/ce-allreduce-micro.cu (4x H200, one process,
-// docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce) the all-reduce in 1, 2, 4, 8, 16 rounds took
-// 137, 201, 390, 823, 1737 us at 16 MiB, 360, 495, 494, 873, 2202 at 64 MiB and 4552, 4228, 4578,
-// 5249, 6477 at 1 GiB; groups that took devAutoRounds (4 at 32 MiB, 16 at 512 MiB) ran 1.6-1.9x
-// (Adam) and 1.4-1.5x (LAMB) the time of the kernels' own transfers at 2^24..2^28 (session12-optim).
+// group wants few rounds: tools/bench/gpu/micro/ce-allreduce-micro.cu times the all-reduce in 1 to
+// 16 rounds (on 4 H200 one round was fastest at 16 and 64 MiB, two at 1 GiB; groups in
+// devAutoRounds' rounds took 1.4-1.9x the time of the kernels' own transfers).
 inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
 
 // Two-shot allreduce (sum) of P*m elements: push slices, barrier, sum this rank's slice into
@@ -1419,7 +1354,7 @@ __global__ void __launch_bounds__(kDevThreads)
 }
 // Blocks of an LL allreduce of n elements: a line per thread, at most kDevMaxBlocks (resident at
 // once on any GPU the device path runs on). Blocks of 64 to 256 threads took the same time as
-// kDevThreads on 4x H200 (docs/benchmarks/gpu/2026-11-27-4xH200-session35, job 2).
+// kDevThreads on 4 H200.
 inline int llBlocks(long long n, size_t elemBytes) { return devBlocks(llLines(n, elemBytes)); }
 // What a one-shot group's kernel sums (sumSlots, sumSlot): in LL form this rank's own input and the
 // other ranks' lines as they arrive (waiting for each), else the slots after the barrier.

@@ -303,9 +303,8 @@ __host__ __device__ inline unsigned long long splitmix(unsigned long long x) {
 }
 // A dropout's stream key: its seed and its stage's salt mixed, the same for every element
 // (kernels compute it once per thread: it does not depend on the loop's index, and nvcc hoists
-// it). Each element then costs one splitmix of key ^ index (three per element before: on H200
-// the Megatron epilogue's kernel took 84.5 us for 1024 x 12288 elements against 48.7 with one,
-// and 39.7 to move its bytes; docs/benchmarks/gpu/2026-11-22-2xH200-session15-megatron).
+// it). Each element then costs one splitmix of key ^ index (with three per element the Megatron
+// epilogue's kernel took 1.7x as long on H200; with one, 1.2x the time to move its bytes).
 __host__ __device__ inline unsigned long long dropout_stream(unsigned long long seed, unsigned long long salt) {
   return splitmix(seed ^ splitmix(salt));
 }
@@ -501,10 +500,9 @@ template <int V, bool Streaming = false, class T> __device__ __forceinline__ voi
 // Streaming rows: a row kernel whose input and output together pass the GPU's L2 reads each
 // input line once and writes each output line once, and nothing reads them again before L2 would
 // have dropped them. There its x loads carry an L2 evict_first policy and its stores are
-// st.global.cs (evict first): on one H200 (session 60, calls c-d, rows-prefetch-micro.cu),
-// RMSNorm over 8192 rows of 4096 / 8192 f16 took 34.9 / 66.8 us so against 37.0 / 69.1 us
-// plainly (12288: level); either hint alone was no faster (the loads' alone 2-4% slower at
-// 8192 / 12288).
+// st.global.cs (evict first). Measured on one H200 with tools/bench/gpu/micro/rows-prefetch-micro.cu:
+// RMSNorm over 8192 rows of 4096 / 8192 f16 3-6% faster so (12288: level), either hint alone
+// no faster.
 // Where the data fit L2 the kernels keep plain accesses: the next kernel (or the next step) may
 // find them there. Loads and stores of 1 or 2 bytes stay plain.
 __device__ __forceinline__ unsigned long long evictFirstPolicy() {
@@ -547,10 +545,9 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPackEvictFir
 }
 // Whether a row kernel moving `bytes` (its input read and its output written) streams: one that
 // streams `byDefault` where they pass the device's L2. Layer norm and RMSNorm do; softmax does
-// not: there the hints gained nothing (session 60 call e, rows taking turns: GPU time level at
-// H = 4096 and 8192, 1.4% more at 12288; medians 5-8% more at 8192 and 12288), its exps rather
-// than its memory setting its pace. For A/B benchmarks and tests (read at every call):
-// COCONET_ROW_STREAM=1 streams every row kernel, =0 none.
+// not: there the hints gained nothing (measured on one H200: level at H = 4096 and 8192, 1.4%
+// slower at 12288), its exps rather than its memory setting its pace. For A/B benchmarks and
+// tests (read at every call): COCONET_ROW_STREAM=1 streams every row kernel, =0 none.
 inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage) {
   if (const char* e = std::getenv("COCONET_ROW_STREAM"); e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0))
     return e[0] == '1';
@@ -666,10 +663,8 @@ template <class Op> struct CombineOf {
 // Threads per row: the fewest that keep `units` packs with at most `perThread` packs a thread,
 // a power of two up to 128 (several rows share a block of 128 threads), then a multiple of 32 up
 // to 512 (a block is the row's threads); 0 where the row does not fit (the kernel that reads it
-// twice). The multiples of 32 keep more packs in flight an SM than the next power of two would:
-// on one H200 (session 59, call j) layer norm over 8192 rows of 10240 / 12288 / 20480 / 24576
-// f16 took 90.0 / 105.6 / 175.6 / 222.7 us back to back in 160 / 192 / 320 / 384 threads, against
-// 96.7 / 109.3 / 197.0 / 229.9 in 256 / 256 / 512 / 512.
+// twice). The multiples of 32 keep more packs in flight an SM than the next power of two would
+// (measured on one H200: layer norm over 8192 rows of 10240 to 24576 f16 3-11% faster so).
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long takes that kernel for every row;
 // COCONET_ROW_PACKS=P (1 up to perThread) keeps at most P packs a thread (more threads a row).
 inline int rowThreads(long long units, int perThread) {
@@ -685,9 +680,9 @@ inline int rowThreads(long long units, int perThread) {
 // Parts a row is split into over blocks (the `_split_stats` and `_split_write` kernels) where rows
 // are too long for registers (rowThreads gave 0) and too few for `perSm` blocks on each of the
 // GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
-// least kRowSplitMin elements; 1 where a block takes a whole row. On one H200 (session 58, call v)
-// softmax over 131072 elements at T = 1, 8, 64 rows took 7.7 / 9.2 / 20.6 us split, 42-50 us a
-// block a row; 4 blocks an SM as fast, 8 slower.
+// least kRowSplitMin elements; 1 where a block takes a whole row. Measured on one H200: softmax
+// over 131072 elements at T = 1 .. 64 rows 2-6x faster split than a block a row; 4 blocks an SM as
+// fast as kRowSplitBlocks, 8 slower. Table row: norms softmax T=1 H=131072 f16, 1 GPU.
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits;
 // COCONET_ROW_SPLIT_BLOCKS=B (1..64) aims at B blocks an SM instead of kRowSplitBlocks.
 constexpr long long kRowSplitMin = 4096;
@@ -861,7 +856,7 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
 // takes R = 2 rows at once, each lane with four 16-byte loads per row in flight (eight in all,
 // streamed past the caches; x stays in them), then a warp-shuffle sum per row. Otherwise a warp
 // per row, element by element. R rows per warp and U loads per row are template parameters so
-// that tools/bench/gpu/gemv-micro.cu can measure other counts with this same kernel.
+// that tools/bench/gpu/micro/gemv-micro.cu can measure other counts with this same kernel.
 constexpr long long kGemvMinRows = 2048;  // fewer rows: cuBLAS (a warp per row leaves SMs idle)
 template <class T, bool VEC, int R = VEC ? 2 : 1, int U = 4>
 __global__ void __launch_bounds__(256) gemv_rows(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y,
@@ -951,7 +946,7 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // (A's in, the result's out), the rows are gathered B-major first: one GEMM of R M rows per B.
 // (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.) On 2
 // and 4 H200 (X = 2, H = 4096, F = 8192) it was 17-50% faster up to 128 rows and 3-11% slower
-// from 256 (docs/benchmarks/gpu/2026-11-27-4xH200-session33, job 4).
+// from 256.
 // COCONET_GATHER_ROWS=1 (0) in the environment gathers wherever R > 1 (never), for A/B timings
 // (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
 constexpr long long kGatherBatchMaxRows = 256;
@@ -989,11 +984,9 @@ template <class T> inline void swapLeadingDims(const T* in, T* out, long long R,
 // count runs, down to one chunk) and leaves each chunk's copy to a peer, rows / count x rowBytes,
 // at least minCopyBytes; one if none does. Where copy engines move the chunks minCopyBytes is
 // kCeMinCopyBytes (0 with tune(f, merge = never), and for NCCL calls): each copy costs a copy
-// engine a fixed start, so pushes to the peers in turn moved 164 GB/s per GPU at 4 MiB per peer,
-// 302 at 16 MiB, 385 at 256 MiB (ce-micro.txt in docs/benchmarks/gpu/2026-11-21-4xH200-session12-ce),
-// and Megatron's row layer at 4 H200 (session13-megatron) took 469 us in 2 chunks against 502
-// in 4 at H = 4096 (4 MiB per peer in 4 chunks), while at H = 8192 (8 MiB per peer) 4 chunks
-// beat 2, 947 against 990 us.
+// engine a fixed start (measured on 4 H200 with tools/bench/gpu/micro/ce-allreduce-micro.cu:
+// pushes to the peers in turn moved 164 GB/s per GPU at 4 MiB per peer, 385 at 256 MiB; Megatron's
+// row layer ran slower in chunks of 4 MiB per peer than in half as many, faster in chunks of 8).
 constexpr long long kCeMinCopyBytes = 8LL << 20;
 inline long long overlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long minCopyBytes) {
   for (long long c = scheduled; c > 1; --c)
@@ -1004,14 +997,9 @@ inline long long overlapChunks(long long scheduled, long long rowsPerRank, long 
 // more than two ranks one chunk while this rank's whole block to a peer, rowsPerRank x rowBytes,
 // is under kOneChunkBelowPeerBytes: there the GEMM, then the group's one-chunk kernel (which
 // pushes the slices itself) beat the GEMM in 2 or 3 chunks with copy-engine copies of 8-12 MiB.
-// On 4 H200, Megatron's layer at H = 4096 (2026-11-27-4xH200-session39, GPU time): 8192 tokens
-// (16 MiB per peer) 416.8 against 436.8 us in 2 chunks (session38: 414.5 against 438.4); after
-// this rule (2026-11-27-2xH200-4xH200-session40) 10240 (20 MiB) 530.9 in one chunk, no faster than
-// session39's 527.9-531.6 in 2, and 12288 (24 MiB) 611.9 against 624.6 in 3 and 622.6 in 2; at
-// 16384 (32 MiB) 4 chunks lead, 804.6 against 811.2 (one chunk: the fused group's row, not this
-// path), and at H = 8192, 8192 tokens (32 MiB) by far, 889.7-908.4 against 983.6-997.2. On two
-// ranks the chunks stay (2 H200, 16 MiB per peer: 204.3 us in 2 chunks against 217.7 in one,
-// session38).
+// Measured with Megatron's layer on 4 H200: one chunk up to 5% faster or level from 16 to 24 MiB
+// per peer, 4 chunks ahead from 32 MiB; on 2 H200 2 chunks beat one (6% at 16 MiB per peer), so
+// on two ranks the chunks stay.
 constexpr long long kOneChunkBelowPeerBytes = 32LL << 20;
 inline long long mergedOverlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long ranks) {
   if (ranks > 2 && rowsPerRank * rowBytes < kOneChunkBelowPeerBytes) return 1;
