@@ -84,8 +84,19 @@ private:
     return *t;
   }
 
+  // The alternatives of `stmt` and `primary` are told apart by their first token (each one's
+  // differs, by the grammar), not by dynamic_cast: the parse tree's classes derive from the ANTLR
+  // runtime's in another shared library, where a failing cast compares type names as strings
+  // (a tenth of checking a 100,000-statement program).
+  template <class C>
+  static C* as(antlr4::ParserRuleContext* ctx) {
+    return static_cast<C*>(ctx);
+  }
+
   StmtPtr stmt(P::StmtContext* ctx) {
-    if (auto* c = dynamic_cast<P::DeclStmtContext*>(ctx)) {
+    const size_t first = ctx->getStart()->getType();
+    if (first == P::IN || first == P::STATE) {
+      auto* c = as<P::DeclStmtContext>(ctx);
       auto s = std::make_unique<DeclStmt>(loc(c));
       s->role = c->role->getType() == P::STATE ? Role::State : Role::Input;
       auto ids = c->IDENT();
@@ -108,7 +119,8 @@ private:
       }
       return s;
     }
-    if (auto* c = dynamic_cast<P::GroupStmtContext*>(ctx)) {
+    if (first == P::GROUP) {
+      auto* c = as<P::GroupStmtContext>(ctx);
       auto s = std::make_unique<GroupStmt>(loc(c));
       auto ids = c->IDENT();
       s->name = nameOf(ids[0]);
@@ -117,21 +129,26 @@ private:
       s->count = expr(c->expr());
       return s;
     }
-    if (auto* c = dynamic_cast<P::RequireStmtContext*>(ctx))
+    if (first == P::REQUIRE) {
+      auto* c = as<P::RequireStmtContext>(ctx);
       return std::make_unique<RequireStmt>(loc(c), expr(c->expr()));
-    if (auto* c = dynamic_cast<P::UpdateStmtContext*>(ctx)) {
+    }
+    if (first == P::UPDATE) {
+      auto* c = as<P::UpdateStmtContext>(ctx);
       auto s = std::make_unique<UpdateStmt>(loc(c));
       s->name = nameOf(c->IDENT());
       s->value = expr(c->expr());
       return s;
     }
-    if (auto* c = dynamic_cast<P::LetStmtContext*>(ctx)) {
+    if (first == P::IDENT) {
+      auto* c = as<P::LetStmtContext>(ctx);
       auto s = std::make_unique<LetStmt>(loc(c));
       for (auto* id : c->IDENT()) s->names.push_back(nameOf(id));
       s->value = expr(c->expr());
       return s;
     }
-    if (auto* c = dynamic_cast<P::ReturnStmtContext*>(ctx)) {
+    if (first == P::RETURN) {
+      auto* c = as<P::ReturnStmtContext>(ctx);
       auto s = std::make_unique<ReturnStmt>(loc(c));
       for (auto* e : c->expr()) s->values.push_back(expr(e));
       return s;
@@ -164,12 +181,14 @@ private:
   // One precedence level: operands and operator tokens alternate among the children; fold
   // them left to right (a loop, so a 100,000-term sum costs no parser recursion).
   ExprPtr chain(antlr4::ParserRuleContext* ctx) {
-    if (auto* u = dynamic_cast<P::UnaryExprContext*>(ctx)) return unary(u);
+    if (ctx->getRuleIndex() == P::RuleUnaryExpr) return unary(as<P::UnaryExprContext>(ctx));
+    // A level's children alternate: operand, operator token, operand, ...
     ExprPtr acc;
     antlr4::Token* pendingOp = nullptr;
-    for (auto* child : ctx->children) {
-      if (auto* t = dynamic_cast<antlr4::tree::TerminalNode*>(child)) {
-        pendingOp = t->getSymbol();
+    for (size_t i = 0; i < ctx->children.size(); ++i) {
+      auto* child = ctx->children[i];
+      if (i % 2) {
+        pendingOp = static_cast<antlr4::tree::TerminalNode*>(child)->getSymbol();
         continue;
       }
       ExprPtr operand = chain(static_cast<antlr4::ParserRuleContext*>(child));
@@ -195,7 +214,11 @@ private:
   }
 
   ExprPtr primary(P::PrimaryContext* ctx) {
-    if (auto* c = dynamic_cast<P::IntLitContext*>(ctx)) {
+    const size_t first = ctx->getStart()->getType();
+    // A call ends with ')' (a parenthesized expression starts with '('); a name does not.
+    const bool call = first != P::LPAREN && ctx->getStop()->getType() == P::RPAREN;
+    if (first == P::INT) {
+      auto* c = as<P::IntLitContext>(ctx);
       std::string text = c->getText();
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -206,7 +229,8 @@ private:
       e->length = static_cast<uint32_t>(text.size());
       return e;
     }
-    if (auto* c = dynamic_cast<P::FloatLitContext*>(ctx)) {
+    if (first == P::FLOAT) {
+      auto* c = as<P::FloatLitContext>(ctx);
       std::string text = c->getText();
       errno = 0;
       double v = std::strtod(text.c_str(), nullptr);
@@ -217,12 +241,14 @@ private:
       e->length = static_cast<uint32_t>(text.size());
       return e;
     }
-    if (auto* c = dynamic_cast<P::BoolLitContext*>(ctx)) {
+    if (first == P::TRUE || first == P::FALSE) {
+      auto* c = as<P::BoolLitContext>(ctx);
       auto e = std::make_unique<BoolLit>(loc(c), c->TRUE() != nullptr);
       e->length = static_cast<uint32_t>(c->getText().size());
       return e;
     }
-    if (auto* c = dynamic_cast<P::NameRefContext*>(ctx)) {
+    if (first == P::IDENT && !call) {
+      auto* c = as<P::NameRefContext>(ctx);
       auto* id = c->IDENT();
       auto* m = c->member();
       auto e = std::make_unique<NameRef>(loc(id), id->getText(), m ? m->getText() : "",
@@ -230,8 +256,9 @@ private:
       e->length = static_cast<uint32_t>(e->spelling().size());
       return e;
     }
-    if (auto* c = dynamic_cast<P::ParenContext*>(ctx)) return expr(c->expr());
-    if (auto* c = dynamic_cast<P::CallContext*>(ctx)) {
+    if (first == P::LPAREN) return expr(as<P::ParenContext>(ctx)->expr());
+    {
+      auto* c = as<P::CallContext>(ctx);
       std::string q, callee;
       SourceLoc at = loc(c);
       if (auto* dt = c->dtype()) {
