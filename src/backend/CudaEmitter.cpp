@@ -461,10 +461,12 @@ std::string Emitter::cInterfaceSource() const {
     << "  } catch (const std::exception& e) {\n    lastError_ = e.what();\n    return 1;\n  }\n}\n"
     << "void need_(const void* p, const char* what) {\n"
     << "  if (!p) throw coconet_rt::Error(std::string(\"" << p_.name << ": \") + what + \" is null\");\n}\n"
-    << "Handle_* live_(void* handle) {\n  std::lock_guard<std::mutex> lock(handlesMutex_);\n"
+    << "// The live handle `handle` is (taken out of the registry with `take`: destroy's).\n"
+    << "Handle_* live_(void* handle, bool take = false) {\n  std::lock_guard<std::mutex> lock(handlesMutex_);\n"
     << "  auto it = handles_.find(static_cast<Handle_*>(handle));\n"
     << "  if (it == handles_.end()) throw coconet_rt::Error(\"" << p_.name
-    << ": not a live handle (null, never made by create, or destroyed)\");\n  return *it;\n}\n"
+    << ": not a live handle (null, never made by create, or destroyed)\");\n"
+    << "  Handle_* h = *it;\n  if (take) handles_.erase(it);\n  return h;\n}\n"
     << C << "_sizes sizesFrom_(const long long* v) {\n  " << C << "_sizes sz;\n";
   if (nSizes) s << "  need_(v, \"sizes\");\n";
   int k = 0;
@@ -508,8 +510,7 @@ std::string Emitter::cInterfaceSource() const {
     << "    need_(rank, \"rank\");\n    int r = h->program->localShape(tensor, sizesFrom_(sizes), shape);\n"
     << "    if (r < 0) throw coconet_rt::Error(std::string(\"" << p_.name << ": no tensor named '\") + tensor + \"'\");\n"
     << "    *rank = r;\n  });\n}\n\n";
-  s << "int " << cfn("destroy") << "(void* handle) {\n  return guarded_([&] {\n    Handle_* h = live_(handle);\n"
-    << "    {\n      std::lock_guard<std::mutex> lock(handlesMutex_);\n      handles_.erase(h);\n    }\n"
+  s << "int " << cfn("destroy") << "(void* handle) {\n  return guarded_([&] {\n    Handle_* h = live_(handle, true);\n"
     << "    delete h->program;\n    ncclComm_t c = h->comm;\n    delete h;\n    CHECK(ncclCommDestroy(c), \"destroy\");\n  });\n}\n}  // extern \"C\"\n";
   return s.str();
 }

@@ -101,7 +101,7 @@ double roundTo(ir::DType t, double v);
 int64_t saturateInteger(ir::DType t, int64_t v);
 int64_t toInt64(double v);
 // The integer arithmetic of i8, u8, i32 and i64 values (computed in 64 bits, two's complement:
-// sums and products wrap; division and remainder truncate, by zero give 0; x ** y with y < 0 is 0
+// sums and products wrap; division and remainder truncate, by zero give 0; pow(x, y) with y < 0 is 0
 // unless x is 1 or -1). The generated code computes the same (coconet_rt::ipow and the like).
 int64_t integerPow(int64_t x, int64_t y);
 // Whether values of type t keep Tensor::exact (i64).
