@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds tests/lit/hostile/Inputs/delete.cnet (names that are C++ keywords, macros and CUDA
-# names: the generated sources must build) and runs tests/runtime/capi_args.c against its C
+# names: the generated sources must build) and runs tests/runtime/capi_args.cu against its C
 # interface: argument checks everywhere, live-handle checks on a GPU; with two GPUs,
-# tests/runtime/capi_ranks.c (ranks that pass different sizes are refused). Exits 77 (skipped)
+# tests/runtime/capi_ranks.cu (ranks that pass different sizes are refused). Exits 77 (skipped)
 # where nvcc is absent. Usage: tests/runtime/capi_args.sh [COCONETC] [OUT]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,11 +17,11 @@ env -u CUDAARCHS cmake -S "$out/gen" -B "$out/gen/build" -DCMAKE_CUDA_COMPILER="
   { cat "$out/cmake.log"; exit 1; }
 cmake --build "$out/gen/build" -j "${JOBS:-2}" > "$out/build.log" 2>&1 || { tail -n 40 "$out/build.log"; exit 1; }
 lib="$out/gen/build"
-"$nvcc" -x cu -std=c++17 "$root/tests/runtime/capi_args.c" -o "$out/capi_args" -L"$lib" -lcoconet_delete_program \
+"$nvcc" -std=c++17 -I"$out/gen" "$root/tests/runtime/capi_args.cu" -o "$out/capi_args" -L"$lib" -lcoconet_delete_program \
   -Xlinker -rpath -Xlinker "$lib"
 "$out/capi_args"
 # Two ranks (two GPUs): ranks that pass different sizes are refused, then run with equal ones.
-"$nvcc" -x cu -std=c++17 "$root/tests/runtime/capi_ranks.c" -o "$out/capi_ranks" -L"$lib" -lcoconet_delete_program \
+"$nvcc" -std=c++17 -I"$out/gen" "$root/tests/runtime/capi_ranks.cu" -o "$out/capi_ranks" -L"$lib" -lcoconet_delete_program \
   -Xlinker -rpath -Xlinker "$lib"
 rc=0
 "$out/capi_ranks" || rc=$?

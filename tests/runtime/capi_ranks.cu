@@ -10,23 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// The generated header declares the C interface (and coconet_scalar).
+#include "delete_program.h"
+
 #define API(f) coconet_delete_program_##f
-#ifdef __cplusplus
-extern "C" {
-#endif
-typedef union coconet_scalar {
-  double f;
-  long long i;
-} coconet_scalar;
-const char* API(last_error)(void);
-int API(unique_id)(char id[128]);
-int API(create)(const char id[128], int rank, int nranks, void* stream, void** handle);
-int API(run)(void* handle, const long long* sizes, const coconet_scalar* scalars, void* const* tensors, unsigned long long seed);
-int API(finish)(void* handle, double timeout_seconds);
-int API(destroy)(void* handle);
-#ifdef __cplusplus
-}
-#endif
 
 /* One rank: exit status 0 when every expectation held, 1 otherwise, 77 without two GPUs. */
 static int rankMain(const char id[128], int rank) {
