@@ -55,7 +55,7 @@ struct CompileOptions {
   // prints them to stderr, in microseconds from the call's start, once that call finished.
   bool timeline = false;
   // The program without its schedule, where the schedule keeps the caller's tensors as the program
-  // declares them (schedule::unscheduledFallback): written beside it as NAME_unscheduled.{h,cu}
+  // declares them (ir::unscheduledFallback): written beside it as NAME_unscheduled.{h,cu}
   // where the schedule added size requirements of its own, or runs an all_to_all pipeline (its
   // per-block GEMMs read every weight once per rank block), and run() runs it for sizes that meet
   // the program's requirements but not the schedule's, or where the pipeline's GEMMs would be

@@ -1,13 +1,15 @@
 #include "driver/Compiler.h"
+#include "driver/Load.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
-#include "ast/ASTPrinter.h"
+#include "sema/TypedASTPrinter.h"
 #include "ir/Lower.h"
 #include "backend/CudaEmitter.h"
+#include "ir/Fallback.h"
 #include "schedule/Schedule.h"
 #include "verify/Verify.h"
 #include "sema/Sema.h"
@@ -61,12 +63,13 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   diags.setErrorLimit(inv.errorLimit);
   sema::Options opts;
   opts.defines = inv.defines;
-  opts.moduleDirs = inv.moduleDirs;
-  for (auto& d : defaultModuleDirs()) opts.moduleDirs.push_back(d);
-  sema::checkFile(comp, inv.input, opts, diags);
+  LoadOptions load;
+  load.moduleDirs = inv.moduleDirs;
+  for (auto& d : defaultModuleDirs()) load.moduleDirs.push_back(d);
+  checkFile(comp, inv.input, opts, load, diags);
   if (diags.hasErrors()) return errorsGenerated(diags, err);
   if (inv.action == Action::EmitAST) {
-    for (auto& p : comp.programs) ast::printTypedAST(out, *p, comp.sources);
+    for (auto& p : comp.programs) sema::printTypedAST(out, *p, comp.sources);
     return kExitOk;
   }
 
@@ -81,7 +84,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   std::optional<schedule::Script> script;
   if (!schedPath.empty()) {
     std::string text, error;
-    if (!sema::readFile(schedPath, text, error)) {
+    if (!readFileBounded(schedPath, kMaxSourceBytes, text, error)) {
       err << "coconetc: error: " << error << "\n";
       return kExitUserError;
     }
@@ -151,7 +154,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         // Sizes that meet the program's requirements but not those its schedule added run the
         // program unscheduled, where the schedule keeps the caller's tensors as declared.
         // (and, the backend decides, where the schedule does not pay at a run's sizes)
-        if (!trace.empty() && schedule::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
+        if (!trace.empty() && ir::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
         try {
           auto files = backend::emitCuda(sched, co);
           out << "wrote " << files.size() << " files to " << inv.outDir << "\n";

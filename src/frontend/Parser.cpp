@@ -7,7 +7,7 @@
 #include "CnetParser.h"
 #include "antlr4-runtime.h"
 #include "frontend/ASTBuilder.h"
-#include "frontend/SyntaxError.h"
+#include "support/SyntaxError.h"
 
 namespace coconet::frontend {
 namespace {

@@ -10,7 +10,7 @@
 #include "SchedLexer.h"
 #include "SchedParser.h"
 #include "antlr4-runtime.h"
-#include "frontend/SyntaxError.h"
+#include "support/SyntaxError.h"
 #include "ir/Rewrite.h"
 #include "schedule/Primitives.h"
 #include "support/Strings.h"
@@ -28,7 +28,7 @@ public:
                    std::exception_ptr) override {
     std::string found = !tok || tok->getType() == antlr4::Token::EOF ? "end of file" : quote(tok->getText());
     auto* p = dynamic_cast<antlr4::Parser*>(rec);
-    frontend::SyntaxErrorPlace place = frontend::placeSyntaxError(file_, p, tok, line, col);
+    SyntaxErrorPlace place = placeSyntaxError(file_, p, tok, line, col);
     if (p) {
       auto set = p->getExpectedTokens().toList();
       std::vector<std::string> names;
@@ -41,7 +41,7 @@ public:
         else if (sym == "INT") names.push_back("a number");
       }
       if (!names.empty() && names.size() <= 4) {
-        frontend::SyntaxErrorReport r = frontend::expectedReport(names, place, found);
+        SyntaxErrorReport r = expectedReport(names, place, found);
         diags_.error(r.loc, r.text, r.length);
         return;
       }
@@ -334,38 +334,6 @@ std::string printScript(const std::vector<Step>& steps) {
     os << ");\n";
   }
   return os.str();
-}
-
-Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched) {
-  Fallback f;  // (whyNot is set whenever the storage differs)
-  for (auto& r : sched.requirements)
-    if (std::none_of(base.requirements.begin(), base.requirements.end(),
-                     [&](const ir::Requirement& b) { return r.sameCondition(b); }))
-      f.own.push_back(&r);
-  // The caller's tensors, by name: what the C++ API, the C interface and the driver allocate.
-  auto storage = [](const ir::Program& p) {
-    std::map<std::string, std::string> m;
-    for (auto& s : p.stages)
-      if (s.kind == ir::StageKind::Input) m["input '" + s.name + "'"] = s.type.str();
-    for (size_t i = 0; i < p.outputs.size(); ++i) m["output '" + p.outputNames[i] + "'"] = p.stages[p.outputs[i]].type.str();
-    for (auto& st : p.states) m["state '" + st.name + "'"] = st.type.str();
-    return m;
-  };
-  auto a = storage(base), b = storage(sched);
-  for (auto& [name, type] : b) {
-    auto it = a.find(name);
-    if (it == a.end() || it->second != type) {
-      f.whyNot = "the schedule stores " + name + " as " + type + (it == a.end() ? "" : " (the program: " + it->second + ")");
-      return f;
-    }
-  }
-  if (a.size() != b.size()) {
-    f.whyNot = "the schedule changes the program's tensors";
-    return f;
-  }
-  f.sameStorage = true;
-  f.possible = !f.own.empty();
-  return f;
 }
 
 }  // namespace coconet::schedule

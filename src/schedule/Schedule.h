@@ -58,18 +58,5 @@ bool knobUnread(const ir::Program& p, const std::string& target, const std::stri
 // The canonical script text of applied steps.
 std::string printScript(const std::vector<Step>& steps);
 
-// What the program does for sizes that meet its own requirements but not those its schedule
-// added (a split's scattered dimension, an overlap's chunks): it runs without the schedule,
-// which computes the same values, provided the schedule left every tensor the caller passes
-// (inputs, outputs, states) stored as the program declares it. A `slice` keeps states sliced
-// between runs, so those programs have no fallback and such sizes remain an error. (The backend
-// also runs the fallback where a schedule does not pay at the sizes of a run: CudaEmitter.h.)
-struct Fallback {
-  std::vector<const ir::Requirement*> own;  // the schedule's requirements the program lacks
-  bool sameStorage = false;                 // the caller's tensors are stored alike in both
-  bool possible = false;                    // `own` is not empty and the storage is the same
-  std::string whyNot;                       // where the storage differs: which tensor
-};
-Fallback unscheduledFallback(const ir::Program& base, const ir::Program& sched);
 
 }  // namespace coconet::schedule

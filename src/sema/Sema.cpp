@@ -8,22 +8,18 @@
 #include <climits>
 #include <cstring>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
 
-#include "frontend/Parser.h"
 #include "sema/SemaImpl.h"
-#include "support/Files.h"
 #include "support/Strings.h"
 
 namespace coconet::sema {
 
 constexpr size_t kMaxInlineDepth = 64;
 constexpr size_t kMaxInlinedStatements = 200000;  // functions inline per call: bound the total
-constexpr size_t kMaxFileBytes = 64u << 20;
 
 // ---- Rendering ---------------------------------------------------------------------------
 std::string exprText(const Expr& e) {
@@ -93,10 +89,6 @@ std::optional<double> constantValue(const Expr& e) {
 
 std::string Requirement::str() const {
   return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str();
-}
-
-bool readFile(const std::string& path, std::string& out, std::string& error) {
-  return readFileBounded(path, kMaxFileBytes, out, error);
 }
 
 // ---- Symbols and scopes ----------------------------------------------------------------------
@@ -931,7 +923,7 @@ namespace {
 struct Loader {
   Compilation& comp;
   DiagnosticEngine& diags;
-  std::vector<std::string> dirs;
+  const ModuleLoader& loadModule;
   std::deque<ModuleContext> contexts;
   std::unordered_map<std::string, ModuleContext*> byName;
   std::vector<std::string> loading;
@@ -967,33 +959,8 @@ struct Loader {
       diags.error(name.loc, "import cycle: " + path + name.name, len);
       return nullptr;
     }
-    std::string path;
-    for (auto& d : dirs) {
-      std::error_code ec;
-      std::string candidate = (std::filesystem::path(d) / (name.name + ".cnet")).string();
-      if (std::filesystem::is_regular_file(candidate, ec)) {
-        path = candidate;
-        break;
-      }
-    }
-    if (path.empty()) {
-      std::string searched;
-      for (auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d;
-      diags.error(name.loc, "cannot find module " + quote(name.name) + " (searched " + searched + ")",
-                  len);
-      return nullptr;
-    }
-    std::string text, err;
-    if (!readFile(path, text, err)) {
-      diags.error(name.loc, err, len);
-      return nullptr;
-    }
-    uint32_t file = comp.sources.add(path, std::move(text));
-    auto m = frontend::parseFile(comp.sources, file, diags);
-    if (!m) {
-      diags.note(name.loc, "while importing " + quote(name.name), len);
-      return nullptr;
-    }
+    auto m = loadModule(name.name, name.loc, len);
+    if (!m) return nullptr;
     m->name = name.name;
     for (auto& p : m->programs)
       diags.error(p->name.loc, "module " + quote(name.name) +
@@ -1009,33 +976,16 @@ struct Loader {
 
 }  // namespace
 
-void checkFile(Compilation& c, const std::string& path, const Options& opts,
-               DiagnosticEngine& diags) {
-  std::string text, err;
-  if (!readFile(path, text, err)) {
-    diags.error({}, err);
-    return;
-  }
-  checkSource(c, path, std::move(text), opts, diags);
-}
-
-void checkSource(Compilation& c, const std::string& path, std::string text, const Options& opts,
-                 DiagnosticEngine& diags) {
-  uint32_t file = c.sources.add(path, std::move(text));
-  auto m = frontend::parseFile(c.sources, file, diags);
-  if (!m) return;
-  m->name = std::filesystem::path(path).stem().string();
+void check(Compilation& c, std::unique_ptr<ast::Module> m, const Options& opts, const ModuleLoader& load,
+           DiagnosticEngine& diags) {
   if (m->programs.empty() && m->defs.empty()) {
-    diags.error({file, 1, 1}, "no program or function in " + quotePath(path));
+    diags.error({m->file, 1, 1}, "no program or function in " + quotePath(c.sources.name(m->file)));
     return;
   }
   c.modules.push_back(std::move(m));
   ast::Module& main = *c.modules.front();
 
-  Loader loader{c, diags, {}, {}, {}, {}, {}};
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (opts.searchInputDir) loader.dirs.push_back(dir.empty() ? "." : dir);
-  for (auto& d : opts.moduleDirs) loader.dirs.push_back(d);
+  Loader loader{c, diags, load, {}, {}, {}, {}};
   loader.loading.push_back(main.name);
   ModuleContext* mainCtx = loader.makeContext(main);
   if (diags.hasErrors()) return;

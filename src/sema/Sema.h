@@ -8,6 +8,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,8 +40,6 @@ struct CheckedProgram {
 
 struct Options {
   std::vector<std::pair<std::string, std::string>> defines;  // -D NAME=VALUE, in order
-  std::vector<std::string> moduleDirs;  // searched in order for `import NAME`
-  bool searchInputDir = true;           // search the main file's folder first
 };
 
 struct Compilation {
@@ -49,16 +48,13 @@ struct Compilation {
   std::vector<std::unique_ptr<CheckedProgram>> programs;
 };
 
-// Parses `path` (and its imports) and checks every program in it. Diagnostics go to `diags`;
-// the result is complete only when no error was reported.
-void checkFile(Compilation& c, const std::string& path, const Options& opts,
-               DiagnosticEngine& diags);
+// Finds, reads and parses the module an `import NAME;` names (the driver's: sema reads no files);
+// nullptr after it reported why at the import (`at`, `length`).
+using ModuleLoader = std::function<std::unique_ptr<ast::Module>(const std::string& name, SourceLoc at, uint32_t length)>;
 
-// The same for source text already in memory (`name` is used in diagnostics).
-void checkSource(Compilation& c, const std::string& name, std::string text, const Options& opts,
-                 DiagnosticEngine& diags);
-
-// Reads a file into `out`; on failure returns a message naming it.
-bool readFile(const std::string& path, std::string& out, std::string& error);
+// Checks every program of `main` (parsed, its name set), loading the modules it imports with
+// `load`. Diagnostics go to `diags`; the result is complete only when no error was reported.
+void check(Compilation& c, std::unique_ptr<ast::Module> main, const Options& opts, const ModuleLoader& load,
+           DiagnosticEngine& diags);
 
 }  // namespace coconet::sema

@@ -16,6 +16,9 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// The largest .cnet or .sched file the compiler reads.
+constexpr size_t kMaxSourceBytes = size_t(64) << 20;
+
 // Reads a whole file of at most maxBytes. Returns false with `error` set ("cannot read 'f': ...")
 // for a directory, an unreadable file, a larger one, or a FIFO or socket that gives nothing.
 bool readFileBounded(const std::string& path, size_t maxBytes, std::string& out, std::string& error);

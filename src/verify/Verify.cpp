@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "interp/Interpreter.h"
-#include "schedule/Schedule.h"
+#include "ir/Fallback.h"
 #include "support/Files.h"
 
 namespace coconet::verify {
@@ -508,7 +508,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
   const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
     return prm.isSize && !prm.value;
   });
-  const bool fallback = schedule::unscheduledFallback(base, sched).possible;
+  const bool fallback = ir::unscheduledFallback(base, sched).possible;
   for (int P : opts.ranks) {
     Config c;
     c.ranks = P;

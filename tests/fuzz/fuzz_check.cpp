@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "backend/CudaEmitter.h"
+#include "driver/Load.h"
+#include "ir/Fallback.h"
 #include "ir/Lower.h"
 #include "schedule/Schedule.h"
 #include "sema/Sema.h"
@@ -33,11 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     coconet::sema::Compilation comp;
     std::ostringstream sink;
     coconet::DiagnosticEngine diags(comp.sources, sink);
-    coconet::sema::Options opts;
-    opts.searchInputDir = false;
-    opts.moduleDirs = {COCONETC_SOURCE_STDLIB};
+    coconet::driver::LoadOptions load;
+    load.searchInputDir = false;
+    load.moduleDirs = {COCONETC_SOURCE_STDLIB};
     try {
-      coconet::sema::checkSource(comp, "fuzz.cnet", std::move(text), opts, diags);
+      coconet::driver::checkSource(comp, "fuzz.cnet", std::move(text), coconet::sema::Options{}, load, diags);
       if (!hasSchedule || diags.hasErrors() || comp.programs.size() != 1) return;
       coconet::ir::Program base = coconet::ir::lower(*comp.programs[0]);
       coconet::ir::Program p = coconet::ir::clone(base);
@@ -70,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       co.outDir = scratch;
       co.deviceCollectives = size % 2 == 1;
       co.scheduleText = coconet::schedule::printScript(trace);
-      if (!trace.empty() && coconet::schedule::unscheduledFallback(base, p).sameStorage) co.unscheduled = &base;  // as the compiler does
+      if (!trace.empty() && coconet::ir::unscheduledFallback(base, p).sameStorage) co.unscheduled = &base;  // as the compiler does
       try {
         coconet::backend::emitCuda(p, co);
       } catch (const std::runtime_error&) {

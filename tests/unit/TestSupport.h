@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "driver/Load.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
 #include "schedule/Schedule.h"
@@ -27,9 +28,9 @@ struct Checked {
 // `text` checked as file `name`; REQUIREs that it has no errors and holds one program.
 inline std::unique_ptr<Checked> checkText(const std::string& name, const std::string& text) {
   auto c = std::make_unique<Checked>();
-  sema::Options opts;
-  opts.searchInputDir = false;
-  sema::checkSource(c->comp, name, text, opts, c->diags);
+  driver::LoadOptions load;
+  load.searchInputDir = false;
+  driver::checkSource(c->comp, name, text, sema::Options{}, load, c->diags);
   INFO("diagnostics:\n" << c->diagOut.str());
   REQUIRE_FALSE(c->diags.hasErrors());
   REQUIRE(c->comp.programs.size() == 1);

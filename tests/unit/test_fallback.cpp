@@ -1,6 +1,7 @@
-// schedule::unscheduledFallback: which requirements a schedule adds, and whether the program can
+// ir::unscheduledFallback: which requirements a schedule adds, and whether the program can
 // run without its schedule for sizes that break only those (the caller's tensors stored alike).
 #include "TestSupport.h"
+#include "ir/Fallback.h"
 #include "ir/Rewrite.h"
 #include "schedule/Schedule.h"
 
@@ -31,7 +32,7 @@ const char* kSgd = R"(program sgd(N: size, lr: f32 = 0.1) {
 
 TEST_CASE("a split's scattered dimension is the schedule's own requirement", "[fallback]") {
   auto s = applySchedule(kRow, "rs, ag = split(y);\nreorder(ag, out);\n");
-  auto f = schedule::unscheduledFallback(s.base, s.sched);
+  auto f = ir::unscheduledFallback(s.base, s.sched);
   REQUIRE(f.own.size() == 1);
   CHECK(f.own[0]->str() == "B % world.size == 0");
   CHECK(f.possible);
@@ -44,7 +45,7 @@ TEST_CASE("a split's scattered dimension is the schedule's own requirement", "[f
 
 TEST_CASE("a schedule that adds no requirement needs no fallback", "[fallback]") {
   auto s = applySchedule(kRow, "f = fuse(y, out);\n");
-  auto f = schedule::unscheduledFallback(s.base, s.sched);
+  auto f = ir::unscheduledFallback(s.base, s.sched);
   CHECK(f.own.empty());
   CHECK_FALSE(f.possible);
   CHECK(f.sameStorage);  // the backend may still run the program unscheduled where the schedule does not pay
@@ -52,7 +53,7 @@ TEST_CASE("a schedule that adds no requirement needs no fallback", "[fallback]")
 
 TEST_CASE("states kept sliced rule the fallback out", "[fallback]") {
   auto s = applySchedule(kSgd, "rs, ag = split(s);\nreorder(ag, w_new);\nslice(w);\n");
-  auto f = schedule::unscheduledFallback(s.base, s.sched);
+  auto f = ir::unscheduledFallback(s.base, s.sched);
   REQUIRE(f.own.size() == 1);
   CHECK_FALSE(f.possible);
   CHECK_FALSE(f.sameStorage);
@@ -60,5 +61,5 @@ TEST_CASE("states kept sliced rule the fallback out", "[fallback]") {
   CHECK(f.whyNot.find("sliced(0)") != std::string::npos);
   // Without slice the state stays replicated: the fallback applies.
   auto t = applySchedule(kSgd, "rs, ag = split(s);\nreorder(ag, w_new);\n");
-  CHECK(schedule::unscheduledFallback(t.base, t.sched).possible);
+  CHECK(ir::unscheduledFallback(t.base, t.sched).possible);
 }

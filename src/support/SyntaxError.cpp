@@ -1,8 +1,8 @@
-#include "frontend/SyntaxError.h"
+#include "support/SyntaxError.h"
 
 #include "antlr4-runtime.h"
 
-namespace coconet::frontend {
+namespace coconet {
 
 SyntaxErrorPlace placeSyntaxError(uint32_t file, antlr4::Parser* parser, antlr4::Token* offending, size_t line, size_t col) {
   SyntaxErrorPlace place;
@@ -38,4 +38,4 @@ SyntaxErrorReport expectedReport(const std::vector<std::string>& names, const Sy
   return r;
 }
 
-}  // namespace coconet::frontend
+}  // namespace coconet

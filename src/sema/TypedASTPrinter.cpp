@@ -1,10 +1,10 @@
-#include "ast/ASTPrinter.h"
+#include "sema/TypedASTPrinter.h"
 
 #include "sema/SemaImpl.h"
 
 #include <sstream>
 
-namespace coconet::ast {
+namespace coconet::sema {
 namespace {
 
 class Printer {
@@ -172,4 +172,4 @@ void printTypedAST(std::ostream& os, const sema::CheckedProgram& p, const Source
   Printer(os, sm, p.decl->loc.file).program(p);
 }
 
-}  // namespace coconet::ast
+}  // namespace coconet::sema

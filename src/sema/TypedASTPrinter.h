@@ -5,8 +5,8 @@
 
 #include "sema/Sema.h"
 
-namespace coconet::ast {
+namespace coconet::sema {
 
 void printTypedAST(std::ostream& os, const sema::CheckedProgram& p, const SourceManager& sm);
 
-}  // namespace coconet::ast
+}  // namespace coconet::sema

@@ -15,7 +15,7 @@ class Parser;
 class Token;
 }  // namespace antlr4
 
-namespace coconet::frontend {
+namespace coconet {
 
 struct SyntaxErrorPlace {
   SourceLoc at;                // the offending token (ANTLR's place)
@@ -38,4 +38,4 @@ struct SyntaxErrorReport {
 // file, "expected A or B after 'x'" just after the last token taken.
 SyntaxErrorReport expectedReport(const std::vector<std::string>& names, const SyntaxErrorPlace& place, const std::string& found);
 
-}  // namespace coconet::frontend
+}  // namespace coconet
