@@ -156,7 +156,11 @@ std::string Emitter::manifestText(const std::string& allSources) {
   for (auto& prm : p_.params)
     m["parameters"].push_back({{"name", prm.name}, {"kind", prm.isSize ? "size" : ast::dtypeName(prm.dtype)},
                                {"bound", prm.value.has_value()}});
-  for (auto& f : p_.fused) m["fused"].push_back({{"name", f.name}, {"members", f.members}, {"knobs", f.knobs}});
+  for (auto& f : p_.fused) {
+    std::map<std::string, std::string> knobs;  // (by name, as tune wrote them)
+    for (auto& [k, setting] : f.knobs.all()) knobs[knobName(k)] = setting.value.str();
+    m["fused"].push_back({{"name", f.name}, {"members", f.members}, {"knobs", knobs}});
+  }
   for (auto& o : p_.overlaps)
     m["overlaps"].push_back({{"producer", o.producer}, {"consumer", o.consumer}, {"chunks", o.chunks}, {"dim", o.dim}});
   return m.dump(2) + "\n";

@@ -92,37 +92,30 @@ std::string Emitter::fallbackStorage(const std::vector<int>& ids, const std::str
   return text;
 }
 
-const std::map<std::string, std::string>& Emitter::groupKnobs(const Stage& s) const {
-  static const std::map<std::string, std::string> none;
+const Knobs& Emitter::groupKnobs(const Stage& s) const {
+  static const Knobs none;
   for (auto& f : p_.fused)
     if (f.name == s.fusedInto) return f.knobs;
   return none;
 }
 
-bool Emitter::ncclAsked(const std::map<std::string, std::string>& knobs) {
-  auto k = knobs.find("algorithm");
-  return k != knobs.end() && (k->second == "nccl" || k->second == "ring");
+bool Emitter::ncclAsked(const Knobs& knobs) {
+  const auto algo = knobs.word(Knob::Algorithm);
+  return algo && (*algo == "nccl" || *algo == "ring");
 }
 
-int Emitter::knobInt(const std::map<std::string, std::string>& knobs, const char* name, int otherwise) {
-  auto k = knobs.find(name);
-  return k == knobs.end() ? otherwise : std::max(1, std::atoi(k->second.c_str()));
-}
-
-void Emitter::readRoundKnobs(const std::map<std::string, std::string>& knobs, DevGroup& dg) {
-  dg.rounds = knobInt(knobs, "chunks", 0);  // 0: chosen by size at run time (devRounds)
-  if (auto r = knobs.find("roles"); r != knobs.end())
-    dg.roles = r->second == "split" ? DevGroup::Roles::Split : r->second == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
-  dg.movers = knobInt(knobs, "movers", 0);  // 0: coconet_rt::kDevMovers
-  if (auto k = knobs.find("taper"); k != knobs.end()) dg.taper = std::atoi(k->second.c_str());  // (0 allowed: not knobInt)
-  if (auto k = knobs.find("taper_ends"); k != knobs.end())
-    dg.taperEnds = k->second == "first" ? DevGroup::TaperEnds::First : k->second == "last" ? DevGroup::TaperEnds::Last : DevGroup::TaperEnds::Both;
-  if (auto k = knobs.find("barriers"); k != knobs.end())
-    dg.barriers = k->second == "split" ? DevGroup::Barriers::Split : k->second == "sync" ? DevGroup::Barriers::Sync : DevGroup::Barriers::Auto;
-  if (auto o = knobs.find("occupancy"); o != knobs.end() && o->second == "auto")
-    dg.occupancy = 0;  // chosen at launch where the kernel has roles (occupancyByRanks), else 1
-  else
-    dg.occupancy = knobInt(knobs, "occupancy", 1);
+void Emitter::readRoundKnobs(const Knobs& knobs, DevGroup& dg) {
+  dg.rounds = knobs.number(Knob::Chunks).value_or(0);  // 0: chosen by size at run time (devRounds)
+  if (auto r = knobs.word(Knob::Roles))
+    dg.roles = *r == "split" ? DevGroup::Roles::Split : *r == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
+  dg.movers = knobs.number(Knob::Movers).value_or(0);  // 0: coconet_rt::kDevMovers
+  if (auto t = knobs.number(Knob::Taper)) dg.taper = *t;
+  if (auto e = knobs.word(Knob::TaperEnds))
+    dg.taperEnds = *e == "first" ? DevGroup::TaperEnds::First : *e == "last" ? DevGroup::TaperEnds::Last : DevGroup::TaperEnds::Both;
+  if (auto b = knobs.word(Knob::Barriers))
+    dg.barriers = *b == "split" ? DevGroup::Barriers::Split : *b == "sync" ? DevGroup::Barriers::Sync : DevGroup::Barriers::Auto;
+  // auto: chosen at launch where the kernel has roles (occupancyByRanks), else 1
+  dg.occupancy = knobs.word(Knob::Occupancy) == "auto" ? 0 : knobs.number(Knob::Occupancy).value_or(1);
 }
 
 void Emitter::planDeviceGroups() {
@@ -141,7 +134,7 @@ void Emitter::planDeviceGroups() {
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
     readRoundKnobs(f.knobs, dg);
-    if (auto a = f.knobs.find("algorithm"); a != f.knobs.end()) dg.algo = a->second;
+    if (auto a = f.knobs.word(Knob::Algorithm)) dg.algo = *a;
     if (dg.algo == "copy_engines") dg.copyEngines = dg.preloaded = true;
     warnOneShotNotTaken(dg);
     if (dg.arHead && oneShotMode(dg) < 0) {
@@ -906,13 +899,11 @@ int Emitter::oneShotMode(const DevGroup& dg) const {
 void Emitter::warnKnob(const std::string& target, const std::string& key, const std::string& msg) {
   if (!o_.diags || !knobWarned_.insert({target, key}).second) return;
   SourceLoc at;
+  const std::optional<Knob> knob = knobNamed(key);
   if (const FusedGroup* f = p_.findFused(target)) {
-    auto k = f->knobLocs.find(key);
-    at = k != f->knobLocs.end() ? k->second : f->loc;
-  } else if (int id = p_.find(target); id >= 0) {
-    auto k = p_.stages[id].knobLocs.find(key);
-    if (k == p_.stages[id].knobLocs.end()) return;
-    at = k->second;
+    at = knob ? f->knobs.where(*knob).value_or(f->loc) : f->loc;
+  } else if (int id = p_.find(target); id >= 0 && knob && p_.stages[id].knobs.where(*knob)) {
+    at = *p_.stages[id].knobs.where(*knob);
   } else {
     return;
   }
@@ -926,17 +917,16 @@ void Emitter::warnKnobsWithoutDevice() {
     std::string target, key, value;
   };
   std::vector<Site> sites;
-  auto collect = [&](const std::string& target, const std::map<std::string, std::string>& knobs,
-                     const std::map<std::string, SourceLoc>& locs) {
-    for (auto& [key, value] : knobs) {
-      if (key == "algorithm" && (value == "nccl" || value == "ring")) continue;  // what runs anyway
+  auto collect = [&](const std::string& target, const Knobs& knobs) {
+    for (auto& [knob, setting] : knobs.all()) {
+      const std::string key = knobName(knob), value = setting.value.str();
+      if (knob == Knob::Algorithm && (value == "nccl" || value == "ring")) continue;  // what runs anyway
       if (schedule::knobUnread(p_, target, key)) continue;
-      auto l = locs.find(key);
-      sites.push_back({l != locs.end() ? l->second : SourceLoc{}, target, key, value});
+      sites.push_back({setting.loc, target, key, value});
     }
   };
-  for (auto& f : p_.fused) collect(f.name, f.knobs, f.knobLocs);
-  for (auto& s : p_.stages) collect(s.name, s.knobs, s.knobLocs);
+  for (auto& f : p_.fused) collect(f.name, f.knobs);
+  for (auto& s : p_.stages) collect(s.name, s.knobs);
   std::stable_sort(sites.begin(), sites.end(), [](const Site& a, const Site& b) {
     return std::tie(a.at.file, a.at.line, a.at.col) < std::tie(b.at.file, b.at.line, b.at.col);
   });
@@ -1399,10 +1389,8 @@ void Emitter::emitCopyRounds(const CopyRounds& c, const std::string& stage) {
 }
 
 std::string Emitter::algorithmOf(const Stage& s) const {
-  if (auto k = s.knobs.find("algorithm"); k != s.knobs.end()) return k->second;
-  auto& knobs = groupKnobs(s);
-  auto k = knobs.find("algorithm");
-  return k == knobs.end() ? "" : k->second;
+  if (auto a = s.knobs.word(Knob::Algorithm)) return *a;
+  return groupKnobs(s).word(Knob::Algorithm).value_or("");
 }
 
 void Emitter::planDeviceAllReduces() {
@@ -1428,7 +1416,7 @@ void Emitter::planDeviceAllReduces() {
     }
     d.algo = algorithmOf(s);
     if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
-    d.rounds = knobInt(s.knobs.count("chunks") ? s.knobs : groupKnobs(s), "chunks", 2);
+    d.rounds = (s.knobs.has(Knob::Chunks) ? s.knobs : groupKnobs(s)).number(Knob::Chunks).value_or(2);
     d.out = id;
     d.index = devIndices_++;
     devAR_[id] = d;

@@ -149,13 +149,13 @@ void Emitter::planDeviceChunked() {
     DevGroup dg;
     if (!analyzeDevGroup(m, dg)) continue;
     dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
-    dg.blocks = std::min(knobInt(knobs, "blocks", kDevOverlapBlocks), kDevMaxBlocks);
+    dg.blocks = std::min(knobs.number(Knob::Blocks).value_or(kDevOverlapBlocks), kDevMaxBlocks);
     dg.preloaded = true;
-    if (auto k = knobs.find("gather"); k != knobs.end()) dg.gather = k->second == "pipelined" ? 1 : 0;
-    dg.tailPieces = knobInt(knobs, "tail", 1);
-    if (auto a = knobs.find("algorithm"); a != knobs.end()) dg.algo = a->second;
+    if (auto g = knobs.word(Knob::Gather)) dg.gather = *g == "pipelined" ? 1 : 0;
+    dg.tailPieces = knobs.number(Knob::Tail).value_or(1);
+    if (auto a = knobs.word(Knob::Algorithm)) dg.algo = *a;
     if (dg.algo == "copy_engines") dg.ceGather = true;
-    if (auto mg = knobs.find("merge"); mg != knobs.end() && mg->second == "never") dg.mergeChunks = false;
+    if (knobs.word(Knob::Merge) == "never") dg.mergeChunks = false;
     warnOneShotNotTaken(dg);
     dg.index = devIndices_++;
     markFallbackOnly(m, dg);

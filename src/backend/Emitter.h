@@ -457,10 +457,9 @@ private:
   std::string fallbackStorage(const std::vector<int>& ids, const std::string& ind) const;
 
   // The knobs of the fused group a stage belongs to (none when it belongs to none).
-  const std::map<std::string, std::string>& groupKnobs(const Stage& s) const;
+  const Knobs& groupKnobs(const Stage& s) const;
 
-  static bool ncclAsked(const std::map<std::string, std::string>& knobs);
-  static int knobInt(const std::map<std::string, std::string>& knobs, const char* name, int otherwise);
+  static bool ncclAsked(const Knobs& knobs);
 
   void planDeviceGroups();
 
@@ -575,7 +574,7 @@ private:
   // group outside an overlap (readRoundKnobs); the preloaded kernel between chunks has none.
   DevGroup onePassForm(const DevGroup& dg) const;
   // tune(f, chunks | roles | movers | taper | occupancy) into a device group's kernel form.
-  static void readRoundKnobs(const std::map<std::string, std::string>& knobs, DevGroup& dg);
+  static void readRoundKnobs(const Knobs& knobs, DevGroup& dg);
   // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).
   int agSrc(const DevGroup& dg) const { return dg.agIsMember ? dg.ag : p_.stages[dg.ag].operands[0]; }
   // The host code of a device group's launch on stream_ after its alignment test `vec` (its rounds,

@@ -254,14 +254,14 @@ static std::string locStr(SourceLoc l) {
   return "  <" + std::to_string(l.line) + ":" + std::to_string(l.col) + ">";
 }
 
-static std::string knobsStr(const std::map<std::string, std::string>& k) {
-  if (k.empty()) return "";
-  std::string s = " {";
-  bool first = true;
-  for (auto& [a, b] : k) {
-    s += (first ? "" : ", ") + a + " = " + b;
-    first = false;
-  }
+// " {algorithm = ring, blocks = 8}": the knobs, and a stage's re-association note, by name.
+static std::string knobsStr(const Knobs& k, const std::string& reassociates = "") {
+  std::map<std::string, std::string> items;
+  for (auto& [knob, setting] : k.all()) items[knobName(knob)] = setting.value.str();
+  if (!reassociates.empty()) items["reassociates"] = reassociates;
+  if (items.empty()) return "";
+  std::string s;
+  for (auto& [a, b] : items) s += (s.empty() ? " {" : ", ") + a + " = " + b;
   return s + "}";
 }
 
@@ -309,7 +309,7 @@ std::string print(const Program& p) {
     }
     os << " : " << s.type.str();
     if (!s.fusedInto.empty()) os << " in " << s.fusedInto;
-    os << knobsStr(s.knobs) << locStr(s.loc) << "\n";
+    os << knobsStr(s.knobs, s.reassociates) << locStr(s.loc) << "\n";
   }
   for (auto& f : p.fused) {
     os << "  fused " << f.name << " = [";

@@ -25,6 +25,7 @@
 
 #include "ast/AST.h"
 #include "ast/Types.h"
+#include "ir/Knobs.h"
 #include "support/Diagnostics.h"
 
 namespace coconet::ir {
@@ -173,9 +174,11 @@ struct Stage {
 
   // Schedule data (plain, printable): the fused group this stage belongs to, overlap
   // partners and tuning knobs. The algorithm never depends on them.
-  std::string fusedInto;                    // name of the fused group, or ""
-  std::map<std::string, std::string> knobs;  // chunks, blocks, algorithm, ...
-  std::map<std::string, SourceLoc> knobLocs;  // where tune set each knob (the key's place)
+  std::string fusedInto;  // name of the fused group, or ""
+  Knobs knobs;            // what tune set (ir/Knobs.h)
+  // A combining collective whose terms a schedule re-associated: why (verify then compares
+  // within the rounding that allows); "" otherwise.
+  std::string reassociates;
 };
 
 // A group of stages the backend runs as one kernel (fuse), or a pipelined producer/consumer
@@ -183,9 +186,8 @@ struct Stage {
 struct FusedGroup {
   std::string name;
   std::vector<std::string> members;  // in execution order
-  std::map<std::string, std::string> knobs;
+  Knobs knobs;
   SourceLoc loc;                     // the schedule line that made it
-  std::map<std::string, SourceLoc> knobLocs;  // where tune set each knob (the key's place)
 };
 
 struct Overlap {

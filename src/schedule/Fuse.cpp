@@ -89,7 +89,7 @@ bool fuse(StepContext& c) {
   for (int i : ids) memberNames.push_back(p.stages[i].name);
   permuteStages(p, order);
   for (auto& n : memberNames) p.stages[p.find(n)].fusedInto = name;
-  p.fused.push_back({name, memberNames, {}, c.step.loc, {}});
+  p.fused.push_back({name, memberNames, {}, c.step.loc});
   c.made = {name};
   return true;
 }

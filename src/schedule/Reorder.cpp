@@ -226,7 +226,7 @@ bool reorder(StepContext& c) {
         part.type.layout = Layout::local();
         part.type.dtype = acc;
         part.knobs.clear();
-        part.knobLocs.clear();
+        part.reassociates.clear();
         if (kind == ReduceKind::Norm) {
           Stage sq;
           sq.kind = StageKind::Compute;
@@ -257,7 +257,7 @@ bool reorder(StepContext& c) {
         if (!exactCombine) {
           reassociated = "reorder re-associates the reduction " + quote(name) +
                          " (partial sums on slices, combined by allreduce)";
-          comb.knobs["reassociates"] = reassociated;
+          comb.reassociates = reassociated;
         }
         // The stage keeps its name and becomes the final step: the combine, or sqrt of it.
         inside.insert(part.name);

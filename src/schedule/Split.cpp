@@ -19,9 +19,7 @@ bool split(StepContext& c) {
   if (!ar.knobs.empty()) {
     // Knobs of an allreduce (its algorithm, its blocks) mean nothing for the two halves: say so
     // rather than drop them.
-    std::string knobs;
-    for (auto& [k, v] : ar.knobs) knobs += (knobs.empty() ? "" : ", ") + k + " = " + v;
-    return c.fail(&a, a.value, "it carries tune knobs (" + knobs + "); split before tune, then tune the halves or their fused group");
+    return c.fail(&a, a.value, "it carries tune knobs (" + ar.knobs.str() + "); split before tune, then tune the halves or their fused group");
   }
   for (auto& o : c.p.overlaps)
     if (o.consumer == ar.name) return c.fail(&a, a.value, "it is overlapped with " + quote(o.producer) + "; split before overlapping");

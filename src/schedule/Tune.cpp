@@ -8,26 +8,6 @@
 
 namespace coconet::schedule {
 
-namespace {
-// Knobs that take one of a few words; the others are integers in [1, 65535] but for those in
-// kRanges.
-const std::map<std::string, std::vector<std::string>> kChoices = {
-    {"algorithm", {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"}},
-    {"barriers", {"split", "sync", "auto"}},
-    {"gather", {"pipelined", "after"}},
-    {"merge", {"by_size", "never"}},
-    {"roles", {"split", "shared", "auto"}},
-    {"taper_ends", {"both", "first", "last"}},
-};
-// taper: the chunks at each end of a pipelined kernel halve this many times (0: all alike);
-// taper_ends: which ends (both, the default, or the first or the last chunks alone)
-// occupancy: blocks of 512 threads per SM (an SM holds 2048 threads), or auto (by the ranks at
-// run time: coconet_rt::devAutoOccupancy)
-const std::map<std::string, std::pair<int, int>> kRanges = {{"taper", {0, 8}}, {"occupancy", {1, 4}}};
-// integer knobs that also take a word
-const std::map<std::string, std::string> kIntOrWord = {{"occupancy", "auto"}};
-}  // namespace
-
 bool tune(StepContext& c) {
   if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "taper_ends", "barriers", "occupancy"}, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
@@ -36,32 +16,32 @@ bool tune(StepContext& c) {
     if (f.name == a.value) group = &f;
   int id = -1;
   if (!group && (id = c.stage(a)) < 0) return false;
-  std::map<std::string, std::string> knobs;
+  std::map<ir::Knob, std::pair<ir::KnobValue, SourceLoc>> knobs;
   for (auto& k : c.step.args) {
     if (k.key.empty()) continue;
-    if (auto e = kChoices.find(k.key); e != kChoices.end()) {
-      const std::vector<std::string>& allowed = e->second;
-      if (std::find(allowed.begin(), allowed.end(), k.value) == allowed.end()) {
-        std::string list;
-        for (auto& v : allowed) list += (list.empty() ? "" : ", ") + v;
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " " + quote(k.value) + " is not one of " + list,
-                      k.length);
-        return false;
-      }
-    } else if (auto w = kIntOrWord.find(k.key); w != kIntOrWord.end() && k.value == w->second) {
-      // (the word; checked below like the others)
+    // The schema (ir/Knobs.h): a knob takes one of its words or an integer of its range.
+    const ir::KnobSpec& spec = ir::knobSpec(*ir::knobNamed(k.key));  // (expectShape admitted only schema names)
+    ir::KnobValue value;
+    const bool word = std::find(spec.words.begin(), spec.words.end(), k.value) != spec.words.end();
+    if (word) {
+      value.word = k.value;
+    } else if (spec.lo > spec.hi) {
+      std::string list;
+      for (auto& v : spec.words) list += (list.empty() ? "" : ", ") + v;
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " " + quote(k.value) + " is not one of " + list,
+                    k.length);
+      return false;
     } else {
-      auto range = kRanges.find(k.key);
-      const auto [lo, hi] = range != kRanges.end() ? range->second : std::pair<int, int>{1, 65535};
       int v = 0;
       auto [ptr, ec] = std::from_chars(k.value.data(), k.value.data() + k.value.size(), v);
-      if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < lo || v > hi) {
-        const auto w = kIntOrWord.find(k.key);
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(lo) + ", " +
-                                 std::to_string(hi) + "]" + (w != kIntOrWord.end() ? " or " + w->second : "") + ", got " +
-                                 quote(k.value), k.length);
+      if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < spec.lo || v > spec.hi) {
+        std::string words;
+        for (auto& w : spec.words) words += " or " + w;
+        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(spec.lo) +
+                                 ", " + std::to_string(spec.hi) + "]" + words + ", got " + quote(k.value), k.length);
         return false;
       }
+      value.number = v;
     }
     // Copy engines move an allreduce's parts, the slices of a fused group around a split
     // allreduce (it starts with the reduce_scatter or ends with the all_gather) and an all_to_all
@@ -91,14 +71,11 @@ bool tune(StepContext& c) {
                     k.length);
       return false;
     }
-    knobs[k.key] = k.value;
+    knobs[spec.knob] = {value, k.keyLoc};
   }
   if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper, taper_ends, barriers or occupancy");
-  auto& dst = group ? group->knobs : c.p.stages[id].knobs;
-  auto& locs = group ? group->knobLocs : c.p.stages[id].knobLocs;
-  for (auto& [k, v] : knobs) dst[k] = v;
-  for (auto& k : c.step.args)
-    if (!k.key.empty()) locs[k.key] = k.keyLoc;
+  ir::Knobs& dst = group ? group->knobs : c.p.stages[id].knobs;
+  for (auto& [k, v] : knobs) dst.set(k, v.first, v.second);
   if (c.knobSites)
     for (auto& k : c.step.args)
       if (!k.key.empty())
@@ -168,8 +145,7 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
   if (!collective) return "a fused group with no collective (one element-wise kernel, which takes no knobs)";
   if (consumedBy(p, g.name)) {
     const auto first = std::find_if(kinds.begin(), kinds.end(), ir::isCollectiveKind);
-    const auto algo = g.knobs.find("algorithm");
-    if (std::string why = unreadOnOverlapConsumer(*first, algo == g.knobs.end() ? "" : algo->second, key); !why.empty())
+    if (std::string why = unreadOnOverlapConsumer(*first, g.knobs.word(ir::Knob::Algorithm).value_or(""), key); !why.empty())
       return "a fused group " + why;
   }
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge")
@@ -177,8 +153,8 @@ std::string unreadOnGroup(const ir::Program& p, const ir::FusedGroup& g, const s
   if (key == "roles" || key == "movers" || key == "taper" || key == "taper_ends" || key == "barriers") {
     // (a group that starts with an allreduce may run in its two-shot form, the allreduce's
     // reduce-scatter in rounds, which reads them, unless its algorithm asks for another form)
-    const auto algo = g.knobs.find("algorithm");
-    const bool twoShot = kinds.front() == StageKind::AllReduce && (algo == g.knobs.end() || algo->second == "two_shot");
+    const auto algo = g.knobs.word(ir::Knob::Algorithm);
+    const bool twoShot = kinds.front() == StageKind::AllReduce && (!algo || *algo == "two_shot");
     const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather || twoShot;
     return rounds || overlapped ? "" : "a fused group that neither starts with a reduce_scatter nor ends with an all_gather";
   }
@@ -205,10 +181,10 @@ std::string unreadOnStage(const ir::Program& p, const ir::Stage& s, const std::s
 // send's exchange is a device kernel (an all_to_all's by copy engines in a pipeline) unless
 // `nccl` asks for NCCL's pairs; the allreduces' forms mean nothing there.
 std::string unreadAlgorithm(const ir::Stage& s) {
-  auto k = s.knobs.find("algorithm");
-  if (k == s.knobs.end() || (s.kind != StageKind::AllToAll && s.kind != StageKind::Send)) return "";
+  const auto algo = s.knobs.word(ir::Knob::Algorithm);
+  if (!algo || (s.kind != StageKind::AllToAll && s.kind != StageKind::Send)) return "";
   const bool a2a = s.kind == StageKind::AllToAll;
-  if (k->second == "nccl" || (a2a && k->second == "copy_engines")) return "";
+  if (*algo == "nccl" || (a2a && *algo == "copy_engines")) return "";
   return std::string(a2a ? "an all_to_all takes nccl or copy_engines" : "a send takes nccl");
 }
 
@@ -216,17 +192,18 @@ std::string unreadAlgorithm(const ir::Stage& s) {
 // program leaves it, or "" where it may read it (or the knob is no longer there).
 std::string unreadMessage(const ir::Program& p, const std::string& target, const std::string& key) {
   std::string why, hint;
+  const ir::Knob knob = *ir::knobNamed(key);
   if (const ir::FusedGroup* g = p.findFused(target)) {
-    if (!g->knobs.count(key)) return "";
+    if (!g->knobs.has(knob)) return "";
     why = unreadOnGroup(p, *g, key);
     // taper_ends chooses the tapered ends: nothing without a taper
-    if (auto t = g->knobs.find("taper"); why.empty() && key == "taper_ends" && (t == g->knobs.end() || t->second == "0"))
+    if (why.empty() && knob == ir::Knob::TaperEnds && g->knobs.number(ir::Knob::Taper).value_or(0) == 0)
       return "tune knob 'taper_ends' has no effect on " + quote(target) + ": its chunks are not tapered (tune(" + target +
              ", taper = K) with K from 1 to 8 tapers them)";
-  } else if (int id = p.find(target); id >= 0 && p.stages[id].knobs.count(key)) {
+  } else if (int id = p.find(target); id >= 0 && p.stages[id].knobs.has(knob)) {
     const ir::Stage& s = p.stages[id];
     if (std::string v = key == "algorithm" ? unreadAlgorithm(s) : ""; !v.empty())
-      return "tune knob 'algorithm = " + s.knobs.at(key) + "' has no effect on " + quote(target) + ": " + v;
+      return "tune knob 'algorithm = " + s.knobs.value(knob)->str() + "' has no effect on " + quote(target) + ": " + v;
     why = unreadOnStage(p, s, key);
     if (const ir::FusedGroup* g = p.findFused(s.fusedInto); g && !why.empty() && unreadOnGroup(p, *g, key).empty())
       hint = "; tune its fused group " + quote(g->name) + " instead";

@@ -504,7 +504,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
   std::string reassoc;
   std::vector<int> skipped;
   for (auto& s : sched.stages)
-    if (s.knobs.count("reassociates")) reassoc += (reassoc.empty() ? "" : "; ") + s.knobs.at("reassociates");
+    if (!s.reassociates.empty()) reassoc += (reassoc.empty() ? "" : "; ") + s.reassociates;
   const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
     return prm.isSize && !prm.value;
   });
@@ -573,7 +573,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     // gamma: n u for the longest re-associated reduction of this run.
     double gamma = 0;
     for (auto& st : sched.stages) {
-      if (!st.knobs.count("reassociates") || st.operands.empty()) continue;
+      if (st.reassociates.empty() || st.operands.empty()) continue;
       const Stage& part = sched.stages[st.operands[0]];
       if (part.operands.empty()) continue;
       int64_t n = 1;
