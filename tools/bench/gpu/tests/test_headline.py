@@ -17,6 +17,7 @@ sys.path.insert(0, str(GPU))
 import bench  # noqa: E402
 import headline  # noqa: E402
 from workloads import FASTER, headline as spec  # noqa: E402
+from fakes import OneRank  # noqa: E402
 
 FLOOR = ("floor", "<=", 1.15, "x floor <= 1.15")
 
@@ -185,30 +186,9 @@ class Entries(unittest.TestCase):
 class BenchHeadlineRows(unittest.TestCase):
     """bench.py --headline runs exactly the headline's rows and refuses to run without one."""
 
-    class Ctx:
-        world, rank, torch = 1, 0, None
+    class Ctx(OneRank):
+        rank = 0
         skip_coconetc = False
-        device = types.SimpleNamespace(type="cpu")
-        dist = types.SimpleNamespace(barrier=lambda: None)
-        watchdog = types.SimpleNamespace(arm=lambda *a: None, disarm=lambda: None)
-
-        def sync(self):
-            pass
-
-        def release(self):
-            return []
-
-        def agree(self, status, message="", collectives=True):
-            return (status, [message] if status else [])
-
-        def per_rank(self, values):
-            return [list(values)]
-
-        def max_over_ranks(self, ranks):
-            return [max(col) for col in zip(*ranks)]
-
-        def reduce(self, values, op):
-            return list(values)
 
     def run_config(self, names, s):
         ran = []
