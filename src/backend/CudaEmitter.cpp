@@ -23,6 +23,7 @@ const char* kDeviceHeader =
 }  // namespace
 
 void Emitter::run(std::vector<std::string>& files) {
+  if (!o_.embedded) warnUnreadKnobs();
   checkSupported();
   planBags();
   planAllReducePairs();

@@ -3,7 +3,7 @@
 #include <tuple>
 
 #include "backend/Emitter.h"
-#include "schedule/Schedule.h"
+#include "backend/KnobUse.h"
 #include "support/Diagnostics.h"
 
 namespace coconet::backend::detail {
@@ -910,29 +910,32 @@ void Emitter::warnKnob(const std::string& target, const std::string& key, const 
   o_.diags->warning(at, msg, static_cast<uint32_t>(key.size()));
 }
 
-void Emitter::warnKnobsWithoutDevice() {
-  if (o_.deviceCollectives) return;
-  struct Site {
-    SourceLoc at;
-    std::string target, key, value;
-  };
-  std::vector<Site> sites;
+std::vector<Emitter::KnobUse> Emitter::tunedKnobs() const {
+  std::vector<KnobUse> uses;
   auto collect = [&](const std::string& target, const Knobs& knobs) {
-    for (auto& [knob, setting] : knobs.all()) {
-      const std::string key = knobName(knob), value = setting.value.str();
-      if (knob == Knob::Algorithm && (value == "nccl" || value == "ring")) continue;  // what runs anyway
-      if (schedule::knobUnread(p_, target, key)) continue;
-      sites.push_back({setting.loc, target, key, value});
-    }
+    for (auto& [knob, setting] : knobs.all()) uses.push_back({setting.loc, target, knob, setting.value.str()});
   };
   for (auto& f : p_.fused) collect(f.name, f.knobs);
   for (auto& s : p_.stages) collect(s.name, s.knobs);
-  std::stable_sort(sites.begin(), sites.end(), [](const Site& a, const Site& b) {
+  std::stable_sort(uses.begin(), uses.end(), [](const KnobUse& a, const KnobUse& b) {
     return std::tie(a.at.file, a.at.line, a.at.col) < std::tie(b.at.file, b.at.line, b.at.col);
   });
-  for (auto& k : sites) {
-    const std::string knob = k.key == "algorithm" ? "'algorithm = " + k.value + "'" : quote(k.key);
-    warnKnob(k.target, k.key,
+  return uses;
+}
+
+void Emitter::warnUnreadKnobs() {
+  for (auto& k : tunedKnobs())
+    if (const std::string msg = unreadKnob(p_, k.target, knobName(k.knob)); !msg.empty()) warnKnob(k.target, knobName(k.knob), msg);
+}
+
+void Emitter::warnKnobsWithoutDevice() {
+  if (o_.deviceCollectives) return;
+  for (auto& k : tunedKnobs()) {
+    if (k.knob == Knob::Algorithm && (k.value == "nccl" || k.value == "ring")) continue;  // what runs anyway
+    const std::string key = knobName(k.knob);
+    if (!unreadKnob(p_, k.target, key).empty()) continue;  // warned at already
+    const std::string knob = k.knob == Knob::Algorithm ? "'algorithm = " + k.value + "'" : quote(key);
+    warnKnob(k.target, key,
              "tune knob " + knob + " has no effect on " + quote(k.target) +
                  ": --no-device-collectives keeps NCCL calls, which read no knob");
   }

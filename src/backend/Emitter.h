@@ -544,10 +544,23 @@ private:
   void warnKnob(const std::string& target, const std::string& key, const std::string& msg);
   // warnKnob where tune(f, algorithm = one_shot | ll | ll128) asked for a form group dg lacks.
   void warnOneShotNotTaken(const DevGroup& dg);
+  // A warning at every knob the backend reads nowhere on its target as the schedule left it
+  // (unreadKnob, KnobUse.h: blocks on an allreduce, any knob on a computation, gather on a group
+  // no overlap pipelines, ...), in source order; where a knob is read only in some of a target's
+  // forms (an overlap that may not chunk), it is taken as read.
+  void warnUnreadKnobs();
   // With deviceCollectives off, every knob but algorithm = nccl | ring is read nowhere (each
   // collective is an NCCL call, the rest plain kernels): warnKnob at each, in source order, but
-  // those the schedule already warned at (schedule::knobUnread).
+  // those warnUnreadKnobs warned at.
   void warnKnobsWithoutDevice();
+  // Every knob tuned on a fused group or stage, in source order: (where, target, knob).
+  struct KnobUse {
+    SourceLoc at;
+    std::string target;
+    Knob knob;
+    std::string value;
+  };
+  std::vector<KnobUse> tunedKnobs() const;
   std::set<std::pair<std::string, std::string>> knobWarned_;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
   // the global index), its alignment test and the launch; `rsIn`: the whole input.

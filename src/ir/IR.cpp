@@ -149,6 +149,21 @@ std::string Expr::str(const std::vector<std::string>& operandNames) const {
   return out;
 }
 
+std::string describe(const Stage& s) {
+  switch (s.kind) {
+    case StageKind::Input: return "an input";
+    case StageKind::State: return "a state's entry value";
+    case StageKind::Compute: return "an element-wise compute";
+    case StageKind::Reduce: return std::string("a reduction (") + reduceKindName(s.reduce) + ")";
+    case StageKind::AllReduce: return "an allreduce";
+    case StageKind::AllGather: return "an all_gather";
+    case StageKind::AllToAll: return "an all_to_all";
+    case StageKind::Embedding: return "an embedding";
+    case StageKind::Reduce1: return "a reduce";
+    default: return std::string("a ") + stageKindName(s.kind);
+  }
+}
+
 // ---- Program -------------------------------------------------------------------------------
 int Program::find(const std::string& n) const {
   for (size_t i = 0; i < stages.size(); ++i)

@@ -181,6 +181,9 @@ struct Stage {
   std::string reassociates;
 };
 
+// "a matmul", "an allreduce", "an element-wise compute": how messages name a stage's kind.
+std::string describe(const Stage& s);
+
 // A group of stages the backend runs as one kernel (fuse), or a pipelined producer/consumer
 // pair (overlap). Plain data: the members' semantics are unchanged.
 struct FusedGroup {

@@ -13,20 +13,11 @@
 
 namespace coconet::schedule {
 
-// A knob that tune set: its target (a stage, aliases followed, or a fused group), its name and
-// where the schedule names it. apply() checks them once every step has run (warnUnreadKnobs).
-struct KnobSite {
-  std::string target, key;
-  SourceLoc loc;
-  uint32_t length = 1;
-};
-
 struct StepContext {
   ir::Program& p;
   const Step& step;
   DiagnosticEngine& diags;
   std::vector<std::string> made;
-  std::vector<KnobSite>* knobSites = nullptr;  // tune's knobs, for warnUnreadKnobs
 
   // Reports "cannot <primitive> 'name': why" at the argument (or the step).
   bool fail(const Arg* at, const std::string& what, const std::string& why);
@@ -39,8 +30,6 @@ struct StepContext {
   bool expectShape(const std::vector<std::string>& allowed, int minPos, int maxPos, int targets);
 };
 
-// "a matmul", "an allreduce", "an element-wise compute": how messages name a stage's kind.
-std::string describe(const ir::Stage& s);
 // Adds `value % divisor == 0` as a requirement unless it holds for every size.
 void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor,
                       const std::string& reason, SourceLoc loc);
@@ -106,12 +95,5 @@ bool overlap(StepContext& c);
 // two_shot | ring | nccl | copy_engines, gather, tail, merge, roles, movers, taper, taper_ends, occupancy;
 // docs/language.md 17.3.6), stored as plain data on a stage or a fused group.
 bool tune(StepContext& c);
-
-// After the last step: a warning at every knob that the CUDA backend reads nowhere on its
-// target as the schedule left it (blocks on an allreduce, any knob on a computation or on a fused
-// group with no collective, gather on a group no overlap pipelines, ...), naming what it applies
-// to. Where a knob is read only in some of a target's forms (an overlap that may not chunk), it
-// is taken as read. The last site of each target's knob is the one checked.
-void warnUnreadKnobs(const ir::Program& p, const std::vector<KnobSite>& sites, DiagnosticEngine& diags);
 
 }  // namespace coconet::schedule

@@ -275,12 +275,11 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
            std::ostream* printAfterAll) {
   std::string last;  // the IR as printed last (--print-after-all only: printing is linear, not free)
   if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << (last = ir::print(p));
-  std::vector<KnobSite> knobSites;
   for (auto& written : s.steps) {
     std::optional<Step> expanded = expandPatterns(p, written, diags);
     if (!expanded) return false;
     const Step& step = *expanded;
-    StepContext c{p, step, diags, {}, &knobSites};
+    StepContext c{p, step, diags, {}};
     bool ok;
     if (step.primitive == "split") ok = split(c);
     else if (step.primitive == "reorder") ok = reorder(c);
@@ -316,7 +315,6 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
       last = now;
     }
   }
-  warnUnreadKnobs(p, knobSites, diags);
   return true;
 }
 
@@ -339,22 +337,6 @@ std::string printScript(const std::vector<Step>& steps) {
 }  // namespace coconet::schedule
 
 namespace coconet::schedule {
-
-std::string describe(const ir::Stage& s) {
-  using ir::StageKind;
-  switch (s.kind) {
-    case StageKind::Input: return "an input";
-    case StageKind::State: return "a state's entry value";
-    case StageKind::Compute: return "an element-wise compute";
-    case StageKind::Reduce: return std::string("a reduction (") + ir::reduceKindName(s.reduce) + ")";
-    case StageKind::AllReduce: return "an allreduce";
-    case StageKind::AllGather: return "an all_gather";
-    case StageKind::AllToAll: return "an all_to_all";
-    case StageKind::Embedding: return "an embedding";
-    case StageKind::Reduce1: return "a reduce";
-    default: return std::string("a ") + ir::stageKindName(s.kind);
-  }
-}
 
 void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor,
                       const std::string& reason, SourceLoc loc) {

@@ -49,12 +49,6 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
 bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
            std::ostream* printAfterAll);
 
-// Whether apply() warned that the backend reads knob `key` nowhere on `target` (a fused group
-// or a stage) as the finished schedule leaves it (docs/language.md, section 17.3.6). A backend
-// option that leaves more knobs unread (CompileOptions::deviceCollectives off) warns only at
-// the others, so that no knob gets two warnings.
-bool knobUnread(const ir::Program& p, const std::string& target, const std::string& key);
-
 // The canonical script text of applied steps.
 std::string printScript(const std::vector<Step>& steps);
 
