@@ -10,13 +10,17 @@
 # the architecture coconetc wrote into its CMakeLists.txt (compute_90a by default; nvcc's own default,
 # sm_75, would run on H100/H200 from PTX without programmatic dependent launch). Exits 77
 # (skipped) where nvcc is absent.
-# Usage: tools/cuda-build-samples.sh [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline] | PROGRAM.cnet:SCHEDULE.sched ...]
+# With --emit-only it only writes the sources (no nvcc needed): `diff -r` of two such trees shows
+# what a compiler change did to the generated code.
+# Usage: tools/cuda-build-samples.sh [--emit-only] [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+emit_only=0
+if [ "${1:-}" = --emit-only ]; then emit_only=1; shift; fi
 out="${1:-$root/build/cuda-samples}"
 shift || true
 nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
-if [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
+if [ "$emit_only" = 0 ] && [ ! -x "$nvcc" ]; then echo "cuda-build-samples: no nvcc at $nvcc; skipping"; exit 77; fi
 programs=("$@")
 if [ ${#programs[@]} -eq 0 ]; then
   programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
@@ -44,7 +48,10 @@ for item in "${programs[@]}"; do
     flags=(--schedule "${item#*:}"); dir="$out/$n@$(basename "${item#*:}" .sched)"
   fi
   rm -rf "$dir"
-  "$root/build/coconetc" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null
+  if ! "${COCONETC:-$root/build/coconetc}" compile "$prog" "${flags[@]}" -o "$dir" >/dev/null; then
+    echo "FAILED to compile $item"; fails=$((fails + 1)); continue
+  fi
+  [ "$emit_only" = 1 ] && continue
   start=$(date +%s)
   # (CUDAARCHS from the environment would override the manifest's architecture: not here)
   if env -u CUDAARCHS cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
@@ -59,5 +66,6 @@ for item in "${programs[@]}"; do
     echo "FAILED to build $n:"; tail -n 30 "$dir/cmake.log" "$dir/build.log"; fails=$((fails + 1))
   fi
 done
-echo "cuda-build-samples: $(( ${#programs[@]} - fails )) passed, $fails failed"
+if [ "$emit_only" = 1 ]; then echo "cuda-build-samples: emitted ${#programs[@]} programs, $fails failed"
+else echo "cuda-build-samples: $(( ${#programs[@]} - fails )) passed, $fails failed"; fi
 [ "$fails" = 0 ]

@@ -14,6 +14,9 @@
 namespace coconet::backend::detail {
 
 namespace {
+const char* kEnvHeader =
+#include "coconet_env_text.inc"
+    ;
 const char* kRuntimeHeader =
 #include "coconet_runtime_text.inc"
     ;
@@ -69,6 +72,7 @@ void Emitter::run(std::vector<std::string>& files) {
     fallbackCls_ = fo.className;
     fallbackDevice_ = fallback.usesDevice();
   }
+  write("coconet_env.h", kEnvHeader, files);
   write("coconet_runtime.cuh", kRuntimeHeader, files);
   if (usesDeviceHeader()) write("coconet_device.cuh", kDeviceHeader, files);
   std::string header = headerText(), source = sourceText(), driver = driverText();
@@ -77,7 +81,7 @@ void Emitter::run(std::vector<std::string>& files) {
   write(cls_ + "_main.cu", driver, files);
   write("CMakeLists.txt", cmakeText(), files);
   write("manifest.json",
-        manifestText(header + source + driver + fallbackText_ + kRuntimeHeader + (usesDeviceHeader() ? kDeviceHeader : "")),
+        manifestText(header + source + driver + fallbackText_ + kEnvHeader + kRuntimeHeader + (usesDeviceHeader() ? kDeviceHeader : "")),
         files);
 }
 

@@ -125,7 +125,7 @@ std::string Emitter::manifestText(const std::string& allSources) {
   m["schedule_applied"] = o_.scheduleText;
   m["arch"] = o_.arch;
   m["flags"] = {{"arch", o_.arch}, {"device_collectives", o_.deviceCollectives}};
-  m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_runtime.cuh", "CMakeLists.txt"};
+  m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_env.h", "coconet_runtime.cuh", "CMakeLists.txt"};
   if (usesDeviceHeader()) m["files"].push_back("coconet_device.cuh");
   if (!fallbackCls_.empty()) {
     m["files"].push_back(fallbackCls_ + ".h");

@@ -24,7 +24,7 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
   echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_SANITIZE_SETS:+; GPU_TESTS_SANITIZE_SETS=\"$GPU_TESTS_SANITIZE_SETS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_SHARE:+; GPU_TESTS_SHARE=$GPU_TESTS_SHARE}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
-  # the generated programs' run-time knobs set around the tests (coconet_device.cuh: COCONET_CLAIMED_PUSH, ...)
+  # the generated programs' run-time knobs set around the tests (coconet_env.h lists them: COCONET_CLAIMED_PUSH, ...)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
 } > "$res"
@@ -248,7 +248,7 @@ for dir in "$b"/gen/*/; do
     [ -f "$d/manifest.txt" ] || { queue_line "$n P=$P: no vectors (verify skipped this rank count)"; continue; }
     queue_run "$n" "$exe" "$P" "$d"
     # GPU_TESTS_MULTI_AT_ONE=1: at one rank also with the device groups in their multi-rank forms
-    # (COCONET_MULTI_RANK_FORMS=1, coconet_device.cuh), for builds that have such groups
+    # (COCONET_MULTI_RANK_FORMS=1, coconet_env.h), for builds that have such groups
     if [ "$P" = 1 ] && multiAtOne "$dir/$p.cu"; then
       queue_run "$n (multi-rank forms)" "$exe" 1 "$d"; Q_X[-1]=COCONET_MULTI_RANK_FORMS=1
     fi

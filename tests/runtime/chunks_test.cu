@@ -214,7 +214,7 @@ int main() {
       bad2 = claimedPushes(2, 1LL << 22, 32, 8);
     });
     expect(bad1 == kPushTileUnits && bad2 == 0, "bad COCONET_CLAIMED_PUSH: the default", 0, 0, 0, 0, 0);
-    expect(said == "coconet: COCONET_CLAIMED_PUSH=4x ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
+    expect(said == "coconet: COCONET_CLAIMED_PUSH='4x' ignored: expected 0 to 64\n",
            "bad COCONET_CLAIMED_PUSH: reported once, naming the value", 0, 0, 0, 0, 0);
     unsetenv("COCONET_CLAIMED_PUSH");
     // A tail's claimed pulls (claimedPulls): kPullTileUnits from 3 ranks in at most
@@ -241,7 +241,7 @@ int main() {
       badPull2 = claimedPulls(4, 8);
     });
     expect(badPull1 == kPullTileUnits && badPull2 == 0, "bad COCONET_CLAIMED_PULL: the default", 0, 0, 0, 0, 0);
-    expect(saidPull == "coconet: COCONET_CLAIMED_PULL=-1 ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n",
+    expect(saidPull == "coconet: COCONET_CLAIMED_PULL='-1' ignored: expected 0 to 64\n",
            "bad COCONET_CLAIMED_PULL: reported once, naming the variable and value", 0, 0, 0, 0, 0);
     unsetenv("COCONET_CLAIMED_PULL");
     // A tail's pulls by flags (tailFlags) unless COCONET_TAIL_FLAGS=0, read per call.
@@ -318,7 +318,10 @@ int main() {
     setenv("COCONET_ROW_STREAM", "0", 1);
     expect(!streamRows(true, 1LL << 40, "p", "s"), "streamRows with COCONET_ROW_STREAM=0", 0, 0, 0, 0, 0);
     setenv("COCONET_ROW_STREAM", "yes", 1);
-    expect(!streamRows(false, 1LL << 40, "p", "s"), "streamRows with COCONET_ROW_STREAM=yes (ignored)", 0, 0, 0, 0, 0);
+    bool streamed = true;
+    const std::string saidRows = stderrOf([&] { streamed = streamRows(false, 1LL << 40, "p", "s"); });
+    expect(!streamed && saidRows == "coconet: COCONET_ROW_STREAM='yes' ignored: expected 0 to 1\n",
+           "streamRows with COCONET_ROW_STREAM=yes (reported and ignored)", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROW_STREAM");
     alignas(16) static char buf[64];
     expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&

@@ -119,10 +119,7 @@ __device__ __forceinline__ void pdlLaunchDependents() {
 // Whether launches on the current device may overlap (its compute capability, read once per
 // device, and COCONET_PDL).
 inline bool pdlEnabled() {
-  static const bool allowed = [] {
-    const char* e = std::getenv("COCONET_PDL");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
+  static const bool allowed = envValue(Env::Pdl, 1) == 1;
   static std::atomic<int> known[64] = {};  // per device: 0 not read yet, 1 no, 2 yes
   int dev = 0;
   if (!allowed || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
@@ -503,29 +500,13 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 //   per mover). 3 tiles per mover were not measured.
 // COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
 // fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
-// of one build side by side); any other value than a number from 0 to 64 is reported (once) and
-// ignored.
+// of one build side by side).
 constexpr int kPushTileUnits = 4;
 constexpr long long kClaimTilesPerMover = 4;
-// The units per thread of a tile from the environment variable `name` (read at every call) where
-// it holds a number from 0 to 64, else `units`; any other value is reported (once per `told`).
-inline int envTileUnits(const char* name, int units, bool& told) {
-  if (const char* e = std::getenv(name); e && *e) {
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    if (*end || v < 0 || v > 64) {
-      if (!told) std::fprintf(stderr, "coconet: %s=%s ignored: expected the tile's units per thread, 0 to 64 (0: fixed parts)\n", name, e);
-      told = true;
-    } else {
-      units = static_cast<int>(v);
-    }
-  }
-  return units;
-}
 inline int claimedPushes(int P, long long roundElems, int movers, int V) {
   const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
-  static bool told = false;
-  return envTileUnits("COCONET_CLAIMED_PUSH", P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0, told);
+  return static_cast<int>(
+      envValue(Env::ClaimedPush, P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0));
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m
@@ -852,8 +833,7 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
 constexpr int kPullTileUnits = 1;
 constexpr int kClaimPullMaxRounds = 4;
 inline int claimedPulls(int P, int rounds) {
-  static bool told = false;
-  return envTileUnits("COCONET_CLAIMED_PULL", P > 2 && rounds <= kClaimPullMaxRounds ? kPullTileUnits : 0, told);
+  return static_cast<int>(envValue(Env::ClaimedPull, P > 2 && rounds <= kClaimPullMaxRounds ? kPullTileUnits : 0));
 }
 // A tail's flags' epoch for the next call (`epoch` the last call's; 0 is skipped: a word never
 // written). Returns whether the flags must be zeroed on every rank (with a barrier) before the call:
@@ -866,10 +846,7 @@ inline bool nextFlagEpoch(unsigned& epoch) {
 }
 // Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read at
 // every call, as COCONET_CLAIMED_PUSH).
-inline bool tailFlags() {
-  const char* e = std::getenv("COCONET_TAIL_FLAGS");
-  return !(e && std::strcmp(e, "0") == 0);
-}
+inline bool tailFlags() { return envValue(Env::TailFlags, 1) == 1; }
 // A tail's flags window: two halves of P words (256-byte aligned), the call's epoch picking one.
 inline size_t tailFlagBytes(int P) { return 2 * ((static_cast<size_t>(P) * sizeof(unsigned long long) + 255) / 256 * 256); }
 
@@ -935,10 +912,7 @@ inline int roleBlocks(const void* kernel, long long units, int& movers, const ch
 // code, programmatic dependent launch included, against the one-rank vectors (tests/gpu/run.sh,
 // GPU_TESTS_MULTI_AT_ONE=1). Peers' transfers are the one thing it cannot reach.
 inline bool multiRankForms() {
-  static const bool on = [] {
-    const char* e = std::getenv("COCONET_MULTI_RANK_FORMS");
-    return e && std::strcmp(e, "1") == 0;
-  }();
+  static const bool on = envValue(Env::MultiRankForms, 0) == 1;
   return on;
 }
 // Whether a device group runs its one-rank form: on one rank, unless COCONET_MULTI_RANK_FORMS=1.
@@ -948,11 +922,7 @@ inline bool soloRanks(int ranks) { return ranks == 1 && !multiRankForms(); }
 // K * kDevThreads units instead, however many are resident (K = 1: the flat grid); unset or 0:
 // the resident grid.
 inline long long soloUnitsPerThread() {
-  static const long long k = [] {
-    const char* e = std::getenv("COCONET_SOLO_UNITS");
-    const long long v = e ? std::atoll(e) : 0;
-    return v > 0 ? std::min(v, 1LL << 30) : 0LL;
-  }();
+  static const long long k = envValue(Env::SoloUnits, 0);
   return k;
 }
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
@@ -968,10 +938,10 @@ inline int soloBlocks(const void* kernel, long long units, const char* program, 
 // COCONET_DEV_BLOCKS=K blocks at most instead (A/B runs, as COCONET_SOLO_UNITS for the one-rank
 // grid; 1 to kDevBarriers, still no more than fit). The same on every rank of one GPU model.
 inline int devBlocksCap() {
+  static_assert(envSpec(Env::DevBlocks).hi == kDevBarriers, "COCONET_DEV_BLOCKS: up to the barriers there are");
   static const int k = [] {
-    const char* e = std::getenv("COCONET_DEV_BLOCKS");
-    const long long v = e ? std::atoll(e) : 0;
-    return v > 0 ? static_cast<int>(std::min<long long>(v, kDevBarriers)) : kDevMaxBlocks;
+    const long long v = envValue(Env::DevBlocks, 0);
+    return v > 0 ? static_cast<int>(v) : kDevMaxBlocks;
   }();
   return k;
 }

@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "coconet_env.h"
+
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 #error "coconetc's generated code needs NCCL 2.28 or newer"
 #endif
@@ -549,8 +551,7 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPackEvictFir
 // slower at 12288), its exps rather than its memory setting its pace. For A/B benchmarks and
 // tests (read at every call): COCONET_ROW_STREAM=1 streams every row kernel, =0 none.
 inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage) {
-  if (const char* e = std::getenv("COCONET_ROW_STREAM"); e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0))
-    return e[0] == '1';
+  if (const long long forced = envValue(Env::RowStream, -1); forced >= 0) return forced == 1;
   if (!byDefault) return false;
   int dev = 0, l2 = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
@@ -668,11 +669,8 @@ template <class Op> struct CombineOf {
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long takes that kernel for every row;
 // COCONET_ROW_PACKS=P (1 up to perThread) keeps at most P packs a thread (more threads a row).
 inline int rowThreads(long long units, int perThread) {
-  if (const char* e = std::getenv("COCONET_ROWWISE"); e && std::strcmp(e, "long") == 0) return 0;
-  if (const char* e = std::getenv("COCONET_ROW_PACKS"); e && *e) {
-    const int p = std::atoi(e);
-    if (p >= 1 && p < perThread) perThread = p;
-  }
+  if (envValue(Env::RowWise, 0) == 1) return 0;
+  perThread = static_cast<int>(std::min<long long>(perThread, envValue(Env::RowPacks, perThread)));
   for (int r = 1; r <= 512; r = r < 128 ? r * 2 : r + 32)
     if (units <= static_cast<long long>(r) * perThread) return r;
   return 0;
@@ -694,12 +692,8 @@ inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perS
   return std::max<long long>(1, std::min(want, most));
 }
 inline long long rowSplitParts(long long rows, long long n, const char* program, const char* stage) {
-  if (const char* e = std::getenv("COCONET_ROWWISE"); e && std::strcmp(e, "long") == 0) return 1;
-  int perSm = kRowSplitBlocks;
-  if (const char* e = std::getenv("COCONET_ROW_SPLIT_BLOCKS"); e && *e) {
-    const int b = std::atoi(e);
-    if (b >= 1 && b <= 64) perSm = b;
-  }
+  if (envValue(Env::RowWise, 0) == 1) return 1;
+  const int perSm = static_cast<int>(envValue(Env::RowSplitBlocks, kRowSplitBlocks));
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
@@ -951,10 +945,7 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
 constexpr long long kGatherBatchMaxRows = 256;
 inline int gatherRowsForced() {
-  static const int forced = [] {
-    const char* e = std::getenv("COCONET_GATHER_ROWS");
-    return !e ? -1 : std::strcmp(e, "1") == 0 ? 1 : std::strcmp(e, "0") == 0 ? 0 : -1;
-  }();
+  static const int forced = static_cast<int>(envValue(Env::GatherRows, -1));
   return forced;
 }
 inline bool gatherBatchedRows(long long M, long long K, long long N, long long R) {
@@ -1051,10 +1042,7 @@ class Timeline {
     if (align_) cudaFree(align_);
   }
   void begin(cudaStream_t s, ncclComm_t comm, int rank, const char* program) {
-    if (calls_ == 0) {
-      const char* e = std::getenv("COCONET_TIMELINE_CALL");
-      at_ = e && *e ? std::atoll(e) : 10;
-    }
+    if (calls_ == 0) at_ = envValue(Env::TimelineCall, 10);
     ++calls_;
     on_ = calls_ == at_;
     counting_ = calls_ + 1 == at_;
