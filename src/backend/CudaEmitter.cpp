@@ -13,6 +13,9 @@
 
 namespace coconet::backend::detail {
 
+using plan::Step;
+using plan::Storage;
+
 namespace {
 const char* kEnvHeader =
 #include "coconet_env_text.inc"
@@ -25,7 +28,7 @@ const char* kDeviceHeader =
     ;
 }  // namespace
 
-void Emitter::run(std::vector<std::string>& files) {
+void Emitter::makePlan() {
   if (!o_.embedded) warnUnreadKnobs();
   checkSupported();
   planBags();
@@ -43,24 +46,56 @@ void Emitter::run(std::vector<std::string>& files) {
   planChainPrologues();
   planDeviceExchanges(StageKind::Send, devSend_);
   planDeviceExchanges(StageKind::AllToAll, devA2A_);
+  assemblePlan();
   warnUnfusedRowGroups();
   warnKnobsWithoutDevice();
+}
+
+void Emitter::findFallback() {
+  for (auto& r : p_.requirements)
+    if (scheduleOwn(r)) fallbackWhenNot_.push_back(&r);
+  if (o_.unscheduled)
+    for (auto& [cond, why] : unprofitable()) {
+      fallbackWhen_.push_back(cond);
+      fallbackWhy_.push_back(why);
+    }
+}
+
+CompileOptions Emitter::fallbackOptions() const {
+  CompileOptions fo = o_;
+  fo.unscheduled = nullptr;
+  fo.embedded = true;
+  fo.className = cls_ + "_unscheduled";
+  fo.schedulePath.clear();
+  fo.scheduleText.clear();
+  return fo;
+}
+
+std::string Emitter::planText() {
+  makePlan();
+  std::string text = plan::print(p_, plan_, "plan of " + p_.name + (o_.embedded ? " without its schedule" : "") +
+                                                 (o_.deviceCollectives ? "" : " (--no-device-collectives)"));
+  if (o_.embedded) return text;
+  findFallback();
+  if (fallbackWhenNot_.empty() && fallbackWhen_.empty()) return text;
+  text += "run() takes the program without its schedule (" + cls_ + "_unscheduled) where\n";
+  for (const ir::Requirement* r : fallbackWhenNot_) text += "  the schedule's requirement " + r->str() + " does not hold\n";
+  for (const std::string& c : fallbackWhy_) text += "  " + c + ": the schedule does not pay\n";
+  const CompileOptions fo = fallbackOptions();
+  return text + Emitter(*o_.unscheduled, fo).planText();
+}
+
+void Emitter::run(std::vector<std::string>& files) {
+  makePlan();
   makeDirectories(o_.outDir);
   if (o_.embedded) {  // the fallback of a scheduled program: its class only
     write(cls_ + ".h", headerText(), files);
     write(cls_ + ".cu", sourceText(), files);
     return;
   }
-  for (auto& r : p_.requirements)
-    if (scheduleOwn(r)) fallbackWhenNot_.push_back(&r);
-  if (o_.unscheduled) fallbackWhen_ = unprofitable();
+  findFallback();
   if (!fallbackWhenNot_.empty() || !fallbackWhen_.empty()) {
-    CompileOptions fo = o_;
-    fo.unscheduled = nullptr;
-    fo.embedded = true;
-    fo.className = cls_ + "_unscheduled";
-    fo.schedulePath.clear();
-    fo.scheduleText.clear();
+    const CompileOptions fo = fallbackOptions();
     Emitter fallback(*o_.unscheduled, fo);
     std::vector<std::string> written;
     fallback.run(written);
@@ -344,8 +379,8 @@ std::string Emitter::sourceText() {
   return s.str();
 }
 
-std::vector<std::string> Emitter::unprofitable() const {
-  std::vector<std::string> conds;
+std::vector<std::pair<std::string, std::string>> Emitter::unprofitable() const {
+  std::vector<std::pair<std::string, std::string>> conds;
   for (auto& [prod, ch] : chunked_) {
     if (ch.back < 0) continue;
     const TensorType& xt = p_.stages[prod].type;
@@ -358,8 +393,11 @@ std::vector<std::string> Emitter::unprofitable() const {
       SizeExpr rows = SizeExpr::constant(1), batchB = SizeExpr::constant(1);
       for (int k = 1; k < at.rank() - 1; ++k) rows = rows * at.shape[k];
       for (int k = 0; k < bt.rank() - 2; ++k) batchB = batchB * bt.shape[k];
-      conds.push_back("coconet_rt::gatherBatchedRows(" + cxx(SizeExpr::div(rows, batchB)) + ", " + cxx(at.shape[at.rank() - 1]) + ", " +
-                      cxx(bt.shape[bt.rank() - 1]) + ", " + g(xt.group, "size") + ")");
+      conds.emplace_back("coconet_rt::gatherBatchedRows(" + cxx(SizeExpr::div(rows, batchB)) + ", " + cxx(at.shape[at.rank() - 1]) +
+                             ", " + cxx(bt.shape[bt.rank() - 1]) + ", " + g(xt.group, "size") + ")",
+                         "the pipeline's GEMMs of '" + s.name + "' would be read-bound (coconet_rt::gatherBatchedRows: " +
+                             SizeExpr::div(rows, batchB).str() + " rows a weight, K = " + at.shape[at.rank() - 1].str() +
+                             ", N = " + bt.shape[bt.rank() - 1].str() + ")");
     }
   }
   return conds;
@@ -653,136 +691,59 @@ void Emitter::emitBody() {
     b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
     span(ident(o), p_.outputs[i], "output", o);
   }
-  // Storage of every value.
+  // Storage of every value (the plan's decisions).
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     std::string T = storageType(s.type.dtype);
     int id = static_cast<int>(i);
-    if (s.kind == StageKind::Input) {
-      b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name << "' is not given\");\n";
-      span(ident(s.name), id, "tensor", s.name);
-      b << "  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
-    } else if (s.kind == StageKind::State) {
-      b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state << "' is not given\");\n";
-      span(ident(s.state), id, "state", s.state);
-      b << "  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
-    } else if (auto bag = bagOf_.find(id); bag != bagOf_.end()) {
-      b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[bag->second].name << "', never stored\n";
-    } else if (unstored_.count(id)) {
-      b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
-    } else if (auto d = direct_.find(id); d != direct_.end()) {
-      b << "  // " << s.name << ": written straight into " << d->second.second << "\n"
-        << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d->second.first) << ");\n";
-    } else if (auto chp = chunked_.find(id); chp != chunked_.end() && chp->second.rs >= 0 && !isUsed(p_, id, {chp->second.rs})) {
-      b << "  // " << s.name << ": computed chunk by chunk into the overlap's staging buffers, never stored whole\n";
-    } else if (auto in = inlinedInto_.find(id); in != inlinedInto_.end()) {
-      b << "  // " << s.name << ": computed inside the reduction '" << p_.stages[in->second].name << "' at each element, never stored\n";
-    } else if (ncclOnly_.count(id)) {
-      b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
-    } else if (auto bo = blockOnly_.find(id); bo != blockOnly_.end()) {
-      b << "  // " << s.name << ": one rank block at a time (the all_to_all pipeline's steps)\n"
-        << "  " << bufferEnsure(id, countVar(id) + " / " + bo->second) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i
-        << "_.ptr);\n";
-    } else if (devFallbackOnly_.count(id)) {
-      b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
-        << "' runs as NCCL calls\n";
-    } else {
-      b << "  " << bufferEnsure(id) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
+    const plan::Decision& d = plan_.at(id);
+    switch (d.storage) {
+      case Storage::Input:
+        b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name << "' is not given\");\n";
+        span(ident(s.name), id, "tensor", s.name);
+        b << "  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
+        break;
+      case Storage::State:
+        b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state << "' is not given\");\n";
+        span(ident(s.state), id, "state", s.state);
+        b << "  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
+        break;
+      case Storage::InBag:
+        b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[d.from].name << "', never stored\n";
+        break;
+      case Storage::InKernel:
+        b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
+        break;
+      case Storage::Direct:
+        b << "  // " << s.name << ": written straight into " << d.intoWhat << "\n"
+          << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d.into) << ");\n";
+        break;
+      case Storage::InChunks:
+        b << "  // " << s.name << ": computed chunk by chunk into the overlap's staging buffers, never stored whole\n";
+        break;
+      case Storage::InReduction:
+        b << "  // " << s.name << ": computed inside the reduction '" << p_.stages[d.from].name << "' at each element, never stored\n";
+        break;
+      case Storage::NcclOnly:
+        b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
+        break;
+      case Storage::BlockOnly:
+        b << "  // " << s.name << ": one rank block at a time (the all_to_all pipeline's steps)\n"
+          << "  " << bufferEnsure(id, countVar(id) + " / " + d.into) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i
+          << "_.ptr);\n";
+        break;
+      case Storage::FallbackOnly:
+        b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
+          << "' runs as NCCL calls\n";
+        break;
+      case Storage::Buffer:
+        b << "  " << bufferEnsure(id) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
+        break;
     }
   }
-  // Stages in order (with --timeline, a mark on stream_ after each).
+  // Stages in order, as the plan says (with --timeline, a mark on stream_ after each launch).
   if (o_.timeline) b << "  tl_.begin(stream_, comm_, rank_, \"" << p_.name << "\");\n";
-  for (size_t i = 0; i < p_.stages.size(); ++i) {
-    const Stage& s = p_.stages[i];
-    if (s.kind == StageKind::Input || s.kind == StageKind::State) continue;
-    if (auto dg = devGroups_.find(static_cast<int>(i)); dg != devGroups_.end()) {
-      emitDeviceGroup(dg->second);
-      b << tlMark("  ", "stream_", dg->second.name);
-      continue;
-    }
-    if (auto rg = rowGroups_.find(static_cast<int>(i)); rg != rowGroups_.end()) {
-      emitRowGroup(rg->second);
-      b << tlMark("  ", "stream_", rg->second.name);
-      continue;
-    }
-    if (auto rg = rowGroupOf_.find(static_cast<int>(i)); rg != rowGroupOf_.end()) {
-      b << "\n  " << stageComment(s) << ": in the row kernel of fused group '" << rowGroups_.at(rg->second).name << "' above\n";
-      continue;
-    }
-    if (auto sc = scalarChains_.find(static_cast<int>(i)); sc != scalarChains_.end()) {
-      emitScalarChain(sc->second);
-      b << tlMark("  ", "stream_", sc->second.name);
-      continue;
-    }
-    if (auto sc = scalarChainOf_.find(static_cast<int>(i)); sc != scalarChainOf_.end()) {
-      b << "\n  " << stageComment(s) << ": in the kernel of " << scalarChains_.at(sc->second).name << " above\n";
-      continue;
-    }
-    if (devMembers_.count(static_cast<int>(i))) {
-      b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
-      continue;
-    }
-    if (auto in = inlinedInto_.find(static_cast<int>(i)); in != inlinedInto_.end()) {
-      b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[in->second].name << "'\n";
-      continue;
-    }
-    if (auto ch = chunked_.find(static_cast<int>(i)); ch != chunked_.end()) {
-      if (ch->second.back >= 0) {
-        // at the returning all_to_all: the stages between may read values computed before it
-        b << "\n  " << stageComment(s) << ": exchanged block by block in the pipeline at '" << p_.stages[ch->second.back].name << "' below\n";
-        chunkedAt_[ch->second.back] = static_cast<int>(i);
-      } else if (i + 1 < p_.stages.size() && overlapped_.count(static_cast<int>(i + 1))) {
-        emitChunked(ch->second);
-        b << tlMark("  ", "stream_", "overlap of " + s.name);
-      } else {
-        b << "\n  " << stageComment(s) << ": computed in the overlapped chunks below\n";
-        chunkedAt_[firstOverlapped(static_cast<int>(i))] = static_cast<int>(i);
-      }
-      continue;
-    }
-    if (auto at = chunkedAt_.find(static_cast<int>(i)); at != chunkedAt_.end()) {
-      emitChunked(chunked_.at(at->second));
-      b << tlMark("  ", "stream_", "overlap of " + p_.stages[at->second].name);
-      continue;
-    }
-    if (auto da = devAR_.find(static_cast<int>(i)); da != devAR_.end()) {
-      emitDeviceAllReduce(da->second);
-      b << tlMark("  ", "stream_", da->second.name);
-      continue;
-    }
-    if (std::any_of(arPair_.begin(), arPair_.end(), [&](const auto& pr) { return pr.second == static_cast<int>(i); })) {
-      b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n";
-      continue;
-    }
-    if (auto pr = arPair_.find(static_cast<int>(i)); pr != arPair_.end()) {
-      const Stage& r = p_.stages[pr->second];
-      const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
-      b << "\n  " << stageComment(s) << ": with '" << r.name << "', one allreduce\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n"
-        << "    CHECK(ncclAllReduce(" << var(r.operands[0]) << ", " << var(static_cast<int>(i)) << ", " << countVar(static_cast<int>(i))
-        << ", " << ncclType(s.type.dtype) << ", " << ncclOp(r.op) << ", " << commOf(gr) << ", stream_), \"" << s.fusedInto << "\");\n  }\n"
-        << tlMark("  ", "stream_", s.fusedInto);
-      continue;
-    }
-    if (auto bag = bagOf_.find(static_cast<int>(i)); bag != bagOf_.end() && !chunked_.count(static_cast<int>(i))) {
-      b << "\n  " << stageComment(s) << ": gathered inside the reduction '" << p_.stages[bag->second].name << "'\n";
-      continue;
-    }
-    if (overlapped_.count(static_cast<int>(i))) {
-      bool below = false;  // in an all_to_all pipeline, emitted at its returning all_to_all
-      for (auto& [prod, ch] : chunked_) below = below || (ch.back > static_cast<int>(i) && prod < static_cast<int>(i));
-      b << "\n  " << stageComment(s) << ": computed in the overlapped chunks " << (below ? "below" : "above") << "\n";
-      continue;
-    }
-    if (auto note = overlapNotes_.find(static_cast<int>(i)); note != overlapNotes_.end())
-      b << "\n  // overlap of '" << s.name << "' runs unchunked: " << note->second;
-    if (auto it = runOf_.find(static_cast<int>(i)); it != runOf_.end() && it->second.front() != static_cast<int>(i)) {
-      b << "\n  " << stageComment(s) << ": computed by the kernel of '" << p_.stages[it->second.front()].name << "'\n";
-      continue;
-    }
-    b << "\n  " << stageComment(s) << "\n  if (" << countVar(static_cast<int>(i)) << " > 0) {\n";
-    emitStage(static_cast<int>(i));
-    b << "  }\n" << tlMark("  ", "stream_", s.name);
-  }
+  for (size_t i = 0; i < p_.stages.size(); ++i) emitPlanned(static_cast<int>(i));
   // Outputs and new states.
   b << "\n  // Outputs and the states' new values.\n";
   for (size_t i = 0; i < p_.outputs.size(); ++i) {
@@ -807,6 +768,86 @@ void Emitter::emitBody() {
       << "), cudaMemcpyDeviceToDevice, stream_), \"update " << st.name << "\");\n";
   }
   if (o_.timeline) b << tlMark("  ", "stream_", "outputs") << "  tl_.end();\n";
+}
+
+void Emitter::emitPlanned(int i) {
+  auto& b = body_;
+  const Stage& s = p_.stages[i];
+  const plan::Decision& d = plan_.at(i);
+  const int own = d.owner;
+  switch (d.step) {
+    case Step::Given: return;
+    case Step::DeviceGroup:
+      emitDeviceGroup(devGroups_.at(i));
+      b << tlMark("  ", "stream_", d.what);
+      return;
+    case Step::RowGroup:
+      emitRowGroup(rowGroups_.at(i));
+      b << tlMark("  ", "stream_", d.what);
+      return;
+    case Step::InRowGroup:
+      b << "\n  " << stageComment(s) << ": in the row kernel of fused group '" << rowGroups_.at(own).name << "' above\n";
+      return;
+    case Step::ScalarChain:
+      emitScalarChain(scalarChains_.at(i));
+      b << tlMark("  ", "stream_", d.what);
+      return;
+    case Step::InScalarChain:
+      b << "\n  " << stageComment(s) << ": in the kernel of " << scalarChains_.at(own).name << " above\n";
+      return;
+    case Step::InDeviceGroup:
+      b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
+      return;
+    case Step::InReduction:
+      b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[own].name << "'\n";
+      return;
+    case Step::OverlapProducer:
+      if (chunked_.at(i).back >= 0)  // at the returning all_to_all: the stages between may read values computed before it
+        b << "\n  " << stageComment(s) << ": exchanged block by block in the pipeline at '" << p_.stages[own].name << "' below\n";
+      else
+        b << "\n  " << stageComment(s) << ": computed in the overlapped chunks below\n";
+      return;
+    case Step::Overlap:
+      emitChunked(chunked_.at(own));
+      b << tlMark("  ", "stream_", d.what);
+      return;
+    case Step::DeviceAllReduce:
+      emitDeviceAllReduce(devAR_.at(i));
+      b << tlMark("  ", "stream_", d.what);
+      return;
+    case Step::InAllReducePair:
+      b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n";
+      return;
+    case Step::AllReducePair: {
+      const Stage& r = p_.stages[arPair_.at(i)];
+      const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
+      b << "\n  " << stageComment(s) << ": with '" << r.name << "', one allreduce\n  if (" << countVar(i) << " > 0) {\n"
+        << "    CHECK(ncclAllReduce(" << var(r.operands[0]) << ", " << var(i) << ", " << countVar(i) << ", " << ncclType(s.type.dtype)
+        << ", " << ncclOp(r.op) << ", " << commOf(gr) << ", stream_), \"" << s.fusedInto << "\");\n  }\n"
+        << tlMark("  ", "stream_", s.fusedInto);
+      return;
+    }
+    case Step::InBag:
+      b << "\n  " << stageComment(s) << ": gathered inside the reduction '" << p_.stages[own].name << "'\n";
+      return;
+    case Step::InOverlap: {
+      bool below = false;  // in an all_to_all pipeline, emitted at its returning all_to_all
+      for (auto& [prod, ch] : chunked_) below = below || (ch.back > i && prod < i);
+      b << "\n  " << stageComment(s) << ": computed in the overlapped chunks " << (below ? "below" : "above") << "\n";
+      return;
+    }
+    case Step::InRun:
+    case Step::Stage:
+      break;
+  }
+  if (!d.unchunked.empty()) b << "\n  // overlap of '" << s.name << "' runs unchunked: " << d.unchunked;
+  if (d.step == Step::InRun) {
+    b << "\n  " << stageComment(s) << ": computed by the kernel of '" << p_.stages[own].name << "'\n";
+    return;
+  }
+  b << "\n  " << stageComment(s) << "\n  if (" << countVar(i) << " > 0) {\n";
+  emitStage(i);
+  b << "  }\n" << tlMark("  ", "stream_", s.name);
 }
 
 std::string Emitter::tlMark(const std::string& ind, const std::string& stream, const std::string& label,
@@ -1619,5 +1660,7 @@ std::vector<std::string> emitCuda(const ir::Program& p, const CompileOptions& o)
   detail::Emitter(p, o).run(files);
   return files;
 }
+
+std::string planText(const ir::Program& p, const CompileOptions& o) { return detail::Emitter(p, o).planText(); }
 
 }  // namespace coconet::backend

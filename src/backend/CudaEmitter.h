@@ -73,4 +73,9 @@ struct CompileOptions {
 // Writes the folder; returns the list of files written. Throws std::runtime_error on I/O errors.
 std::vector<std::string> emitCuda(const ir::Program& p, const CompileOptions& o);
 
+// The plan emitCuda would write code from (`coconetc emit --stage plan`): every stage's launch
+// and storage with the reasons, then the unscheduled fallback's plan and when run() takes it.
+// Writes nothing; warns through o.diags as emitCuda does. Throws what emitCuda throws.
+std::string planText(const ir::Program& p, const CompileOptions& o);
+
 }  // namespace coconet::backend

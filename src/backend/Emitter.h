@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/CudaEmitter.h"
+#include "backend/plan/Plan.h"
 #include "ir/Rewrite.h"
 
 namespace coconet::backend::detail {
@@ -125,7 +126,10 @@ public:
   Emitter(const Program& p, const CompileOptions& o)
       : p_(p), o_(o), cls_(o.className.empty() ? className(p.name) : o.className) {}
 
+  // Plans, then writes the output folder's files (their paths into `files`).
   void run(std::vector<std::string>& files);
+  // Plans and prints the plan (`emit --stage plan`), the fallback's after it; writes nothing.
+  std::string planText();
 
 private:
   const Program& p_;
@@ -138,7 +142,7 @@ private:
   // where one holds), both found once in run().
   std::string fallbackCls_, fallbackText_;
   std::vector<const ir::Requirement*> fallbackWhenNot_;
-  std::vector<std::string> fallbackWhen_;
+  std::vector<std::string> fallbackWhen_, fallbackWhy_;  // (C++ on the sizes; the same in words)
   bool fallbackDevice_ = false;
   bool usesDeviceHeader() const { return usesDevice() || fallbackDevice_; }
   // A requirement the schedule added (the fallback lacks it): run() takes the fallback where it
@@ -150,9 +154,14 @@ private:
   // Conditions (C++ on the sizes) under which the schedule does not pay: an all_to_all pipeline
   // whose per-block GEMMs are read-bound reads every weight once per rank block, where the
   // unscheduled program reads it once (gatherBatchedRows).
-  std::vector<std::string> unprofitable() const;
+  std::vector<std::pair<std::string, std::string>> unprofitable() const;  // (C++ condition, in words)
   // run()'s call of the fallback where the schedule's own requirements do not hold or it does not pay.
   void emitFallbackCall();
+  // Finds fallbackWhenNot_ and fallbackWhen_; the options the fallback's emitter takes.
+  void findFallback();
+  CompileOptions fallbackOptions() const;
+  // The planning passes in order, then the plan (assemblePlan) and the warnings they found.
+  void makePlan();
 
   void write(const std::string& name, const std::string& text, std::vector<std::string>& files);
 
@@ -196,6 +205,16 @@ private:
   std::string cInterfaceSource() const;
 
   void emitBody();
+
+  // ---- The plan: every stage's owner and storage (backend/plan/Plan.h) ----
+  // The planning passes' decisions as one plan (plan/Assemble.cpp), after the passes ran.
+  plan::Plan plan_;
+  void assemblePlan();
+  // InternalError where two passes took one stage into launches of their own (overlapAt: the
+  // overlaps launched after their producer, at stage -> producer), or an overlap lost its launch.
+  void checkOneOwner(const std::map<int, int>& overlapAt) const;
+  // run()'s code at stage i's place, as the plan says.
+  void emitPlanned(int i);
 
   static std::string jsonEscape(const std::string& s);
 
@@ -318,7 +337,6 @@ private:
   std::set<int> overlapped_;                 // consumer members emitted with their producer
   std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
 
-  std::map<int, int> chunkedAt_;  // the first stage of an overlap's consumer -> its producer, when stages lie between
   // The first consumer stage of the overlap of producer `prod` (its block is emitted there).
   int firstOverlapped(int prod) const;
 
@@ -973,6 +991,11 @@ private:
                        const std::string& stage) const;
 
   void emitEmbedding(int id);
+
+  // Why a launch takes the form it does, as `emit --stage plan` prints it (plan/Assemble.cpp).
+  std::string devGroupWhy(const DevGroup& dg) const;
+  std::string overlapWhy(const Chunked& ch) const;
+  std::string stageWhy(int id) const;
 
   // ---- Driver, build manifest, manifest.json ----
   std::string driverText();

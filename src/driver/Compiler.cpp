@@ -141,6 +141,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
         break;
       }
+      case Action::EmitPlan:
       case Action::Compile: {
         backend::CompileOptions co;
         co.outDir = inv.outDir;
@@ -156,8 +157,12 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         // (and, the backend decides, where the schedule does not pay at a run's sizes)
         if (!trace.empty() && ir::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
         try {
-          auto files = backend::emitCuda(sched, co);
-          out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
+          if (inv.action == Action::EmitPlan) {
+            out << backend::planText(sched, co);
+          } else {
+            auto files = backend::emitCuda(sched, co);
+            out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
+          }
         } catch (const std::runtime_error& e) {
           err << "coconetc: error: " << e.what() << "\n";
           return kExitUserError;

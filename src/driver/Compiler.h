@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR, EmitSched, Verify, Compile };
+enum class Action { Check, EmitAST, EmitIR, EmitSched, EmitPlan, Verify, Compile };
 
 struct Invocation {
   Action action = Action::Check;

@@ -1,6 +1,8 @@
 // coconetc: the command-line driver.
 //   coconetc check PROG.cnet [-D NAME=VALUE]...
-//   coconetc emit --stage ast PROG.cnet [-D NAME=VALUE]...
+//   coconetc emit --stage ast|ir|sched|plan PROG.cnet [-D NAME=VALUE]...
+//   coconetc verify PROG.cnet [--ranks 1,2,4] [--dump DIR]
+//   coconetc compile PROG.cnet -o DIR
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <charconv>
@@ -62,10 +64,13 @@ static int command(int argc, char** argv) {
   auto* emit = app.add_subcommand("emit", "print an intermediate form of a program");
   std::string stage;
   emit->add_option("--stage", stage,
-                   "what to print: ast (the typed AST), ir (the scheduled IR) or sched (the applied schedule)")
+                   "what to print: ast (the typed AST), ir (the scheduled IR), sched (the applied schedule) or "
+                   "plan (the CUDA backend's plan: each stage's launch and storage, and why)")
       ->required()
-      ->check(CLI::IsMember({"ast", "ir", "sched"}));
+      ->check(CLI::IsMember({"ast", "ir", "sched", "plan"}));
   addCommon(emit);
+  emit->add_flag("--device-collectives,!--no-device-collectives", inv.deviceCollectives,
+                 "with --stage plan: plan as `compile` does with this flag (default: on)");
 
   auto* verify = app.add_subcommand("verify", "run the program and its scheduled form on the CPU for "
                                                "several rank counts and compare every output and state");
@@ -135,9 +140,11 @@ static int command(int argc, char** argv) {
       inv.ranks.push_back(v);
     }
     inv.action = Action::Verify;
-  } else inv.action = !emit->parsed() ? Action::Check : stage == "ir"    ? Action::EmitIR
-                                                         : stage == "sched" ? Action::EmitSched
-                                                                            : Action::EmitAST;
+  } else inv.action = !emit->parsed()   ? Action::Check
+                       : stage == "ir"    ? Action::EmitIR
+                       : stage == "sched" ? Action::EmitSched
+                       : stage == "plan"  ? Action::EmitPlan
+                                          : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
 }
 
