@@ -1,13 +1,27 @@
 // Emitter.h: the CUDA backend's code generator, private to src/backend (CudaEmitter.h is its
-// interface). One class; its member functions are defined by concern:
-//   CudaEmitter.cpp  emission as a whole: the files, the C++ and C interfaces, run()'s body,
-//                    stages, index maps, element-wise kernels, GEMMs, embeddings
-//   EmitOverlap.cpp  overlaps: a producer chunked along its rows, pipelined with its collectives
-//   EmitDevice.cpp   collectives over NCCL's device API: fused groups, allreduces, sends, scalar
-//                    chains, reductions folded into a group's kernel
-//   EmitReduce.cpp   reductions (and the element-wise stages they compute), embedding bags, rowwise ops
-//   EmitRowGroup.cpp fused groups of element-wise stages and reductions over their rows: one kernel
-//   EmitBuild.cpp    the driver program, CMakeLists.txt and manifest.json
+// interface). One class; its member functions are defined by concern, in two folders:
+//   CudaEmitter.cpp        the order of it all: plan (makePlan), then write the files (run)
+//   plan/                  deciding: each pass chooses forms for groups of stages (Forms.h), and
+//                          Assemble.cpp makes them one plan (Plan.h) with one owner per stage
+//     Runs.cpp             element-wise runs, results written straight where the caller keeps them
+//     RowGroups.cpp        fused element-wise stages and row reductions as one row kernel
+//     Overlaps.cpp         overlaps: chunked producers, all_to_all pipelines, their device epilogues
+//     DeviceGroups.cpp     fused groups, allreduces, pairs, sends over NCCL's device API
+//     ScalarChains.cpp     scalar chains, reductions folded into a device group's kernel
+//     Reductions.cpp       embedding bags, chains computed inside their reduction
+//     KnobWarnings.cpp     tune knobs the backend does not take or reads nowhere
+//   emit/                  writing: each file one kind of launch or one part of the output
+//     Body.cpp             run()'s checks and storage, then each stage's code as the plan says
+//     Elementwise.cpp      element-wise kernels and runs, expression nodes, index maps
+//     Gemm.cpp             cuBLAS GEMMs, embeddings
+//     Reduce.cpp, Rowwise.cpp   reductions and embedding bags; softmax, layernorm, rmsnorm
+//     RowGroup.cpp         row groups' kernels
+//     Overlap.cpp          overlaps' chunked pipelines
+//     DeviceKernel.cpp, DeviceGroup.cpp, DeviceAllReduce.cpp, ScalarChain.cpp   device-API kernels
+//                          and their launches
+//     Interface.cpp        the header's C++ API, the C interface, the fallback's call
+//     Build.cpp            the driver program, CMakeLists.txt and manifest.json
+//     Spelling.{h,cpp}     types, names, numbers and sizes as generated code spells them
 #pragma once
 
 #include <algorithm>
@@ -21,6 +35,8 @@
 #include <vector>
 
 #include "backend/CudaEmitter.h"
+#include "backend/emit/Spelling.h"
+#include "backend/plan/Forms.h"
 #include "backend/plan/Plan.h"
 #include "ir/Rewrite.h"
 
@@ -28,98 +44,10 @@ namespace coconet::backend::detail {
 
 using namespace ir;
 
-// ---- Types ---------------------------------------------------------------------------------
-inline const char* storageType(DType t) {
-  switch (t) {
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::I8: return "int8_t";
-    case DType::U8: case DType::Bool: return "uint8_t";
-    case DType::I32: return "int";
-    default: return "long long";
-  }
-}
-
-// The type an expression node is computed in (the interpreter's rules).
-inline const char* computeType(DType t) {
-  switch (t) {
-    case DType::F16: case DType::BF16: case DType::F32: return "float";
-    case DType::Bool: return "bool";
-    case DType::I8: case DType::U8: case DType::I32: case DType::I64: return "long long";
-    default: return "double";  // f64 and literals
-  }
-}
-
-inline const char* ncclType(DType t) {
-  switch (t) {
-    case DType::F16: return "ncclHalf";
-    case DType::BF16: return "ncclBfloat16";
-    case DType::F32: return "ncclFloat";
-    case DType::F64: return "ncclDouble";
-    case DType::I8: return "ncclInt8";
-    case DType::U8: case DType::Bool: return "ncclUint8";
-    case DType::I32: return "ncclInt32";
-    default: return "ncclInt64";
-  }
-}
-
-inline const char* cudaDataType(DType t) {
-  switch (t) {
-    case DType::F16: return "CUDA_R_16F";
-    case DType::BF16: return "CUDA_R_16BF";
-    case DType::F64: return "CUDA_R_64F";
-    default: return "CUDA_R_32F";
-  }
-}
-
-inline const char* ncclOp(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "ncclSum";
-    case ReduceOp::Prod: return "ncclProd";
-    case ReduceOp::Max: return "ncclMax";
-    case ReduceOp::Min: return "ncclMin";
-  }
-  return "ncclSum";
-}
-
-// A user's name as a C++ identifier of the generated code: '.' (an inner stage's name) becomes
-// '_', and a name the generated sources could not declare as it is gets a trailing '_'.
-std::string ident(const std::string& s);
-// Whether a name is a C++ keyword or alternative token, reserved (`__x`, `_X`, POSIX's `x_t`), a
-// macro or global of the C, C++, CUDA, cuBLAS or NCCL headers the generated code includes
-// (`errno`, `NULL`, `stdout`, `cudaStream_t`, `ncclComm_t`, `float4`), or a name the generated code
-// itself uses unqualified (`coconet_rt`, `std`, `CHECK`).
-bool reservedInGeneratedCode(const std::string& s);
-// A program's name as its class's name (ident, and never one of the class's members' names).
-std::string className(const std::string& program);
-// Text for a // comment of the generated sources: control characters and backslashes as \xNN
-// (a newline in a file name would end the comment, a backslash before one continue it).
-std::string commentText(const std::string& s);
-
-inline std::string num(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
-
-// A size expression as C++ over the run's sizes (sz.s_NAME) and the world size (P_), its
-// arithmetic checked by the function's `const coconet_rt::SizeMath S_` (the caller's sizes may
-// overflow it): "(sz.s_H)", "S_.mul(sz.s_B, sz.s_S)".
-inline std::string cxx(const SizeExpr& e) {
-  static const SizeExpr::Spelling spelling{
-      [](const std::string& n) { return n == "world.size" ? std::string("P_") : "sz.s_" + n; },
-      [](int64_t c) { return std::to_string(c) + "LL"; },
-      [](const std::string& a, const std::string& b) { return "S_.add(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.mul(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.div(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.mod(" + a + ", " + b + ")"; }};
-  return "(" + e.spell(spelling) + ")";
-}
+// Reductions `ids` (operator structs `ops`) over the block in one tree pass: a shared array per
+// value, then one coconet_rt::blockReduceEach call on the accumulators acc<id>, each line
+// indented by `ind` (emit/DeviceKernel.cpp).
+std::string blockReduceEachCode(const std::vector<int>& ids, const std::vector<std::string>& ops, const std::string& ind);
 
 class Emitter {
 public:
@@ -241,20 +169,8 @@ private:
   // long long, exactly; a bool as 0 or 1).
   static std::string storeValue(DType t, const ENode& last, const std::string& v);
 
-  // Element-wise stages as one kernel: `run` is one compute stage, or consecutive compute
-  // stages of a fused group with one shape, layout and group. Inside the kernel a member's
-  // value is rounded to its dtype exactly as storing it would round it, so the result is the
-  // same bits as running the members one by one; only values used outside the run are written,
-  // after every member of the element is computed (so a state may be updated in place).
-  //
-  // Where every operand is read at a linear index (the output's own, a block of a whole tensor
-  // for a slice of dimension 0, the output's index modulo a trailing-dimension operand such as a
-  // bias, or one scalar element), the kernel takes V consecutive elements per step with 16-byte
-  // loads and stores, and a scalar loop does the tail; otherwise (transposes, broadcasts inside
-  // the shape, slices of other dimensions) it maps every element through its coordinates.
-  // (Row: one value a row, read at the row's index: an operand of the output's shape with its last
-  // dimension 1 in an element-wise kernel (rowBroadcast: at i / rl), a row group's per-row operands.)
-  enum class Access { Linear, Modulo, Scalar, Mapped, Row };
+  // ---- Element-wise kernels: how they read operands: plan::Access (backend/plan/Forms.h) ----
+  using Access = plan::Access;
 
   // Where element i reads external operand k on a fast path: at its base (parameter bk) plus
   // i, at `iMod` modulo its length (bk holds the length), or its one element bk.
@@ -320,19 +236,8 @@ private:
 
   // Runs of a fused group's element-wise members that compile to one kernel.
   void planRuns();
-  // ---- Overlap: a matmul chunked along the rows of its product (dimension 0 and the batch
-  // dimensions after it), pipelined with the reduce_scatter -> element-wise run -> all_gather
-  // that consumes it. Chunk c holds sub-block c of every rank's block of rows, so each chunk
-  // scatters and gathers like the whole.
-  struct Chunked {
-    int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
-    int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
-    int bag = -1;                                  // an embedding's reduction (producer: the embedding)
-    int back = -1;  // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
-    int devIndex = -1;  // its transfers by copy engines where every rank is load/store reachable: Dev_ windows
-    std::vector<int> run;  // element-wise members between them
-    int chunks = 2;
-  };
+  // ---- Overlaps: plan::Chunked (backend/plan/Forms.h) ----
+  using Chunked = plan::Chunked;
   std::map<int, Chunked> chunked_;           // by producer
   std::set<int> overlapped_;                 // consumer members emitted with their producer
   std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
@@ -342,120 +247,8 @@ private:
 
   void planOverlaps();
 
-  // ---- Fused collective groups over NCCL's device API (--device-collectives) ----
-  // A fused group reduce_scatter -> element-wise members -> all_gather becomes one kernel
-  // (coconet_device.cuh has its phases): (1) each rank pushes slice p of its input into slot
-  // `rank` of rank p's staging window; (2) an LSA barrier per block index; (3) each rank sums the
-  // slots of its slice (rank order, f32, as the interpreter does), computes the members, writes
-  // what leaves the group, and puts the all-gather's slice into its own output and its slice
-  // window; (4) a barrier; (5) it pulls every other rank's slice. Block b touches the same
-  // elements in every phase on every rank, so barriers per block index order exactly the
-  // conflicting accesses, and a rank can start the next call's pushes only after every rank
-  // passed this call's second barrier (done reading its slots). Where the ranks are not all
-  // load/store reachable (several nodes), the NCCL calls run instead.
-  //
-  // A group that only starts with the reduce_scatter (its members' results leave the group,
-  // e.g. for a norm before the all-gather) runs phases (1)-(3) and a last barrier, after which
-  // every rank is done reading its slots. A group that only ends with the all-gather runs (3)
-  // without the sum, then (4)-(5); its slice window has two halves used in turn, so a fast
-  // rank's next call cannot overwrite a slice that a slow rank still pulls (it would first have
-  // to pass a barrier of that next call, which the slow rank reaches only after this kernel).
-  struct DevGroup {
-    int index = 0, rs = -1, ag = -1;  // the reduce_scatter and the all_gather (-1: none)
-    // `ag` is the gathered member itself, not an all_gather of it: an allreduce group's two-shot
-    // form (twoShotForm), whose last member each rank computes on its slice and gathers into
-    // that member's own storage (agSrc).
-    bool agIsMember = false;
-    int ref = -1;                     // the stage whose shape the members share (their OutputMap)
-    int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
-    int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
-    // The reduce-scatter's slots are already in the staging window when the kernel starts
-    // (copied there by copy engines, emitChunked): the kernel pushes nothing.
-    bool preloaded = false;
-    // tune(f, algorithm = copy_engines) on a group outside an overlap: copy engines move its
-    // reduce-scatter's slices into the staging windows and pull the all-gather's slices, round by
-    // round, around a preloaded kernel per round (emitDeviceGroup).
-    bool copyEngines = false;
-    // A preloaded group's epilogue and all-gather: -1 chosen at run time (gatherPipelined),
-    // 0 once after the last chunk, 1 per chunk (tune(f, gather = after | pipelined)).
-    int gather = -1;
-    // tune(f, tail = T): an overlap's last chunk in T pieces (its GEMM, copies and epilogue each),
-    // so that less is left after the last GEMM; 1 where its rows do not split into whole vectors.
-    int tailPieces = 1;
-    // tune(f, algorithm = copy_engines) on an overlapped group: after the last chunk, the kernel
-    // over the whole block runs without its pulls and copy engines pull the other ranks' blocks
-    // (the per-chunk form's all-gather is copy-engine pulls already).
-    bool ceGather = false;
-    // tune(f, merge = by_size | never): where copy engines move an overlap's chunks, run fewer of
-    // them where a chunk's copy to each peer would be under 8 MiB, and one on more than two ranks
-    // where this rank's block to a peer is under 32 MiB (coconet_rt::mergedOverlapChunks), or
-    // the most that divide the rows per rank at every size.
-    bool mergeChunks = true;
-    // tune(f, roles = split | shared): in two rounds or more, separate blocks move and compute
-    // the chunks (coconet_device.cuh, roleReady), or every block does both (the default: with
-    // the push and pull loops as they are, the movers' transfers scale with their blocks, so
-    // split wins only at the largest sizes, measured on 4 H200).
-    // tune(f, roles = auto): the split kernel, with movers only from coconet_rt::kRolesAutoRounds
-    // rounds (fewer: every block does both).
-    enum class Roles { Shared, Split, Auto } roles = Roles::Shared;
-    bool splitRoles() const { return roles != Roles::Shared; }  // the kernel has the movers' and workers' code
-    int movers = 0;  // tune(f, movers = K): the blocks that move the chunks (0: coconet_rt::kDevMovers)
-    // tune(f, taper = K): the first K chunks grow and the last K shrink by halves (chunkLo); 0:
-    // the chunks alike. tune(f, taper_ends = first | last): only that end tapers (up to
-    // rounds - 1 chunks); both by default.
-    int taper = 0;
-    enum class TaperEnds { Both, First, Last } taperEnds = TaperEnds::Both;
-    // tune(f, barriers = split | sync | auto): each round's barrier in two phases, the arrival as
-    // soon as what it certifies is done and the wait as late as the next step that needs it, so
-    // that a round's barrier latency overlaps other work (a pull of an earlier chunk, a push of the
-    // next, a chunk's compute), or one whole barrier. Auto, the default: split in the shared full
-    // form where a round's chunk is small (coconet_rt::devSplitBarriers, at run time) unless the
-    // rounds are a light epilogue's (epilogueRounds), whole barriers in every other form
-    // (docs/language.md, section 19).
-    enum class Barriers { Auto, Split, Sync };
-    Barriers barriers = Barriers::Auto;
-    // tune(f, occupancy = K): the kernel's __launch_bounds__ ask for K resident blocks per SM (1:
-    // none asked, ptxas takes the registers it wants). Only a split kernel's grid grows with it
-    // (roleBlocks sizes the workers by the occupancy); without roles it is at most kDevMaxBlocks.
-    // 0 (tune(f, occupancy = auto)): a split kernel is a template over its occupancy, and the
-    // launch takes coconet_rt::devAutoOccupancy's (from the ranks and the movers); without roles, 1.
-    int occupancy = 1;
-    bool occupancyByRanks() const { return occupancy == 0 && !preloaded && splitRoles(); }
-    // Its rounds by size, where the schedule does not set them, are coconet_rt::epilogueAutoRounds
-    // (a light epilogue between a reduce-scatter and an all-gather: twoShotForm, onePassForm)
-    // rather than devAutoRounds.
-    bool epilogueRounds = false;
-    // Appended to the kernel's name (emitDevKernel): a twin with another form of the same group's
-    // kernel (the one-chunk overlap's, onePassForm) needs a name of its own.
-    std::string kernelTag;
-    // The kernel is a template over kSolo, its one-rank form (emitDevKernel), unless copy engines
-    // fill its slots (preloaded).
-    bool soloForm() const { return !preloaded; }
-    std::vector<int> run, ext, written;
-    std::map<int, int> extIndex;
-    std::vector<Access> acc;
-    std::vector<int> folds;  // reductions whose per-block partial sums the kernel writes (planFoldedReductions)
-    std::vector<int> calc;   // what the kernel computes per element: the members, then the folds' computed elements
-    // The scalar chain (its first stage) that the kernel computes first, in every block, instead
-    // of a kernel of its own (planChainPrologues); -1: none.
-    int chain = -1;
-    // The `algorithm` knob on the group: "" (chosen by size), ll, ll128, one_shot, two_shot or copy_engines.
-    // A full group may take its one-shot form (oneShotMode).
-    std::string algo;
-    // The group starts with an allreduce (`rs` is it) and its members compute on the replicated
-    // result: it has the one-shot form (oneShotMode) and the two-shot form (twoShotForm; the
-    // allreduce and the members' kernel otherwise, emitAllReduceGroup), and no folded reduction or
-    // scalar chain joins it.
-    bool arHead = false;
-    std::string name;
-    bool head() const { return rs >= 0; }
-    bool tail() const { return ag >= 0; }
-    bool full() const { return head() && tail(); }
-    bool pushes() const { return head() && !preloaded; }  // the kernel pushes the slices of its input rsIn
-    int first() const { return head() ? rs : run.front(); }
-    bool halves() const { return tail() && !head(); }  // its slice window's two halves alternate (parity)
-    const char* label() const { return full() ? "" : head() ? " (reduce-scatter head)" : " (all-gather tail)"; }
-  };
+  // ---- Fused collective groups over NCCL's device API: plan::DevGroup (backend/plan/Forms.h) ----
+  using DevGroup = plan::DevGroup;
   int devIndices_ = 0;                 // collectives on the device path (their windows in Dev_: stage, slice, oneShot, parity)
   std::map<int, DevGroup> devGroups_;  // by the first member
   std::set<int> devMembers_;           // members other than the first
@@ -627,21 +420,8 @@ private:
 
   void emitDeviceGroup(const DevGroup& dg);
 
-  // ---- Allreduces over NCCL's device API (--device-collectives) ----
-  // An allreduce (sum over the world, a float type) that no overlap has chunked, or a fused
-  // [reduce_scatter, all_gather] pair with nothing between, runs as coconet_device.cuh's LL
-  // kernel up to kLLMaxBytes per rank (256 KiB; flags in the data, no barrier), its LL128 kernel
-  // past that up to ll128MaxBytes(P) (2 MiB on two ranks, none on more), its one-shot
-  // kernel up to oneShotMaxBytes(P) per rank (512 KiB, 8 MiB on two ranks), two-shot up to
-  // kTwoShotMaxBytes (push reduce-scatter, pull all-gather; when the rank count divides the
-  // length), by copy engines from copyEngineMinBytes(P) (when 2 P divides the length), and as
-  // NCCL's allreduce otherwise; tune(algorithm = ...) overrides.
-  struct DevAllReduce {
-    int index = 0, in = -1, out = -1;
-    int rounds = 2;    // the copy-engine form's rounds (tune(X, chunks = R))
-    std::string name;  // the stage (or fused group) that failures name
-    std::string algo;  // the `algorithm` knob: "" (by size), ll, ll128, one_shot, two_shot or copy_engines
-  };
+  // ---- Allreduces over NCCL's device API: plan::DevAllReduce (backend/plan/Forms.h) ----
+  using DevAllReduce = plan::DevAllReduce;
   std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
   // Why a fused [allreduce, ...] group that tune(f, algorithm = two_shot) asked for runs as the
   // allreduce and then the members (twoShotObstacle), by the allreduce: the generated code says
@@ -816,28 +596,8 @@ private:
 
   void emitReduce(int id);
 
-  // ---- Scalar chains on the device path ----
-  // Consecutive stages that each make one element (a folded reduction's combination of its
-  // blocks' partials, an allreduce over the world, element-wise arithmetic on scalars: LAMB's
-  // norms and trust ratio, a clipping factor) run as one single-thread kernel instead of a
-  // launch each. Its allreduces are exchanges through a symmetric window: the rank stores its
-  // values into its slot on every rank, one LSA barrier, then it combines the slots in rank
-  // order (as the one-shot allreduce does). Arithmetic runs as soon as its operands are known
-  // and allreduces wait until nothing else can run, so independent allreduces (the two norms)
-  // share one exchange. The window has two halves used in turn (parity) and one region per
-  // exchange: a rank's next call cannot overwrite slots a slower rank still reads, since it
-  // would first pass a barrier that the slower rank reaches only after reading them. Where the
-  // device path is not usable, the stages run one by one as they would otherwise.
-  struct ScalarChain {
-    int index = 0;
-    std::vector<int> stages;               // program order (the stages that make code)
-    std::vector<int> order;                // execution order in the kernel; -1 - e: exchange e
-    std::vector<std::vector<int>> exchanges;  // the allreduces of each exchange
-    std::vector<int> ext, written;         // values read from memory / stored for later stages
-    size_t width = 0;                      // the most allreduces in one exchange
-    std::string name;
-    int into = -1;  // the device group (its first stage) whose kernel computes the chain first; -1: its own kernel
-  };
+  // ---- Scalar chains on the device path: plan::ScalarChain (backend/plan/Forms.h) ----
+  using ScalarChain = plan::ScalarChain;
   std::map<int, ScalarChain> scalarChains_;  // by the first stage
   std::map<int, int> scalarChainOf_;         // stage -> the first stage of its chain
 
@@ -868,20 +628,8 @@ private:
   // The chain's code inside a kernel (after `P` and `me`); `folded`: the epoch-slot exchanges.
   std::string scalarChainCode(const ScalarChain& sc, bool folded);
 
-  // ---- Reductions that compute their elements ----
-  // An element-wise stage that only a reduction reads (and, recursively, element-wise stages of
-  // its shape that only the chain reads) is computed inside the reduction at each element it
-  // reduces and never stored: a norm's squares, and the slicing copy that a reorder makes for a
-  // reduction of a replicated value, cost no pass over memory and no launch of their own. Each
-  // operand from outside the chain is read at the element's own index, modulo its length (a
-  // trailing-dimension operand such as a bias) or as one scalar; the values are rounded to the
-  // members' types exactly as storing them would round them.
-  struct InlineSrc {
-    std::vector<int> chain;  // program order; the last is the reduction's operand
-    std::vector<int> ext;
-    std::map<int, int> extIndex;
-    std::vector<Access> acc;
-  };
+  // ---- Reductions that compute their elements: plan::InlineSrc (backend/plan/Forms.h) ----
+  using InlineSrc = plan::InlineSrc;
   std::map<int, InlineSrc> inlineSrc_;  // reduction -> its computed elements
   std::map<int, int> inlinedInto_;      // stage -> the reduction that computes it
 
@@ -889,34 +637,8 @@ private:
 
   void planInlinedReductions();
 
-  // ---- Row groups: fused element-wise stages and reductions over the last dimension ----
-  // A fused group (its collectives at the ends aside: they run as they would) whose members are
-  // element-wise computes and reductions over the last dimension of one row shape [..., L] (a
-  // layer norm, RMSNorm or softmax written out with keepdim reductions, and what surrounds it)
-  // runs as one kernel: a group of R threads a row (coconet_rt::rowThreads), one pass over the
-  // row per reduction that computes the elements it reduces (the row's inputs read again each
-  // time, from L2 where the rows in flight fit), then one pass that computes and writes the
-  // members used outside the group. Members are "element" members, of the row shape, or "row
-  // values", of the row shape with its last dimension 1 (keepdim) or dropped: the reductions and
-  // the arithmetic on their results, which each thread of the row computes. Element members read
-  // outside operands at the element's index, modulo their length (a bias), as one scalar or one
-  // value a row (a [..., 1] tensor, Access::Row), and row values with a last dimension of 1; row
-  // values read row values, scalars and outside values of one element a row. Values are
-  // rounded to their types exactly as storing them would round them, so the results are those of
-  // the stages run one by one (the reductions' sums combined in the kernel's own tree order, as
-  // any reduction kernel's). Dropout in a row value, other shapes, a layout sliced along any
-  // dimension but 0 (or along the rows' own), and operands read other ways leave the group to the
-  // kernels of its stages.
-  struct RowGroup {
-    std::string name;
-    std::vector<int> members;        // execution order
-    std::set<int> elems;             // the members of the row shape
-    int ref = -1;                    // a stage of the row shape (the first element member, else the first reduction's operand)
-    std::vector<int> ext;            // operands from outside the group, in order of first use
-    std::map<int, int> extIndex;
-    std::vector<Access> acc;         // how element code reads each: Linear, Modulo, Scalar or Row
-    std::vector<int> written;        // members used outside the group
-  };
+  // ---- Row groups: plan::RowGroup (backend/plan/Forms.h) ----
+  using RowGroup = plan::RowGroup;
   std::map<int, RowGroup> rowGroups_;  // by the first member
   std::map<int, int> rowGroupOf_;      // member -> the first member of its row group
   // The row group of fused group `f` (its members `m`, sorted), or why it has none.

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -147,8 +148,13 @@ TEST_CASE("docs/language.md lists the variables in the order of Env", "[env]") {
 }
 
 TEST_CASE("no runtime file reads a COCONET_ variable but through the parser", "[env]") {
-  for (const char* f : {"src/backend/runtime/coconet_runtime.cuh", "src/backend/runtime/coconet_device.cuh",
-                        "src/backend/runtime/driver_main.cu.in"}) {
+  std::vector<std::string> files = {"src/backend/runtime/coconet_runtime.cuh", "src/backend/runtime/coconet_device.cuh",
+                                    "src/backend/runtime/driver_main.cu.in"};
+  for (const char* dir : {"src/backend/runtime/common", "src/backend/runtime/device"})  // the headers' parts
+    for (auto& e : std::filesystem::directory_iterator(std::string(COCONETC_SOURCE_STDLIB) + "/../" + dir))
+      files.push_back(std::string(dir) + "/" + e.path().filename().string());
+  REQUIRE(files.size() > 5);
+  for (const std::string& f : files) {
     INFO(f);
     const std::string text = sourceFile(f);
     CHECK(text.find("getenv(\"COCONET") == std::string::npos);

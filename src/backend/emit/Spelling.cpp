@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "backend/Emitter.h"
+#include "backend/emit/Spelling.h"
 
 namespace coconet::backend::detail {
 

@@ -1,6 +1,6 @@
 // Which tune knobs the CUDA backend reads nowhere on their target, as the program (its fused
-// groups, overlaps and knobs) leaves them: the rules of the forms it plans (EmitDevice.cpp,
-// EmitOverlap.cpp), kept beside them. Each unread knob gets a warning from `compile` at the
+// groups, overlaps and knobs) leaves them: the rules of the forms it plans (plan/DeviceGroups.cpp,
+// plan/Overlaps.cpp), kept beside them. Each unread knob gets a warning from `compile` at the
 // place tune set it, naming what the knob applies to.
 #pragma once
 

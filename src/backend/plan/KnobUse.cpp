@@ -1,4 +1,4 @@
-#include "backend/KnobUse.h"
+#include "backend/plan/KnobUse.h"
 
 #include <algorithm>
 #include <vector>
