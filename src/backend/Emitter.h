@@ -132,7 +132,14 @@ private:
 
   std::string cInterfaceSource() const;
 
+  // run()'s body (emit/Body.cpp): its checks, the group coordinates, the storage of every value,
+  // each stage's code as the plan says (emitPlanned), then the results.
   void emitBody();
+  void emitArgumentChecks();
+  void emitGroupCoordinates();
+  void emitRequirementChecks();
+  void emitStorage();
+  void emitResults();
 
   // ---- The plan: every stage's owner and storage (backend/plan/Plan.h) ----
   // The planning passes' decisions as one plan (plan/Assemble.cpp), after the passes ran.
@@ -154,6 +161,8 @@ private:
   std::string bufferEnsure(int id, const std::string& count = "") const;
 
   void emitStage(int id);
+  void emitAllToAll(int id);  // emitStage's all_to_all
+  void emitSend(int id);      // and send
 
   // Fills an OutputMap for stage `id` and an OperandMap per operand (host code).
   void emitMaps(int id) { emitMaps(id, p_.stages[id].operands); }

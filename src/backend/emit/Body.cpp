@@ -16,6 +16,21 @@ using plan::Storage;
 void Emitter::emitBody() {
   auto& b = body_;
   b << "  (void)sc;\n  (void)seed;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n  (void)S_;\n";
+  emitArgumentChecks();
+  emitGroupCoordinates();
+  emitRequirementChecks();
+  emitFallbackCall();
+  emitStorage();
+  // Stages in order, as the plan says (with --timeline, a mark on stream_ after each launch).
+  if (o_.timeline) b << "  tl_.begin(stream_, comm_, rank_, \"" << p_.name << "\");\n";
+  for (size_t i = 0; i < p_.stages.size(); ++i) emitPlanned(static_cast<int>(i));
+  emitResults();
+}
+
+// run()'s checks of its sizes (positive, as compiled, the same on every rank) and scalars (in
+// their types' ranges, dropout probabilities in [0, 1)).
+void Emitter::emitArgumentChecks() {
+  auto& b = body_;
   // Sizes must be positive, and one bound at compile time (folded into the shapes) must have
   // that value; requirements must hold.
   for (auto& prm : p_.params) {
@@ -84,7 +99,11 @@ void Emitter::emitBody() {
       b << "  coconet_rt::checkProbabilityOf(static_cast<double>(static_cast<float>(" << *value << ")), \"" << p_.name << "\", \""
         << s.name << "\", \"" << jsonEscape(text) << "\");\n";
     }
-  // Group coordinates (consecutive blocks of ranks, as the language defines).
+}
+
+// Group coordinates and communicators: consecutive blocks of ranks, as the language defines.
+void Emitter::emitGroupCoordinates() {
+  auto& b = body_;
   b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
   for (size_t gi = 1; gi < p_.groups.size(); ++gi) {
     const GroupInfo* gr = p_.groups[gi].get();
@@ -105,6 +124,12 @@ void Emitter::emitBody() {
   }
   for (size_t gi = 0; gi < p_.groups.size(); ++gi)
     b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
+}
+
+// The program's requirements on its sizes, each a message naming the sizes where it fails (the
+// schedule's own ones are emitFallbackCall's).
+void Emitter::emitRequirementChecks() {
+  auto& b = body_;
   for (auto& r : p_.requirements) {
     if (scheduleOwn(r)) continue;  // emitFallbackCall
     std::string op = ast::binaryOpSpelling(r.op);
@@ -120,7 +145,12 @@ void Emitter::emitBody() {
     } else
       b << " + std::to_string(" << cxx(r.lhs) << ") + \" " << op << " \" + std::to_string(" << cxx(r.rhs) << ") + \" is false\");\n";
   }
-  emitFallbackCall();
+}
+
+// Every value's local shape and element count, the caller's tensors checked, and each value's
+// storage as the plan decided.
+void Emitter::emitStorage() {
+  auto& b = body_;
   // Local shapes and element counts of every value.
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
@@ -196,20 +226,22 @@ void Emitter::emitBody() {
         break;
     }
   }
-  // Stages in order, as the plan says (with --timeline, a mark on stream_ after each launch).
-  if (o_.timeline) b << "  tl_.begin(stream_, comm_, rank_, \"" << p_.name << "\");\n";
-  for (size_t i = 0; i < p_.stages.size(); ++i) emitPlanned(static_cast<int>(i));
-  // Outputs and new states.
+}
+
+// Outputs and the states' new values copied where the caller keeps them (unless written there
+// directly).
+void Emitter::emitResults() {
+  auto& b = body_;
   b << "\n  // Outputs and the states' new values.\n";
   for (size_t i = 0; i < p_.outputs.size(); ++i) {
     int id = p_.outputs[i];
-    if (auto d = direct_.find(id); d != direct_.end() && d->second.first == p_.outputNames[i]) continue;
+    if (const plan::Decision& d = plan_.at(id); d.storage == Storage::Direct && d.into == p_.outputNames[i]) continue;
     b << "  CHECK(cudaMemcpyAsync(t." << ident(p_.outputNames[i]) << ", " << var(id) << ", " << countVar(id) << " * sizeof("
       << storageType(p_.stages[id].type.dtype) << "), cudaMemcpyDeviceToDevice, stream_), \"" << p_.outputNames[i] << "\");\n";
   }
   for (auto& st : p_.states) {
     if (st.exit == st.entry) continue;
-    if (auto d = direct_.find(st.exit); d != direct_.end() && d->second.first == st.name) continue;
+    if (const plan::Decision& d = plan_.at(st.exit); d.storage == Storage::Direct && d.into == st.name) continue;
     const Stage& ex = p_.stages[st.exit];
     std::string T = storageType(st.type.dtype);
     std::string src = var(st.exit);
@@ -389,90 +421,108 @@ void Emitter::emitStage(int id) {
       }
       break;
     }
-    case StageKind::AllToAll: {
-      b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n";
-      std::string ind = "    ";
-      if (auto da = devA2A_.find(id); da != devA2A_.end()) {
-        // Over the device API, up to kAllToAllDeviceMaxBytes per rank: each rank pushes block j
-        // of its input into slot `pos` of group rank j's window (two halves, used in turn), a
-        // barrier, then copies its window out.
-        // Group rank j is world rank inst * size + j (groups are consecutive blocks of ranks).
-        const std::string gi = std::to_string(da->second), prog = "\"" + p_.name + "\"";
-        const int V = 16 / dtypeBytes(s.type.dtype);
-        // (bytes is the same on every rank, so all of them ask devReady, a collective, or none)
-        b << "    const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
-          << "    if (bytes <= coconet_rt::kAllToAllDeviceMaxBytes && devReady(" << name << ")) {\n"
-          << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
-          << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
-          << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-          << "      const bool vec = chunk % " << V << " == 0 && coconet_rt::aligned16(" << in(0) << ", 0) && coconet_rt::aligned16("
-          << var(id) << ", 0);\n"
-          << "      coconet_rt::dev_all_to_all<" << T << ", " << V << "><<<coconet_rt::devBlocks(chunk / " << V
-          << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0)
-          << ", " << var(id) << ", chunk, static_cast<int>(" << g(gr, "inst") << " * " << g(gr, "size") << "), static_cast<int>("
-          << g(gr, "size") << "), static_cast<int>(" << g(gr, "pos") << "), vec);\n"
-          << "      CHECK(cudaGetLastError(), " << name << ");\n"
-          << "      dev_->parity[" << gi << "] ^= 1;\n"
-          << "    } else {\n";
-        ind = "      ";
-      }
-      b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
-        << ind << "for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
-        << ind << "  CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
-        << commOf(gr) << ", stream_), " << name << ");\n"
-        << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
-        << commOf(gr) << ", stream_), " << name << ");\n" << ind << "}\n"
-        << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
-      if (devA2A_.count(id)) b << "    }\n";
-      break;
-    }
-    case StageKind::Send: {
-      bool ranks = s.peer == Peer::NextRank || s.peer == Peer::PrevRank;
-      bool next = s.peer == Peer::NextRank || s.peer == Peer::NextGroup;
-      std::string comm = ranks ? commOf(gr) : "comm_";
-      if (ranks) {
-        b << "    const long long size = " << g(gr, "size") << ", pos = " << g(gr, "pos") << ";\n"
-          << "    const int to = static_cast<int>((pos + " << (next ? "1" : "size - 1") << ") % size);\n"
-          << "    const int from = static_cast<int>((pos + " << (next ? "size - 1" : "1") << ") % size);\n";
-      } else {
-        b << "    const long long size = " << g(gr, "size") << ", count = P_ / size, inst = " << g(gr, "inst")
-          << ", pos = " << g(gr, "pos") << ";\n"
-          << "    const int to = static_cast<int>(((inst + " << (next ? "1" : "count - 1") << ") % count) * size + pos);\n"
-          << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
-      }
-      std::string ind = "    ";
-      if (auto ds = devSend_.find(id); ds != devSend_.end()) {
-        // Over the device API: push into the receiver's window (two halves, used in turn), a
-        // barrier, copy out. `to` is a rank of the world there.
-        const std::string gi = std::to_string(ds->second), prog = "\"" + p_.name + "\"";
-        const int V = 16 / dtypeBytes(s.type.dtype);
-        b << "    if (devReady(" << name << ")) {\n"
-          << "      const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
-          << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
-          << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
-          << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-          << "      const bool vec = " << countVar(id) << " % " << V << " == 0 && coconet_rt::aligned16(" << in(0)
-          << ", 0) && coconet_rt::aligned16(" << var(id) << ", 0);\n"
-          << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << countVar(id) << " / " << V
-          << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
-          << "] * (w.bytes / 2), " << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
-          << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to")) << ", vec);\n"
-          << "      CHECK(cudaGetLastError(), " << name << ");\n"
-          << "      dev_->parity[" << gi << "] ^= 1;\n"
-          << "    } else {\n";
-        ind = "      ";
-      }
-      b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
-        << ind << "CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
-        << ", stream_), " << name << ");\n"
-        << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
-        << ", stream_), " << name << ");\n" << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
-      if (devSend_.count(id)) b << "    }\n";
-      break;
-    }
+    case StageKind::AllToAll: emitAllToAll(id); break;
+    case StageKind::Send: emitSend(id); break;
     default:
       break;
   }
+}
+
+// An all_to_all outside pipelines: over the device API up to kAllToAllDeviceMaxBytes per rank
+// where the group is the world, else NCCL send/recv pairs.
+void Emitter::emitAllToAll(int id) {
+  const Stage& s = p_.stages[id];
+  auto& b = body_;
+  std::string T = storageType(s.type.dtype);
+  std::string name = "\"" + s.name + "\"";
+  auto in = [&](int k) { return var(s.operands[k]); };
+  const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
+  b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n";
+  std::string ind = "    ";
+  if (auto da = devA2A_.find(id); da != devA2A_.end()) {
+    // Over the device API, up to kAllToAllDeviceMaxBytes per rank: each rank pushes block j
+    // of its input into slot `pos` of group rank j's window (two halves, used in turn), a
+    // barrier, then copies its window out.
+    // Group rank j is world rank inst * size + j (groups are consecutive blocks of ranks).
+    const std::string gi = std::to_string(da->second), prog = "\"" + p_.name + "\"";
+    const int V = 16 / dtypeBytes(s.type.dtype);
+    // (bytes is the same on every rank, so all of them ask devReady, a collective, or none)
+    b << "    const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+      << "    if (bytes <= coconet_rt::kAllToAllDeviceMaxBytes && devReady(" << name << ")) {\n"
+      << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+      << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      const bool vec = chunk % " << V << " == 0 && coconet_rt::aligned16(" << in(0) << ", 0) && coconet_rt::aligned16("
+      << var(id) << ", 0);\n"
+      << "      coconet_rt::dev_all_to_all<" << T << ", " << V << "><<<coconet_rt::devBlocks(chunk / " << V
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0)
+      << ", " << var(id) << ", chunk, static_cast<int>(" << g(gr, "inst") << " * " << g(gr, "size") << "), static_cast<int>("
+      << g(gr, "size") << "), static_cast<int>(" << g(gr, "pos") << "), vec);\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "      dev_->parity[" << gi << "] ^= 1;\n"
+      << "    } else {\n";
+    ind = "      ";
+  }
+  b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
+    << ind << "for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
+    << ind << "  CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+    << commOf(gr) << ", stream_), " << name << ");\n"
+    << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
+    << commOf(gr) << ", stream_), " << name << ");\n" << ind << "}\n"
+    << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
+  if (devA2A_.count(id)) b << "    }\n";
+}
+
+// A send to the next or previous rank or group (every rank sends and receives): over the device
+// API where the plan says so, else an NCCL send/recv pair.
+void Emitter::emitSend(int id) {
+  const Stage& s = p_.stages[id];
+  auto& b = body_;
+  std::string T = storageType(s.type.dtype);
+  std::string name = "\"" + s.name + "\"";
+  auto in = [&](int k) { return var(s.operands[k]); };
+  const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
+  bool ranks = s.peer == Peer::NextRank || s.peer == Peer::PrevRank;
+  bool next = s.peer == Peer::NextRank || s.peer == Peer::NextGroup;
+  std::string comm = ranks ? commOf(gr) : "comm_";
+  if (ranks) {
+    b << "    const long long size = " << g(gr, "size") << ", pos = " << g(gr, "pos") << ";\n"
+      << "    const int to = static_cast<int>((pos + " << (next ? "1" : "size - 1") << ") % size);\n"
+      << "    const int from = static_cast<int>((pos + " << (next ? "size - 1" : "1") << ") % size);\n";
+  } else {
+    b << "    const long long size = " << g(gr, "size") << ", count = P_ / size, inst = " << g(gr, "inst")
+      << ", pos = " << g(gr, "pos") << ";\n"
+      << "    const int to = static_cast<int>(((inst + " << (next ? "1" : "count - 1") << ") % count) * size + pos);\n"
+      << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
+  }
+  std::string ind = "    ";
+  if (auto ds = devSend_.find(id); ds != devSend_.end()) {
+    // Over the device API: push into the receiver's window (two halves, used in turn), a
+    // barrier, copy out. `to` is a rank of the world there.
+    const std::string gi = std::to_string(ds->second), prog = "\"" + p_.name + "\"";
+    const int V = 16 / dtypeBytes(s.type.dtype);
+    b << "    if (devReady(" << name << ")) {\n"
+      << "      const size_t bytes = (static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << ") + 255) / 256 * 256;\n"
+      << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
+      << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
+      << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
+      << "      const bool vec = " << countVar(id) << " % " << V << " == 0 && coconet_rt::aligned16(" << in(0)
+      << ", 0) && coconet_rt::aligned16(" << var(id) << ", 0);\n"
+      << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << countVar(id) << " / " << V
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
+      << "] * (w.bytes / 2), " << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
+      << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to")) << ", vec);\n"
+      << "      CHECK(cudaGetLastError(), " << name << ");\n"
+      << "      dev_->parity[" << gi << "] ^= 1;\n"
+      << "    } else {\n";
+    ind = "      ";
+  }
+  b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
+    << ind << "CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
+    << ", stream_), " << name << ");\n"
+    << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
+    << ", stream_), " << name << ");\n" << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
+  if (devSend_.count(id)) b << "    }\n";
 }
 
 }  // namespace coconet::backend::detail
