@@ -107,7 +107,9 @@ void Emitter::run(std::vector<std::string>& files) {
     fallbackCls_ = fo.className;
     fallbackDevice_ = fallback.usesDevice();
   }
+  const std::string tuningHeader = tuning::header(tuning_, o_.arch, tuningMeasured_);
   write("coconet_env.h", kEnvHeader, files);
+  write("coconet_tuning.h", tuningHeader, files);
   write("coconet_runtime.cuh", kRuntimeHeader, files);
   if (usesDeviceHeader()) write("coconet_device.cuh", kDeviceHeader, files);
   std::string header = headerText(), source = sourceText(), driver = driverText();
@@ -116,7 +118,7 @@ void Emitter::run(std::vector<std::string>& files) {
   write(cls_ + "_main.cu", driver, files);
   write("CMakeLists.txt", cmakeText(), files);
   write("manifest.json",
-        manifestText(header + source + driver + fallbackText_ + kEnvHeader + kRuntimeHeader + (usesDeviceHeader() ? kDeviceHeader : "")),
+        manifestText(header + source + driver + fallbackText_ + kEnvHeader + tuningHeader + kRuntimeHeader + (usesDeviceHeader() ? kDeviceHeader : "")),
         files);
 }
 

@@ -38,6 +38,7 @@
 #include "backend/emit/Spelling.h"
 #include "backend/plan/Forms.h"
 #include "backend/plan/Plan.h"
+#include "backend/tuning/Tuning.h"
 #include "ir/Rewrite.h"
 
 namespace coconet::backend::detail {
@@ -52,7 +53,13 @@ std::string blockReduceEachCode(const std::vector<int>& ids, const std::vector<s
 class Emitter {
 public:
   Emitter(const Program& p, const CompileOptions& o)
-      : p_(p), o_(o), cls_(o.className.empty() ? className(p.name) : o.className) {}
+      : p_(p),
+        o_(o),
+        cls_(o.className.empty() ? className(p.name) : o.className),
+        tuning_(tuning::forArch(o.arch, tuningMeasured_)),
+        devOverlapBlocks_(static_cast<int>(tuning_.value("dev_overlap_blocks"))),
+        gatherFlopsPerByte_(static_cast<int>(tuning_.value("gather_flops_per_byte"))),
+        devMaxBlocks_(static_cast<int>(tuning_.value("dev_max_blocks"))) {}
 
   // Plans, then writes the output folder's files (their paths into `files`).
   void run(std::vector<std::string>& files);
@@ -63,6 +70,9 @@ private:
   const Program& p_;
   const CompileOptions& o_;
   std::string cls_;
+  // The tuning table --arch selects (tuning/Tuning.h), and whether it was measured for that arch.
+  bool tuningMeasured_ = false;
+  const tuning::Table& tuning_;
   std::ostringstream kernels_, body_;
   // The fallback's class (CompileOptions::unscheduled), empty if none; the texts it wrote (for
   // the manifest's hash) and whether it uses the device header; the schedule's own requirements
@@ -286,21 +296,15 @@ private:
   // An overlap matmul -> reduce_scatter -> element-wise -> all_gather whose chain qualifies
   // moves each chunk's reduce-scatter with copy engines while the next chunk's GEMM runs
   // (every rank's partial sums of a rank's block land in that rank's staging window), then
-  // runs the epilogue and the all-gather once as the device group's kernel, on
-  // kDevOverlapBlocks blocks (tune(f, blocks = B) sets fewer). Copy engines leave every SM to
-  // the GEMM, where a kernel per chunk that pushes its slices itself shares the SMs with the next
-  // GEMM and hardly overlaps it (measured on 4 H200, Megatron's layer at H = 8192 and 12288: such
-  // kernels 16-22% slower; the group's kernel on 64 blocks 8-10% slower than on 128).
-  static constexpr int kDevOverlapBlocks = 128;
-  // The epilogue and all-gather run per chunk (each chunk's kernel on stream_ after the next
-  // chunk's GEMM, copy engines pulling the other ranks' parts while the GEMMs go on) on two
-  // ranks where the GEMM's flops per byte that crosses NVLink, 2 M N K / (2 (P - 1) / P M N e) =
-  // K P / ((P - 1) e), reach this and the product is 16 MiB or more. Measured on H200 (f16 and
-  // bf16, B*S = 8192): per chunk was 1.07-1.13x faster than once after the last chunk on 2 GPUs
-  // (H = 4096..12288: 2048..6144 flops per byte), and 0.78-0.95x on 4 GPUs at every H (683..2048),
-  // where the transfers outlast the GEMM.
-  static constexpr int kGatherFlopsPerByte = 1700;
-  static constexpr int kDevMaxBlocks = 128;  // coconet_device.cuh's kDevMaxBlocks (blocks with LSA barriers)
+  // runs the epilogue and the all-gather once as the device group's kernel, on devOverlapBlocks_
+  // blocks (tune(f, blocks = B) sets fewer). Copy engines leave every SM to the GEMM, where a
+  // kernel per chunk that pushes its slices itself shares the SMs with the next GEMM and hardly
+  // overlaps it. The epilogue and all-gather run per chunk (each chunk's kernel on stream_ after
+  // the next chunk's GEMM, copy engines pulling the other ranks' parts while the GEMMs go on) on
+  // two ranks where the GEMM's flops per byte that crosses NVLink, 2 M N K / (2 (P - 1) / P M N e)
+  // = K P / ((P - 1) e), reach gatherFlopsPerByte_ and the product is 16 MiB or more. Both, and
+  // the blocks of a kernel with LSA barriers (devMaxBlocks_), come from the tuning table.
+  const int devOverlapBlocks_, gatherFlopsPerByte_, devMaxBlocks_;
   std::map<int, DevGroup> devChunked_;  // by producer
   // Some overlap may run its epilogue and all-gather per chunk (it needs comm3_ and ovRed_).
   bool gatherMayPipe() const;

@@ -125,7 +125,8 @@ std::string Emitter::manifestText(const std::string& allSources) {
   m["schedule_applied"] = o_.scheduleText;
   m["arch"] = o_.arch;
   m["flags"] = {{"arch", o_.arch}, {"device_collectives", o_.deviceCollectives}};
-  m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_env.h", "coconet_runtime.cuh", "CMakeLists.txt"};
+  m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_env.h", "coconet_tuning.h", "coconet_runtime.cuh", "CMakeLists.txt"};
+  m["tuning"] = {{"table", tuning_.name}, {"measured_on", tuning_.measuredOn}, {"measured_for_arch", tuningMeasured_}};
   if (usesDeviceHeader()) m["files"].push_back("coconet_device.cuh");
   if (!fallbackCls_.empty()) {
     m["files"].push_back(fallbackCls_ + ".h");

@@ -503,17 +503,17 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      auto lo = [&](long long c) { return c < C - 1 ? c * rg : (C - 1) * rg + (c - (C - 1)) * (rg / tp); };\n"
         << "      auto rows = [&](long long c) { return c < C - 1 ? rg : rg / tp; };\n";
     }
-    // Per chunk on two ranks where the GEMM is long against the transfers (kGatherFlopsPerByte)
+    // Per chunk on two ranks where the GEMM is long against the transfers (gatherFlopsPerByte_)
     // and the product large enough to pay for a kernel per chunk.
     if (mayPipe)
       b << "      // the epilogue and all-gather per chunk "
         << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
-                            "      // K P / ((P - 1) e), reach " + std::to_string(kGatherFlopsPerByte) +
+                            "      // K P / ((P - 1) e), reach " + std::to_string(gatherFlopsPerByte_) +
                                 ", the product is 16 MiB or more, a chunk is whole vectors and\n"
                                 "      // there are chunks to pipeline (one chunk: the GEMM, then the group's kernel, below)\n"
                           : "(tune(f, gather = pipelined)) where a chunk is whole vectors\n")
         << "      const bool pipelined = (rg * N) % " << V << " == 0"
-        << (dg.gather < 0 ? " && C > 1 && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(kGatherFlopsPerByte) +
+        << (dg.gather < 0 ? " && C > 1 && P == 2 &&\n          static_cast<double>(K) * P >= " + std::to_string(gatherFlopsPerByte_) +
                                 ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
                           : "")
         << ";\n";
@@ -568,7 +568,7 @@ void Emitter::emitChunked(const Chunked& ch) {
     // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
     // kernel on stream_ in the form that pushes the partial sums into the peers' staging windows
     // itself, in rounds on blocks by size (onePassForm: a preloaded kernel's one pass on
-    // kDevOverlapBlocks blocks ran 5% behind it on 2 H200 at 16 MiB), or its one-shot form (the
+    // devOverlapBlocks_ blocks ran 5% behind it on 2 H200 at 16 MiB), or its one-shot form (the
     // whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
     if (onePass) {
       b << "      if (" << one << ") {\n"

@@ -148,7 +148,7 @@ void Emitter::planDeviceChunked() {
     DevGroup dg;
     if (!analyzeDevGroup(m, dg)) continue;
     dg.name = rs.fusedInto.empty() ? rs.name : rs.fusedInto;
-    dg.blocks = std::min(knobs.number(Knob::Blocks).value_or(kDevOverlapBlocks), kDevMaxBlocks);
+    dg.blocks = std::min(knobs.number(Knob::Blocks).value_or(devOverlapBlocks_), devMaxBlocks_);
     dg.preloaded = true;
     if (auto g = knobs.word(Knob::Gather)) dg.gather = *g == "pipelined" ? 1 : 0;
     dg.tailPieces = knobs.number(Knob::Tail).value_or(1);

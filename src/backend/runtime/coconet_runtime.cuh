@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "coconet_env.h"
+#include "coconet_tuning.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 #error "coconetc's generated code needs NCCL 2.28 or newer"

@@ -348,8 +348,6 @@ inline int rowThreads(long long units, int perThread) {
 // fast as kRowSplitBlocks, 8 slower. Table row: norms softmax T=1 H=131072 f16, 1 GPU.
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits;
 // COCONET_ROW_SPLIT_BLOCKS=B (1..64) aims at B blocks an SM instead of kRowSplitBlocks.
-constexpr long long kRowSplitMin = 4096;
-constexpr int kRowSplitBlocks = 2;
 inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm = kRowSplitBlocks) {
   const long long target = static_cast<long long>(perSm) * sms;
   if (rows <= 0 || rows >= target) return 1;

@@ -48,7 +48,6 @@ template <class T> inline bool aligned16(const T* p, long long offset) {
 // streamed past the caches; x stays in them), then a warp-shuffle sum per row. Otherwise a warp
 // per row, element by element. R rows per warp and U loads per row are template parameters so
 // that tools/bench/gpu/micro/gemv-micro.cu can measure other counts with this same kernel.
-constexpr long long kGemvMinRows = 2048;  // fewer rows: cuBLAS (a warp per row leaves SMs idle)
 template <class T, bool VEC, int R = VEC ? 2 : 1, int U = 4>
 __global__ void __launch_bounds__(256) gemv_rows(const T* __restrict__ W, const T* __restrict__ x, T* __restrict__ y,
                                                  long long M, long long K) {
@@ -140,7 +139,6 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // from 256.
 // COCONET_GATHER_ROWS=1 (0) in the environment gathers wherever R > 1 (never), for A/B timings
 // (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
-constexpr long long kGatherBatchMaxRows = 256;
 inline int gatherRowsForced() {
   static const int forced = static_cast<int>(envValue(Env::GatherRows, -1));
   return forced;
@@ -175,7 +173,6 @@ template <class T> inline void swapLeadingDims(const T* in, T* out, long long R,
 // engine a fixed start (measured on 4 H200 with tools/bench/gpu/micro/ce-allreduce-micro.cu:
 // pushes to the peers in turn moved 164 GB/s per GPU at 4 MiB per peer, 385 at 256 MiB; Megatron's
 // row layer ran slower in chunks of 4 MiB per peer than in half as many, faster in chunks of 8).
-constexpr long long kCeMinCopyBytes = 8LL << 20;
 inline long long overlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long minCopyBytes) {
   for (long long c = scheduled; c > 1; --c)
     if (rowsPerRank % c == 0 && rowsPerRank / c * rowBytes >= minCopyBytes) return c;
@@ -183,14 +180,13 @@ inline long long overlapChunks(long long scheduled, long long rowsPerRank, long 
 }
 // The copy-engine overlap's chunks where they merge (overlapChunks with kCeMinCopyBytes), and on
 // more than two ranks one chunk while this rank's whole block to a peer, rowsPerRank x rowBytes,
-// is under kOneChunkBelowPeerBytes: there the GEMM, then the group's one-chunk kernel (which
+// is under oneChunkBelowPeerBytes(ranks) (0 on two ranks): there the GEMM, then the group's one-chunk kernel (which
 // pushes the slices itself) beat the GEMM in 2 or 3 chunks with copy-engine copies of 8-12 MiB.
 // Measured with Megatron's layer on 4 H200: one chunk up to 5% faster or level from 16 to 24 MiB
 // per peer, 4 chunks ahead from 32 MiB; on 2 H200 2 chunks beat one (6% at 16 MiB per peer), so
 // on two ranks the chunks stay.
-constexpr long long kOneChunkBelowPeerBytes = 32LL << 20;
 inline long long mergedOverlapChunks(long long scheduled, long long rowsPerRank, long long rowBytes, long long ranks) {
-  if (ranks > 2 && rowsPerRank * rowBytes < kOneChunkBelowPeerBytes) return 1;
+  if (rowsPerRank * rowBytes < oneChunkBelowPeerBytes(ranks)) return 1;
   return overlapChunks(scheduled, rowsPerRank, rowBytes, kCeMinCopyBytes);
 }
 

@@ -38,11 +38,8 @@ __device__ __forceinline__ void forUnits(long long lo, long long hi, bool vec, U
   forUnits<V>(gridPart(), lo, hi, vec, static_cast<Unit&&>(unit), static_cast<Elem&&>(elem));
 }
 
-// Peers whose loads a push or a pull issues together, before its stores: a thread's unit moves
-// this many vectors at a time (a pull's loads cross NVLink and take microseconds each, so one at
-// a time leaves the links idle unless very many blocks move; more than 4 at once doubled the
-// registers of LAMB's reduce-scatter kernel, 64 -> 128).
-constexpr int kPeersInFlight = 4;
+// A thread's unit moves kPeersInFlight vectors at a time (coconet_tuning.h): loads from that many
+// peers, then their stores.
 
 // Phase "push" of a reduce-scatter, for the elements [lo, hi) of every slice (lo a multiple of
 // V): slice p (m elements) of this rank's `in` goes to slot `me` of rank p's staging
@@ -171,8 +168,6 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 // COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
 // fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
 // of one build side by side).
-constexpr int kPushTileUnits = 4;
-constexpr long long kClaimTilesPerMover = 4;
 inline int claimedPushes(int P, long long roundElems, int movers, int V) {
   const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
   return static_cast<int>(

@@ -214,8 +214,6 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
 // COCONET_CLAIMED_PULL in the environment sets the units on any ranks and rounds, 0 the fixed parts
 // (A/B timings, read at every call as COCONET_CLAIMED_PUSH). Only the pulls by flags claim: under
 // COCONET_TAIL_FLAGS=0 (a barrier per round) the movers keep their fixed parts.
-constexpr int kPullTileUnits = 1;
-constexpr int kClaimPullMaxRounds = 4;
 inline int claimedPulls(int P, int rounds) {
   return static_cast<int>(envValue(Env::ClaimedPull, P > 2 && rounds <= kClaimPullMaxRounds ? kPullTileUnits : 0));
 }
@@ -263,16 +261,10 @@ inline int residentBlocks(const void* kernel, const char* program, const char* s
   return perSm * sms;
 }
 
-// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)): each mover's
-// pushes and pulls are latency-bound, so the transfers scale with the movers (measured on 4 H200,
-// Adam at 2^28 parameters: 4976, 3140 and 2582 us with 16, 32 and 64 movers).
-constexpr int kDevMovers = 64;
-// tune(f, roles = auto): movers from this many rounds (devAutoRounds: 32 MiB of the kernel's
-// reduce-scatter input, or of its gathered tensor), every block both below. Chosen by
-// measurement on 2 and 4 H200: LAMB's two kernels split ran 3-5% faster than shared at 2^24
-// parameters (4 rounds). Adam's one kernel (push and pull in each round) lost split at every
-// size, so it stays shared.
-constexpr int kRolesAutoRounds = 4;
+// Movers of a split kernel unless the schedule sets them (tune(f, movers = K)): kDevMovers; each
+// mover's pushes and pulls are latency-bound, so the transfers scale with the movers.
+// tune(f, roles = auto): movers from kRolesAutoRounds rounds, every block both below (Adam's one
+// kernel, push and pull in each round, lost split at every size, so it stays shared).
 // The blocks of a split kernel over `units` vector units per rank: `movers` (at most kDevMaxBlocks,
 // one LSA barrier each) and a block of workers per kDevThreads units, at most what stays
 // resident beside the movers (the kernel's occupancy on this GPU). Returns the workers.
@@ -336,55 +328,30 @@ inline int barrierBlocks(const void* kernel, long long units, const char* progra
 }
 
 // tune(f, occupancy = auto): blocks per SM of a split kernel (its __launch_bounds__), from the
-// ranks and the movers. Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
-// so the fewer the ranks, the more the workers weigh against the movers' transfers: at two
-// ranks two blocks per SM (registers spilled, about twice the workers) are faster, at four they
-// are not (measured on 4 H200, LAMB at 2^26 and 2^28 parameters: 8% faster so on 2 GPUs, level
-// on 4).
-// Without movers the grid does not grow with the occupancy, so one block per SM.
-inline int devAutoOccupancy(int ranks, int movers) { return movers > 0 && ranks <= 2 ? 2 : 1; }
-
-// Rounds when the schedule does not set them, from the bytes of the reduce-scatter's input:
-// one below 16 MiB (the barriers would cost more than the overlap gains), then
-// 2^(1 + floor(log2(bytes / 8 MiB) / 2)), at most 16: 4 at 32 MiB, 8 at 128 MiB, 16 at 512 MiB.
-// Measured on 4 H200 (Adam, f16 gradients): the fastest of 1, 4 and 16 rounds was 1 up to 2^22
-// elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
-inline int devAutoRounds(long long bytes) {
-  if (bytes < (16LL << 20)) return 1;
-  int l = 0;
-  for (long long q = bytes / (8LL << 20); q > 1; q >>= 1) ++l;
-  return std::min(16, 1 << (1 + l / 2));
-}
+// ranks (splitOccupancy). Each rank computes on 1/P of the elements and moves (P - 1)/P of them,
+// so the fewer the ranks, the more the workers weigh against the movers' transfers. Without
+// movers the grid does not grow with the occupancy, so one block per SM.
+inline int devAutoOccupancy(int ranks, int movers) { return movers > 0 ? splitOccupancy(ranks) : 1; }
 
 // tune(f, barriers = auto), the default, in a device group's shared full form (every block
 // pushes chunk r, computes chunk r-1 and pulls chunk r-2 each round): each round's barrier in two
 // phases (arrive, pull, wait: the barrier's latency overlaps the pull) while a round's chunk of
 // the reduce-scatter's input is under kSplitBarrierBytes, one whole barrier after the pull from
-// there. Measured on 4 H200 (Adam): split 5-7% faster at 2^24 parameters (4 rounds of 8 MiB),
-// 1-2% at 2^26 (8 of 16 MiB), slower at 2^28 (16 of 32 MiB). The other forms (roles, head, tail)
-// and a light epilogue's rounds keep whole barriers (Emitter::emitDevKernel): LAMB's kernels split
-// were up to 22 us slower (`moments` in roles) or level (`apply`); the epilogues were not measured
-// split.
-constexpr long long kSplitBarrierBytes = 32LL << 20;
+// there. The other forms (roles, head, tail) and a light epilogue's rounds keep whole barriers
+// (Emitter::emitDevKernel): LAMB's kernels split were up to 22 us slower (`moments` in roles) or
+// level (`apply`); the epilogues were not measured split.
 __host__ __device__ inline bool devSplitBarriers(long long bytes, int rounds) {
   return rounds > 0 && bytes / rounds < kSplitBarrierBytes;
 }
 
-// The same for a light epilogue's two-shot kernel (a fused [allreduce, members] group's, an
-// overlap's one-chunk kernel: Emitter::epilogueRounds): devAutoRounds on two ranks, at most 2
-// rounds on more, where each round's slices are smaller and its barriers weigh more against the
-// little compute there is to overlap. Measured with Megatron's epilogue (f16, H = 4096) at 16 to
-// 64 MiB: on 4 H200 4 rounds took 5-16% longer than 1 or 2; on 2 they took up to 7% less.
-inline int epilogueAutoRounds(long long bytes, long long ranks) {
-  const int r = devAutoRounds(bytes);
-  return ranks <= 2 ? r : std::min(r, 2);
-}
+// The rounds of a light epilogue's two-shot kernel (a fused [allreduce, members] group's, an
+// overlap's one-chunk kernel: Emitter::epilogueRounds): devAutoRounds' up to epilogueRoundsMax(P),
+// where each round's slices are smaller and its barriers weigh more against the little compute
+// there is to overlap.
+inline int epilogueAutoRounds(long long bytes, long long ranks) { return std::min(devAutoRounds(bytes), epilogueRoundsMax(ranks)); }
 
-// Rounds of a device group by copy engines when the schedule does not set them (tune(f, chunks = R)),
-// from the bytes of the reduce-scatter's input (else the gathered tensor): one below 64 MiB, else two.
-// Each round costs every copy engine a fixed start and the ranks a barrier, so a copy-engine
-// group wants few rounds: tools/bench/gpu/micro/ce-allreduce-micro.cu times the all-reduce in 1 to
-// 16 rounds (on 4 H200 one round was fastest at 16 and 64 MiB, two at 1 GiB; groups in
-// devAutoRounds' rounds took 1.4-1.9x the time of the kernels' own transfers).
-inline int ceAutoRounds(long long bytes) { return bytes < (64LL << 20) ? 1 : 2; }
+// A device group's rounds when the schedule does not set them come from coconet_tuning.h by the
+// bytes of the reduce-scatter's input (else the gathered tensor): devAutoRounds for kernels,
+// ceAutoRounds by copy engines (each round costs every copy engine a fixed start and the ranks a
+// barrier, so a copy-engine group wants few rounds).
 

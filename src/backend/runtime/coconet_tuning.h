@@ -1,0 +1,227 @@
+// coconet_tuning.h: the constants measurement chose, from coconetc's tuning table sm90 for --arch sm_90a.
+// Measured on H100 and H200 (NVLink, 1 to 4 GPUs).
+// Every value was chosen by measurement; `why` names the measurement (a row of the benchmark tables
+// or the micro-benchmark and GPUs). Rules are tried in order; the first whose conditions hold gives
+// the value. The autotuner (coconetc tune) is to fill tables like this one.
+// Written by coconetc; change the table (or tune), not this file.
+#pragma once
+
+#include <cstddef>
+
+namespace coconet_rt {
+
+// one_shot_max_bytes: an allreduce (or a fused group's one-shot form) of at most this many bytes
+// per rank runs one-shot (every rank pushes its whole buffer to every rank, one barrier); larger
+// ones two-shot.
+// Measured: H200: on 4 ranks one-shot ties two-shot at 512 KiB and loses from 1 MiB; on 2 ranks it
+// wins up to 8 MiB and loses or ties at 16 MiB.
+constexpr size_t oneShotMaxBytes(long long ranks) {
+  return ranks == 2 ? size_t{8388608ULL}
+         : size_t{524288ULL};
+}
+
+// ll_max_bytes: an allreduce of at most this many bytes per rank runs in the LL form (flags in the
+// data, no barrier).
+// Measured: 2 and 4 H200, each form against the next at 16 KiB .. 8 MiB (LL sends twice the bytes,
+// so it falls behind as they grow); more ranks not measured.
+constexpr size_t llMaxBytes(long long ranks) {
+  return ranks == 4 ? size_t{32768ULL}
+         : size_t{262144ULL};
+}
+
+// ll128_max_bytes: past the LL limit, an allreduce of at most this many bytes per rank runs in the
+// LL128 form (120 data bytes and a flag in 128); 0: never.
+// Measured: 2 and 4 H200, LL128 against one-shot at 64 KiB .. 8 MiB; more ranks not measured.
+constexpr size_t ll128MaxBytes(long long ranks) {
+  return ranks == 2 ? size_t{2097152ULL}
+         : ranks == 4 ? size_t{524288ULL}
+         : size_t{0ULL};
+}
+
+// ll_group_max_bytes: a fused group's one-shot form runs in LL form up to this many bytes per rank;
+// 0: never.
+// Measured: Megatron's decode group on 2 and 4 H200: LL wins at 64 KiB and loses at 256 KiB on 2
+// ranks, no faster at either on 4.
+constexpr size_t llGroupMaxBytes(long long ranks) {
+  return ranks == 2 ? size_t{65536ULL}
+         : size_t{0ULL};
+}
+
+// ll128_group_max_bytes: a fused group's one-shot form runs in LL128 form past the LL limit up to
+// this many bytes per rank; 0: never.
+// Measured: not measured: off until a measurement shows a gain.
+constexpr size_t ll128GroupMaxBytes(long long ranks) {
+  return size_t{0ULL};
+}
+
+// all_to_all_device_max_bytes: an all_to_all outside pipelines of at most this many bytes per rank
+// runs as one device kernel, larger ones as NCCL's pairs.
+// Measured: 4 H200 against NCCL's pairs: 30% less time at 4 MiB, up to 10% less at 32 MiB, level or
+// slower at 64 MiB.
+constexpr size_t kAllToAllDeviceMaxBytes = size_t{33554432ULL};
+
+// two_shot_max_bytes: above this many bytes per rank an allreduce left to the backend calls NCCL
+// (its ring) instead of the two-shot kernel.
+// Measured: 4 H200: equal at 16 MiB, the kernel 8% slower at 64 MiB and 17% at 1 GiB.
+constexpr size_t kTwoShotMaxBytes = size_t{16777216ULL};
+
+// two_shot_group_max_bytes: a fused [allreduce, members...] group past its one-shot limit runs its
+// two-shot kernel up to this many bytes per rank, else the allreduce and then the members' kernel.
+// Measured: Megatron's epilogue (H = 4096, f16): the group's kernel took 6-19% less time than the
+// allreduce and the epilogue's kernel, 512 KiB to 128 MiB on 2 H200, 16 to 64 MiB on 4; more ranks
+// not measured (the allreduce kernel's own limit).
+constexpr size_t twoShotGroupMaxBytes(long long ranks) {
+  return ranks <= 4 ? ~size_t{0}
+         : size_t{16777216ULL};
+}
+
+// copy_engine_min_bytes: from this many bytes per rank an allreduce left to the backend moves its
+// bytes by copy engines.
+// Measured: benchmark rows allreduce 64 MiB to 1 GiB, 2 GPUs (copy engines ahead from 64 MiB); on 4
+// H200 1.24x NCCL's time at 64 MiB, tied at 256 MiB, ahead at 1 GiB (row allreduce 1 GiB, 4 GPUs).
+constexpr size_t copyEngineMinBytes(long long ranks) {
+  return ranks == 2 ? size_t{67108864ULL}
+         : size_t{1073741824ULL};
+}
+
+// dev_max_blocks: blocks of a device kernel whose blocks take LSA barriers (COCONET_DEV_BLOCKS
+// overrides).
+// Measured: Megatron's layer at H = 8192 and 12288 on 4 H200: the group's kernel on 64 blocks 8-10%
+// slower than on 128.
+constexpr int kDevMaxBlocks = 128;
+
+// dev_overlap_blocks: blocks of an overlap's device-group kernel between chunks (tune(f, blocks =
+// B) sets fewer); read by the planner.
+// Measured: Megatron's layer at H = 8192 and 12288 on 4 H200: kernels per chunk that push
+// themselves 16-22% slower than copy engines; the group's kernel on 64 blocks 8-10% slower than on
+// 128.
+constexpr int kDevOverlapBlocks = 128;
+
+// gather_flops_per_byte: an overlap's epilogue and all-gather run per chunk on two ranks where the
+// GEMM's flops per byte crossing NVLink reach this (and the product is 16 MiB or more); read by the
+// planner.
+// Measured: H200, f16 and bf16, B*S = 8192: per chunk 1.07-1.13x faster than once after the last
+// chunk on 2 GPUs (H = 4096..12288: 2048..6144 flops per byte), 0.78-0.95x on 4 GPUs at every H
+// (683..2048).
+constexpr int kGatherFlopsPerByte = 1700;
+
+// peers_in_flight: peers whose loads a push or a pull issues together, before its stores.
+// Measured: one at a time leaves NVLink idle unless very many blocks move; more than 4 doubled the
+// registers of LAMB's reduce-scatter kernel (64 -> 128).
+constexpr int kPeersInFlight = 4;
+
+// push_tile_units: units per thread of a reduce-scatter head's claimed push tiles (from 3 ranks,
+// where a round holds claim_tiles_per_mover tiles per mover).
+// Measured: 4 H200, LAMB: 3-5% faster claiming at 2^26 and 2^28 (4 and 8 tiles per mover); 2 H200:
+// up to 3% slower, so 2 ranks keep fixed parts.
+constexpr int kPushTileUnits = 4;
+
+// claim_tiles_per_mover: the least tiles per mover in a round for a head's movers to claim tiles.
+// Measured: 4 H200, LAMB: 2% slower claiming with 2 tiles per mover (2^24, 32 movers), 3-5% faster
+// with 4 and 8; 3 not measured.
+constexpr long long kClaimTilesPerMover = 4LL;
+
+// pull_tile_units: units per thread of an all-gather tail's claimed pull tiles (from 3 ranks, in at
+// most claim_pull_max_rounds rounds).
+// Measured: 4 H200, LAMB: tiles of 1 unit 1-3% faster at 2^24 and 2^25 (4 rounds); 2 H200: slower
+// at every size.
+constexpr int kPullTileUnits = 1;
+
+// claim_pull_max_rounds: the most rounds in which a tail's movers claim pull tiles.
+// Measured: 4 H200, LAMB: level or slower claiming at 2^26 and 2^28 (8 and 16 rounds: the fixed
+// parts' uneven ends weigh less there than the claims cost).
+constexpr int kClaimPullMaxRounds = 4;
+
+// dev_movers: movers of a split kernel unless tune(f, movers = K) sets them.
+// Measured: 4 H200, Adam at 2^28 parameters: 4976, 3140 and 2582 us with 16, 32 and 64 movers.
+constexpr int kDevMovers = 64;
+
+// roles_auto_rounds: tune(f, roles = auto): movers from this many rounds, every block both below.
+// Measured: 2 and 4 H200: LAMB's two kernels split 3-5% faster than shared at 2^24 parameters (4
+// rounds); Adam's kernel lost split at every size.
+constexpr int kRolesAutoRounds = 4;
+
+// split_occupancy: resident blocks per SM a split kernel's launch asks for with tune(f, occupancy =
+// auto).
+// Measured: 4 H200, LAMB at 2^26 and 2^28 parameters: two blocks per SM 8% faster on 2 GPUs, level
+// on 4.
+constexpr int splitOccupancy(long long ranks) {
+  return ranks <= 2 ? 2
+         : 1;
+}
+
+// dev_auto_rounds: a device group's rounds when the schedule does not set them, by the bytes of its
+// reduce-scatter's input.
+// Measured: 4 H200, Adam, f16 gradients: the fastest of 1, 4 and 16 rounds was 1 up to 2^22
+// elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
+constexpr int devAutoRounds(long long bytes) {
+  return bytes < 16777216LL ? 1
+         : bytes < 33554432LL ? 2
+         : bytes < 134217728LL ? 4
+         : bytes < 536870912LL ? 8
+         : 16;
+}
+
+// split_barrier_bytes: tune(f, barriers = auto) splits each round's barrier in a shared full form
+// while a round's chunk is under this many bytes.
+// Measured: 4 H200, Adam: split 5-7% faster at 2^24 parameters (4 rounds of 8 MiB), 1-2% at 2^26 (8
+// of 16 MiB), slower at 2^28 (16 of 32 MiB).
+constexpr long long kSplitBarrierBytes = 33554432LL;
+
+// epilogue_rounds_max: the most rounds of a light epilogue's two-shot kernel (dev_auto_rounds
+// otherwise).
+// Measured: Megatron's epilogue (f16, H = 4096) at 16 to 64 MiB: on 4 H200 4 rounds 5-16% slower
+// than 1 or 2; on 2 up to 7% faster.
+constexpr int epilogueRoundsMax(long long ranks) {
+  return ranks <= 2 ? 16
+         : 2;
+}
+
+// ce_auto_rounds: rounds of a device group by copy engines when the schedule does not set them, by
+// the bytes of its reduce-scatter's input.
+// Measured: tools/bench/gpu/micro/ce-allreduce-micro.cu on 4 H200: one round fastest at 16 and 64
+// MiB, two at 1 GiB.
+constexpr int ceAutoRounds(long long bytes) {
+  return bytes < 67108864LL ? 1
+         : 2;
+}
+
+// ce_min_copy_bytes: the least bytes of an overlap chunk's copy to each peer where copy engines
+// move the chunks (fewer chunks otherwise).
+// Measured: 4 H200, ce-allreduce-micro.cu: 164 GB/s per GPU at 4 MiB per peer, 385 at 256 MiB;
+// Megatron's row layer slower in chunks of 4 MiB per peer than in half as many, faster in chunks of
+// 8.
+constexpr long long kCeMinCopyBytes = 8388608LL;
+
+// one_chunk_below_peer_bytes: a copy-engine overlap runs one chunk while this rank's whole block to
+// a peer is under this many bytes; 0: never.
+// Measured: Megatron's layer on 4 H200: one chunk up to 5% faster or level from 16 to 24 MiB per
+// peer, 4 chunks ahead from 32 MiB; on 2 H200 2 chunks beat one (6% at 16 MiB per peer).
+constexpr long long oneChunkBelowPeerBytes(long long ranks) {
+  return ranks <= 2 ? 0LL
+         : 33554432LL;
+}
+
+// row_split_min: the least elements of a part where a long row is split over blocks.
+// Measured: one H200, softmax over 131072 elements at T = 1 .. 64 rows: split 2-6x faster than a
+// block a row (row: norms softmax T=1 H=131072 f16, 1 GPU).
+constexpr long long kRowSplitMin = 4096LL;
+
+// row_split_blocks: blocks an SM that a split of long rows aims at (COCONET_ROW_SPLIT_BLOCKS
+// overrides).
+// Measured: one H200, softmax over 131072 elements: 4 blocks an SM as fast as 2, 8 slower (row:
+// norms softmax T=1 H=131072 f16, 1 GPU).
+constexpr int kRowSplitBlocks = 2;
+
+// gemv_min_rows: a GEMV of at least this many rows runs the generated kernel, fewer cuBLAS.
+// Measured: tools/bench/gpu/micro/gemv-micro.cu: with fewer rows a warp per row leaves SMs idle and
+// cuBLAS is faster.
+constexpr long long kGemvMinRows = 2048LL;
+
+// gather_batch_max_rows: a batched GEMM whose weights every rank block re-reads gathers its rows
+// first below this many rows per weight.
+// Measured: 2 and 4 H200 (X = 2, H = 4096, F = 8192): gathering 17-50% faster up to 128 rows, 3-11%
+// slower from 256 (about the ridge point of the f16 tensor cores).
+constexpr long long kGatherBatchMaxRows = 256LL;
+
+}  // namespace coconet_rt
