@@ -44,8 +44,8 @@ void Emitter::makePlan() {
   planFoldedReductions();
   planScalarChains();
   planChainPrologues();
-  planDeviceExchanges(StageKind::Send, devSend_);
-  planDeviceExchanges(StageKind::AllToAll, devA2A_);
+  planDeviceExchanges(StageKind::Send, plan_.devSend);
+  planDeviceExchanges(StageKind::AllToAll, plan_.devA2A);
   assemblePlan();
   warnUnfusedRowGroups();
   warnKnobsWithoutDevice();

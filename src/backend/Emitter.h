@@ -257,9 +257,6 @@ private:
   void planRuns();
   // ---- Overlaps: plan::Chunked (backend/plan/Forms.h) ----
   using Chunked = plan::Chunked;
-  std::map<int, Chunked> chunked_;           // by producer
-  std::set<int> overlapped_;                 // consumer members emitted with their producer
-  std::map<int, std::string> overlapNotes_;  // producer -> why its overlap runs unchunked
 
   // The first consumer stage of the overlap of producer `prod` (its block is emitted there).
   int firstOverlapped(int prod) const;
@@ -268,10 +265,6 @@ private:
 
   // ---- Fused collective groups over NCCL's device API: plan::DevGroup (backend/plan/Forms.h) ----
   using DevGroup = plan::DevGroup;
-  int devIndices_ = 0;                 // collectives on the device path (their windows in Dev_: stage, slice, oneShot, parity)
-  std::map<int, DevGroup> devGroups_;  // by the first member
-  std::set<int> devMembers_;           // members other than the first
-  std::set<int> devFallbackOnly_;      // values only the NCCL fallback stores (workspace made there)
 
   // The chain m = [reduce_scatter, element-wise members..., all_gather] as a device group (with
   // `partial`, also [reduce_scatter, members...], [members..., all_gather] or [allreduce,
@@ -305,7 +298,6 @@ private:
   // = K P / ((P - 1) e), reach gatherFlopsPerByte_ and the product is 16 MiB or more. Both, and
   // the blocks of a kernel with LSA barriers (devMaxBlocks_), come from the tuning table.
   const int devOverlapBlocks_, gatherFlopsPerByte_, devMaxBlocks_;
-  std::map<int, DevGroup> devChunked_;  // by producer
   // Some overlap may run its epilogue and all-gather per chunk (it needs comm3_ and ovRed_).
   bool gatherMayPipe() const;
 
@@ -391,7 +383,7 @@ private:
   void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
                       const std::string& ind);
   // A group [allreduce, members...] (DevGroup::arHead): its one-shot kernel where it is taken,
-  // else its two-shot kernel where it has one (twoShotForm), else the allreduce (as devAR_ plans
+  // else its two-shot kernel where it has one (twoShotForm), else the allreduce (as plan_.devAR plans
   // it) and the members' kernel.
   void emitAllReduceGroup(const DevGroup& dg);
   // An allreduce group's two-shot form: the group read as [reduce_scatter, members...,
@@ -435,11 +427,6 @@ private:
 
   // ---- Allreduces over NCCL's device API: plan::DevAllReduce (backend/plan/Forms.h) ----
   using DevAllReduce = plan::DevAllReduce;
-  std::map<int, DevAllReduce> devAR_;  // by the stage that writes the result
-  // Why a fused [allreduce, ...] group that tune(f, algorithm = two_shot) asked for runs as the
-  // allreduce and then the members (twoShotObstacle), by the allreduce: the generated code says
-  // so above the allreduce.
-  std::map<int, std::string> arGroupNotes_;
   void emitCopyEngineAllReduce(const DevAllReduce& d, bool asked);
   std::string ceRounds(const DevGroup& dg) const;
   std::string devRounds(const DevGroup& dg) const;
@@ -482,14 +469,14 @@ private:
   // Some allreduce may run by copy engines (by size or asked for), or a device group does: they
   // need ceCopy_ and ceEv_.
   bool usesCopyEngineStream() const {
-    for (auto& [id, d] : devAR_)
+    for (auto& [id, d] : plan_.devAR)
       if (d.algo.empty() || d.algo == "copy_engines") return true;
-    for (auto& [id, g] : devGroups_)
+    for (auto& [id, g] : plan_.devGroups)
       if (g.copyEngines) return true;
     return false;
   }
 
-  bool usesDevice() const { return devIndices_ > 0; }
+  bool usesDevice() const { return plan_.devIndices > 0; }
 
   // The `algorithm` knob of a stage or of the fused group it belongs to ("" when none).
   std::string algorithmOf(const Stage& s) const;
@@ -516,14 +503,11 @@ private:
 
   // ---- A fused reduce_scatter + all_gather with nothing between them is an allreduce: one
   // NCCL call (its algorithm NCCL's) instead of two.
-  std::map<int, int> arPair_;  // all_gather -> its reduce_scatter
 
   void planAllReducePairs();
 
   // ---- Embedding bags: a reduction over the lookups of an embedding (DLRM's pooling) gathers
   // the rows inside the reduction, so the [..., L, D] tensor of looked-up rows never exists.
-  std::map<int, int> bagOf_;      // embedding -> the reduction that gathers it
-  std::map<int, int> bagReduce_;  // reduction -> its embedding
 
   void planBags();
 
@@ -564,8 +548,6 @@ private:
   // Is `id` read only by the pipeline's stages and its `back` (no output, no state)?
   bool pipelineOnly(const Chunked& ch, int id) const;
   std::vector<std::vector<int>> users_;  // p_.users(), for the pipelines' plans
-  std::map<int, std::string> blockOnly_;  // pipeline stages stored one block: stage -> its group's size
-  std::set<int> ncclOnly_;                // pipelines' x stored only where NCCL pairs move it (not copy engines)
   void emitExchangePipeline(const Chunked& ch);
   // The pipeline's split of this rank's own block: `parts` (1, or 2 where the block's rows split),
   // U rows per block, the first part's U1 rows (variables of the emitted scope); false where the
@@ -587,13 +569,8 @@ private:
   // element-wise member of the same kernel reading the same element (each kernel stores after
   // computing all members of an element). An output is computed straight into the caller's
   // buffer. Either saves a device-to-device copy of the tensor at the end of run().
-  std::map<int, std::pair<std::string, std::string>> direct_;  // stage -> (tensor, what it is)
-  std::set<int> aliased_;                                       // entries read by their exit's kernel
 
   void planDirect();
-
-  std::map<int, std::vector<int>> runOf_;  // stage -> the fused run it belongs to
-  std::set<int> unstored_;                 // run members whose values never leave the kernel
 
   std::string exprTextFor(const Stage& s) const;
 
@@ -611,8 +588,6 @@ private:
 
   // ---- Scalar chains on the device path: plan::ScalarChain (backend/plan/Forms.h) ----
   using ScalarChain = plan::ScalarChain;
-  std::map<int, ScalarChain> scalarChains_;  // by the first stage
-  std::map<int, int> scalarChainOf_;         // stage -> the first stage of its chain
 
   static bool oneElement(const TensorType& t);
 
@@ -620,8 +595,6 @@ private:
 
   // Sends (to the next or previous rank or group: every rank sends and receives) over the
   // device API: the runtime's dev_send_recv pushes into the receiver's window.
-  std::map<int, int> devSend_;  // send stage -> its window's index
-  std::map<int, int> devA2A_;   // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
   void planDeviceExchanges(StageKind kind, std::map<int, int>& windows);
 
   void planScalarChains();
@@ -643,8 +616,6 @@ private:
 
   // ---- Reductions that compute their elements: plan::InlineSrc (backend/plan/Forms.h) ----
   using InlineSrc = plan::InlineSrc;
-  std::map<int, InlineSrc> inlineSrc_;  // reduction -> its computed elements
-  std::map<int, int> inlinedInto_;      // stage -> the reduction that computes it
 
   bool inlinable(int id, int consumer) const;
 
@@ -652,11 +623,8 @@ private:
 
   // ---- Row groups: plan::RowGroup (backend/plan/Forms.h) ----
   using RowGroup = plan::RowGroup;
-  std::map<int, RowGroup> rowGroups_;  // by the first member
-  std::map<int, int> rowGroupOf_;      // member -> the first member of its row group
   // The row group of fused group `f` (its members `m`, sorted), or why it has none.
   std::optional<RowGroup> rowGroupOf(const FusedGroup& f, const std::vector<int>& m, std::string& why) const;
-  std::map<std::string, std::string> rowGroupWhyNot_;  // fused groups with a reduction that are no row group: why
   void planRowGroups();
   // Warns at each fused group with a reduction that runs as a kernel a stage (no row group, and
   // no other form took it).
@@ -674,12 +642,11 @@ private:
   // its own and a member that only it read is never stored. Where the group runs as NCCL calls,
   // the reduction runs as it would unfolded.
   static constexpr int kMaxFolds = 4;  // per kernel (each takes kDevThreads accumulators of shared memory)
-  std::map<int, int> foldedInto_;      // reduction -> the first member of its device group
 
   // Is value `id` in memory, whole, before stage `before` runs? (Inputs and states always are.)
   // The host variable with the block count of the device group that starts at `first`, where
   // its blocks wrote partial results (0 where they did not).
-  std::string foldBlocksVar(int first) const { return "devFold" + std::to_string(devGroups_.at(first).index) + "Blocks"; }
+  std::string foldBlocksVar(int first) const { return "devFold" + std::to_string(plan_.devGroups.at(first).index) + "Blocks"; }
 
   bool storedBefore(int id, int before) const;
 

@@ -58,7 +58,7 @@ TEST_CASE("every stage needs an owner", "[plan]") {
   REQUIRE_NOTHROW(plan.checkComplete(p));
 }
 
-TEST_CASE("the printed plan: one line a stage, reasons, the launch count", "[plan]") {
+TEST_CASE("the printed plan: a line a stage with its reasons and the launch count", "[plan]") {
   ir::Program p = lowerText(kProgram);
   Plan plan(p.stages.size());
   plan.claim(0, Step::Given, 0, "interface");

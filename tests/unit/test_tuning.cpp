@@ -58,7 +58,7 @@ TEST_CASE("the sm90 table: values by rank count and size", "[tuning]") {
   CHECK_THROWS(t.value("no_such_entry"));
 }
 
-TEST_CASE("an architecture without a measured table takes sm90's, marked so", "[tuning]") {
+TEST_CASE("an architecture without a measured table takes the sm90 table marked so", "[tuning]") {
   bool measured = true;
   const tuning::Table& t = tuning::forArch("sm_80", measured);
   CHECK_FALSE(measured);

@@ -265,22 +265,22 @@ void Emitter::emitPlanned(int i) {
   switch (d.step) {
     case Step::Given: return;
     case Step::DeviceGroup:
-      emitDeviceGroup(devGroups_.at(i));
+      emitDeviceGroup(plan_.devGroups.at(i));
       b << tlMark("  ", "stream_", d.what);
       return;
     case Step::RowGroup:
-      emitRowGroup(rowGroups_.at(i));
+      emitRowGroup(plan_.rowGroups.at(i));
       b << tlMark("  ", "stream_", d.what);
       return;
     case Step::InRowGroup:
-      b << "\n  " << stageComment(s) << ": in the row kernel of fused group '" << rowGroups_.at(own).name << "' above\n";
+      b << "\n  " << stageComment(s) << ": in the row kernel of fused group '" << plan_.rowGroups.at(own).name << "' above\n";
       return;
     case Step::ScalarChain:
-      emitScalarChain(scalarChains_.at(i));
+      emitScalarChain(plan_.scalarChains.at(i));
       b << tlMark("  ", "stream_", d.what);
       return;
     case Step::InScalarChain:
-      b << "\n  " << stageComment(s) << ": in the kernel of " << scalarChains_.at(own).name << " above\n";
+      b << "\n  " << stageComment(s) << ": in the kernel of " << plan_.scalarChains.at(own).name << " above\n";
       return;
     case Step::InDeviceGroup:
       b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
@@ -289,24 +289,24 @@ void Emitter::emitPlanned(int i) {
       b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[own].name << "'\n";
       return;
     case Step::OverlapProducer:
-      if (chunked_.at(i).back >= 0)  // at the returning all_to_all: the stages between may read values computed before it
+      if (plan_.chunked.at(i).back >= 0)  // at the returning all_to_all: the stages between may read values computed before it
         b << "\n  " << stageComment(s) << ": exchanged block by block in the pipeline at '" << p_.stages[own].name << "' below\n";
       else
         b << "\n  " << stageComment(s) << ": computed in the overlapped chunks below\n";
       return;
     case Step::Overlap:
-      emitChunked(chunked_.at(own));
+      emitChunked(plan_.chunked.at(own));
       b << tlMark("  ", "stream_", d.what);
       return;
     case Step::DeviceAllReduce:
-      emitDeviceAllReduce(devAR_.at(i));
+      emitDeviceAllReduce(plan_.devAR.at(i));
       b << tlMark("  ", "stream_", d.what);
       return;
     case Step::InAllReducePair:
       b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n";
       return;
     case Step::AllReducePair: {
-      const Stage& r = p_.stages[arPair_.at(i)];
+      const Stage& r = p_.stages[plan_.arPair.at(i)];
       const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
       b << "\n  " << stageComment(s) << ": with '" << r.name << "', one allreduce\n  if (" << countVar(i) << " > 0) {\n"
         << "    CHECK(ncclAllReduce(" << var(r.operands[0]) << ", " << var(i) << ", " << countVar(i) << ", " << ncclType(s.type.dtype)
@@ -319,7 +319,7 @@ void Emitter::emitPlanned(int i) {
       return;
     case Step::InOverlap: {
       bool below = false;  // in an all_to_all pipeline, emitted at its returning all_to_all
-      for (auto& [prod, ch] : chunked_) below = below || (ch.back > i && prod < i);
+      for (auto& [prod, ch] : plan_.chunked) below = below || (ch.back > i && prod < i);
       b << "\n  " << stageComment(s) << ": computed in the overlapped chunks " << (below ? "below" : "above") << "\n";
       return;
     }
@@ -359,7 +359,7 @@ void Emitter::emitStage(int id) {
   const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
   switch (s.kind) {
     case StageKind::Compute:
-      if (auto it = runOf_.find(id); it != runOf_.end()) {
+      if (auto it = plan_.runOf.find(id); it != plan_.runOf.end()) {
         if (it->second.front() == id) emitComputeRun(it->second);
       } else {
         emitComputeRun({id});
@@ -439,7 +439,7 @@ void Emitter::emitAllToAll(int id) {
   const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
   b << "    const long long chunk = " << countVar(id) << " / " << g(gr, "size") << ";\n";
   std::string ind = "    ";
-  if (auto da = devA2A_.find(id); da != devA2A_.end()) {
+  if (auto da = plan_.devA2A.find(id); da != plan_.devA2A.end()) {
     // Over the device API, up to kAllToAllDeviceMaxBytes per rank: each rank pushes block j
     // of its input into slot `pos` of group rank j's window (two halves, used in turn), a
     // barrier, then copies its window out.
@@ -470,7 +470,7 @@ void Emitter::emitAllToAll(int id) {
     << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
     << commOf(gr) << ", stream_), " << name << ");\n" << ind << "}\n"
     << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
-  if (devA2A_.count(id)) b << "    }\n";
+  if (plan_.devA2A.count(id)) b << "    }\n";
 }
 
 // A send to the next or previous rank or group (every rank sends and receives): over the device
@@ -496,7 +496,7 @@ void Emitter::emitSend(int id) {
       << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
   }
   std::string ind = "    ";
-  if (auto ds = devSend_.find(id); ds != devSend_.end()) {
+  if (auto ds = plan_.devSend.find(id); ds != plan_.devSend.end()) {
     // Over the device API: push into the receiver's window (two halves, used in turn), a
     // barrier, copy out. `to` is a rank of the world there.
     const std::string gi = std::to_string(ds->second), prog = "\"" + p_.name + "\"";
@@ -522,7 +522,7 @@ void Emitter::emitSend(int id) {
     << ", stream_), " << name << ");\n"
     << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
     << ", stream_), " << name << ");\n" << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
-  if (devSend_.count(id)) b << "    }\n";
+  if (plan_.devSend.count(id)) b << "    }\n";
 }
 
 }  // namespace coconet::backend::detail

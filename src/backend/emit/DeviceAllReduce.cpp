@@ -25,7 +25,7 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
   const std::string ll128 = d.algo == "ll128" ? "true" : d.algo.empty() ? "bytes <= coconet_rt::ll128MaxBytes(P_)" : "";
   b << "\n  " << stageComment(s) << ": allreduce over NCCL's device API where every rank is load/store reachable"
     << (d.algo.empty() ? "" : " (algorithm = " + d.algo + ")") << "\n";
-  if (auto note = arGroupNotes_.find(d.out); note != arGroupNotes_.end()) b << "  // " << note->second << "\n";
+  if (auto note = plan_.arGroupNotes.find(d.out); note != plan_.arGroupNotes.end()) b << "  // " << note->second << "\n";
   b << "  if (" << n << " > 0) {\n"
     << "    const size_t bytes = static_cast<size_t>(" << n << ") * sizeof(" << T << ");\n";
   // One no-barrier form's branch: its window (zeroed when it grows), its kernel, the next call's area.

@@ -147,7 +147,7 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   std::vector<int> all{dg.rs};
   all.insert(all.end(), dg.run.begin(), dg.run.end());
   b << fallbackStorage(all, "    ");
-  if (auto da = devAR_.find(dg.rs); da != devAR_.end()) {
+  if (auto da = plan_.devAR.find(dg.rs); da != plan_.devAR.end()) {
     emitDeviceAllReduce(da->second);
   } else {
     b << "  if (" << n << " > 0) {\n";
@@ -155,7 +155,7 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
     b << "  }\n";
   }
   for (int id : dg.run) {
-    if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
+    if (auto it = plan_.runOf.find(id); it != plan_.runOf.end() && it->second.front() != id) continue;
     b << "  if (" << countVar(id) << " > 0) {\n";
     emitStage(id);
     b << "  }\n";
@@ -311,7 +311,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   if (dg.tail()) all.push_back(dg.ag);
   b << fallbackStorage(all, "      ");
   for (int id : all) {
-    if (auto it = runOf_.find(id); it != runOf_.end() && it->second.front() != id) continue;
+    if (auto it = plan_.runOf.find(id); it != plan_.runOf.end() && it->second.front() != id) continue;
     b << "      {\n";
     emitStage(id);
     b << "      }\n";

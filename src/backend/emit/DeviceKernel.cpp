@@ -35,7 +35,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
                   std::vector<int>& others) const {
   auto isAliasedOut = [&](int id) {
     for (auto& st : p_.states)
-      if (st.exit == id && aliased_.count(st.entry)) return true;
+      if (st.exit == id && plan_.aliased.count(st.entry)) return true;
     return false;
   };
   const std::string gi = std::to_string(dg.index);
@@ -46,7 +46,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
       if (dg.ext[k] == dg.rs) continue;
       others.push_back(static_cast<int>(k));
       params.push_back("const " + std::string(storageType(p_.stages[dg.ext[k]].type.dtype)) +
-                       (aliased_.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+                       (plan_.aliased.count(dg.ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
       hostArgs.push_back(var(dg.ext[k]));
       params.push_back("long long b" + std::to_string(k));
       hostArgs.push_back(base(k));
@@ -164,12 +164,12 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     params.push_back("int claimed");
     hostArgs.push_back("coconet_rt::claimedPushes(P_, (" + L.nSlice + ") / rounds, movers, " + std::to_string(devVecWidth(dg)) + ")");
   }
-  if (dg.chain >= 0) scalarChainSignature(scalarChains_.at(dg.chain), true, params, hostArgs);
+  if (dg.chain >= 0) scalarChainSignature(plan_.scalarChains.at(dg.chain), true, params, hostArgs);
 }
 
 const Emitter::DevGroup* Emitter::devSuccessor(const DevGroup& dg) const {
-  auto it = devGroups_.upper_bound(dg.first());  // the groups in stage order, as run() launches them
-  return it == devGroups_.end() ? nullptr : &it->second;
+  auto it = plan_.devGroups.upper_bound(dg.first());  // the groups in stage order, as run() launches them
+  return it == plan_.devGroups.end() ? nullptr : &it->second;
 }
 
 // Whether the fused groups' kernels and the scalar chains take the device path on one rank too,
@@ -177,7 +177,7 @@ const Emitter::DevGroup* Emitter::devSuccessor(const DevGroup& dg) const {
 // (copy engines fill its slots, in an overlap or by tune(f, algorithm = copy_engines)); then its
 // folded partials and the chains stay with the NCCL calls, as every other stage on one rank.
 bool Emitter::soloDevice() const {
-  for (const auto& [first, g] : devGroups_)
+  for (const auto& [first, g] : plan_.devGroups)
     if (g.copyEngines || g.preloaded) return false;
   return true;
 }
@@ -262,7 +262,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "// and the partial results (one per block) of " << p_.stages[f].name << " = " << reduceKindName(p_.stages[f].reduce) << "("
       << p_.stages[p_.stages[f].operands[0]].name << ")";
     for (int c : dg.calc)
-      if (inlinedInto_.count(c) && inlinedInto_.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
+      if (plan_.inlinedInto.count(c) && plan_.inlinedInto.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
     K << "\n";
   }
   // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
@@ -315,7 +315,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
   std::set<int> fromChain;
   if (dg.chain >= 0) {
-    const ScalarChain& sc = scalarChains_.at(dg.chain);
+    const ScalarChain& sc = plan_.scalarChains.at(dg.chain);
     fromChain.insert(sc.written.begin(), sc.written.end());
     K << "  // first, in every block: " << sc.name << "\n" << scalarChainCode(sc, true);
   }
@@ -402,7 +402,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       K << "    const " << T << " x" << kk << " = s" << dg.ext[k] << ";  // made by the chain above\n";
     else if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
     else
-      K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (aliased_.count(dg.ext[k]) ? "_rw" : "")
+      K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (plan_.aliased.count(dg.ext[k]) ? "_rw" : "")
         << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
   }
   for (int id : dg.written) K << "    coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";

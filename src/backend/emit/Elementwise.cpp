@@ -333,7 +333,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   const int V = std::min(8, 16 / minBytes);
   auto isAliasedOut = [&](int id) {
     for (auto& st : p_.states)
-      if (st.exit == id && aliased_.count(st.entry)) return true;
+      if (st.exit == id && plan_.aliased.count(st.entry)) return true;
     return false;
   };
   std::string kname = "k_" + std::to_string(ref) + "_" + ident(run.size() > 1 ? r0.fusedInto : r0.name);
@@ -345,7 +345,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   }
   for (size_t k = 0; k < ext.size(); ++k) {
     params.push_back("const " + std::string(storageType(p_.stages[ext[k]].type.dtype)) +
-                     (aliased_.count(ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
+                     (plan_.aliased.count(ext[k]) ? "* a" : "* __restrict__ a") + std::to_string(k));
     hostArgs.push_back(var(ext[k]));
   }
   params.push_back("OutputMap om");
@@ -403,7 +403,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
       if (acc[k] == Access::Scalar || acc[k] == Access::Row) {  // (a row's V elements share its value: rl % V == 0)
         loops << "      const " << T << " x" << kk << " = a" << kk << "[" << scalarIndex(k, "i0") << "];\n";
       } else {
-        loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (aliased_.count(ext[k]) ? "_rw" : "")
+        loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (plan_.aliased.count(ext[k]) ? "_rw" : "")
               << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
       }
     }

@@ -81,7 +81,7 @@ std::string Emitter::headerText() {
   if (usesDevice())
     h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
       << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage, bool solo = false);\n";
-  if (!chunked_.empty())
+  if (!plan_.chunked.empty())
     h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
       << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
       << "  coconet_rt::Buffer stage_[2], gath_[2];\n";
@@ -122,7 +122,7 @@ std::string Emitter::sourceText() {
   const char* P = "\"";
   s << "#define CHECK(call, stage) coconet_rt::check((call), " << P << p_.name << P << ", stage, #call)\n\n";
   if (usesDevice()) {
-    const int k = devIndices_;
+    const int k = plan_.devIndices;
     s << "// The device communicator (created at the first run: it is a collective call) and, per\n"
       << "// collective on the device path, a symmetric staging window (the reduce-scatter's slots) and\n"
       << "// a slice window (what the all-gather pulls); a one-shot allreduce has a window of its own\n"
@@ -147,7 +147,7 @@ std::string Emitter::sourceText() {
     << "  CHECK(cublasCreate(&blas_), \"setup\");\n  CHECK(cublasSetStream(blas_, stream_), \"setup\");\n"
     << "  CHECK(cudaMalloc(&errorFlag_, sizeof(int)), \"setup\");\n"
     << "  CHECK(cudaMemset(errorFlag_, 0, sizeof(int)), \"setup\");\n"
-    << (chunked_.empty() ? "" :
+    << (plan_.chunked.empty() ? "" :
         "  CHECK(cudaStreamCreateWithFlags(&comm2_, cudaStreamNonBlocking), \"setup\");\n"
         "  for (cudaEvent_t* e : {&ovStart_, &ovDone_, &ovGemm_[0], &ovGemm_[1], &ovFree_[0], &ovFree_[1]})\n"
         "    CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming), \"setup\");\n")
@@ -168,7 +168,7 @@ std::string Emitter::sourceText() {
         "    for (auto* ws : {dev_->stage, dev_->slice, dev_->oneShot, dev_->ll, dev_->ll128, dev_->flags})\n      for (size_t k = 0; k < std::size(dev_->stage); ++k) ws[k].release(comm_);\n"
         "    dev_->roles.release();\n    delete dev_;\n  }\n")
     << "  for (auto& c : gcomm_)\n    if (c) ncclCommDestroy(c);\n"
-    << (chunked_.empty() ? "" :
+    << (plan_.chunked.empty() ? "" :
         "  for (cudaEvent_t e : {ovStart_, ovDone_, ovGemm_[0], ovGemm_[1], ovFree_[0], ovFree_[1]})\n    if (e) cudaEventDestroy(e);\n"
         "  if (comm2_) cudaStreamDestroy(comm2_);\n")
     << (!gatherMayPipe() ? "" : "  if (ovRed_) cudaEventDestroy(ovRed_);\n  if (comm3_) cudaStreamDestroy(comm3_);\n")
@@ -237,7 +237,7 @@ std::string Emitter::sourceText() {
 
 std::vector<std::pair<std::string, std::string>> Emitter::unprofitable() const {
   std::vector<std::pair<std::string, std::string>> conds;
-  for (auto& [prod, ch] : chunked_) {
+  for (auto& [prod, ch] : plan_.chunked) {
     if (ch.back < 0) continue;
     const TensorType& xt = p_.stages[prod].type;
     for (int id : ir::exchangeChain(p_, prod, ch.back).stages) {

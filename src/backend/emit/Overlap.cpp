@@ -112,7 +112,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   // A value only the pipeline reads need not exist whole: x's blocks are read where they arrived
   // (this rank's own in the input), and the result's where it goes (this rank's own in the
   // output; by copy engines, the last step's in the window of the rank it belongs to, so that no
-  // transfer follows the last GEMM). The stages between hold one block (blockOnly_).
+  // transfer follows the last GEMM). The stages between hold one block (plan_.blockOnly).
   const bool xDirect = pipelineOnly(ch, ch.producer), yDirect = pipelineOnly(ch, last);
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
@@ -164,7 +164,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      }\n"
       << "    } else {\n";
   }
-  if (ncclOnly_.count(ch.producer))
+  if (plan_.ncclOnly.count(ch.producer))
     b << ind << bufferEnsure(ch.producer) << ind << var(ch.producer) << " = static_cast<" << T << "*>(buf" << ch.producer << "_.ptr);\n";
   b << ind << "for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
     << ind << "  const int to = static_cast<int>((me + i) % G), from = static_cast<int>((me + G - i) % G);\n"
@@ -197,7 +197,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     varAs_[last] = "yout";
   }
   for (int q : ch.run)
-    if (blockOnly_.count(q)) {
+    if (plan_.blockOnly.count(q)) {
       b << "      " << storageType(p_.stages[q].type.dtype) << "* b" << var(q) << " = coconet_rt::shifted(" << var(q) << ", -blk * ("
         << countVar(q) << " / G));  // " << p_.stages[q].name << ": one block, addressed at block blk's offset\n";
       varAs_[q] = "b" + var(q);
@@ -403,7 +403,7 @@ void Emitter::emitChunked(const Chunked& ch) {
   b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension 0, pipelined with " << rs.name;
   for (int r : ch.run) b << ", " << p_.stages[r].name;
   if (ch.ag >= 0) b << ", " << p_.stages[ch.ag].name;
-  const bool device = devChunked_.count(ch.producer) > 0;
+  const bool device = plan_.devChunked.count(ch.producer) > 0;
   b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)"
     << (device ? ";\n  // where every rank is load/store reachable, copy engines move chunk c's reduce-scatter while\n"
                  "  // the GEMM of chunk c+1 runs, and the fused group's device-API kernel then finishes and gathers"
@@ -435,7 +435,7 @@ void Emitter::emitChunked(const Chunked& ch) {
            handOff(name);
   };
   if (device) {
-    const DevGroup& dg = devChunked_.at(ch.producer);
+    const DevGroup& dg = plan_.devChunked.at(ch.producer);
     const std::string kname = emitDevKernel(dg);
     // one chunk (below) may run the group's one-shot form (oneShotMode; -1 with copy_engines: dg.ceGather)
     const int oneShot = oneShotMode(dg);

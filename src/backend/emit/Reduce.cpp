@@ -6,7 +6,7 @@ namespace coconet::backend::detail {
 
 void Emitter::emitBagKernel(int id, const std::string& op) {
   const Stage& s = p_.stages[id];
-  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& e = p_.stages[plan_.bagReduce.at(id)];
   const Stage& tab = p_.stages[e.operands[0]];
   const Stage& idx = p_.stages[e.operands[1]];
   std::string TT = storageType(tab.type.dtype), IT = storageType(idx.type.dtype), YT = storageType(s.type.dtype);
@@ -32,7 +32,7 @@ void Emitter::emitBagKernel(int id, const std::string& op) {
 
 void Emitter::emitBagSizes(int id) {
   const Stage& s = p_.stages[id];
-  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& e = p_.stages[plan_.bagReduce.at(id)];
   const Stage& tab = p_.stages[e.operands[0]];
   int ix = e.operands[1];
   int ri = p_.stages[ix].type.rank();
@@ -46,7 +46,7 @@ void Emitter::emitBagSizes(int id) {
 }
 
 std::string Emitter::bagArgs(int id, const std::string& rest) const {
-  const Stage& e = p_.stages[bagReduce_.at(id)];
+  const Stage& e = p_.stages[plan_.bagReduce.at(id)];
   const Stage& tab = p_.stages[e.operands[0]];
   return "(" + var(e.operands[0]) + ", " + var(e.operands[1]) + ", " + var(id) + ", len, innerIdx, D, rows, firstRow, " +
          cxx(tab.type.shape[0]) + ", errorFlag_, count, " + rest + ")";
@@ -99,7 +99,7 @@ void Emitter::emitReduce(int id) {
   const Stage& s = p_.stages[id];
   const Stage& x = p_.stages[s.operands[0]];
   std::string op = emitReduceOp(id);
-  if (bagReduce_.count(id)) {
+  if (plan_.bagReduce.count(id)) {
     emitBag(id, op);
     return;
   }
@@ -113,15 +113,15 @@ void Emitter::emitReduce(int id) {
       b << "    " << (k < s.dim ? "outer" : k == s.dim ? "len" : "inner") << " *= " << shapeVar(s.operands[0]) << "[" << k << "];\n";
   }
   const std::string count = reduceCount(id);
-  // The reduced elements: read from x's storage, or computed (inlineSrc_).
+  // The reduced elements: read from x's storage, or computed (plan_.inlineSrc).
   std::string src = std::string("coconet_rt::Ptr<") + storageType(x.type.dtype) + ">{" + var(s.operands[0]) + "}";
-  if (auto is = inlineSrc_.find(id); is != inlineSrc_.end()) src = emitReduceSource(id, is->second);
+  if (auto is = plan_.inlineSrc.find(id); is != plan_.inlineSrc.end()) src = emitReduceSource(id, is->second);
   std::string args = "(" + src + ", " + var(id) + ", outer, len, inner, count);\n";
   b << "    const double count = " << count << ";\n    const long long outs = outer * inner;\n";
-  if (auto f = foldedInto_.find(id); f != foldedInto_.end()) {
+  if (auto f = plan_.foldedInto.find(id); f != plan_.foldedInto.end()) {
     const std::string blocks = foldBlocksVar(f->second);
     b << "    if (" << blocks << " > 0) {\n"
-      << "      // the blocks of fused group '" << devGroups_.at(f->second).name << "' wrote their partial results: combine them in order\n"
+      << "      // the blocks of fused group '" << plan_.devGroups.at(f->second).name << "' wrote their partial results: combine them in order\n"
       << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id
       << "_.ptr), " << var(id) << ", 1, " << blocks << ", count);\n"
       << "    } else ";

@@ -43,12 +43,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   for (int id : rg.members) index[id] = kRowValue + id;
   const std::string kname = "k_" + std::to_string(rg.members.front()) + "_" + ident(rg.name) + "_rows";
 
-  // A state's new value written into its storage (direct_) while the group reads its entry: the
+  // A state's new value written into its storage (plan_.direct) while the group reads its entry: the
   // two arrays are one, so neither is __restrict__ and the entry is not read through the
   // read-only cache. (Each element is read before its thread writes it, in the last pass.)
   std::set<int> shared;
   for (auto& st : p_.states)
-    if (written.count(st.exit) && direct_.count(st.exit) && rg.extIndex.count(st.entry)) shared.insert({st.exit, st.entry});
+    if (written.count(st.exit) && plan_.direct.count(st.exit) && rg.extIndex.count(st.entry)) shared.insert({st.exit, st.entry});
   std::vector<std::string> params, hostArgs;
   for (int id : rg.written) {
     params.push_back(std::string(storageType(p_.stages[id].type.dtype)) + (shared.count(id) ? "* out" : "* __restrict__ out") +

@@ -32,7 +32,7 @@ void Emitter::scalarChainSignature(const ScalarChain& sc, bool folded, std::vect
     if (p_.stages[id].kind == StageKind::Reduce) {
       const std::string f = std::to_string(id), op = reduceOpStruct(id);
       params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
-      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)", foldBlocksVar(foldedInto_.at(id)), reduceCount(id)});
+      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)", foldBlocksVar(plan_.foldedInto.at(id)), reduceCount(id)});
     }
   std::vector<int> computes;
   for (int id : sc.stages)
@@ -198,7 +198,7 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
   if (sc.into >= 0) {
     // Computed at the start of the next group's kernel (its arguments: devSignature): here its
     // window, zeroed when made (so that no slot holds a stale epoch), and this call's epoch and half.
-    b << "\n  // " << sc.name << ": computed first in every block of fused group '" << devGroups_.at(sc.into).name
+    b << "\n  // " << sc.name << ": computed first in every block of fused group '" << plan_.devGroups.at(sc.into).name
       << "''s kernel where every rank is load/store reachable (exchanges through slots holding value and epoch)\n"
       << "  if (devReady(" << name << (soloDevice() ? ", true" : "") << ")) {\n"
       << "    coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"

@@ -60,15 +60,15 @@ bool Emitter::analyzeDevGroup(const std::vector<int>& m, DevGroup& dg, bool part
 
 void Emitter::markFallbackOnly(const std::vector<int>& m, const DevGroup& dg) {
   for (int id : m)
-    if (id != dg.ag && !direct_.count(id) && !unstored_.count(id) && !bagOf_.count(id) &&
+    if (id != dg.ag && !plan_.direct.count(id) && !plan_.unstored.count(id) && !plan_.bagOf.count(id) &&
         std::find(dg.written.begin(), dg.written.end(), id) == dg.written.end())
-      devFallbackOnly_.insert(id);
+      plan_.devFallbackOnly.insert(id);
 }
 
 std::string Emitter::fallbackStorage(const std::vector<int>& ids, const std::string& ind) const {
   std::string text;
   for (int id : ids)
-    if (devFallbackOnly_.count(id))
+    if (plan_.devFallbackOnly.count(id))
       text += ind + bufferEnsure(id) + ind + var(id) + " = static_cast<" + storageType(p_.stages[id].type.dtype) + "*>(buf" +
               std::to_string(id) + "_.ptr);\n";
   return text;
@@ -111,7 +111,7 @@ void Emitter::planDeviceGroups() {
     bool contiguous = true;
     for (size_t k = 1; k < m.size(); ++k) contiguous = contiguous && m[k] == m[k - 1] + 1;
     bool taken = false;
-    for (int id : m) taken = taken || overlapped_.count(id) || chunked_.count(id) || arPair_.count(id);
+    for (int id : m) taken = taken || plan_.overlapped.count(id) || plan_.chunked.count(id) || plan_.arPair.count(id);
     DevGroup dg;
     if (!contiguous || taken || !analyzeDevGroup(m, dg, /*partial=*/true)) continue;
     dg.name = f.name;
@@ -123,24 +123,24 @@ void Emitter::planDeviceGroups() {
       const std::string why = twoShotObstacle(dg);
       if (!why.empty()) {  // neither form
         if (dg.algo == "two_shot") {
-          arGroupNotes_[dg.rs] = "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
+          plan_.arGroupNotes[dg.rs] = "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
           warnKnob(dg.name, "algorithm", "tune knob 'algorithm = two_shot' is not taken on " + quote(dg.name) + ": " + why +
                                              "; the allreduce runs, then the members");
         }
         continue;
       }
     }
-    dg.index = devIndices_++;
+    dg.index = plan_.devIndices++;
     markFallbackOnly(m, dg);
-    devGroups_[dg.first()] = dg;
-    for (size_t k = 1; k < m.size(); ++k) devMembers_.insert(m[k]);
+    plan_.devGroups[dg.first()] = dg;
+    for (size_t k = 1; k < m.size(); ++k) plan_.devMembers.insert(m[k]);
   }
 }
 
 std::string Emitter::oneShotObstacle(const DevGroup& dg) const {
   if (!(dg.full() || dg.arHead)) return "it does not run from a reduce_scatter to an all_gather";
   if (!dg.folds.empty()) return "reduction '" + p_.stages[dg.folds.front()].name + "' is folded into its kernel";
-  if (dg.chain >= 0) return "scalar chain '" + scalarChains_.at(dg.chain).name + "' runs in its kernel";
+  if (dg.chain >= 0) return "scalar chain '" + plan_.scalarChains.at(dg.chain).name + "' runs in its kernel";
   // (an allreduce's members are whole tensors on every rank: each rank stores all of them)
   if (!dg.arHead && !dg.written.empty()) return "'" + p_.stages[dg.written.front()].name + "' is stored for later stages, a slice per rank";
   for (size_t k = 0; k < dg.ext.size(); ++k) {
@@ -205,13 +205,13 @@ void Emitter::planDeviceAllReduces() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     int id = static_cast<int>(i);
-    if (overlapped_.count(id) || chunked_.count(id)) continue;
+    if (plan_.overlapped.count(id) || plan_.chunked.count(id)) continue;
     DevAllReduce d;
     if (s.kind == StageKind::AllReduce && fits(s)) {
       d.in = s.operands[0];
       d.name = s.name;
-    } else if (auto pr = arPair_.find(id); pr != arPair_.end() && fits(p_.stages[pr->second]) &&
-                                            !overlapped_.count(pr->second) && !chunked_.count(pr->second)) {
+    } else if (auto pr = plan_.arPair.find(id); pr != plan_.arPair.end() && fits(p_.stages[pr->second]) &&
+                                            !plan_.overlapped.count(pr->second) && !plan_.chunked.count(pr->second)) {
       d.in = p_.stages[pr->second].operands[0];
       d.name = s.fusedInto.empty() ? s.name : s.fusedInto;
     } else {
@@ -221,8 +221,8 @@ void Emitter::planDeviceAllReduces() {
     if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
     d.rounds = (s.knobs.has(Knob::Chunks) ? s.knobs : groupKnobs(s)).number(Knob::Chunks).value_or(2);
     d.out = id;
-    d.index = devIndices_++;
-    devAR_[id] = d;
+    d.index = plan_.devIndices++;
+    plan_.devAR[id] = d;
   }
 }
 
@@ -236,8 +236,8 @@ void Emitter::planAllReducePairs() {
     const Stage& a = p_.stages[ag];
     if (r.kind != StageKind::ReduceScatter || a.kind != StageKind::AllGather || a.operands[0] != rs) continue;
     if (r.type.group != a.type.group || r.type.layout.dim != 0 || isUsed(p_, rs, {ag})) continue;
-    arPair_[ag] = rs;
-    unstored_.insert(rs);
+    plan_.arPair[ag] = rs;
+    plan_.unstored.insert(rs);
   }
 }
 
@@ -247,9 +247,9 @@ void Emitter::planAllReducePairs() {
 void Emitter::planDeviceExchanges(StageKind kind, std::map<int, int>& windows) {
   if (!o_.deviceCollectives) return;
   for (size_t i = 0; i < p_.stages.size(); ++i)
-    if (p_.stages[i].kind == kind && !overlapped_.count(static_cast<int>(i)) && !chunked_.count(static_cast<int>(i)) &&
+    if (p_.stages[i].kind == kind && !plan_.overlapped.count(static_cast<int>(i)) && !plan_.chunked.count(static_cast<int>(i)) &&
         algorithmOf(p_.stages[i]) != "nccl")
-      windows[static_cast<int>(i)] = devIndices_++;
+      windows[static_cast<int>(i)] = plan_.devIndices++;
 }
 
 }  // namespace coconet::backend::detail

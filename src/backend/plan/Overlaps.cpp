@@ -8,7 +8,7 @@ namespace coconet::backend::detail {
 
 int Emitter::firstOverlapped(int prod) const {
   int q = prod + 1;
-  while (q < static_cast<int>(p_.stages.size()) && !overlapped_.count(q)) ++q;
+  while (q < static_cast<int>(p_.stages.size()) && !plan_.overlapped.count(q)) ++q;
   return q;
 }
 
@@ -16,7 +16,7 @@ void Emitter::planOverlaps() {
   // An overlap the backend does not chunk runs as the program without it (the generated code
   // says why at the producer), and the schedule's line gets a warning saying so.
   auto unchunked = [&](const ir::Overlap& o, int prod, const std::string& why) {
-    overlapNotes_[prod] = why + "\n";
+    plan_.overlapNotes[prod] = why + "\n";
     if (o_.diags)
       o_.diags->warning(o.loc, "overlap of " + quote(o.producer) + " with " + quote(o.consumer) +
                                    " runs unchunked in the CUDA backend: " + why,
@@ -53,28 +53,28 @@ void Emitter::planOverlaps() {
       // are the group's).
       const Stage& bs = p_.stages[ch.back];
       if (o_.deviceCollectives && algorithmOf(bs) != "nccl" && (!bs.type.group || bs.type.group == p_.world()))
-        ch.devIndex = devIndices_++;
-      chunked_[prod] = ch;
-      for (int m : ch.run) overlapped_.insert(m);
-      overlapped_.insert(ch.back);
+        ch.devIndex = plan_.devIndices++;
+      plan_.chunked[prod] = ch;
+      for (int m : ch.run) plan_.overlapped.insert(m);
+      plan_.overlapped.insert(ch.back);
       // Values between x and the result that only the pipeline reads: one block of storage (the
       // steps run one after another on one stream).
       if (users_.empty()) users_ = p_.users();
       for (int m : ch.run)
-        if (m != bs.operands[0] && pipelineOnly(ch, m)) blockOnly_[m] = g(bs.type.group ? bs.type.group : p_.world(), "size");
+        if (m != bs.operands[0] && pipelineOnly(ch, m)) plan_.blockOnly[m] = g(bs.type.group ? bs.type.group : p_.world(), "size");
       // x read in the windows by copy engines needs storage only where the NCCL pairs run.
-      if (ch.devIndex >= 0 && pipelineOnly(ch, prod)) ncclOnly_.insert(prod);
+      if (ch.devIndex >= 0 && pipelineOnly(ch, prod)) plan_.ncclOnly.insert(prod);
       continue;
     }
-    if (auto bag = bagOf_.find(prod); bag != bagOf_.end() && ps.kind == StageKind::Embedding) {
+    if (auto bag = plan_.bagOf.find(prod); bag != plan_.bagOf.end() && ps.kind == StageKind::Embedding) {
       // embedding -> its reduction -> all_to_all of the reduction along dimension 0 per rank
       const Stage& r = p_.stages[bag->second];
       if (o.dim == 0 && r.dim != 0 && members.size() == 2 && members[0] == bag->second && members[1] == bag->second + 1 &&
           p_.stages[members[1]].kind == StageKind::AllToAll && p_.stages[members[1]].operands[0] == bag->second) {
         ch.bag = bag->second;
         ch.a2a = members[1];
-        chunked_[prod] = ch;
-        for (int m : members) overlapped_.insert(m);
+        plan_.chunked[prod] = ch;
+        for (int m : members) plan_.overlapped.insert(m);
       } else {
         unchunked(o, prod, "only an embedding bag followed by an all_to_all, chunked along dimension 0, is chunked yet");
       }
@@ -102,8 +102,8 @@ void Emitter::planOverlaps() {
       else why = "only a reduce_scatter (after a matmul by a matrix), an allreduce or an all_to_all consumer is chunked";
     }
     if (why.empty() && ch.a2a >= 0) {
-      chunked_[prod] = ch;
-      for (int m : members) overlapped_.insert(m);
+      plan_.chunked[prod] = ch;
+      for (int m : members) plan_.overlapped.insert(m);
       continue;
     }
     for (size_t k = 1; why.empty() && k < members.size(); ++k) {
@@ -124,20 +124,20 @@ void Emitter::planOverlaps() {
       unchunked(o, prod, why);
       continue;
     }
-    chunked_[prod] = ch;
-    for (int m : members) overlapped_.insert(m);
+    plan_.chunked[prod] = ch;
+    for (int m : members) plan_.overlapped.insert(m);
   }
 }
 
 bool Emitter::gatherMayPipe() const {
-  for (auto& [prod, dg] : devChunked_)
+  for (auto& [prod, dg] : plan_.devChunked)
     if (dg.gather != 0) return true;
   return false;
 }
 
 void Emitter::planDeviceChunked() {
   if (!o_.deviceCollectives) return;
-  for (auto& [prod, ch] : chunked_) {
+  for (auto& [prod, ch] : plan_.chunked) {
     if (ch.rs < 0 || ch.ag < 0 || ch.ar >= 0 || ch.a2a >= 0 || ch.bag >= 0) continue;
     const Stage& rs = p_.stages[ch.rs];
     const auto& knobs = groupKnobs(rs);
@@ -156,9 +156,9 @@ void Emitter::planDeviceChunked() {
     if (dg.algo == "copy_engines") dg.ceGather = true;
     if (knobs.word(Knob::Merge) == "never") dg.mergeChunks = false;
     warnOneShotNotTaken(dg);
-    dg.index = devIndices_++;
+    dg.index = plan_.devIndices++;
     markFallbackOnly(m, dg);
-    devChunked_[prod] = dg;
+    plan_.devChunked[prod] = dg;
   }
 }
 
@@ -196,7 +196,7 @@ bool Emitter::pipelineOnly(const Chunked& ch, int id) const {
 }
 
 bool Emitter::hasExchangePipeline() const {
-  for (auto& [prod, ch] : chunked_)
+  for (auto& [prod, ch] : plan_.chunked)
     if (ch.back >= 0) return true;
   return false;
 }

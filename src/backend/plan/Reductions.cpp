@@ -12,16 +12,16 @@ void Emitter::planBags() {
     const Stage& es = p_.stages[e];
     if (es.kind != StageKind::Embedding || r.dim >= es.type.rank() - 1) continue;  // an index dimension, not D
     if (isUsed(p_, e, {static_cast<int>(i)})) continue;                            // rows used elsewhere too
-    bagOf_[e] = static_cast<int>(i);
-    bagReduce_[static_cast<int>(i)] = e;
+    plan_.bagOf[e] = static_cast<int>(i);
+    plan_.bagReduce[static_cast<int>(i)] = e;
   }
 }
 
 bool Emitter::inlinable(int id, int consumer) const {
   const Stage& c = p_.stages[id];
-  if (c.kind != StageKind::Compute || !c.fusedInto.empty() || runOf_.count(id) || direct_.count(id) || unstored_.count(id) ||
-      chunked_.count(id) || overlapped_.count(id) || devMembers_.count(id) || bagOf_.count(id) || devFallbackOnly_.count(id) ||
-      inlinedInto_.count(id))
+  if (c.kind != StageKind::Compute || !c.fusedInto.empty() || plan_.runOf.count(id) || plan_.direct.count(id) || plan_.unstored.count(id) ||
+      plan_.chunked.count(id) || plan_.overlapped.count(id) || plan_.devMembers.count(id) || plan_.bagOf.count(id) || plan_.devFallbackOnly.count(id) ||
+      plan_.inlinedInto.count(id))
     return false;
   if (c.type.group && c.type.layout.kind == Layout::Sliced && c.type.layout.dim != 0) return false;
   return !isUsed(p_, id, {consumer});
@@ -31,7 +31,7 @@ void Emitter::planInlinedReductions() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& r = p_.stages[i];
     const int rid = static_cast<int>(i);
-    if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || rowGroupOf_.count(rid))
+    if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) || plan_.rowGroupOf.count(rid))
       continue;
     const int x = r.operands[0];
     if (!inlinable(x, rid)) continue;
@@ -61,8 +61,8 @@ void Emitter::planInlinedReductions() {
           ok = ok && is.acc.back() != Access::Mapped;
         }
     if (!ok) continue;
-    for (int id : is.chain) inlinedInto_[id] = rid;
-    inlineSrc_[rid] = std::move(is);
+    for (int id : is.chain) plan_.inlinedInto[id] = rid;
+    plan_.inlineSrc[rid] = std::move(is);
   }
 }
 

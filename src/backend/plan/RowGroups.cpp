@@ -52,7 +52,7 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
     if (s.type.group != rowT.group) return fail(quote(s.name) + " lives in another group than the rows");
     if (s.kind == StageKind::Reduce) {
       const TensorType& xt = p_.stages[s.operands[0]].type;
-      if (bagReduce_.count(id)) return fail(quote(s.name) + " is an embedding bag");
+      if (plan_.bagReduce.count(id)) return fail(quote(s.name) + " is an embedding bag");
       if (xt.shape != rowT.shape || xt.layout != rowT.layout || s.dim != rank - 1)
         return fail(quote(s.name) + " does not reduce the last dimension of the rows");
       if (in.count(s.operands[0]) && !rg.elems.count(s.operands[0])) return fail(quote(s.name) + " reduces a row value");
@@ -119,27 +119,27 @@ void Emitter::planRowGroups() {
     std::string why;
     auto rg = rowGroupOf(f, m, why);
     if (!rg) {
-      if (!why.empty()) rowGroupWhyNot_[f.name] = why;
+      if (!why.empty()) plan_.rowGroupWhyNot[f.name] = why;
       continue;
     }
     const int first = rg->members.front();
     std::set<int> written(rg->written.begin(), rg->written.end());
     for (int id : rg->members) {
-      rowGroupOf_[id] = first;
-      if (!written.count(id)) unstored_.insert(id);
+      plan_.rowGroupOf[id] = first;
+      if (!written.count(id)) plan_.unstored.insert(id);
     }
-    rowGroups_[first] = std::move(*rg);
+    plan_.rowGroups[first] = std::move(*rg);
   }
 }
 
 void Emitter::warnUnfusedRowGroups() {
   if (!o_.diags) return;
-  for (auto& [name, why] : rowGroupWhyNot_) {
+  for (auto& [name, why] : plan_.rowGroupWhyNot) {
     const FusedGroup* f = p_.findFused(name);
     bool taken = false;  // another form runs the group (an overlap's chunks, a device kernel)
     for (auto& n : f->members) {
       const int id = p_.find(n);
-      taken = taken || overlapped_.count(id) || chunked_.count(id) || devMembers_.count(id) || devGroups_.count(id);
+      taken = taken || plan_.overlapped.count(id) || plan_.chunked.count(id) || plan_.devMembers.count(id) || plan_.devGroups.count(id);
     }
     if (!taken)
       o_.diags->warning(f->loc, "fused group " + quote(name) + " runs stage by stage in the CUDA backend: " + why, 4);

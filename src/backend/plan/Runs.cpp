@@ -14,33 +14,33 @@ namespace coconet::backend::detail {
 void Emitter::planRuns() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
-    if (s.kind != StageKind::Compute || s.fusedInto.empty() || runOf_.count(static_cast<int>(i)) || rowGroupOf_.count(static_cast<int>(i)))
+    if (s.kind != StageKind::Compute || s.fusedInto.empty() || plan_.runOf.count(static_cast<int>(i)) || plan_.rowGroupOf.count(static_cast<int>(i)))
       continue;
     std::vector<int> run{static_cast<int>(i)};
     for (size_t j = i + 1; j < p_.stages.size(); ++j) {
       const Stage& t = p_.stages[j];
-      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape || rowGroupOf_.count(static_cast<int>(j)) ||
+      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape || plan_.rowGroupOf.count(static_cast<int>(j)) ||
           t.type.layout != s.type.layout || t.type.group != s.type.group)
         break;
       run.push_back(static_cast<int>(j));
     }
     if (run.size() < 2) continue;
-    for (int id : run) runOf_[id] = run;
+    for (int id : run) plan_.runOf[id] = run;
     std::set<int> inRun(run.begin(), run.end());
     for (int id : run)
-      if (!neededOutside(id, inRun)) unstored_.insert(id);
+      if (!neededOutside(id, inRun)) plan_.unstored.insert(id);
   }
 }
 
 void Emitter::planDirect() {
   for (auto& st : p_.states) {
     int x = st.exit;
-    if (x == st.entry || direct_.count(x) || unstored_.count(x)) continue;
+    if (x == st.entry || plan_.direct.count(x) || plan_.unstored.count(x)) continue;
     const Stage& ex = p_.stages[x];
     if (ex.kind == StageKind::Input || ex.kind == StageKind::State) continue;
     if (ex.type.shape != st.type.shape || ex.type.layout != st.type.layout || ex.type.group != st.type.group) continue;
     const std::vector<int>* run = nullptr;
-    if (auto r = runOf_.find(x); r != runOf_.end()) run = &r->second;
+    if (auto r = plan_.runOf.find(x); r != plan_.runOf.end()) run = &r->second;
     bool safe = true, sameKernel = false;
     for (size_t i = 0; i < p_.stages.size() && safe; ++i)
       for (int o : p_.stages[i].operands) {
@@ -56,14 +56,14 @@ void Emitter::planDirect() {
         }
       }
     if (!safe) continue;
-    direct_[x] = {st.name, "the storage of state '" + st.name + "'"};
-    if (sameKernel) aliased_.insert(st.entry);
+    plan_.direct[x] = {st.name, "the storage of state '" + st.name + "'"};
+    if (sameKernel) plan_.aliased.insert(st.entry);
   }
   for (size_t i = 0; i < p_.outputs.size(); ++i) {
     int x = p_.outputs[i];
     const Stage& ex = p_.stages[x];
-    if (direct_.count(x) || unstored_.count(x) || ex.kind == StageKind::Input || ex.kind == StageKind::State) continue;
-    direct_[x] = {p_.outputNames[i], "output '" + p_.outputNames[i] + "'"};
+    if (plan_.direct.count(x) || plan_.unstored.count(x) || ex.kind == StageKind::Input || ex.kind == StageKind::State) continue;
+    plan_.direct[x] = {p_.outputNames[i], "output '" + p_.outputNames[i] + "'"};
   }
 }
 

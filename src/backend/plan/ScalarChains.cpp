@@ -14,10 +14,10 @@ bool Emitter::oneElement(const TensorType& t) {
 
 bool Emitter::scalarChainStage(int id) const {
   const Stage& s = p_.stages[id];
-  if (!oneElement(s.type) || runOf_.count(id) || rowGroupOf_.count(id) || devMembers_.count(id) || devGroups_.count(id) || chunked_.count(id) ||
-      overlapped_.count(id) || bagOf_.count(id) || arPair_.count(id) || unstored_.count(id) || devFallbackOnly_.count(id))
+  if (!oneElement(s.type) || plan_.runOf.count(id) || plan_.rowGroupOf.count(id) || plan_.devMembers.count(id) || plan_.devGroups.count(id) || plan_.chunked.count(id) ||
+      plan_.overlapped.count(id) || plan_.bagOf.count(id) || plan_.arPair.count(id) || plan_.unstored.count(id) || plan_.devFallbackOnly.count(id))
     return false;
-  if (s.kind == StageKind::Reduce) return foldedInto_.count(id) > 0;
+  if (s.kind == StageKind::Reduce) return plan_.foldedInto.count(id) > 0;
   if (s.kind == StageKind::AllReduce)
     return (!s.type.group || s.type.group->depth == 0) && (s.op == ReduceOp::Sum || s.op == ReduceOp::Max || s.op == ReduceOp::Min) &&
            (s.type.dtype == DType::F16 || s.type.dtype == DType::BF16 || s.type.dtype == DType::F32) && algorithmOf(s) != "nccl" &&
@@ -80,12 +80,12 @@ void Emitter::planScalarChains() {
       std::string name;
       for (int id : c) name += (name.empty() ? "" : ", ") + p_.stages[id].name;
       sc.name = "scalars " + name;
-      sc.index = devIndices_++;
+      sc.index = plan_.devIndices++;
       for (int id : c) {
-        scalarChainOf_[id] = c.front();
-        devAR_.erase(id);
+        plan_.scalarChainOf[id] = c.front();
+        plan_.devAR.erase(id);
       }
-      scalarChains_[c.front()] = std::move(sc);
+      plan_.scalarChains[c.front()] = std::move(sc);
     }
     c.clear();
   };
@@ -93,7 +93,7 @@ void Emitter::planScalarChains() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const int id = static_cast<int>(i);
     const Stage& s = p_.stages[i];
-    if (s.kind == StageKind::Input || s.kind == StageKind::State || inlinedInto_.count(id)) continue;  // no code here
+    if (s.kind == StageKind::Input || s.kind == StageKind::State || plan_.inlinedInto.count(id)) continue;  // no code here
     if (scalarChainStage(id)) cur.push_back(id);
     else flush(cur);
   }
@@ -101,15 +101,15 @@ void Emitter::planScalarChains() {
 }
 
 void Emitter::planChainPrologues() {
-  for (auto& [first, sc] : scalarChains_) {
+  for (auto& [first, sc] : plan_.scalarChains) {
     // The next stage that makes code must be a device group's first: nothing runs between them.
     int next = -1;
     for (size_t i = static_cast<size_t>(sc.stages.back()) + 1; i < p_.stages.size() && next < 0; ++i) {
       const StageKind k = p_.stages[i].kind;
-      if (k != StageKind::Input && k != StageKind::State && !inlinedInto_.count(static_cast<int>(i))) next = static_cast<int>(i);
+      if (k != StageKind::Input && k != StageKind::State && !plan_.inlinedInto.count(static_cast<int>(i))) next = static_cast<int>(i);
     }
-    auto it = devGroups_.find(next);
-    if (it == devGroups_.end()) continue;
+    auto it = plan_.devGroups.find(next);
+    if (it == plan_.devGroups.end()) continue;
     DevGroup& dg = it->second;
     if (dg.preloaded || dg.copyEngines || dg.chain >= 0 || dg.arHead) continue;  // (a kernel per round, inside an overlap, one-shot only)
     std::set<int> inside(dg.run.begin(), dg.run.end());
@@ -131,20 +131,20 @@ void Emitter::planChainPrologues() {
 bool Emitter::storedBefore(int id, int before) const {
   const StageKind k = p_.stages[id].kind;
   if (k == StageKind::Input || k == StageKind::State) return true;
-  return id < before && !unstored_.count(id) && !inlinedInto_.count(id) && !bagOf_.count(id) && !devFallbackOnly_.count(id) &&
-         !devMembers_.count(id) && !devGroups_.count(id) && !chunked_.count(id) && !overlapped_.count(id);
+  return id < before && !plan_.unstored.count(id) && !plan_.inlinedInto.count(id) && !plan_.bagOf.count(id) && !plan_.devFallbackOnly.count(id) &&
+         !plan_.devMembers.count(id) && !plan_.devGroups.count(id) && !plan_.chunked.count(id) && !plan_.overlapped.count(id);
 }
 
 void Emitter::planFoldedReductions() {
-  for (auto& [first, dg] : devGroups_) {
+  for (auto& [first, dg] : plan_.devGroups) {
     if (dg.arHead) continue;  // (its one-shot form folds nothing)
     const Stage& ref = p_.stages[dg.ref];
     const int last = dg.tail() ? dg.ag : dg.run.back();
     for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {
       const Stage& r = p_.stages[i];
       const int rid = static_cast<int>(i);
-      if (r.kind != StageKind::Reduce || bagReduce_.count(rid) || chunked_.count(rid) || overlapped_.count(rid) || foldedInto_.count(rid) ||
-          rowGroupOf_.count(rid))
+      if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) || plan_.foldedInto.count(rid) ||
+          plan_.rowGroupOf.count(rid))
         continue;
       const int x = r.operands[0];
       const TensorType& xt = p_.stages[x].type;
@@ -152,7 +152,7 @@ void Emitter::planFoldedReductions() {
         continue;
       // The reduced elements: computed (an inlined source) or a value the kernel has.
       std::vector<int> chain, leaves{x};
-      if (auto is = inlineSrc_.find(rid); is != inlineSrc_.end()) {
+      if (auto is = plan_.inlineSrc.find(rid); is != plan_.inlineSrc.end()) {
         chain = is->second.chain;
         leaves = is->second.ext;
       }
@@ -172,7 +172,7 @@ void Emitter::planFoldedReductions() {
       }
       dg.calc.insert(dg.calc.end(), chain.begin(), chain.end());
       dg.folds.push_back(rid);
-      foldedInto_[rid] = first;
+      plan_.foldedInto[rid] = first;
     }
     if (dg.folds.empty()) continue;
     // Members that only folded reductions read are not stored (the NCCL fallback stores them).
