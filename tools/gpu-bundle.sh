@@ -37,44 +37,44 @@ variant() {
 # Adam's device-API kernel in 5 pipelined rounds; LAMB's head and tail groups in 3 each; @split5
 # and @split3 the same rounds with the blocks in roles (tune(G, roles = split): movers push and
 # pull the chunks, workers compute them).
-variant chunks5 adam 'tune(f, chunks = 5);'
-variant chunks3 lamb $'tune(moments, chunks = 3);\ntune(apply, chunks = 3);'
-variant split5 adam 'tune(f, chunks = 5, roles = split);'
-variant split3 lamb $'tune(moments, chunks = 3, roles = split);\ntune(apply, chunks = 3, roles = split);'
+variant chunks5 adam 'tune(f, rounds = 5);'
+variant chunks3 lamb $'tune(moments, rounds = 3);\ntune(apply, rounds = 3);'
+variant split5 adam 'tune(f, rounds = 5, roles = split);'
+variant split3 lamb $'tune(moments, rounds = 3, roles = split);\ntune(apply, rounds = 3, roles = split);'
 # 16 rounds in roles, for the @many vectors (192 workers at 4 ranks): the rounds and blocks of
 # the sizes where per-round hand-over matters (coconet_rt::roleReady).
-variant split16 adam 'tune(f, chunks = 16, roles = split);'
-variant split16 lamb $'tune(moments, chunks = 16, roles = split);\ntune(apply, chunks = 16, roles = split);'
+variant split16 adam 'tune(f, rounds = 16, roles = split);'
+variant split16 lamb $'tune(moments, rounds = 16, roles = split);\ntune(apply, rounds = 16, roles = split);'
 # roles = auto (movers from coconet_rt::kRolesAutoRounds = 4 rounds, which the test sizes never
 # reach by size) with 4 and 8 rounds: their kernels run with movers (@chunks3, below, without).
-variant chunks4 lamb $'tune(moments, chunks = 4, roles = auto);\ntune(apply, chunks = 4, roles = auto);'
-variant chunks8 lamb $'tune(moments, chunks = 8, roles = auto);\ntune(apply, chunks = 8, roles = auto);'
+variant chunks4 lamb $'tune(moments, rounds = 4, roles = auto);\ntune(apply, rounds = 4, roles = auto);'
+variant chunks8 lamb $'tune(moments, rounds = 8, roles = auto);\ntune(apply, rounds = 8, roles = auto);'
 # Tapered chunks (chunkLo: the end chunks halve) past what the defaults take: 7 rounds with
 # taper 3 (1, 2, 4, 8, 4, 2, 1) on the head, and 6 rounds with taper 8 on the tail (clamped to
 # 3: 1, 2, 4, 4, 2, 1, no middle chunk).
-variant taper lamb $'tune(moments, chunks = 7, roles = split, taper = 3);\ntune(apply, chunks = 6, roles = split, taper = 8);'
+variant taper lamb $'tune(moments, rounds = 7, roles = split, taper = 3);\ntune(apply, rounds = 6, roles = split, taper = 8);'
 # One end tapered (tune(G, taper_ends = ...)): the head's last 5 of 6 chunks shrink (32, 16, 8, 4,
 # 2, 1), the tail's first 2 of 5 grow (1, 2, 4, 4, 4).
-variant taperends lamb $'tune(moments, chunks = 6, roles = split, taper = 5, taper_ends = last);\ntune(apply, chunks = 5, roles = split, taper = 2, taper_ends = first);'
+variant taperends lamb $'tune(moments, rounds = 6, roles = split, taper = 5, taper_ends = last);\ntune(apply, rounds = 5, roles = split, taper = 2, taper_ends = first);'
 # `moments` at two blocks per SM (tune(f, occupancy = 2): 64 registers, twice the workers) with
 # movers (8 rounds, roles auto).
-variant occ2 lamb $'tune(moments, chunks = 8, roles = auto, occupancy = 2);\ntune(apply, chunks = 8, roles = auto);'
+variant occ2 lamb $'tune(moments, rounds = 8, roles = auto, occupancy = 2);\ntune(apply, rounds = 8, roles = auto);'
 # Adam's kernel at two blocks per SM (64 registers; the default takes 116, one block per SM), the
 # form whose grid grows on one rank (coconet_rt::soloBlocks), where no barrier bounds it.
 variant occ2 adam 'tune(f, occupancy = 2);'
 # Each round's barrier in its two phases (tune(G, barriers = split): arrive, other work, wait),
 # every block both (@barriers5, @barriers3) and in roles (@barriers16: Adam's movers; @barriers8:
 # LAMB's roles auto from 4 rounds), the latter two also with the @many vectors.
-variant barriers5 adam 'tune(f, chunks = 5, barriers = split);'
-variant barriers16 adam 'tune(f, chunks = 16, roles = split, barriers = split);'
-variant barriers3 lamb $'tune(moments, chunks = 3, barriers = split);\ntune(apply, chunks = 3, barriers = split);'
-variant barriers8 lamb $'tune(moments, chunks = 8, roles = auto, barriers = split);\ntune(apply, chunks = 8, roles = auto, barriers = split);'
+variant barriers5 adam 'tune(f, rounds = 5, barriers = split);'
+variant barriers16 adam 'tune(f, rounds = 16, roles = split, barriers = split);'
+variant barriers3 lamb $'tune(moments, rounds = 3, barriers = split);\ntune(apply, rounds = 3, barriers = split);'
+variant barriers8 lamb $'tune(moments, rounds = 8, roles = auto, barriers = split);\ntune(apply, rounds = 8, roles = auto, barriers = split);'
 # Their groups' transfers by copy engines (a kernel per round between the copies): rounds by size
 # (one at the test sizes) and 3 rounds.
 variant ce adam 'tune(f, algorithm = copy_engines);'
-variant ce3 adam 'tune(f, algorithm = copy_engines, chunks = 3);'
+variant ce3 adam 'tune(f, algorithm = copy_engines, rounds = 3);'
 variant ce lamb $'tune(moments, algorithm = copy_engines);\ntune(apply, algorithm = copy_engines);'
-variant ce3 lamb $'tune(moments, algorithm = copy_engines, chunks = 3);\ntune(apply, algorithm = copy_engines, chunks = 3);'
+variant ce3 lamb $'tune(moments, algorithm = copy_engines, rounds = 3);\ntune(apply, algorithm = copy_engines, rounds = 3);'
 # The test vectors are small, so the default builds' overlaps merge their copy-engine chunks into
 # one (a chunk's copy to each peer under 8 MiB, coconet_rt::overlapChunks); the variants below
 # keep the overlap's chunks where they divide the rows per rank (tune(f, merge = never)), so
@@ -98,8 +98,8 @@ variant tail megatron_mlp $'tune(f, gather = pipelined, tail = 2, merge = never)
 variant two megatron_row 'tune(f, algorithm = two_shot);'
 # ... that kernel (Emitter::onePassForm) in 3 pipelined rounds, and in 4 with split roles (16
 # movers), from the group's own knobs.
-variant two3 megatron_row 'tune(f, algorithm = two_shot, chunks = 3);'
-variant twosplit megatron_row 'tune(f, algorithm = two_shot, chunks = 4, roles = split, movers = 16);'
+variant two3 megatron_row 'tune(f, algorithm = two_shot, rounds = 3);'
+variant twosplit megatron_row 'tune(f, algorithm = two_shot, rounds = 4, roles = split, movers = 16);'
 # ... and tune(f, algorithm = one_shot) takes the one-shot form at every size (@big's 640 KiB too).
 variant one megatron_row 'tune(f, algorithm = one_shot);'
 # ... and tune(f, algorithm = ll) its LL form (flags in the data, no barrier) at every size (the
@@ -149,8 +149,8 @@ variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, mer
 # takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce.sched" -o "$b/gen/allreduces@ce" >/dev/null
-# The same in other round counts (tune(chunks)): gen/allreduces@ce_rounds (4, 1 and 3 rounds).
-printf 'tune(ya, algorithm = copy_engines, chunks = 4);\ntune(yb, algorithm = copy_engines, chunks = 1);\ntune(yc, algorithm = copy_engines, chunks = 3);\n' > "$b/allreduces-ce-rounds.sched"
+# The same in other round counts (tune(rounds)): gen/allreduces@ce_rounds (4, 1 and 3 rounds).
+printf 'tune(ya, algorithm = copy_engines, rounds = 4);\ntune(yb, algorithm = copy_engines, rounds = 1);\ntune(yc, algorithm = copy_engines, rounds = 3);\n' > "$b/allreduces-ce-rounds.sched"
 "$root/build/coconetc" compile "$root/tests/gpu/programs/allreduces.cnet" --schedule "$b/allreduces-ce-rounds.sched" -o "$b/gen/allreduces@ce_rounds" >/dev/null
 # Every allreduce of allreduces.cnet in the LL form at any size (the default takes it up to
 # coconet_rt::kLLMaxBytes): gen/allreduces@ll, run with allreduces' vector sets.

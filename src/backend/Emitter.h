@@ -402,7 +402,7 @@ private:
   // Its rounds and their roles, movers, taper and occupancy are the group's tune knobs, as for a
   // group outside an overlap (readRoundKnobs); the preloaded kernel between chunks has none.
   DevGroup onePassForm(const DevGroup& dg) const;
-  // tune(f, chunks | roles | movers | taper | occupancy) into a device group's kernel form.
+  // tune(f, rounds | roles | movers | taper | occupancy) into a device group's kernel form.
   static void readRoundKnobs(const Knobs& knobs, DevGroup& dg);
   // The stage whose value a tail gathers: the all_gather's operand, or the member itself (agIsMember).
   int agSrc(const DevGroup& dg) const { return dg.agIsMember ? dg.ag : p_.stages[dg.ag].operands[0]; }

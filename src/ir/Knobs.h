@@ -18,12 +18,12 @@ namespace coconet::ir {
   X(Algorithm, "algorithm") \
   X(Barriers, "barriers")   \
   X(Blocks, "blocks")       \
-  X(Chunks, "chunks")       \
   X(Gather, "gather")       \
   X(Merge, "merge")         \
   X(Movers, "movers")       \
   X(Occupancy, "occupancy") \
   X(Roles, "roles")         \
+  X(Rounds, "rounds")       \
   X(Tail, "tail")           \
   X(Taper, "taper")         \
   X(TaperEnds, "taper_ends")

@@ -111,6 +111,10 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
         arg.value = a->value()->getText();
         arg.loc = loc(a->value()->getStart());
         arg.length = static_cast<uint32_t>(arg.value.size());
+        if (step.primitive == "tune" && arg.key == "chunks") {  // its name before `rounds`
+          diags.warning(arg.keyLoc, "tune knob 'chunks' is now 'rounds' (a kernel's pipelined rounds; overlap's chunks are the pipeline's)", 6);
+          arg.key = "rounds";
+        }
       } else if (a->pattern()) {
         arg = nameArg(a->pattern()->getText(), loc(a->pattern()->getStart()));
         arg.pattern = true;

@@ -9,7 +9,9 @@
 namespace coconet::schedule {
 
 bool tune(StepContext& c) {
-  if (!c.expectShape({"blocks", "chunks", "algorithm", "gather", "tail", "merge", "roles", "movers", "taper", "taper_ends", "barriers", "occupancy"}, 1, 1, 0)) return false;
+  std::vector<std::string> names;  // the schema's knobs
+  for (const ir::KnobSpec& spec : ir::knobSchema()) names.push_back(spec.name);
+  if (!c.expectShape(names, 1, 1, 0)) return false;
   const Arg& a = *c.positional()[0];
   ir::FusedGroup* group = nullptr;
   for (auto& f : c.p.fused)
@@ -73,7 +75,11 @@ bool tune(StepContext& c) {
     }
     knobs[spec.knob] = {value, k.keyLoc};
   }
-  if (knobs.empty()) return c.fail(&a, a.value, "no knob given; tune takes blocks, chunks, algorithm, gather, tail, merge, roles, movers, taper, taper_ends, barriers or occupancy");
+  if (knobs.empty()) {
+    std::string takes;
+    for (size_t i = 0; i < names.size(); ++i) takes += (i ? i + 1 == names.size() ? " or " : ", " : "") + names[i];
+    return c.fail(&a, a.value, "no knob given; tune takes " + takes);
+  }
   ir::Knobs& dst = group ? group->knobs : c.p.stages[id].knobs;
   for (auto& [k, v] : knobs) dst.set(k, v.first, v.second);
   return true;

@@ -26,15 +26,15 @@ TEST_CASE("a target's knobs print by name with their values and places", "[knobs
   Knobs k;
   CHECK(k.empty());
   k.set(Knob::Roles, {0, "split"}, {1, 2, 3});
-  k.set(Knob::Chunks, {4, ""}, {1, 2, 9});
+  k.set(Knob::Rounds, {4, ""}, {1, 2, 9});
   k.set(Knob::Algorithm, {0, "ll128"}, {1, 3, 1});
-  CHECK(k.str() == "algorithm = ll128, chunks = 4, roles = split");
-  CHECK(k.number(Knob::Chunks) == 4);
+  CHECK(k.str() == "algorithm = ll128, roles = split, rounds = 4");
+  CHECK(k.number(Knob::Rounds) == 4);
   CHECK_FALSE(k.number(Knob::Roles).has_value());
   CHECK(k.word(Knob::Roles) == "split");
-  CHECK(k.where(Knob::Chunks)->col == 9u);
-  k.set(Knob::Chunks, {8, ""}, {1, 4, 1});  // a later tune replaces it
-  CHECK(k.number(Knob::Chunks) == 8);
+  CHECK(k.where(Knob::Rounds)->col == 9u);
+  k.set(Knob::Rounds, {8, ""}, {1, 4, 1});  // a later tune replaces it
+  CHECK(k.number(Knob::Rounds) == 8);
   CHECK_FALSE(k.has(Knob::Taper));
 }
 

@@ -81,7 +81,7 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
 }
 
 // The allreduce by copy engines (from copyEngineMinBytes(P), or asked for): in R rounds (2, or
-// tune(X, chunks = R)) of n / R elements each, every rank's copy engine pushes part q of the
+// tune(X, rounds = R)) of n / R elements each, every rank's copy engine pushes part q of the
 // round (n / (R P) elements) into slot `me` of rank q's window, one after another (rank me+1
 // first: at any moment each rank sends to one rank and receives from one); a barrier on the copy
 // stream; rank q sums its part over the ranks (its own from its input) into its output and the

@@ -319,7 +319,7 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   b << "    }\n  }\n";
 }
 
-// The rounds of a device group by copy engines: tune(f, chunks = R), else by size (ceAutoRounds
+// The rounds of a device group by copy engines: tune(f, rounds = R), else by size (ceAutoRounds
 // of the reduce-scatter's input, else of the gathered tensor: few rounds, as each costs the copy
 // engines a start and the ranks a barrier).
 std::string Emitter::ceRounds(const DevGroup& dg) const {

@@ -182,7 +182,7 @@ bool Emitter::soloDevice() const {
   return true;
 }
 
-// A device group's rounds: tune(f, chunks = K), else by size (devAutoRounds of the
+// A device group's rounds: tune(f, rounds = K), else by size (devAutoRounds of the
 // reduce-scatter's input, else of the gathered tensor).
 std::string Emitter::devRounds(const DevGroup& dg) const {
   if (dg.rounds > 0) return std::to_string(dg.rounds);

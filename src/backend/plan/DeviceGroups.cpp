@@ -87,7 +87,7 @@ bool Emitter::ncclAsked(const Knobs& knobs) {
 }
 
 void Emitter::readRoundKnobs(const Knobs& knobs, DevGroup& dg) {
-  dg.rounds = knobs.number(Knob::Chunks).value_or(0);  // 0: chosen by size at run time (devRounds)
+  dg.rounds = knobs.number(Knob::Rounds).value_or(0);  // 0: chosen by size at run time (devRounds)
   if (auto r = knobs.word(Knob::Roles))
     dg.roles = *r == "split" ? DevGroup::Roles::Split : *r == "auto" ? DevGroup::Roles::Auto : DevGroup::Roles::Shared;
   dg.movers = knobs.number(Knob::Movers).value_or(0);  // 0: coconet_rt::kDevMovers
@@ -185,7 +185,7 @@ Emitter::DevGroup Emitter::twoShotForm(const DevGroup& dg) const {
 Emitter::DevGroup Emitter::onePassForm(const DevGroup& dg) const {
   DevGroup t = dg;
   t.preloaded = false;
-  t.epilogueRounds = true;  // (rounds by size unless tune(f, chunks) sets them)
+  t.epilogueRounds = true;  // (rounds by size unless tune(f, rounds) sets them)
   readRoundKnobs(groupKnobs(p_.stages[dg.rs]), t);
   t.kernelTag = "_pass";  // (blocks, gather, tailPieces: read by emitChunked on the overlap's group only)
   return t;
@@ -219,7 +219,7 @@ void Emitter::planDeviceAllReduces() {
     }
     d.algo = algorithmOf(s);
     if (d.algo == "nccl" || d.algo == "ring") continue;  // NCCL's algorithms asked for
-    d.rounds = (s.knobs.has(Knob::Chunks) ? s.knobs : groupKnobs(s)).number(Knob::Chunks).value_or(2);
+    d.rounds = (s.knobs.has(Knob::Rounds) ? s.knobs : groupKnobs(s)).number(Knob::Rounds).value_or(2);
     d.out = id;
     d.index = plan_.devIndices++;
     plan_.devAR[id] = d;

@@ -64,7 +64,7 @@ struct DevGroup {
   // that member's own storage (agSrc).
   bool agIsMember = false;
   int ref = -1;                     // the stage whose shape the members share (their OutputMap)
-  int rounds = 1;  // tune(f, chunks = K): pipelined rounds of the kernel
+  int rounds = 1;  // tune(f, rounds = K): pipelined rounds of the kernel
   int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
   // The reduce-scatter's slots are already in the staging window when the kernel starts
   // (copied there by copy engines, emitChunked): the kernel pushes nothing.
@@ -165,7 +165,7 @@ struct DevGroup {
 // NCCL's allreduce otherwise; tune(algorithm = ...) overrides.
 struct DevAllReduce {
   int index = 0, in = -1, out = -1;
-  int rounds = 2;    // the copy-engine form's rounds (tune(X, chunks = R))
+  int rounds = 2;    // the copy-engine form's rounds (tune(X, rounds = R))
   std::string name;  // the stage (or fused group) that failures name
   std::string algo;  // the `algorithm` knob: "" (by size), ll, ll128, one_shot, two_shot or copy_engines
 };

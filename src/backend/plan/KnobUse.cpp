@@ -12,7 +12,7 @@ namespace {
 // What a knob applies to, as the CUDA backend reads it (docs/language.md, section 17.3.6).
 std::string appliesTo(const std::string& key) {
   if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
-  if (key == "chunks" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "chunks" ? ", or an allreduce" : "");
+  if (key == "rounds" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "rounds" ? ", or an allreduce" : "");
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
   return "a fused group that starts with a reduce_scatter or an allreduce (its two-shot form) or ends with an all_gather";  // roles, movers, taper, taper_ends, barriers
 }
@@ -31,14 +31,14 @@ const ir::Overlap* consumedBy(const Program& p, const std::string& name) {
 }
 
 bool roundKnob(const std::string& key) {
-  return key == "chunks" || key == "roles" || key == "movers" || key == "taper" || key == "taper_ends" || key == "barriers" ||
+  return key == "rounds" || key == "roles" || key == "movers" || key == "taper" || key == "taper_ends" || key == "barriers" ||
          key == "occupancy";
 }
 
 // Why the backend reads `key` nowhere on the consumer of an overlap whose first collective is
 // `first` and whose algorithm knob is `algo` ("" where it may read it). An overlap with an
 // allreduce runs each chunk's allreduce as an NCCL call and the rest as one kernel per chunk:
-// no knob. One with a reduce_scatter (and an all_gather) reads `chunks`, `roles`, `movers`,
+// no knob. One with a reduce_scatter (and an all_gather) reads `rounds`, `roles`, `movers`,
 // `taper` and `occupancy` only for its one-chunk kernel (Emitter::onePassForm), which
 // copy_engines never runs (one_shot, ll and ll128 run it where the group has no one-shot form),
 // and with nccl (or ring) runs NCCL calls per chunk.
@@ -80,7 +80,7 @@ std::string unreadOnGroup(const Program& p, const FusedGroup& g, const std::stri
     const bool rounds = kinds.front() == StageKind::ReduceScatter || kinds.back() == StageKind::AllGather || twoShot;
     return rounds || overlapped ? "" : "a fused group that neither starts with a reduce_scatter nor ends with an all_gather";
   }
-  return "";  // algorithm, chunks, occupancy: read on a group that holds a collective
+  return "";  // algorithm, rounds, occupancy: read on a group that holds a collective
 }
 
 // Why the backend reads `key` nowhere on stage s ("" where it may read it).
@@ -91,7 +91,7 @@ std::string unreadOnStage(const Program& p, const Stage& s, const std::string& k
     return describe(s) + " pipelined by an overlap, which reads no knob (each chunk's " + stageKindName(s.kind) + " is an NCCL call)";
   switch (s.kind) {
     case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
-      return key == "algorithm" || key == "chunks" ? "" : describe(s) + ", where only algorithm and chunks are read";
+      return key == "algorithm" || key == "rounds" ? "" : describe(s) + ", where only algorithm and rounds are read";
     case StageKind::AllToAll: case StageKind::Send:
       return key == "algorithm" ? "" : describe(s) + ", where only algorithm is read";
     default:

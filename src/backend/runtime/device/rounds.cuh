@@ -1,5 +1,5 @@
 // ---- coconet_device.cuh, part 5 of 7: rounds, taper, roles and flags; grids and rounds by size ----
-// A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, chunks = K),
+// A fused group's kernel runs in `rounds` rounds over chunks of its slice (tune(f, rounds = K),
 // else devAutoRounds): round r pushes chunk r, computes chunk r-1 (its slots arrived at the last
 // barrier) and pulls chunk r-2 (published before the last barrier), then a barrier, so that
 // transfers of one chunk overlap the computation of another. Chunk c is [chunkLo(c),
@@ -77,7 +77,7 @@ __device__ __forceinline__ void fillTaperEdges(long long* tab, int rounds, long 
 // reads its barrier's epoch when made and writes it back when destroyed; a worker's would have
 // written past the barriers' epochs into other barriers' inboxes).
 // Layout: [0] exits, then ready[kMaxRoleRounds], then done[kMaxRoleRounds], then a reduce-scatter
-// head's claimed[kMaxRoleRounds] and pushed[kMaxRoleRounds] (pushTilesPrefetchOwn) (tune(f, chunks = K)
+// head's claimed[kMaxRoleRounds] and pushed[kMaxRoleRounds] (pushTilesPrefetchOwn) (tune(f, rounds = K)
 // allows K up to 65535).
 constexpr int kMaxRoleRounds = 65535;
 constexpr int kRoleCounterSets = 4;

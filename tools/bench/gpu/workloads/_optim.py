@@ -18,7 +18,7 @@ w16 = f16(w'). Rows:
                         and its scalars (one exchange for both norms) computed at the start
                         of `apply`'s kernel
   coconetc_nccl         the same compiled with --no-device-collectives (NCCL calls)
-  coconetc_chunksK      coconetc with tune(G, chunks = K) for its groups (Adam's f, LAMB's
+  coconetc_chunksK      coconetc with tune(G, rounds = K) for its groups (Adam's f, LAMB's
                         moments and apply): the kernels in K pipelined rounds whatever the
                         size (transfers of one chunk overlap the update of another)
   coconetc_split        coconetc with tune(G, roles = split) for its groups: in two rounds or
@@ -290,13 +290,13 @@ class OptimizerWorkload:
                                               flags=["--no-device-collectives"]),
                          f"{kind}_unscheduled": dict(source=source, schedule=None)}
         # The device-API kernels in K pipelined rounds: Adam's group `f`, LAMB's `moments` and
-        # `apply` (tune(G, chunks = K)).
+        # `apply` (tune(G, rounds = K)).
         self.rounds = ROUNDS
         groups = ["f"] if kind == "adam" else ["moments", "apply"]
         for k in self.rounds:
             self.programs[f"{kind}_chunks{k}"] = dict(
                 source=source, schedule=schedule,
-                schedule_append="".join(f"tune({g}, chunks = {k});\n" for g in groups))
+                schedule_append="".join(f"tune({g}, rounds = {k});\n" for g in groups))
         # Separate blocks move and compute the chunks (tune(G, roles = split)).
         self.programs[f"{kind}_split"] = dict(
             source=source, schedule=schedule,

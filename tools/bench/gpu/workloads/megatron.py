@@ -99,7 +99,7 @@ SCHEDULE_AR = "samples/megatron_row/megatron_row_allreduce.sched"
 TAILS = (2,)  # tune(f, tail = ...) pieces of the last chunk tried
 SCHEDULE_2 = "tools/bench/programs/megatron_row_chunks2.sched"  # the sample's schedule in 2 chunks
 SCHEDULE_FUSED = "tools/bench/programs/megatron_row_fused.sched"  # fuse(y, out), no overlap
-FUSED_ROUNDS = (1, 2, 4)  # the group's two-shot kernel in these rounds (tune(f, chunks = R))
+FUSED_ROUNDS = (1, 2, 4)  # the group's two-shot kernel in these rounds (tune(f, rounds = R))
 SCHEDULE_AR2 = "tools/bench/programs/megatron_row_allreduce_two_shot.sched"  # unscheduled, two-shot allreduce
 
 NCCL_ONLY = ["--no-device-collectives"]
@@ -152,7 +152,7 @@ PROGRAMS = {
     "megatron_row_fused_two_shot": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
                                         schedule_append="tune(f, algorithm = two_shot);\n"),
     **{f"megatron_row_fused_two_shot_r{r}": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
-                                                 schedule_append=f"tune(f, algorithm = two_shot, chunks = {r});\n")
+                                                 schedule_append=f"tune(f, algorithm = two_shot, rounds = {r});\n")
        for r in FUSED_ROUNDS},
     "megatron_row_fused_two_shot_barriers": dict(source=SOURCE, schedule=SCHEDULE_FUSED,
                                                  schedule_append="tune(f, algorithm = two_shot, barriers = split);\n"),
