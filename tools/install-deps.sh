@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(antlr4 libantlr4-runtime-dev libcli11-dev nlohmann-json3-dev catch2 cmake g++ ninja-build
-      llvm-14-tools clang-14 libclang-rt-14-dev python3)
+      llvm-14-tools clang-14 clang-format-14 libclang-rt-14-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,7 +31,7 @@ const char* builtinOpName(BuiltinOp op) {
     case BuiltinOp::None: return "<none>";
 #define X(k, s) \
   case BuiltinOp::k: return s;
-    COCONET_BUILTIN_OPS(X)
+      COCONET_BUILTIN_OPS(X)
 #undef X
   }
   return "?";
@@ -39,12 +39,14 @@ const char* builtinOpName(BuiltinOp op) {
 
 bool isCollective(BuiltinOp op) {
   switch (op) {
-    case BuiltinOp::AllReduce: case BuiltinOp::ReduceScatter: case BuiltinOp::AllGather:
-    case BuiltinOp::Broadcast: case BuiltinOp::Reduce: case BuiltinOp::AllToAll:
-    case BuiltinOp::Send:
-      return true;
-    default:
-      return false;
+    case BuiltinOp::AllReduce:
+    case BuiltinOp::ReduceScatter:
+    case BuiltinOp::AllGather:
+    case BuiltinOp::Broadcast:
+    case BuiltinOp::Reduce:
+    case BuiltinOp::AllToAll:
+    case BuiltinOp::Send: return true;
+    default: return false;
   }
 }
 

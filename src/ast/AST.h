@@ -15,6 +15,7 @@
 namespace coconet::ast {
 
 // ---- Expressions ---------------------------------------------------------------------------
+// clang-format off
 #define COCONET_EXPR_KINDS(X)                                                     \
   X(IntLit)    /* an integer literal                                            */ \
   X(FloatLit)  /* a floating-point literal                                      */ \
@@ -24,6 +25,7 @@ namespace coconet::ast {
   X(Unary)     /* -x, !x                                                        */ \
   X(Binary)    /* arithmetic, comparison and logic                              */ \
   X(Call)      /* a built-in operation, a cast, or a call of a `def`            */
+// clang-format on
 
 enum class ExprKind : uint8_t {
 #define X(k) k,
@@ -51,9 +53,7 @@ struct Expr {
   uint32_t length = 1;  // source extent of the leading token, for underlining
   Type type;            // set by sema
   template <class T> T* as() { return T::classof(this) ? static_cast<T*>(this) : nullptr; }
-  template <class T> const T* as() const {
-    return T::classof(this) ? static_cast<const T*>(this) : nullptr;
-  }
+  template <class T> const T* as() const { return T::classof(this) ? static_cast<const T*>(this) : nullptr; }
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -105,8 +105,7 @@ struct Unary : Expr {
 };
 
 struct Binary : Expr {
-  Binary(SourceLoc l, BinaryOp o, ExprPtr a, ExprPtr b)
-      : Expr(ExprKind::Binary, l), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
+  Binary(SourceLoc l, BinaryOp o, ExprPtr a, ExprPtr b) : Expr(ExprKind::Binary, l), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
   COCONET_EXPR_CLASSOF(Binary)
   BinaryOp op;
   ExprPtr lhs, rhs;
@@ -119,6 +118,7 @@ struct Arg {
 };
 
 // Built-in operations (sema/Ops.cpp types each one). Listed once: name, spelling.
+// clang-format off
 #define COCONET_BUILTIN_OPS(X)                                                          \
   X(Cast, "cast") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Exp, "exp") X(Log, "log")           \
   X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Abs, "abs") X(Relu, "relu") X(Gelu, "gelu")     \
@@ -129,6 +129,7 @@ struct Arg {
   X(Embedding, "embedding") X(AllReduce, "allreduce") X(ReduceScatter, "reduce_scatter")  \
   X(AllGather, "all_gather") X(Broadcast, "broadcast") X(Reduce, "reduce")                \
   X(AllToAll, "all_to_all") X(Send, "send")
+// clang-format on
 
 enum class BuiltinOp : uint8_t {
   None,
@@ -148,18 +149,19 @@ struct Call : Expr {
 
   // Set by sema.
   BuiltinOp op = BuiltinOp::None;
-  DType castTo = DType::F32;    // Cast
-  ReduceOp reduceOp = ReduceOp::Sum;  // collectives and reductions that take one
-  int dim = -1;                       // reductions over one dimension; -1: whole tensor
-  bool keepdim = false;               // reductions: the reduced dimensions stay, with length 1
-  const DefDecl* def = nullptr;       // a call of a def: its instantiated body follows
-  std::vector<StmtPtr> body;          // the def's statements, typed for this call
-  std::vector<const Symbol*> params;  // the def's parameters as bound in this call
-  std::vector<const Symbol*> results; // the def's returned values
+  DType castTo = DType::F32;           // Cast
+  ReduceOp reduceOp = ReduceOp::Sum;   // collectives and reductions that take one
+  int dim = -1;                        // reductions over one dimension; -1: whole tensor
+  bool keepdim = false;                // reductions: the reduced dimensions stay, with length 1
+  const DefDecl* def = nullptr;        // a call of a def: its instantiated body follows
+  std::vector<StmtPtr> body;           // the def's statements, typed for this call
+  std::vector<const Symbol*> params;   // the def's parameters as bound in this call
+  std::vector<const Symbol*> results;  // the def's returned values
   std::string spelling() const { return qualifier.empty() ? callee : qualifier + "." + callee; }
 };
 
 // ---- Statements ----------------------------------------------------------------------------
+// clang-format off
 #define COCONET_STMT_KINDS(X)                                                           \
   X(Decl)     /* in / state: a tensor the program takes (state is updated in place)   */ \
   X(Group)    /* group g = split(parent, K): a process group                          */ \
@@ -167,6 +169,7 @@ struct Call : Expr {
   X(Let)      /* name = expr (or a, b = def_call(...)): a named statement              */ \
   X(Update)   /* update s = expr: the new value of state s                            */ \
   X(Return)   /* return a, b: the program's outputs / a def's results                 */
+// clang-format on
 
 enum class StmtKind : uint8_t {
 #define X(k) k,
@@ -180,9 +183,7 @@ struct Stmt {
   StmtKind kind;
   SourceLoc loc;
   template <class T> T* as() { return T::classof(this) ? static_cast<T*>(this) : nullptr; }
-  template <class T> const T* as() const {
-    return T::classof(this) ? static_cast<const T*>(this) : nullptr;
-  }
+  template <class T> const T* as() const { return T::classof(this) ? static_cast<const T*>(this) : nullptr; }
 };
 
 #define COCONET_STMT_CLASSOF(K) \
@@ -206,8 +207,8 @@ struct DeclStmt : Stmt {
   std::vector<ExprPtr> dims;
   Layout::Kind layoutKind = Layout::Replicated;
   SourceLoc layoutLoc;
-  ExprPtr slicedDim;  // sliced(<expr>)
-  NameLoc group;      // empty name: the world
+  ExprPtr slicedDim;               // sliced(<expr>)
+  NameLoc group;                   // empty name: the world
   const Symbol* symbol = nullptr;  // set by sema
 };
 
@@ -257,8 +258,8 @@ struct Param {
   ExprPtr defaultValue;
   // Set by sema: a value bound by -D or a default. Sizes bound to a constant fold into shapes.
   bool bound = false;
-  double value = 0;      // floating-point and bool parameters
-  int64_t ivalue = 0;    // sizes and integer parameters (exact)
+  double value = 0;    // floating-point and bool parameters
+  int64_t ivalue = 0;  // sizes and integer parameters (exact)
   bool boundOnCommandLine = false;
   const Symbol* symbol = nullptr;
 };

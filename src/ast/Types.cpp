@@ -10,8 +10,7 @@ namespace coconet::ast {
 const char* dtypeName(DType t) {
   switch (t) {
 #define X(name, str, bytes) \
-  case DType::name:         \
-    return str;
+  case DType::name: return str;
     COCONET_DTYPES(X)
 #undef X
   }
@@ -21,8 +20,7 @@ const char* dtypeName(DType t) {
 int dtypeBytes(DType t) {
   switch (t) {
 #define X(name, str, bytes) \
-  case DType::name:         \
-    return bytes;
+  case DType::name: return bytes;
     COCONET_DTYPES(X)
 #undef X
   }
@@ -37,13 +35,8 @@ std::optional<DType> dtypeFromName(const std::string& s) {
   return std::nullopt;
 }
 
-bool isFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 ||
-         t == DType::LitFloat;
-}
-bool isInteger(DType t) {
-  return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::LitInt;
-}
+bool isFloat(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 || t == DType::LitFloat; }
+bool isInteger(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::LitInt; }
 bool isLiteral(DType t) { return t == DType::LitInt || t == DType::LitFloat; }
 
 DType concrete(DType t) {
@@ -54,7 +47,8 @@ DType concrete(DType t) {
 
 static int floatRank(DType t) {
   switch (t) {
-    case DType::F16: case DType::BF16: return 1;
+    case DType::F16:
+    case DType::BF16: return 1;
     case DType::F32: return 2;
     case DType::F64: return 3;
     default: return 0;
@@ -63,7 +57,8 @@ static int floatRank(DType t) {
 
 static int intBits(DType t) {
   switch (t) {
-    case DType::I8: case DType::U8: return 8;
+    case DType::I8:
+    case DType::U8: return 8;
     case DType::I32: return 32;
     case DType::I64: return 64;
     default: return 0;
@@ -177,9 +172,7 @@ int SizeExpr::sign() const {
   return pos && !neg ? 1 : neg && !pos ? -1 : 0;
 }
 
-bool SizeExpr::isConstant() const {
-  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
-}
+bool SizeExpr::isConstant() const { return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty()); }
 
 std::optional<int64_t> SizeExpr::constantValue() const {
   if (terms_.empty()) return 0;
@@ -204,11 +197,17 @@ SizeExpr SizeExpr::div(const SizeExpr& a, const SizeExpr& b) {
     SizeExpr r;
     bool exact = true;
     for (auto& [m, c] : a.terms_) {
-      if (checkedRem(c, bc) != 0) { exact = false; break; }
+      if (checkedRem(c, bc) != 0) {
+        exact = false;
+        break;
+      }
       Monomial rest = m;
       for (auto& s : bm) {
         auto it = std::find(rest.begin(), rest.end(), s);
-        if (it == rest.end()) { exact = false; break; }
+        if (it == rest.end()) {
+          exact = false;
+          break;
+        }
         rest.erase(it);
       }
       if (!exact) break;
@@ -317,11 +316,16 @@ std::string SizeExpr::str() const {
   auto emit = [&](const Monomial& m, int64_t c) {
     bool neg = c < 0;
     uint64_t mag = neg ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
-    if (first) os << (neg ? "-" : "");
-    else os << (neg ? " - " : " + ");
+    if (first)
+      os << (neg ? "-" : "");
+    else
+      os << (neg ? " - " : " + ");
     first = false;
     bool any = false;
-    if (mag != 1 || m.empty()) { os << mag; any = true; }
+    if (mag != 1 || m.empty()) {
+      os << mag;
+      any = true;
+    }
     for (auto& s : m) {
       if (any) os << "*";
       auto it = atoms_.find(s);
@@ -331,8 +335,7 @@ std::string SizeExpr::str() const {
   };
   // Higher-degree terms first, the constant last.
   std::vector<std::pair<Monomial, int64_t>> ts(terms_.begin(), terms_.end());
-  std::stable_sort(ts.begin(), ts.end(),
-                   [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+  std::stable_sort(ts.begin(), ts.end(), [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
   for (auto& [m, c] : ts) emit(m, c);
   return os.str();
 }

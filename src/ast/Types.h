@@ -14,6 +14,7 @@ namespace coconet::ast {
 
 // ---- Element types ---------------------------------------------------------------------------
 // LitInt / LitFloat are the types of untyped literals: they take the type of the other operand.
+// clang-format off
 #define COCONET_DTYPES(X) \
   X(F16, "f16", 2)        \
   X(BF16, "bf16", 2)      \
@@ -26,6 +27,7 @@ namespace coconet::ast {
   X(Bool, "bool", 1)      \
   X(LitInt, "int literal", 8) \
   X(LitFloat, "float literal", 8)
+// clang-format on
 
 enum class DType : uint8_t {
 #define X(name, str, bytes) name,
@@ -102,7 +104,7 @@ public:
   std::optional<std::pair<SizeExpr, SizeExpr>> asRemainder() const;
 
 private:
-  std::map<Monomial, int64_t> terms_;  // no zero coefficients
+  std::map<Monomial, int64_t> terms_;     // no zero coefficients
   std::map<std::string, AtomPtr> atoms_;  // key -> atom, for every atom used in terms_
   friend struct SizeAtom;
   static SizeExpr makeAtom(int kind, const SizeExpr& a, const SizeExpr& b);
@@ -111,7 +113,7 @@ private:
 
 struct SizeAtom {
   enum Kind { Symbol, Div, Mod } kind = Symbol;
-  std::string name;  // Symbol
+  std::string name;                    // Symbol
   std::shared_ptr<SizeExpr> lhs, rhs;  // Div, Mod
   std::string key() const;
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
@@ -129,11 +131,11 @@ bool storageCountable(const Shape& s, DType t);
 // A process group: the world, or one of the equal parts a `group` statement splits a parent
 // into. A value that lives in a group is held by every instance of it independently.
 struct GroupInfo {
-  std::string name;                 // "world" or the statement's name
+  std::string name;  // "world" or the statement's name
   const GroupInfo* parent = nullptr;
-  SizeExpr count;                   // how many parts the parent is split into (1 for world)
-  SizeExpr size;                    // ranks in one part: world.size / (product of counts)
-  uint32_t depth = 0;               // 0 for world
+  SizeExpr count;      // how many parts the parent is split into (1 for world)
+  SizeExpr size;       // ranks in one part: world.size / (product of counts)
+  uint32_t depth = 0;  // 0 for world
 };
 
 struct Layout {

@@ -73,8 +73,9 @@ CompileOptions Emitter::fallbackOptions() const {
 
 std::string Emitter::planText() {
   makePlan();
-  std::string text = plan::print(p_, plan_, "plan of " + p_.name + (o_.embedded ? " without its schedule" : "") +
-                                                 (o_.deviceCollectives ? "" : " (--no-device-collectives)"));
+  std::string text = plan::print(
+      p_, plan_,
+      "plan of " + p_.name + (o_.embedded ? " without its schedule" : "") + (o_.deviceCollectives ? "" : " (--no-device-collectives)"));
   if (o_.embedded) return text;
   findFallback();
   if (fallbackWhenNot_.empty() && fallbackWhen_.empty()) return text;
@@ -118,7 +119,8 @@ void Emitter::run(std::vector<std::string>& files) {
   write(cls_ + "_main.cu", driver, files);
   write("CMakeLists.txt", cmakeText(), files);
   write("manifest.json",
-        manifestText(header + source + driver + fallbackText_ + kEnvHeader + tuningHeader + kRuntimeHeader + (usesDeviceHeader() ? kDeviceHeader : "")),
+        manifestText(header + source + driver + fallbackText_ + kEnvHeader + tuningHeader + kRuntimeHeader +
+                     (usesDeviceHeader() ? kDeviceHeader : "")),
         files);
 }
 
@@ -134,8 +136,8 @@ void Emitter::checkSupported() {
     if (s.kind == StageKind::Matmul) {
       DType a = p_.stages[s.operands[0]].type.dtype, b = p_.stages[s.operands[1]].type.dtype;
       if (a != b || a != s.type.dtype)
-        throw std::runtime_error("stage '" + s.name + "': the CUDA backend multiplies matrices of one type only (" +
-                                 ast::dtypeName(a) + " x " + ast::dtypeName(b) + " -> " + ast::dtypeName(s.type.dtype) + ")");
+        throw std::runtime_error("stage '" + s.name + "': the CUDA backend multiplies matrices of one type only (" + ast::dtypeName(a) +
+                                 " x " + ast::dtypeName(b) + " -> " + ast::dtypeName(s.type.dtype) + ")");
       if (a != DType::F16 && a != DType::BF16 && a != DType::F32 && a != DType::F64)
         throw std::runtime_error("stage '" + s.name + "': matmul of " + ast::dtypeName(a));
     }

@@ -123,9 +123,7 @@ private:
 
   std::string commOf(const GroupInfo* g) const;
   int groupIndex(const GroupInfo* g) const;
-  std::string g(const GroupInfo* gi, const char* field) const {
-    return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field;
-  }
+  std::string g(const GroupInfo* gi, const char* field) const { return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field; }
 
   // ---- The header: the C++ API ----
   std::string headerText();
@@ -310,7 +308,7 @@ private:
   struct DevLaunch {
     std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
     std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
-    std::string partOff = "";                    // the launch's first partial result of each fold (default: the first)
+    std::string partOff = "";                   // the launch's first partial result of each fold (default: the first)
     // The one-shot form's launch (oneShotMode): rsIn is the whole input (nSlice elements, the
     // whole tensor), stageOff the byte offset of the half of the one-shot window in use.
     bool oneShot = false;
@@ -380,8 +378,7 @@ private:
   std::set<std::pair<std::string, std::string>> knobWarned_;
   // The host code of the one-shot form's launch on stream_: its window, its OutputMap (keys by
   // the global index), its alignment test and the launch; `rsIn`: the whole input.
-  void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n,
-                      const std::string& ind);
+  void emitDevOneShot(const DevGroup& dg, const std::string& kname, const std::string& rsIn, const std::string& n, const std::string& ind);
   // A group [allreduce, members...] (DevGroup::arHead): its one-shot kernel where it is taken,
   // else its two-shot kernel where it has one (twoShotForm), else the allreduce (as plan_.devAR plans
   // it) and the members' kernel.
@@ -491,14 +488,16 @@ private:
   // Stream order of an overlap: comm2_ starts after what stream_ did before; chunk k's producer
   // work on stream_ hands over to comm2_; stream_ goes on after all of comm2_'s work.
   static std::string forkComm(const std::string& name) {
-    return "    CHECK(cudaEventRecord(ovStart_, stream_), " + name + ");\n    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " + name + ");\n";
+    return "    CHECK(cudaEventRecord(ovStart_, stream_), " + name + ");\n    CHECK(cudaStreamWaitEvent(comm2_, ovStart_, 0), " + name +
+           ");\n";
   }
   static std::string handOff(const std::string& name);
   // `coconetc compile --timeline`: the line that marks the call's timeline on `stream` after the
   // work enqueued there so far (label, and `index` an expression for a round or chunk); "" when off.
   std::string tlMark(const std::string& ind, const std::string& stream, const std::string& label, const std::string& index = "") const;
   static std::string joinComm(const std::string& name) {
-    return "    CHECK(cudaEventRecord(ovDone_, comm2_), " + name + ");\n    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " + name + ");\n";
+    return "    CHECK(cudaEventRecord(ovDone_, comm2_), " + name + ");\n    CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " + name +
+           ");\n";
   }
 
   // ---- A fused reduce_scatter + all_gather with nothing between them is an allreduce: one
@@ -662,12 +661,12 @@ private:
   struct RowwiseKernel {
     int id = -1;
     bool softmax = false, rms = false, scaled = false, shifted = false;  // scaled: gamma; shifted: beta
-    std::string T, XT, GT, BT;  // storage types of y, x, gamma, beta
-    std::string A;              // accumulation type
-    std::string name, params;   // kernel name prefix; its parameters up to eps
-    int V = 1;                  // elements of x in a pack of 16 bytes (at most 8)
-    int minBlocks = 1;          // __launch_bounds__(512, minBlocks): 2 caps the registers at 64
-    std::string stats;          // the one-pass statistics: coconet_rt::MaxSumT<A>, SumSqT<A> or WelfordT<A>
+    std::string T, XT, GT, BT;                                           // storage types of y, x, gamma, beta
+    std::string A;                                                       // accumulation type
+    std::string name, params;                                            // kernel name prefix; its parameters up to eps
+    int V = 1;                                                           // elements of x in a pack of 16 bytes (at most 8)
+    int minBlocks = 1;                                                   // __launch_bounds__(512, minBlocks): 2 caps the registers at 64
+    std::string stats;  // the one-pass statistics: coconet_rt::MaxSumT<A>, SumSqT<A> or WelfordT<A>
   };
   RowwiseKernel rowwiseKernel(int id) const;
   // run()'s check that a normalization's eps given by a scalar parameter is positive ("" for a constant).

@@ -116,8 +116,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
     } keepPrograms{inv.exitAfter, base, copied};
     std::vector<schedule::Step> trace;
     if (script) {
-      if (!schedule::apply(sched, *script, diags, trace, inv.printAfterAll ? &out : nullptr))
-        return errorsGenerated(diags, err);
+      if (!schedule::apply(sched, *script, diags, trace, inv.printAfterAll ? &out : nullptr)) return errorsGenerated(diags, err);
     } else if (inv.printAfterAll) {
       out << "// ---- IR after lowering\n" << ir::print(base);
     }
@@ -131,8 +130,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         break;
       case Action::Verify: {
         out << "verify " << base.name
-            << (schedPath.empty() ? " (no schedule)" : " with " + schedPath + " (" + std::to_string(trace.size()) +
-                                                           (trace.size() == 1 ? " step)" : " steps)"))
+            << (schedPath.empty() ? " (no schedule)"
+                                  : " with " + schedPath + " (" + std::to_string(trace.size()) + (trace.size() == 1 ? " step)" : " steps)"))
             << "\n";
         verify::Options vo;
         vo.ranks = inv.ranks;
@@ -169,8 +168,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
   if (diags.warningCount()) err << countsLine(diags);
@@ -198,8 +196,7 @@ int run(const Invocation& inv, std::ostream& out, std::ostream& err) {
     try {
       rc = pipeline(inv, out, err);
     } catch (const InternalError& e) {
-      err << "coconetc: internal compiler error: " << e.what()
-          << "\nplease report this bug with the input that caused it\n";
+      err << "coconetc: internal compiler error: " << e.what() << "\nplease report this bug with the input that caused it\n";
       rc = kExitInternal;
     } catch (const FileError& e) {
       err << "coconetc: error: " << e.what() << "\n";

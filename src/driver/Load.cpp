@@ -7,8 +7,7 @@
 
 namespace coconet::driver {
 
-void checkFile(sema::Compilation& c, const std::string& path, const sema::Options& opts, const LoadOptions& load,
-               DiagnosticEngine& diags) {
+void checkFile(sema::Compilation& c, const std::string& path, const sema::Options& opts, const LoadOptions& load, DiagnosticEngine& diags) {
   std::string text, err;
   if (!readFileBounded(path, kMaxSourceBytes, text, err)) {
     diags.error({}, err);
@@ -17,8 +16,8 @@ void checkFile(sema::Compilation& c, const std::string& path, const sema::Option
   checkSource(c, path, std::move(text), opts, load, diags);
 }
 
-void checkSource(sema::Compilation& c, const std::string& path, std::string text, const sema::Options& opts,
-                 const LoadOptions& load, DiagnosticEngine& diags) {
+void checkSource(sema::Compilation& c, const std::string& path, std::string text, const sema::Options& opts, const LoadOptions& load,
+                 DiagnosticEngine& diags) {
   uint32_t file = c.sources.add(path, std::move(text));
   auto m = frontend::parseFile(c.sources, file, diags);
   if (!m) return;

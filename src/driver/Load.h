@@ -17,12 +17,11 @@ struct LoadOptions {
 
 // Reads `path` (at most kMaxSourceBytes), parses it and its imports and checks every program in
 // it. Diagnostics go to `diags`; the result is complete only when no error was reported.
-void checkFile(sema::Compilation& c, const std::string& path, const sema::Options& opts, const LoadOptions& load,
-               DiagnosticEngine& diags);
+void checkFile(sema::Compilation& c, const std::string& path, const sema::Options& opts, const LoadOptions& load, DiagnosticEngine& diags);
 
 // The same for source text already in memory (`name` is used in diagnostics and names the
 // folder searched first).
-void checkSource(sema::Compilation& c, const std::string& name, std::string text, const sema::Options& opts,
-                 const LoadOptions& load, DiagnosticEngine& diags);
+void checkSource(sema::Compilation& c, const std::string& name, std::string text, const sema::Options& opts, const LoadOptions& load,
+                 DiagnosticEngine& diags);
 
 }  // namespace coconet::driver

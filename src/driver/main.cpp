@@ -49,13 +49,10 @@ static int command(int argc, char** argv) {
   std::vector<std::string> defines;
   auto addCommon = [&](CLI::App* sub) {
     sub->add_option("input", inv.input, "the .cnet program")->required();
-    sub->add_option("-D,--define", defines, "bind a program parameter: -D NAME=VALUE")
-        ->type_name("NAME=VALUE");
-    sub->add_option("-I,--stdlib", inv.moduleDirs, "search this folder for imported modules first")
-        ->type_name("DIR");
+    sub->add_option("-D,--define", defines, "bind a program parameter: -D NAME=VALUE")->type_name("NAME=VALUE");
+    sub->add_option("-I,--stdlib", inv.moduleDirs, "search this folder for imported modules first")->type_name("DIR");
     sub->add_option("--error-limit", inv.errorLimit, "stop after this many errors (0: no limit)");
-    sub->add_option("--schedule", inv.schedule,
-                    "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
+    sub->add_option("--schedule", inv.schedule, "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
         ->type_name("FILE|none");
     sub->add_flag("--print-after-all", inv.printAfterAll, "print the IR after lowering and after every schedule step");
   };
@@ -72,21 +69,22 @@ static int command(int argc, char** argv) {
   emit->add_flag("--device-collectives,!--no-device-collectives", inv.deviceCollectives,
                  "with --stage plan: plan as `compile` does with this flag (default: on)");
 
-  auto* verify = app.add_subcommand("verify", "run the program and its scheduled form on the CPU for "
-                                               "several rank counts and compare every output and state");
+  auto* verify = app.add_subcommand("verify",
+                                    "run the program and its scheduled form on the CPU for "
+                                    "several rank counts and compare every output and state");
   addCommon(verify);
   std::string ranks = "1,2,3,4,8";
   verify->add_option("--ranks", ranks, "rank counts to simulate, comma-separated")->capture_default_str();
   std::string seed = "1";
   verify->add_option("--seed", seed, "random seed for sizes, inputs and dropout, 0 to 2^64 - 1")->capture_default_str();
-  verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")
-      ->type_name("DIR");
+  verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")->type_name("DIR");
 
   auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
   addCommon(compile);
   compile->add_option("-o,--output", inv.outDir, "output folder")->required();
-  compile->add_option("--arch", inv.arch, "GPU architecture")->capture_default_str()->check(
-      CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
+  compile->add_option("--arch", inv.arch, "GPU architecture")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
   compile->add_flag("--device-collectives,!--no-device-collectives", inv.deviceCollectives,
                     "collectives over the world as kernels over NCCL's device API: fused reduce_scatter -> "
                     "element-wise -> all_gather groups (also overlapped), allreduces, fused reduce_scatter + "
@@ -118,8 +116,7 @@ static int command(int argc, char** argv) {
   }
   if (verify->parsed()) {
     auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), inv.seed);
-    if (seed.empty() || !std::isdigit(static_cast<unsigned char>(seed[0])) || ec != std::errc() ||
-        end != seed.data() + seed.size()) {
+    if (seed.empty() || !std::isdigit(static_cast<unsigned char>(seed[0])) || ec != std::errc() || end != seed.data() + seed.size()) {
       std::cerr << "coconetc: error: --seed " << coconet::printable(seed) << ": not a decimal integer from 0 to 2^64 - 1\n";
       return kExitUsage;
     }
@@ -134,17 +131,19 @@ static int command(int argc, char** argv) {
       int v = 0;
       auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
       if (ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 1024) {
-        std::cerr << "coconetc: error: --ranks " << coconet::printable(ranks) << ": '" << coconet::printable(item) << "' is not a rank count in [1, 1024]\n";
+        std::cerr << "coconetc: error: --ranks " << coconet::printable(ranks) << ": '" << coconet::printable(item)
+                  << "' is not a rank count in [1, 1024]\n";
         return kExitUsage;
       }
       inv.ranks.push_back(v);
     }
     inv.action = Action::Verify;
-  } else inv.action = !emit->parsed()   ? Action::Check
-                       : stage == "ir"    ? Action::EmitIR
-                       : stage == "sched" ? Action::EmitSched
-                       : stage == "plan"  ? Action::EmitPlan
-                                          : Action::EmitAST;
+  } else
+    inv.action = !emit->parsed()    ? Action::Check
+                 : stage == "ir"    ? Action::EmitIR
+                 : stage == "sched" ? Action::EmitSched
+                 : stage == "plan"  ? Action::EmitPlan
+                                    : Action::EmitAST;
   return run(inv, std::cout, std::cerr);
 }
 

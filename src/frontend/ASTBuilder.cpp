@@ -22,8 +22,10 @@ public:
     m->file = file_;
     for (auto* imp : ctx->importDecl()) m->imports.push_back({nameOf(imp->IDENT())});
     for (auto* top : ctx->topDecl()) {
-      if (auto* p = top->programDecl()) m->programs.push_back(program(p));
-      else if (auto* d = top->defDecl()) m->defs.push_back(def(d));
+      if (auto* p = top->programDecl())
+        m->programs.push_back(program(p));
+      else if (auto* d = top->defDecl())
+        m->defs.push_back(def(d));
     }
     return m;
   }
@@ -33,8 +35,7 @@ private:
   DiagnosticEngine& diags_;
 
   SourceLoc loc(antlr4::Token* t) const {
-    return {file_, static_cast<uint32_t>(t->getLine()),
-            static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
+    return {file_, static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
   }
   SourceLoc loc(antlr4::tree::TerminalNode* n) const { return loc(n->getSymbol()); }
   SourceLoc loc(antlr4::ParserRuleContext* c) const { return loc(c->getStart()); }
@@ -88,10 +89,7 @@ private:
   // differs, by the grammar), not by dynamic_cast: the parse tree's classes derive from the ANTLR
   // runtime's in another shared library, where a failing cast compares type names as strings
   // (a tenth of checking a 100,000-statement program).
-  template <class C>
-  static C* as(antlr4::ParserRuleContext* ctx) {
-    return static_cast<C*>(ctx);
-  }
+  template <class C> static C* as(antlr4::ParserRuleContext* ctx) { return static_cast<C*>(ctx); }
 
   StmtPtr stmt(P::StmtContext* ctx) {
     const size_t first = ctx->getStart()->getType();
@@ -109,7 +107,8 @@ private:
       for (auto* e : tt->expr()) s->dims.push_back(expr(e));
       if (auto* l = c->layout()) {
         s->layoutLoc = loc(l);
-        if (l->LOCAL()) s->layoutKind = Layout::Local;
+        if (l->LOCAL())
+          s->layoutKind = Layout::Local;
         else if (l->SLICED()) {
           s->layoutKind = Layout::Sliced;
           s->slicedDim = expr(l->expr());
@@ -195,8 +194,7 @@ private:
       if (!acc) {
         acc = std::move(operand);
       } else {
-        auto b = std::make_unique<Binary>(loc(pendingOp), binop(pendingOp->getType()),
-                                          std::move(acc), std::move(operand));
+        auto b = std::make_unique<Binary>(loc(pendingOp), binop(pendingOp->getType()), std::move(acc), std::move(operand));
         b->length = static_cast<uint32_t>(pendingOp->getText().size());
         acc = std::move(b);
       }
@@ -223,8 +221,7 @@ private:
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
       if (ec != std::errc() || ptr != text.data() + text.size())
-        diags_.error(loc(c), "integer literal " + quote(text) + " is too large",
-                     static_cast<uint32_t>(text.size()));
+        diags_.error(loc(c), "integer literal " + quote(text) + " is too large", static_cast<uint32_t>(text.size()));
       auto e = std::make_unique<IntLit>(loc(c), v, text);
       e->length = static_cast<uint32_t>(text.size());
       return e;
@@ -235,8 +232,7 @@ private:
       errno = 0;
       double v = std::strtod(text.c_str(), nullptr);
       if (std::isinf(v) || (errno == ERANGE && std::fabs(v) > 1.0))
-        diags_.error(loc(c), "floating-point literal " + quote(text) + " is out of range",
-                     static_cast<uint32_t>(text.size()));
+        diags_.error(loc(c), "floating-point literal " + quote(text) + " is out of range", static_cast<uint32_t>(text.size()));
       auto e = std::make_unique<FloatLit>(loc(c), v, text);
       e->length = static_cast<uint32_t>(text.size());
       return e;
@@ -251,8 +247,7 @@ private:
       auto* c = as<P::NameRefContext>(ctx);
       auto* id = c->IDENT();
       auto* m = c->member();
-      auto e = std::make_unique<NameRef>(loc(id), id->getText(), m ? m->getText() : "",
-                                         m ? loc(m) : SourceLoc{});
+      auto e = std::make_unique<NameRef>(loc(id), id->getText(), m ? m->getText() : "", m ? loc(m) : SourceLoc{});
       e->length = static_cast<uint32_t>(e->spelling().size());
       return e;
     }
@@ -293,8 +288,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ast::Module> buildAST(cnetgen::CnetParser::File_Context* tree, uint32_t file,
-                                      DiagnosticEngine& diags) {
+std::unique_ptr<ast::Module> buildAST(cnetgen::CnetParser::File_Context* tree, uint32_t file, DiagnosticEngine& diags) {
   return Builder(file, diags).build(tree);
 }
 

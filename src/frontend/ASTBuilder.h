@@ -9,7 +9,6 @@
 
 namespace coconet::frontend {
 
-std::unique_ptr<ast::Module> buildAST(cnetgen::CnetParser::File_Context* tree, uint32_t file,
-                                      DiagnosticEngine& diags);
+std::unique_ptr<ast::Module> buildAST(cnetgen::CnetParser::File_Context* tree, uint32_t file, DiagnosticEngine& diags);
 
 }  // namespace coconet::frontend

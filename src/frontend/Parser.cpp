@@ -16,8 +16,7 @@ using cnetgen::CnetLexer;
 using cnetgen::CnetParser;
 
 SourceLoc locOf(uint32_t file, const antlr4::Token* t) {
-  return {file, static_cast<uint32_t>(t->getLine()),
-          static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
+  return {file, static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
 }
 
 // Token names as a user reads them: "';'" for literals, "identifier" for IDENT.
@@ -42,8 +41,8 @@ class DiagnosticListener : public antlr4::BaseErrorListener {
 public:
   DiagnosticListener(uint32_t file, DiagnosticEngine& d) : file_(file), diags_(d) {}
 
-  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
-                   size_t col, const std::string& msg, std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line, size_t col, const std::string& msg,
+                   std::exception_ptr) override {
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
     SyntaxErrorPlace place = placeSyntaxError(file_, parser, offending, line, col);
     std::string text;
@@ -51,8 +50,7 @@ public:
       antlr4::misc::IntervalSet expected;
       try {
         expected = parser->getExpectedTokens();
-      } catch (...) {
-      }
+      } catch (...) {}
       std::vector<std::string> names;
       for (size_t t : expected.toList()) {
         if (t == CnetParser::BAD_CHAR || t == CnetParser::UNTERMINATED_COMMENT) continue;
@@ -91,25 +89,20 @@ bool checkTokens(const std::vector<antlr4::Token*>& toks, uint32_t file, Diagnos
       diags.error(locOf(file, t), "unterminated comment", 2);
       ok = false;
     } else if (type == CnetLexer::IDENT && t->getText().size() > kMaxIdentifierLength) {
-      diags.error(locOf(file, t), "identifier is too long (" + std::to_string(t->getText().size()) +
-                                      " characters; the limit is " +
+      diags.error(locOf(file, t), "identifier is too long (" + std::to_string(t->getText().size()) + " characters; the limit is " +
                                       std::to_string(kMaxIdentifierLength) + ")");
       ok = false;
     }
     // A '-' or '!' after an operator, an opening bracket, '=' or ',' is a prefix operator;
     // each one nests the parse one level deeper, like a parenthesis.
-    bool prefix = (type == CnetLexer::MINUS || type == CnetLexer::BANG) &&
-                  prevType != CnetLexer::IDENT && prevType != CnetLexer::INT &&
-                  prevType != CnetLexer::FLOAT && prevType != CnetLexer::RPAREN &&
-                  prevType != CnetLexer::RBRACK && prevType != CnetLexer::TRUE &&
-                  prevType != CnetLexer::FALSE;
+    bool prefix = (type == CnetLexer::MINUS || type == CnetLexer::BANG) && prevType != CnetLexer::IDENT && prevType != CnetLexer::INT &&
+                  prevType != CnetLexer::FLOAT && prevType != CnetLexer::RPAREN && prevType != CnetLexer::RBRACK &&
+                  prevType != CnetLexer::TRUE && prevType != CnetLexer::FALSE;
     unaryRun = prefix ? unaryRun + 1 : 0;
     if (type == CnetLexer::LPAREN || type == CnetLexer::LBRACK || type == CnetLexer::LBRACE) ++depth;
-    if ((type == CnetLexer::RPAREN || type == CnetLexer::RBRACK || type == CnetLexer::RBRACE) && depth)
-      --depth;
+    if ((type == CnetLexer::RPAREN || type == CnetLexer::RBRACK || type == CnetLexer::RBRACE) && depth) --depth;
     if (depth + unaryRun > kMaxNesting) {
-      diags.error(locOf(file, t), "expression is nested too deeply (more than " +
-                                      std::to_string(kMaxNesting) + " levels)");
+      diags.error(locOf(file, t), "expression is nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
       return false;
     }
     if (diags.tooManyErrors()) return false;
@@ -120,8 +113,7 @@ bool checkTokens(const std::vector<antlr4::Token*>& toks, uint32_t file, Diagnos
 
 }  // namespace
 
-std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file,
-                                       DiagnosticEngine& diags) {
+std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file, DiagnosticEngine& diags) {
   const std::string& text = sm.contents(file);
   auto problems = checkEncoding(text);
   if (!problems.empty()) {
@@ -140,8 +132,7 @@ std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file,
   parser.removeErrorListeners();
   // Fast path: SLL prediction, bail at the first error; on error, re-parse with full LL and
   // error recovery so that several syntax errors can be reported in one run.
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-      antlr4::atn::PredictionMode::SLL);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
   parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
   CnetParser::File_Context* tree = nullptr;
   try {
@@ -155,8 +146,7 @@ std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file,
     DiagnosticListener listener(file, diags);
     parser.addErrorListener(&listener);
     parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
-    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-        antlr4::atn::PredictionMode::LL);
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
     unsigned before = diags.errorCount();
     tree = parser.file_();
     parser.removeErrorListeners();

@@ -13,12 +13,11 @@
 
 namespace coconet::frontend {
 
-constexpr unsigned kMaxNesting = 256;        // brackets plus prefix operators
+constexpr unsigned kMaxNesting = 256;  // brackets plus prefix operators
 constexpr size_t kMaxIdentifierLength = 256;
 
 // Parses one registered file. Returns the module (possibly partial) when no error was
 // reported; nullptr after errors (diagnostics have been emitted).
-std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file,
-                                       DiagnosticEngine& diags);
+std::unique_ptr<ast::Module> parseFile(const SourceManager& sm, uint32_t file, DiagnosticEngine& diags);
 
 }  // namespace coconet::frontend

@@ -33,9 +33,9 @@ static float roundHalf(float f) {
   uint32_t x = bitsOf(f);
   uint32_t sign = x & 0x80000000u;
   uint32_t a = x ^ sign;
-  if (a >= 0x7f800000u) return f;                      // inf, nan
-  if (a >= 0x477ff000u) return floatOf(sign | 0x7f800000u);  // >= 65520 rounds to inf
-  if (a < 0x38800000u) {                               // below 2^-14: half subnormals
+  if (a >= 0x7f800000u) return f;                                      // inf, nan
+  if (a >= 0x477ff000u) return floatOf(sign | 0x7f800000u);            // >= 65520 rounds to inf
+  if (a < 0x38800000u) {                                               // below 2^-14: half subnormals
     float r = std::nearbyint(floatOf(a) * 16777216.0f) / 16777216.0f;  // multiples of 2^-24
     return floatOf(sign | bitsOf(r));
   }
@@ -54,8 +54,7 @@ static float roundBf16(float f) {
   return floatOf(x);
 }
 
-template <class T>
-static double saturate(double v) {
+template <class T> static double saturate(double v) {
   if (std::isnan(v)) return 0;
   v = std::trunc(v);
   if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
@@ -95,12 +94,14 @@ double roundTo(DType t, double v) {
   switch (t) {
     case DType::F16: return roundHalf(static_cast<float>(v));
     case DType::BF16: return roundBf16(static_cast<float>(v));
-    case DType::F32: case DType::LitFloat: return static_cast<float>(v);
+    case DType::F32:
+    case DType::LitFloat: return static_cast<float>(v);
     case DType::F64: return v;
     case DType::I8: return saturate<int8_t>(v);
     case DType::U8: return saturate<uint8_t>(v);
     case DType::I32: return saturate<int32_t>(v);
-    case DType::I64: case DType::LitInt: return saturate<int64_t>(v);
+    case DType::I64:
+    case DType::LitInt: return saturate<int64_t>(v);
     case DType::Bool: return v != 0 ? 1 : 0;
   }
   return v;
@@ -143,8 +144,8 @@ GroupCoord groupCoord(const GroupInfo* g, const Config& c, int r) {
   GroupCoord pc = groupCoord(g->parent, c, r);
   int64_t k = evalSize(g->count, c, "the number of parts of group '" + g->name + "'");
   if (k <= 0 || pc.size % k != 0)
-    throw RunError("group '" + g->name + "' splits " + std::to_string(pc.size) + " ranks into " +
-                   std::to_string(k) + " parts: not a divisor");
+    throw RunError("group '" + g->name + "' splits " + std::to_string(pc.size) + " ranks into " + std::to_string(k) +
+                   " parts: not a divisor");
   int size = static_cast<int>(pc.size / k);
   return {static_cast<int>(pc.instance * k + pc.pos / size), pc.pos % size, size};
 }
@@ -156,9 +157,8 @@ std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
     GroupCoord gc = groupCoord(t.group, c, r);
     int64_t& d = s[t.layout.dim];
     if (d % gc.size != 0)
-      throw RunError("dimension " + std::to_string(t.layout.dim) + " (" + std::to_string(d) +
-                     ") is not divisible by the " + std::to_string(gc.size) + " ranks of group '" +
-                     t.group->name + "'");
+      throw RunError("dimension " + std::to_string(t.layout.dim) + " (" + std::to_string(d) + ") is not divisible by the " +
+                     std::to_string(gc.size) + " ranks of group '" + t.group->name + "'");
     d /= gc.size;
   }
   return s;
@@ -191,9 +191,7 @@ int64_t ineg(int64_t a) { return wrap(0 - static_cast<uint64_t>(a)); }
 int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? ineg(a) : a / b; }
 int64_t imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
 
-bool floatish(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::LitFloat;
-}
+bool floatish(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::LitFloat; }
 
 std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -255,8 +253,8 @@ private:
         default: break;
       }
       if (!ok)
-        throw RunError("requirement " + r.str() + " does not hold (" + r.reason + "): " +
-                       std::to_string(*l) + " vs " + std::to_string(*rr));
+        throw RunError("requirement " + r.str() + " does not hold (" + r.reason + "): " + std::to_string(*l) + " vs " +
+                       std::to_string(*rr));
     }
   }
 
@@ -265,12 +263,16 @@ private:
   // Stores element i of y, a value of type t: a double rounded as store() does, or an integer
   // exactly (saturated to t's range).
   void put(Tensor& y, int64_t i, DType t, double v) const {
-    if (keepsExact(t)) y.setInteger(i, toInt64(v));
-    else y.data[i] = store(t, v);
+    if (keepsExact(t))
+      y.setInteger(i, toInt64(v));
+    else
+      y.data[i] = store(t, v);
   }
   void put(Tensor& y, int64_t i, DType t, Num v) const {
-    if (v.isInt && (integral(t) || t == DType::Bool)) y.setInteger(i, saturateInteger(t, v.i));
-    else put(y, i, t, v.f());
+    if (v.isInt && (integral(t) || t == DType::Bool))
+      y.setInteger(i, saturateInteger(t, v.i));
+    else
+      put(y, i, t, v.f());
   }
 
   Tensor zeros(const TensorType& t, int r) {
@@ -288,8 +290,7 @@ private:
     for (auto& t : v) {
       COCONET_ASSERT(t.exact.size() == t.data.size(), "interpreter: i64 stage '" + s.name + "' lost its exact values");
       for (size_t i = 0; i < t.data.size(); ++i)
-        COCONET_ASSERT(t.data[i] == static_cast<double>(t.exact[i]),
-                       "interpreter: i64 stage '" + s.name + "' has inexact values");
+        COCONET_ASSERT(t.data[i] == static_cast<double>(t.exact[i]), "interpreter: i64 stage '" + s.name + "' has inexact values");
     }
   }
 
@@ -310,13 +311,13 @@ private:
 
   PerRank stage(const Stage& s, const Values& in) {
     switch (s.kind) {
-      case StageKind::Input: case StageKind::State: {
+      case StageKind::Input:
+      case StageKind::State: {
         const std::string& key = s.kind == StageKind::State ? s.state : s.name;
         auto it = in.inputs.find(key);
         if (it == in.inputs.end()) throw RunError("no value given for '" + key + "'");
         if (static_cast<int>(it->second.size()) != c_.ranks)
-          throw RunError("'" + key + "' has values for " + std::to_string(it->second.size()) + " ranks, not " +
-                         std::to_string(c_.ranks));
+          throw RunError("'" + key + "' has values for " + std::to_string(it->second.size()) + " ranks, not " + std::to_string(c_.ranks));
         for (int r = 0; r < c_.ranks; ++r)
           if (it->second[r].shape != localShape(s.type, c_, r))
             throw RunError("the value of '" + key + "' on rank " + std::to_string(r) + " has the wrong shape");
@@ -324,8 +325,11 @@ private:
       }
       case StageKind::Compute: return compute(s);
       case StageKind::Reduce: return reduce(s);
-      case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: return rowwise(s);
-      case StageKind::Matmul: case StageKind::Gemv: return matmul(s);
+      case StageKind::Softmax:
+      case StageKind::Layernorm:
+      case StageKind::Rmsnorm: return rowwise(s);
+      case StageKind::Matmul:
+      case StageKind::Gemv: return matmul(s);
       case StageKind::Embedding: return embedding(s);
       default: return collective(s);
     }
@@ -374,8 +378,8 @@ private:
           rem %= ys[k];
           gidx += g[k] * gs[k];
         }
-        uint64_t key = static_cast<uint64_t>(gidx) ^ (static_cast<uint64_t>(gc.instance) << 48) ^
-                       (local ? static_cast<uint64_t>(r + 1) << 40 : 0);
+        uint64_t key =
+            static_cast<uint64_t>(gidx) ^ (static_cast<uint64_t>(gc.instance) << 48) ^ (local ? static_cast<uint64_t>(r + 1) << 40 : 0);
         auto operand = [&](int idx) {
           const Opnd& x = ops[idx];
           int64_t li = 0;
@@ -410,8 +414,7 @@ private:
 
   // One node of a compute stage: integer types in 64-bit integers (two's complement), f16, bf16
   // and f32 in float (f64 in exact mode), f64 and literals in double.
-  template <class F>
-  Num eval(const ENode& n, const std::vector<Num>& v, F&& operand, int r, uint64_t key) {
+  template <class F> Num eval(const ENode& n, const std::vector<Num>& v, F&& operand, int r, uint64_t key) {
     auto a = [&](int k) -> const Num& { return v[n.args[k]]; };
     auto d = [&](int k) { return a(k).f(); };
     auto i = [&](int k) { return a(k).n(); };
@@ -425,9 +428,7 @@ private:
       if (fl) return Num::of(static_cast<double>(opf(fv(0), fv(1))));
       return Num::of(static_cast<double>(opd(d(0), d(1))));
     };
-    auto unary = [&](auto opf, auto opd) -> Num {
-      return Num::of(fl ? static_cast<double>(opf(fv(0))) : static_cast<double>(opd(d(0))));
-    };
+    auto unary = [&](auto opf, auto opd) -> Num { return Num::of(fl ? static_cast<double>(opf(fv(0))) : static_cast<double>(opd(d(0)))); };
     // Comparisons, min and max: exactly where both operands are integers.
     auto bothInt = [&] { return a(0).isInt && a(1).isInt; };
     auto less = [&](int x, int y) { return bothInt() ? i(x) < i(y) : d(x) < d(y); };
@@ -446,14 +447,10 @@ private:
         if (integer) return Num::of(ineg(i(0)));
         return Num::of(fl ? static_cast<double>(-fv(0)) : -d(0));
       case EOp::Not: return Num::of(static_cast<int64_t>(d(0) == 0));
-      case EOp::Add:
-        return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; }, iadd);
-      case EOp::Sub:
-        return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; }, isub);
-      case EOp::Mul:
-        return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; }, imul);
-      case EOp::Div:
-        return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; }, idiv);
+      case EOp::Add: return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; }, iadd);
+      case EOp::Sub: return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; }, isub);
+      case EOp::Mul: return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; }, imul);
+      case EOp::Div: return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; }, idiv);
       case EOp::Mod:
         return arith([](float x, float y) { return std::fmod(x, y); }, [](double x, double y) { return std::fmod(x, y); }, imod);
       case EOp::Lt: return Num::of(static_cast<int64_t>(less(0, 1)));
@@ -481,8 +478,7 @@ private:
         return unary([](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); },
                      [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)); });
       case EOp::Pow:
-        return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); },
-                     integerPow);
+        return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); }, integerPow);
       case EOp::Min: return pick(!less(1, 0));
       case EOp::Max: return pick(!less(0, 1));
       case EOp::Select: return d(0) != 0 ? a(1) : a(2);
@@ -564,7 +560,8 @@ private:
           if (perturbed) mag += std::fabs(v);
           if (useF) v = static_cast<float>(v);
           switch (s.reduce) {
-            case ReduceKind::Sum: case ReduceKind::Mean: ad += v; break;
+            case ReduceKind::Sum:
+            case ReduceKind::Mean: ad += v; break;
             case ReduceKind::Norm: ad += v * v; break;
             case ReduceKind::Max: ad = std::max(ad, v); break;
             case ReduceKind::Min: ad = std::min(ad, v); break;
@@ -596,8 +593,7 @@ private:
   // their sums accumulate in double, then round to T: a row's sequential float sum errs by ~n ulp
   // (1.7e-4 relative for softmax over 40000 integers in {0..3}), where the GPU's per-thread sums
   // combined in a tree err by ~1e-7.
-  template <class T>
-  PerRank rowwiseIn(const Stage& s) {
+  template <class T> PerRank rowwiseIn(const Stage& s) {
     PerRank out;
     for (int r = 0; r < c_.ranks; ++r) {
       const Tensor& x = vals_[s.operands[0]][r];
@@ -665,8 +661,7 @@ private:
       const Tensor& b = gemv ? column : vals_[s.operands[1]][r];
       Tensor y = zeros(s.type, r);
       if (gemv) y.shape.push_back(1);
-      int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()),
-          rb = static_cast<int>(b.shape.size());
+      int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()), rb = static_cast<int>(b.shape.size());
       int64_t M = y.shape[ry - 2], N = y.shape[ry - 1], K = a.shape[ra - 1];
       if (b.shape[rb - 2] != K || a.shape[ra - 2] != M || b.shape[rb - 1] != N)
         throw RunError("matmul operands do not fit on rank " + std::to_string(r));
@@ -698,8 +693,10 @@ private:
             double acc = 0;
             for (int64_t k = 0; k < K; ++k) {
               double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
-              if (wide) acc += x * w;
-              else acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
+              if (wide)
+                acc += x * w;
+              else
+                acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
             }
             put(y, yoff + m * ys[ry - 2] + n, s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
           }
@@ -724,8 +721,8 @@ private:
       for (int64_t i = 0; i < idx.numel(); ++i) {
         int64_t v = idx.integer(i);
         if (v < 0 || v >= rowsGlobal)
-          throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) +
-                         ") of table '" + ts.name + "'");
+          throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) + ") of table '" + ts.name +
+                         "'");
         int64_t lr = v - off;
         if (lr < 0 || lr >= R) continue;  // a row another rank owns: zero here
         for (int64_t d = 0; d < D; ++d) {
@@ -774,8 +771,10 @@ private:
         const Tensor& x = vals_[operand][ranks[i]];
         for (int64_t e = 0; e < acc.numel(); ++e) {
           int64_t u = acc.integer(e), v = x.integer(e);
-          acc.setInteger(e, op == ReduceOp::Sum ? iadd(u, v) : op == ReduceOp::Prod ? imul(u, v)
-                            : op == ReduceOp::Max ? std::max(u, v) : std::min(u, v));
+          acc.setInteger(e, op == ReduceOp::Sum    ? iadd(u, v)
+                            : op == ReduceOp::Prod ? imul(u, v)
+                            : op == ReduceOp::Max  ? std::max(u, v)
+                                                   : std::min(u, v));
         }
       }
       for (int64_t e = 0; e < acc.numel(); ++e) acc.setInteger(e, saturateInteger(t, acc.integer(e)));
@@ -813,12 +812,13 @@ private:
           for (int r : ranks) out[r] = full;
           break;
         }
-        case StageKind::Broadcast: case StageKind::Reduce1: {
+        case StageKind::Broadcast:
+        case StageKind::Reduce1: {
           double rootv = s.root.param.empty() ? s.root.value : param(s.root.param, DType::I64);
           int root = static_cast<int>(rootv);
           if (rootv < 0 || root >= n)
-            throw RunError("root " + std::to_string(static_cast<int64_t>(rootv)) + " is not a rank of group '" +
-                           s.type.group->name + "' (" + std::to_string(n) + " ranks)");
+            throw RunError("root " + std::to_string(static_cast<int64_t>(rootv)) + " is not a rank of group '" + s.type.group->name +
+                           "' (" + std::to_string(n) + " ranks)");
           if (s.kind == StageKind::Broadcast) {
             for (int r : ranks) out[r] = vals_[x][ranks[root]];
           } else {
@@ -849,14 +849,12 @@ private:
             }
           } else {
             int count = static_cast<int>(groups.size());
-            int from = s.peer == Peer::NextGroup ? (static_cast<int>(gi) + count - 1) % count
-                                                 : (static_cast<int>(gi) + 1) % count;
+            int from = s.peer == Peer::NextGroup ? (static_cast<int>(gi) + count - 1) % count : (static_cast<int>(gi) + 1) % count;
             for (int i = 0; i < n; ++i) out[ranks[i]] = vals_[x][groups[from][i]];
           }
           break;
         }
-        default:
-          internalError(std::string("interpreter: unexpected stage kind ") + stageKindName(s.kind));
+        default: internalError(std::string("interpreter: unexpected stage kind ") + stageKindName(s.kind));
       }
     }
     return out;
@@ -869,8 +867,7 @@ Result run(const Program& p, const Config& c, const Values& in) { return Machine
 
 // Maps between a whole tensor and one rank's slice of it along dimension d, starting at `off`.
 template <class F>
-static void forSliceElements(const std::vector<int64_t>& wholeShape, const std::vector<int64_t>& sliceShape, int d,
-                             int64_t off, F&& f) {
+static void forSliceElements(const std::vector<int64_t>& wholeShape, const std::vector<int64_t>& sliceShape, int d, int64_t off, F&& f) {
   auto ws = strides(wholeShape), ss = strides(sliceShape);
   int64_t n = numelOf(sliceShape);
   for (int64_t i = 0; i < n; ++i) {
@@ -909,11 +906,10 @@ Tensor wholeOf(const PerRank& v, const TensorType& t, const Config& c, int r) {
     GroupCoord gc = groupCoord(t.group, c, q);
     if (gc.instance != me) continue;
     const Tensor& part = v[q];
-    forSliceElements(whole.shape, part.shape, t.layout.dim, gc.pos * part.shape[t.layout.dim],
-                     [&](int64_t i, int64_t w) {
-                       whole.data[w] = part.data[i];
-                       if (!whole.exact.empty()) whole.exact[w] = part.exact[i];
-                     });
+    forSliceElements(whole.shape, part.shape, t.layout.dim, gc.pos * part.shape[t.layout.dim], [&](int64_t i, int64_t w) {
+      whole.data[w] = part.data[i];
+      if (!whole.exact.empty()) whole.exact[w] = part.exact[i];
+    });
   }
   return whole;
 }

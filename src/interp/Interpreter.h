@@ -41,7 +41,7 @@ using PerRank = std::vector<Tensor>;  // indexed by world rank
 struct Config {
   int ranks = 1;
   std::map<std::string, int64_t> sizes;
-  std::map<std::string, double> scalars;  // float and bool scalar parameters
+  std::map<std::string, double> scalars;          // float and bool scalar parameters
   std::map<std::string, int64_t> integerScalars;  // integer scalar parameters, exactly
   uint64_t seed = 0;
   // Exact mode: floating-point values are neither rounded to their dtype nor computed in f32;
@@ -61,8 +61,8 @@ struct Values {
 };
 
 struct Result {
-  std::vector<PerRank> outputs;            // in Program::outputs order
-  std::map<std::string, PerRank> states;   // final state values, stored with the state's layout
+  std::vector<PerRank> outputs;           // in Program::outputs order
+  std::map<std::string, PerRank> states;  // final state values, stored with the state's layout
 };
 
 // A run-time error in the program's data (an index out of range, a requirement that does not

@@ -8,8 +8,7 @@ namespace coconet::ir {
 Fallback unscheduledFallback(const Program& base, const Program& sched) {
   Fallback f;  // (whyNot is set whenever the storage differs)
   for (auto& r : sched.requirements)
-    if (std::none_of(base.requirements.begin(), base.requirements.end(),
-                     [&](const Requirement& b) { return r.sameCondition(b); }))
+    if (std::none_of(base.requirements.begin(), base.requirements.end(), [&](const Requirement& b) { return r.sameCondition(b); }))
       f.own.push_back(&r);
   // The caller's tensors, by name: what the C++ API, the C interface and the driver allocate.
   auto storage = [](const Program& p) {

@@ -36,18 +36,18 @@ const char* stageKindName(StageKind k) {
   return "?";
 }
 
-bool isNormalizationKind(StageKind k) {
-  return k == StageKind::Softmax || k == StageKind::Layernorm || k == StageKind::Rmsnorm;
-}
+bool isNormalizationKind(StageKind k) { return k == StageKind::Softmax || k == StageKind::Layernorm || k == StageKind::Rmsnorm; }
 
 bool isCollectiveKind(StageKind k) {
   switch (k) {
-    case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
-    case StageKind::Broadcast: case StageKind::Reduce1: case StageKind::AllToAll:
-    case StageKind::Send:
-      return true;
-    default:
-      return false;
+    case StageKind::AllReduce:
+    case StageKind::ReduceScatter:
+    case StageKind::AllGather:
+    case StageKind::Broadcast:
+    case StageKind::Reduce1:
+    case StageKind::AllToAll:
+    case StageKind::Send: return true;
+    default: return false;
   }
 }
 
@@ -71,17 +71,23 @@ static std::string num(double v) {
 
 std::string ScalarRef::str() const { return param.empty() ? num(value) : param; }
 
-std::string Requirement::str() const {
-  return lhs.str() + " " + ast::binaryOpSpelling(op) + " " + rhs.str();
-}
+std::string Requirement::str() const { return lhs.str() + " " + ast::binaryOpSpelling(op) + " " + rhs.str(); }
 
 // ---- Expressions -------------------------------------------------------------------------
 static const char* infix(EOp op) {
   switch (op) {
-    case EOp::Add: return "+"; case EOp::Sub: return "-"; case EOp::Mul: return "*";
-    case EOp::Div: return "/"; case EOp::Mod: return "%"; case EOp::Lt: return "<";
-    case EOp::Le: return "<="; case EOp::Gt: return ">"; case EOp::Ge: return ">=";
-    case EOp::Eq: return "=="; case EOp::Ne: return "!="; case EOp::And: return "&&";
+    case EOp::Add: return "+";
+    case EOp::Sub: return "-";
+    case EOp::Mul: return "*";
+    case EOp::Div: return "/";
+    case EOp::Mod: return "%";
+    case EOp::Lt: return "<";
+    case EOp::Le: return "<=";
+    case EOp::Gt: return ">";
+    case EOp::Ge: return ">=";
+    case EOp::Eq: return "==";
+    case EOp::Ne: return "!=";
+    case EOp::And: return "&&";
     case EOp::Or: return "||";
     default: return nullptr;
   }
@@ -97,7 +103,7 @@ std::string Expr::str(const std::vector<std::string>& operandNames) const {
   // Written out from the root with an explicit stack: an expression may be 100,000 nodes deep
   // (a long sum), so neither recursion nor a text per node (quadratic) will do.
   struct Piece {
-    int node = -1;  // a node to write, or -1: `text` as it is
+    int node = -1;      // a node to write, or -1: `text` as it is
     bool wrap = false;  // parenthesize the node if it is an infix operation
     std::string text;
   };
@@ -286,14 +292,11 @@ std::string print(const Program& p) {
   for (size_t i = 0; i < p.params.size(); ++i) {
     auto& prm = p.params[i];
     os << (i ? ", " : "") << prm.name << ": " << (prm.isSize ? "size" : ast::dtypeName(prm.dtype));
-    if (prm.value)
-      os << " = " << (prm.isSize || ast::isInteger(prm.dtype) ? std::to_string(prm.ivalue) : num(*prm.value));
+    if (prm.value) os << " = " << (prm.isSize || ast::isInteger(prm.dtype) ? std::to_string(prm.ivalue) : num(*prm.value));
   }
   os << ")\n";
   for (auto& g : p.groups)
-    if (g->depth > 0)
-      os << "  group " << g->name << " = split(" << g->parent->name << ", " << g->count.str()
-         << ")\n";
+    if (g->depth > 0) os << "  group " << g->name << " = split(" << g->parent->name << ", " << g->count.str() << ")\n";
   for (auto& s : p.stages) {
     std::vector<std::string> names;
     for (int o : s.operands) names.push_back(p.stages[o].name);
@@ -332,16 +335,15 @@ std::string print(const Program& p) {
     os << "]" << knobsStr(f.knobs) << "\n";
   }
   for (auto& o : p.overlaps)
-    os << "  overlap " << o.producer << " with " << o.consumer << " {chunks = "
-       << (o.chunks ? std::to_string(o.chunks) : std::string("per rank")) << ", dim = " << o.dim << "}\n";
+    os << "  overlap " << o.producer << " with " << o.consumer
+       << " {chunks = " << (o.chunks ? std::to_string(o.chunks) : std::string("per rank")) << ", dim = " << o.dim << "}\n";
   os << "  return";
   for (size_t i = 0; i < p.outputs.size(); ++i)
     os << (i ? ", " : " ") << p.outputNames[i]
        << (p.outputNames[i] != p.stages[p.outputs[i]].name ? " = " + p.stages[p.outputs[i]].name : "");
   os << "\n";
   for (auto& st : p.states)
-    if (st.exit != st.entry)
-      os << "  update " << st.name << " = " << p.stages[st.exit].name << " : " << st.type.str() << "\n";
+    if (st.exit != st.entry) os << "  update " << st.name << " = " << p.stages[st.exit].name << " : " << st.type.str() << "\n";
   for (auto& r : p.requirements) os << "  require " << r.str() << "  (" << r.reason << ")\n";
   return os.str();
 }
@@ -352,15 +354,13 @@ void verifyStructure(const Program& p) {
     const Stage& s = p.stages[i];
     if (!names.insert(s.name).second) internalError("IR: duplicate stage name '" + s.name + "'");
     for (int o : s.operands)
-      if (o < 0 || o >= static_cast<int>(i))
-        internalError("IR: stage '" + s.name + "' reads a stage that does not precede it");
+      if (o < 0 || o >= static_cast<int>(i)) internalError("IR: stage '" + s.name + "' reads a stage that does not precede it");
     if (s.kind == StageKind::Compute) {
       if (s.expr.nodes.empty()) internalError("IR: compute stage '" + s.name + "' has no expression");
       for (size_t k = 0; k < s.expr.nodes.size(); ++k) {
         auto& n = s.expr.nodes[k];
         for (int a : n.args)
-          if (a < 0 || a >= static_cast<int>(k))
-            internalError("IR: malformed expression in '" + s.name + "'");
+          if (a < 0 || a >= static_cast<int>(k)) internalError("IR: malformed expression in '" + s.name + "'");
         if (n.op == EOp::Operand && (n.index < 0 || n.index >= static_cast<int>(s.operands.size())))
           internalError("IR: compute stage '" + s.name + "' reads a missing operand");
       }
@@ -370,8 +370,8 @@ void verifyStructure(const Program& p) {
         if (!t.group || t.layout.kind != Layout::Sliced) continue;
         int want = t.layout.dim + (s.type.rank() - t.rank());
         if (s.type.layout.kind != Layout::Sliced || s.type.layout.dim != want)
-          internalError("IR: compute stage '" + s.name + "' reads '" + p.stages[o].name + "' (" + t.layout.str() +
-                        ") but is " + s.type.layout.str());
+          internalError("IR: compute stage '" + s.name + "' reads '" + p.stages[o].name + "' (" + t.layout.str() + ") but is " +
+                        s.type.layout.str());
       }
     }
   }

@@ -49,6 +49,7 @@ struct TensorType {
 };
 
 // ---- Element-wise expressions (inside compute stages) -------------------------------------
+// clang-format off
 #define COCONET_EOPS(X)                                                                  \
   X(Operand) /* operand `index` of the stage, broadcast to the stage's shape          */ \
   X(Const) /* a number                                                                */ \
@@ -61,6 +62,7 @@ struct TensorType {
   X(Pow) X(Min) X(Max) X(Select)                                                         \
   X(Cast) /* convert to `dtype` (rounding)                                            */ \
   X(Dropout) /* args: x, p[, seed]; keeps x/(1-p) with probability 1-p               */
+// clang-format on
 
 enum class EOp : uint8_t {
 #define X(k) k,
@@ -71,14 +73,14 @@ const char* eopName(EOp op);
 
 struct ENode {
   EOp op = EOp::Const;
-  DType dtype = DType::F32;   // the node's result type
-  std::vector<int> args;      // indices of earlier nodes of the same expression
-  int index = 0;              // Operand: operand number
-  double value = 0;           // Const (an integer or bool literal: ivalue as the nearest double)
-  int64_t ivalue = 0;         // Const of an integer or bool literal, exactly (integerConst())
-  std::string name;           // Param: parameter name
+  DType dtype = DType::F32;          // the node's result type
+  std::vector<int> args;             // indices of earlier nodes of the same expression
+  int index = 0;                     // Operand: operand number
+  double value = 0;                  // Const (an integer or bool literal: ivalue as the nearest double)
+  int64_t ivalue = 0;                // Const of an integer or bool literal, exactly (integerConst())
+  std::string name;                  // Param: parameter name
   const GroupInfo* group = nullptr;  // Rank, GroupIndex, GroupSize
-  uint64_t salt = 0;          // Dropout: stable id mixed into the random stream
+  uint64_t salt = 0;                 // Dropout: stable id mixed into the random stream
 
   // A Const written as an integer or bool literal: its exact value is ivalue.
   bool integerConst() const { return op == EOp::Const && (ast::isInteger(dtype) || dtype == DType::Bool); }
@@ -86,8 +88,7 @@ struct ENode {
   // code alike): of type i8, u8, i32, i64 or bool, or an integer literal. Comparisons, min and max
   // of two such values compare them as integers; arithmetic of literals alone is in double.
   bool integerValued() const {
-    return dtype == DType::I8 || dtype == DType::U8 || dtype == DType::I32 || dtype == DType::I64 ||
-           dtype == DType::Bool || integerConst();
+    return dtype == DType::I8 || dtype == DType::U8 || dtype == DType::I32 || dtype == DType::I64 || dtype == DType::Bool || integerConst();
   }
 
   static ENode make(EOp op, DType t, std::vector<int> args = {}, int index = 0) {
@@ -111,6 +112,7 @@ struct Expr {
 };
 
 // ---- Stages --------------------------------------------------------------------------------
+// clang-format off
 #define COCONET_STAGE_KINDS(X)                                                           \
   X(Input, "in")            /* a tensor the program takes                             */ \
   X(State, "state")         /* a state tensor's value on entry                        */ \
@@ -129,6 +131,7 @@ struct Expr {
   X(Reduce1, "reduce_to_root") /* reduce(op, x, root)                                 */ \
   X(AllToAll, "all_to_all")                                                              \
   X(Send, "send")
+// clang-format on
 
 enum class StageKind : uint8_t {
 #define X(k, s) k,
@@ -154,23 +157,23 @@ enum class Peer : uint8_t { NextRank, PrevRank, NextGroup, PrevGroup };
 
 struct Stage {
   StageKind kind;
-  std::string name;  // unique in the program; schedules refer to stages by it
-  TensorType type;   // the value it produces
+  std::string name;           // unique in the program; schedules refer to stages by it
+  TensorType type;            // the value it produces
   std::vector<int> operands;  // ids of the stages whose values it reads
   SourceLoc loc;
 
   // Attributes (which ones apply depends on the kind).
-  Expr expr;                        // Compute
-  ReduceOp op = ReduceOp::Sum;      // AllReduce, ReduceScatter, Reduce1
+  Expr expr;                            // Compute
+  ReduceOp op = ReduceOp::Sum;          // AllReduce, ReduceScatter, Reduce1
   ReduceKind reduce = ReduceKind::Sum;  // Reduce
-  int dim = -1;                     // Reduce: -1 for all; ReduceScatter/AllGather: the dim
-  bool keepdim = false;             // Reduce: the reduced dimensions stay in the type, with length 1
-  ScalarRef root;                   // Broadcast, Reduce1
-  ScalarRef eps{1e-5, ""};          // Layernorm, Rmsnorm
-  Peer peer = Peer::NextRank;       // Send
-  std::string state;                // State: the state's name
-  bool regather = false;            // AllGather: made by reorder to rebuild a moved value for
-                                    // readers outside the moved set (schedule patterns skip it)
+  int dim = -1;                         // Reduce: -1 for all; ReduceScatter/AllGather: the dim
+  bool keepdim = false;                 // Reduce: the reduced dimensions stay in the type, with length 1
+  ScalarRef root;                       // Broadcast, Reduce1
+  ScalarRef eps{1e-5, ""};              // Layernorm, Rmsnorm
+  Peer peer = Peer::NextRank;           // Send
+  std::string state;                    // State: the state's name
+  bool regather = false;                // AllGather: made by reorder to rebuild a moved value for
+                                        // readers outside the moved set (schedule patterns skip it)
 
   // Schedule data (plain, printable): the fused group this stage belongs to, overlap
   // partners and tuning knobs. The algorithm never depends on them.
@@ -190,13 +193,13 @@ struct FusedGroup {
   std::string name;
   std::vector<std::string> members;  // in execution order
   Knobs knobs;
-  SourceLoc loc;                     // the schedule line that made it
+  SourceLoc loc;  // the schedule line that made it
 };
 
 struct Overlap {
   std::string producer, consumer;  // stage or fused-group names
-  int chunks = 2;  // 0: one chunk per rank of the group (an all_to_all pipeline)
-  int dim = 0;     // the dimension of the producer's value that is chunked
+  int chunks = 2;                  // 0: one chunk per rank of the group (an all_to_all pipeline)
+  int dim = 0;                     // the dimension of the producer's value that is chunked
   SourceLoc loc;
 };
 
@@ -246,7 +249,7 @@ struct Program {
   int find(const std::string& stageName) const;  // -1 if absent
   int resolve(const std::string& name) const;    // find, following aliases
   const FusedGroup* findFused(const std::string& n) const;
-  std::vector<std::vector<int>> users() const;   // users()[id]: stages reading stage id
+  std::vector<std::vector<int>> users() const;  // users()[id]: stages reading stage id
   const GroupInfo* world() const { return groups.front().get(); }
   std::string freshName(const std::string& base) const;
 };

@@ -5,9 +5,17 @@ namespace coconet::ir {
 const std::vector<KnobSpec>& knobSchema() {
   constexpr int kMax = 65535;
   static const std::vector<KnobSpec> schema = {
-      {Knob::Algorithm, "algorithm", 0, -1, {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"},
+      {Knob::Algorithm,
+       "algorithm",
+       0,
+       -1,
+       {"ll", "ll128", "one_shot", "two_shot", "ring", "nccl", "copy_engines"},
        "the form of a collective or of a fused group's kernel"},
-      {Knob::Barriers, "barriers", 0, -1, {"split", "sync", "auto"},
+      {Knob::Barriers,
+       "barriers",
+       0,
+       -1,
+       {"split", "sync", "auto"},
        "whether each round's barrier is split around the pull (split) or one wait (sync)"},
       {Knob::Blocks, "blocks", 1, kMax, {}, "blocks of an overlapped group's per-chunk kernels"},
       {Knob::Gather, "gather", 0, -1, {"pipelined", "after"}, "an overlap's all-gather: per chunk, or after the last"},

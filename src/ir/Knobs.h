@@ -14,6 +14,7 @@
 
 namespace coconet::ir {
 
+// clang-format off
 #define COCONET_KNOBS(X) \
   X(Algorithm, "algorithm") \
   X(Barriers, "barriers")   \
@@ -27,6 +28,7 @@ namespace coconet::ir {
   X(Tail, "tail")           \
   X(Taper, "taper")         \
   X(TaperEnds, "taper_ends")
+// clang-format on
 
 // (in the order of their names: the IR prints a target's knobs in this order)
 enum class Knob : uint8_t {

@@ -19,24 +19,34 @@ using namespace ast;
 
 bool isElementwise(const ast::Expr& e) {
   switch (e.kind) {
-    case ExprKind::IntLit: case ExprKind::FloatLit: case ExprKind::BoolLit:
-    case ExprKind::Unary: case ExprKind::Binary:
-      return true;
+    case ExprKind::IntLit:
+    case ExprKind::FloatLit:
+    case ExprKind::BoolLit:
+    case ExprKind::Unary:
+    case ExprKind::Binary: return true;
     case ExprKind::Call: {
       auto& c = static_cast<const Call&>(e);
       if (c.def) return false;
       switch (c.op) {
-        case BuiltinOp::Cast: case BuiltinOp::Sqrt: case BuiltinOp::Rsqrt: case BuiltinOp::Exp:
-        case BuiltinOp::Log: case BuiltinOp::Tanh: case BuiltinOp::Sigmoid: case BuiltinOp::Abs:
-        case BuiltinOp::Relu: case BuiltinOp::Gelu: case BuiltinOp::Pow: case BuiltinOp::Min:
-        case BuiltinOp::Max: case BuiltinOp::Select: case BuiltinOp::Dropout:
-          return true;
-        default:
-          return false;
+        case BuiltinOp::Cast:
+        case BuiltinOp::Sqrt:
+        case BuiltinOp::Rsqrt:
+        case BuiltinOp::Exp:
+        case BuiltinOp::Log:
+        case BuiltinOp::Tanh:
+        case BuiltinOp::Sigmoid:
+        case BuiltinOp::Abs:
+        case BuiltinOp::Relu:
+        case BuiltinOp::Gelu:
+        case BuiltinOp::Pow:
+        case BuiltinOp::Min:
+        case BuiltinOp::Max:
+        case BuiltinOp::Select:
+        case BuiltinOp::Dropout: return true;
+        default: return false;
       }
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -104,8 +114,7 @@ private:
 
   int valueOf(const Symbol* s) {
     auto it = bind_.find(s);
-    if (it == bind_.end() || it->second.stage < 0)
-      internalError("lowering: no stage for '" + s->name + "'");
+    if (it == bind_.end() || it->second.stage < 0) internalError("lowering: no stage for '" + s->name + "'");
     return it->second.stage;
   }
 
@@ -126,9 +135,7 @@ private:
     }
   }
 
-  static std::string join(const std::string& prefix, const std::string& n) {
-    return prefix.empty() ? n : prefix + "." + n;
-  }
+  static std::string join(const std::string& prefix, const std::string& n) { return prefix.empty() ? n : prefix + "." + n; }
 
   // ---- Statements ----
   void stmt(const ast::Stmt& s, const std::string& prefix) {
@@ -149,8 +156,9 @@ private:
         }
         return;
       }
-      case StmtKind::Group: case StmtKind::Require: case StmtKind::Return:
-        return;
+      case StmtKind::Group:
+      case StmtKind::Require:
+      case StmtKind::Return: return;
       case StmtKind::Let: {
         auto& l = static_cast<const LetStmt&>(s);
         std::vector<std::string> names;
@@ -202,8 +210,10 @@ private:
     for (size_t i = 0; i < def.params.size(); ++i) {
       const ast::Expr& arg = *c.args[i].value;
       const Symbol* psym = c.params[i];
-      if (arg.type.isTensor() && arg.type.group) bind_[psym].stage = value(arg, join(prefix, def.params[i].name));
-      else bind_[psym].inlined = &arg;
+      if (arg.type.isTensor() && arg.type.group)
+        bind_[psym].stage = value(arg, join(prefix, def.params[i].name));
+      else
+        bind_[psym].inlined = &arg;
     }
     for (auto& s : c.body) stmt(*s, prefix);
     std::vector<int> out;
@@ -246,8 +256,7 @@ private:
     return it->second;
   }
 
-  int elementwise(const ast::Expr& e, Stage& st, std::unordered_map<int, int>& idx,
-                  const std::string& name) {
+  int elementwise(const ast::Expr& e, Stage& st, std::unordered_map<int, int>& idx, const std::string& name) {
     Expr& x = st.expr;
     DType dt = concrete(e.type.dtype);
     auto leaf = [&](EOp op) { return ENode::make(op, dt); };
@@ -313,7 +322,7 @@ private:
         int l = elementwise(*b.lhs, st, idx, name);
         int r = elementwise(*b.rhs, st, idx, name);
         static const EOp ops[] = {EOp::Add, EOp::Sub, EOp::Mul, EOp::Div, EOp::Mod, EOp::Lt, EOp::Le,
-                                  EOp::Gt, EOp::Ge, EOp::Eq, EOp::Ne, EOp::And, EOp::Or};
+                                  EOp::Gt,  EOp::Ge,  EOp::Eq,  EOp::Ne,  EOp::And, EOp::Or};
         ENode n = leaf(ops[static_cast<int>(b.op)]);
         n.args = {l, r};
         return x.add(n);
@@ -325,8 +334,7 @@ private:
         bool ownShape = c.op == BuiltinOp::Dropout && !c.def && c.type.shape != st.type.shape;
         if (!isElementwise(c) || ownShape) {
           ENode n = leaf(EOp::Operand);
-          int v = ownShape ? compute(c, fresh(name + ".dropout"))
-                           : value(c, fresh(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
+          int v = ownShape ? compute(c, fresh(name + ".dropout")) : value(c, fresh(name + "." + (c.def ? c.callee : builtinOpName(c.op))));
           n.dtype = p_.stages[v].type.dtype;
           n.index = operand(st, idx, v);
           return x.add(n);
@@ -363,8 +371,7 @@ private:
         if (op == EOp::Dropout) n.salt = fnv1a(name + "#" + std::to_string(x.nodes.size()));
         return x.add(n);
       }
-      case ExprKind::OpToken:
-        break;
+      case ExprKind::OpToken: break;
     }
     internalError("lowering: unexpected expression");
   }
@@ -373,8 +380,7 @@ private:
     if (auto* il = e.as<IntLit>()) return {static_cast<double>(il->value), ""};
     if (auto* fl = e.as<FloatLit>()) return {fl->value, ""};
     if (auto* n = e.as<NameRef>()) {
-      if (auto it = bind_.find(n->target); it != bind_.end() && it->second.inlined)
-        return scalar(*it->second.inlined);
+      if (auto it = bind_.find(n->target); it != bind_.end() && it->second.inlined) return scalar(*it->second.inlined);
       if (const ast::Param* prm = n->target ? n->target->param : nullptr) {
         // A bound size is a constant of the build; a scalar parameter is read when the program
         // runs, as element-wise code reads it (a bound value is its default).
@@ -401,23 +407,34 @@ private:
     const ast::Expr* root = nullptr;
     const ast::Expr* eps = nullptr;
     for (auto& a : c.args) {
-      if (a.name == "root") root = a.value.get();
-      else if (a.name == "eps") eps = a.value.get();
-      else if (a.name.empty() && a.value->type.kind != ValueKind::Op) pos.push_back(a.value.get());
+      if (a.name == "root")
+        root = a.value.get();
+      else if (a.name == "eps")
+        eps = a.value.get();
+      else if (a.name.empty() && a.value->type.kind != ValueKind::Op)
+        pos.push_back(a.value.get());
     }
     auto in = [&](size_t i) { return value(*pos[i], fresh(name + ".arg" + std::to_string(i))); };
     switch (c.op) {
-      case BuiltinOp::Sum: case BuiltinOp::Mean: case BuiltinOp::Norm: case BuiltinOp::ReduceMax:
+      case BuiltinOp::Sum:
+      case BuiltinOp::Mean:
+      case BuiltinOp::Norm:
+      case BuiltinOp::ReduceMax:
       case BuiltinOp::ReduceMin:
         st.kind = StageKind::Reduce;
-        st.reduce = c.op == BuiltinOp::Sum ? ReduceKind::Sum : c.op == BuiltinOp::Mean ? ReduceKind::Mean
-                    : c.op == BuiltinOp::Norm ? ReduceKind::Norm : c.op == BuiltinOp::ReduceMax
-                    ? ReduceKind::Max : ReduceKind::Min;
+        st.reduce = c.op == BuiltinOp::Sum         ? ReduceKind::Sum
+                    : c.op == BuiltinOp::Mean      ? ReduceKind::Mean
+                    : c.op == BuiltinOp::Norm      ? ReduceKind::Norm
+                    : c.op == BuiltinOp::ReduceMax ? ReduceKind::Max
+                                                   : ReduceKind::Min;
         st.dim = c.dim;
         st.keepdim = c.keepdim;
         st.operands = {in(0)};
         break;
-      case BuiltinOp::Softmax: st.kind = StageKind::Softmax; st.operands = {in(0)}; break;
+      case BuiltinOp::Softmax:
+        st.kind = StageKind::Softmax;
+        st.operands = {in(0)};
+        break;
       case BuiltinOp::Layernorm:
         st.kind = StageKind::Layernorm;
         for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
@@ -428,10 +445,23 @@ private:
         for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
         st.eps = eps ? scalar(*eps) : ScalarRef{1e-6, ""};
         break;
-      case BuiltinOp::Matmul: st.kind = StageKind::Matmul; st.operands = {in(0), in(1)}; break;
-      case BuiltinOp::Gemv: st.kind = StageKind::Gemv; st.operands = {in(0), in(1)}; break;
-      case BuiltinOp::Embedding: st.kind = StageKind::Embedding; st.operands = {in(0), in(1)}; break;
-      case BuiltinOp::AllReduce: st.kind = StageKind::AllReduce; st.op = c.reduceOp; st.operands = {in(0)}; break;
+      case BuiltinOp::Matmul:
+        st.kind = StageKind::Matmul;
+        st.operands = {in(0), in(1)};
+        break;
+      case BuiltinOp::Gemv:
+        st.kind = StageKind::Gemv;
+        st.operands = {in(0), in(1)};
+        break;
+      case BuiltinOp::Embedding:
+        st.kind = StageKind::Embedding;
+        st.operands = {in(0), in(1)};
+        break;
+      case BuiltinOp::AllReduce:
+        st.kind = StageKind::AllReduce;
+        st.op = c.reduceOp;
+        st.operands = {in(0)};
+        break;
       case BuiltinOp::ReduceScatter:
         st.kind = StageKind::ReduceScatter;
         st.op = c.reduceOp;
@@ -454,7 +484,10 @@ private:
         st.root = scalar(pos.size() > 1 ? *pos[1] : *root);
         st.operands = {in(0)};
         break;
-      case BuiltinOp::AllToAll: st.kind = StageKind::AllToAll; st.operands = {in(0)}; break;
+      case BuiltinOp::AllToAll:
+        st.kind = StageKind::AllToAll;
+        st.operands = {in(0)};
+        break;
       case BuiltinOp::Send: {
         st.kind = StageKind::Send;
         static const Peer peers[] = {Peer::NextRank, Peer::PrevRank, Peer::NextGroup, Peer::PrevGroup};
@@ -462,8 +495,7 @@ private:
         st.operands = {in(0)};
         break;
       }
-      default:
-        internalError(std::string("lowering: unexpected operation ") + builtinOpName(c.op));
+      default: internalError(std::string("lowering: unexpected operation ") + builtinOpName(c.op));
     }
     return addStage(std::move(st));
   }

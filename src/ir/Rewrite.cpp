@@ -53,15 +53,13 @@ void eraseStages(Program& p, std::vector<int> ids) {
     for (int o : s.operands)
       if (o < 0) internalError("IR rewrite: erased a stage that is still read by '" + s.name + "'");
   for (auto& f : p.fused)
-    f.members.erase(std::remove_if(f.members.begin(), f.members.end(),
-                                   [&](const std::string& m) { return names.count(m) > 0; }),
+    f.members.erase(std::remove_if(f.members.begin(), f.members.end(), [&](const std::string& m) { return names.count(m) > 0; }),
                     f.members.end());
   // A group left with one member (its others were dead) is no group.
   for (auto& f : p.fused)
     if (f.members.size() == 1)
       if (int id = p.find(f.members[0]); id >= 0) p.stages[id].fusedInto.clear();
-  p.fused.erase(std::remove_if(p.fused.begin(), p.fused.end(), [](const FusedGroup& f) { return f.members.size() < 2; }),
-                p.fused.end());
+  p.fused.erase(std::remove_if(p.fused.begin(), p.fused.end(), [](const FusedGroup& f) { return f.members.size() < 2; }), p.fused.end());
 }
 
 void permuteStages(Program& p, const std::vector<int>& order) {
@@ -104,8 +102,7 @@ std::vector<std::string> eliminateDeadStages(Program& p) {
     eraseStages(p, dead);
   }
   // Aliases to removed stages go too.
-  for (auto it = p.aliases.begin(); it != p.aliases.end();)
-    it = p.resolve(it->first) < 0 ? p.aliases.erase(it) : std::next(it);
+  for (auto it = p.aliases.begin(); it != p.aliases.end();) it = p.resolve(it->first) < 0 ? p.aliases.erase(it) : std::next(it);
   return removed;
 }
 

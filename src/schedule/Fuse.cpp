@@ -31,24 +31,32 @@ bool fuse(StepContext& c) {
     const Arg* a = argOf[ids[i]];
     bool first = i == 0, last = i + 1 == ids.size();
     switch (s.kind) {
-      case StageKind::Compute: case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: break;
+      case StageKind::Compute:
+      case StageKind::Softmax:
+      case StageKind::Layernorm:
+      case StageKind::Rmsnorm: break;
       case StageKind::Reduce:
-        if (s.dim < 0) return c.fail(a, s.name, "it reduces the whole tensor, which needs all of it; fuse takes "
-                                                "reductions over one dimension");
+        if (s.dim < 0)
+          return c.fail(a, s.name,
+                        "it reduces the whole tensor, which needs all of it; fuse takes "
+                        "reductions over one dimension");
         break;
       case StageKind::AllToAll:
         if (!last) return c.fail(a, s.name, "an all_to_all can only end a fused group");
         break;
-      case StageKind::ReduceScatter: case StageKind::AllReduce:
+      case StageKind::ReduceScatter:
+      case StageKind::AllReduce:
         if (!first) return c.fail(a, s.name, describe(s) + " can only start a fused group");
         break;
       case StageKind::AllGather:
         if (!last) return c.fail(a, s.name, "an all_gather can only end a fused group");
         break;
       default:
-        return c.fail(a, s.name, "it is " + describe(s) + "; fuse takes element-wise computes, reductions over "
-                                 "one dimension and normalizations, after at most one reduce_scatter or allreduce and "
-                                 "before at most one all_gather or all_to_all");
+        return c.fail(a, s.name,
+                      "it is " + describe(s) +
+                          "; fuse takes element-wise computes, reductions over "
+                          "one dimension and normalizations, after at most one reduce_scatter or allreduce and "
+                          "before at most one all_gather or all_to_all");
     }
     if (s.type.group) {
       if (group && group != s.type.group)
@@ -71,8 +79,10 @@ bool fuse(StepContext& c) {
   }
   for (int i = lo; i <= hi; ++i)
     if (!members.count(i) && fromSet[i] && toSet[i])
-      return c.fail(nullptr, "", quote(p.stages[i].name) + " runs between the stages: it reads one member and another "
-                                 "member reads it, so they cannot run as one kernel");
+      return c.fail(nullptr, "",
+                    quote(p.stages[i].name) +
+                        " runs between the stages: it reads one member and another "
+                        "member reads it, so they cannot run as one kernel");
   std::string name = c.step.targets.empty() ? p.freshName("fused") : c.step.targets[0].value;
 
   // Step 2. Make the members contiguous: outside stages that do not depend on the set move

@@ -24,8 +24,7 @@ bool overlapExchange(StepContext& c, int prod) {
   const Stage& bs = p.stages[back];
   if (bs.kind != StageKind::AllToAll)
     return c.fail(pos[1], bs.name, "it is " + describe(bs) + "; an all_to_all is overlapped with the all_to_all that returns its result");
-  if (bs.type.group != ps.type.group)
-    return c.fail(pos[1], bs.name, "it exchanges in another group than " + quote(ps.name));
+  if (bs.type.group != ps.type.group) return c.fail(pos[1], bs.name, "it exchanges in another group than " + quote(ps.name));
   if (const Arg* k = c.knob("chunks"))
     return c.fail(k, ps.name, "an all_to_all pipeline runs one chunk per rank of the group; 'chunks' is not a knob here");
   if (const Arg* k = c.knob("dim"); k && k->value != "0")
@@ -38,14 +37,16 @@ bool overlapExchange(StepContext& c, int prod) {
     const std::string name = quote(s.name);
     switch (ch.why) {
       case ExchangeChain::Why::Fused: return c.fail(pos[0], ps.name, name + " is fused into " + quote(s.fusedInto));
-      case ExchangeChain::Why::Sliced: return c.fail(pos[0], ps.name, name + " is sliced across ranks; its blocks would not be this rank's");
+      case ExchangeChain::Why::Sliced:
+        return c.fail(pos[0], ps.name, name + " is sliced across ranks; its blocks would not be this rank's");
       case ExchangeChain::Why::ExchangedWeight:
         return c.fail(pos[0], ps.name, name + " multiplies by an exchanged value; only its left operand may be one");
       case ExchangeChain::Why::WeightDim0:
         return c.fail(pos[0], ps.name, "the weight of " + name + " has a dimension 0 of its own; it must broadcast over the ranks' blocks");
       case ExchangeChain::Why::Broadcast:
         return c.fail(pos[0], ps.name, name + " broadcasts " + quote(p.stages[ch.operand].name) + ", which mixes the ranks' blocks");
-      case ExchangeChain::Why::Kind: case ExchangeChain::Why::None:
+      case ExchangeChain::Why::Kind:
+      case ExchangeChain::Why::None:
         return c.fail(pos[0], ps.name, name + " is " + describe(s) + ", which does not work rank block by rank block");
     }
   }
@@ -73,7 +74,8 @@ bool requireChunksDivide(StepContext& c, const Stage& ps, const Arg* at, int chu
   if (perRank) by = by * ps.type.group->size;
   // A dimension that depends on the number of ranks alone may never divide (moe_gemm's
   // per-rank blocks): check some rank counts before accepting.
-  if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} && (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
+  if (ps.type.shape[dim].symbols() == std::vector<std::string>{"world.size"} &&
+      (by.symbols().empty() || by.symbols() == std::vector<std::string>{"world.size"})) {
     bool ever = false;
     for (int64_t P = 1; P <= 64 && !ever; ++P) {
       try {
@@ -84,8 +86,9 @@ bool requireChunksDivide(StepContext& c, const Stage& ps, const Arg* at, int chu
       }
     }
     if (!ever)
-      return c.fail(at, ps.name, "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() +
-                                         ") never divides into " + by.str() + " parts; chunk another dimension with 'dim'");
+      return c.fail(at, ps.name,
+                    "dimension " + std::to_string(dim) + " (" + ps.type.shape[dim].str() + ") never divides into " + by.str() +
+                        " parts; chunk another dimension with 'dim'");
   }
   if (dim == 0 && ps.kind == StageKind::Matmul && ps.type.rank() >= 3) {
     // A matmul's chunks are counted in rows of its product (every dimension but the last),
@@ -97,12 +100,14 @@ bool requireChunksDivide(StepContext& c, const Stage& ps, const Arg* at, int chu
       names += "*" + ps.type.shape[k].str();
     }
     requireDivisible(p, rows, by,
-                     "overlap of " + quote(ps.name) + " splits the " + names + " rows of its product into " +
-                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
+                     "overlap of " + quote(ps.name) + " splits the " + names + " rows of its product into " + std::to_string(chunks) +
+                         " chunks" + (perRank ? " per rank" : ""),
+                     c.step.loc);
   } else {
     requireDivisible(p, ps.type.shape[dim], by,
-                     "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " +
-                         std::to_string(chunks) + " chunks" + (perRank ? " per rank" : ""), c.step.loc);
+                     "overlap of " + quote(ps.name) + " splits dimension " + std::to_string(dim) + " into " + std::to_string(chunks) +
+                         " chunks" + (perRank ? " per rank" : ""),
+                     c.step.loc);
   }
   return true;
 }
@@ -145,8 +150,11 @@ bool overlap(StepContext& c) {
   for (int m : members) {
     const Stage& s = p.stages[m];
     switch (s.kind) {
-      case StageKind::Compute: case StageKind::AllReduce: break;
-      case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: break;  // (rows of the last dimension: below)
+      case StageKind::Compute:
+      case StageKind::AllReduce: break;
+      case StageKind::Softmax:
+      case StageKind::Layernorm:
+      case StageKind::Rmsnorm: break;  // (rows of the last dimension: below)
       case StageKind::Reduce:
         if (s.dim < 0) return c.fail(pos[1], consumer, quote(s.name) + " reduces the whole tensor, which mixes chunks");
         break;
@@ -158,8 +166,7 @@ bool overlap(StepContext& c) {
       case StageKind::AllGather:
         if (!scatters) return c.fail(pos[1], consumer, quote(s.name) + " gathers a value not scattered in the group");
         break;
-      default:
-        return c.fail(pos[1], consumer, quote(s.name) + " is " + describe(s) + ", which does not work row by row");
+      default: return c.fail(pos[1], consumer, quote(s.name) + " is " + describe(s) + ", which does not work row by row");
     }
     bool escapes = std::find(p.outputs.begin(), p.outputs.end(), m) != p.outputs.end();
     for (int u : users[m]) escapes = escapes || std::find(members.begin(), members.end(), u) == members.end();
@@ -178,8 +185,8 @@ bool overlap(StepContext& c) {
   if (const Arg* k = c.knob("chunks")) {
     auto [ptr, ec] = std::from_chars(k->value.data(), k->value.data() + k->value.size(), chunks);
     if (ec != std::errc() || ptr != k->value.data() + k->value.size() || chunks < 2 || chunks > 1024) {
-      c.diags.error(k->loc, "cannot overlap " + quote(ps.name) + ": chunks must be an integer in [2, 1024], got " +
-                                quote(k->value), k->length);
+      c.diags.error(k->loc, "cannot overlap " + quote(ps.name) + ": chunks must be an integer in [2, 1024], got " + quote(k->value),
+                    k->length);
       return false;
     }
   }
@@ -188,8 +195,10 @@ bool overlap(StepContext& c) {
   if (const Arg* k = c.knob("dim")) {
     auto [ptr, ec] = std::from_chars(k->value.data(), k->value.data() + k->value.size(), dim);
     if (ec != std::errc() || ptr != k->value.data() + k->value.size() || dim < 0 || dim >= ps.type.rank()) {
-      c.diags.error(k->loc, "cannot overlap " + quote(ps.name) + ": dim must be a dimension of its value (0 to " +
-                                std::to_string(ps.type.rank() - 1) + "), got " + quote(k->value), k->length);
+      c.diags.error(k->loc,
+                    "cannot overlap " + quote(ps.name) + ": dim must be a dimension of its value (0 to " +
+                        std::to_string(ps.type.rank() - 1) + "), got " + quote(k->value),
+                    k->length);
       return false;
     }
   }

@@ -22,8 +22,8 @@ using namespace ir;
 namespace {
 
 struct Plan {
-  int sliceDim = -1;        // the stage's sliced dimension after the move, -1 if not sliced
-  bool partial = false;     // a reduction whose result must be combined across ranks
+  int sliceDim = -1;               // the stage's sliced dimension after the move, -1 if not sliced
+  bool partial = false;            // a reduction whose result must be combined across ranks
   std::vector<int> sliceOperands;  // operand positions of replicated values read on slices (reductions)
 };
 
@@ -37,10 +37,8 @@ bool reorder(StepContext& c) {
   int agId = c.stage(*pos[0]);
   if (agId < 0) return false;
   const Stage& ag = p.stages[agId];
-  if (ag.kind != StageKind::AllGather)
-    return c.fail(pos[0], pos[0]->value, "it is " + describe(ag) + ", not an all_gather");
-  if (!ag.fusedInto.empty())
-    return c.fail(pos[0], ag.name, "it is fused into " + quote(ag.fusedInto) + "; reorder before fusing");
+  if (ag.kind != StageKind::AllGather) return c.fail(pos[0], pos[0]->value, "it is " + describe(ag) + ", not an all_gather");
+  if (!ag.fusedInto.empty()) return c.fail(pos[0], ag.name, "it is fused into " + quote(ag.fusedInto) + "; reorder before fusing");
   const int src = ag.operands[0];
   const int d = p.stages[src].type.layout.dim;
   const int agRank = ag.type.rank();
@@ -55,14 +53,16 @@ bool reorder(StepContext& c) {
     if (id < agId) return c.fail(pos[i], s.name, "it runs before " + quote(ag.name));
     if (!s.fusedInto.empty()) return c.fail(pos[i], s.name, "it is fused into " + quote(s.fusedInto) + "; reorder before fusing");
     if (s.kind == StageKind::Send && (s.peer == Peer::NextRank || s.peer == Peer::PrevRank))
-      return c.fail(pos[i], s.name, "it sends to a neighbouring rank, which would hold another rank's slice; only "
-                                    "sends between groups (GROUP.next, GROUP.prev) move onto slices");
+      return c.fail(pos[i], s.name,
+                    "it sends to a neighbouring rank, which would hold another rank's slice; only "
+                    "sends between groups (GROUP.next, GROUP.prev) move onto slices");
     if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && s.kind != StageKind::Send && !isNormalizationKind(s.kind))
-      return c.fail(pos[i], s.name, "it is " + describe(s) + "; only element-wise computes, reductions, softmax, "
-                                    "layernorm and sends between groups move onto slices");
+      return c.fail(pos[i], s.name,
+                    "it is " + describe(s) +
+                        "; only element-wise computes, reductions, softmax, "
+                        "layernorm and sends between groups move onto slices");
     if (s.type.group != ag.type.group && s.type.group)
-      return c.fail(pos[i], s.name, "it lives in group " + quote(s.type.group->name) + ", the all_gather in " +
-                                       quote(ag.type.group->name));
+      return c.fail(pos[i], s.name, "it lives in group " + quote(s.type.group->name) + ", the all_gather in " + quote(ag.type.group->name));
     argOf[id] = pos[i];
   }
   std::vector<int> moved;
@@ -87,8 +87,7 @@ bool reorder(StepContext& c) {
       int inRank = s.kind == StageKind::Reduce ? os.type.rank() : s.type.rank();
       if (sd >= 0) {
         int aligned = sd + (inRank - os.type.rank());
-        if (want >= 0 && want != aligned)
-          return c.fail(at, s.name, "its operands would be sliced along different dimensions");
+        if (want >= 0 && want != aligned) return c.fail(at, s.name, "its operands would be sliced along different dimensions");
         want = aligned;
         continue;
       }
@@ -111,8 +110,10 @@ bool reorder(StepContext& c) {
       bool readsMoved = false;
       for (int o : s.operands) readsMoved = readsMoved || argOf.count(o);
       if (!readsMoved)
-        return c.fail(at, s.name, "it reads neither " + quote(ag.name) + ", nor a stage moved with it, nor a value "
-                                  "it can slice");
+        return c.fail(at, s.name,
+                      "it reads neither " + quote(ag.name) +
+                          ", nor a stage moved with it, nor a value "
+                          "it can slice");
       plan[id] = pl;
       continue;
     }
@@ -126,8 +127,8 @@ bool reorder(StepContext& c) {
       if (ref) {
         int rd = slicedDimOf(static_cast<int>(ref - p.stages.data()));
         if (s.type.shape[want] != ref->type.shape[rd])
-          return c.fail(at, s.name, "its value is not sliced the way its operands are (dimension " +
-                                        std::to_string(want) + " is broadcast)");
+          return c.fail(at, s.name,
+                        "its value is not sliced the way its operands are (dimension " + std::to_string(want) + " is broadcast)");
       }
       pl.sliceDim = want;
     } else if (isNormalizationKind(s.kind)) {  // rows of the last dimension: whole rows compute on their own
@@ -135,8 +136,9 @@ bool reorder(StepContext& c) {
       // scale and shift have the last dimension's length alone: sliced, they would align with
       // the last dimension, so this check refuses that too, and they stay whole otherwise.)
       if (want == s.type.rank() - 1)
-        return c.fail(at, s.name, "it normalizes along its last dimension (" + std::to_string(want) +
-                                      "), which the slices of " + quote(ag.name) + " would cut");
+        return c.fail(
+            at, s.name,
+            "it normalizes along its last dimension (" + std::to_string(want) + "), which the slices of " + quote(ag.name) + " would cut");
       pl.sliceDim = want;
     } else {  // Reduce
       if (s.dim >= 0 && s.dim != want) {
@@ -234,11 +236,13 @@ bool reorder(StepContext& c) {
           // The operand's type after the move: stages are rewritten from the last one back,
           // so a moved operand may not have its sliced type yet.
           sq.type = p.stages[x].type;
-          if (int xd = slicedDimOf(x); xd >= 0) sq.type.layout = Layout::sliced(xd);
-          else if (x == src) sq.type = p.stages[src].type;
+          if (int xd = slicedDimOf(x); xd >= 0)
+            sq.type.layout = Layout::sliced(xd);
+          else if (x == src)
+            sq.type = p.stages[src].type;
           sq.type.dtype = acc;
           sq.operands = {x};
-            int o = sq.expr.add(ENode::make(EOp::Operand, p.stages[x].type.dtype, {}, 0));
+          int o = sq.expr.add(ENode::make(EOp::Operand, p.stages[x].type.dtype, {}, 0));
           sq.expr.add(ENode::make(EOp::Mul, acc, {o, o}));
           sq.loc = r.loc;
           inside.insert(sq.name);
@@ -255,8 +259,7 @@ bool reorder(StepContext& c) {
         comb.op = kind == ReduceKind::Max ? ReduceOp::Max : kind == ReduceKind::Min ? ReduceOp::Min : ReduceOp::Sum;
         comb.loc = r.loc;
         if (!exactCombine) {
-          reassociated = "reorder re-associates the reduction " + quote(name) +
-                         " (partial sums on slices, combined by allreduce)";
+          reassociated = "reorder re-associates the reduction " + quote(name) + " (partial sums on slices, combined by allreduce)";
           comb.reassociates = reassociated;
         }
         // The stage keeps its name and becomes the final step: the combine, or sqrt of it.

@@ -24,8 +24,7 @@ using schedgen::SchedParser;
 class Listener : public antlr4::BaseErrorListener {
 public:
   Listener(uint32_t f, DiagnosticEngine& d) : file_(f), diags_(d) {}
-  void syntaxError(antlr4::Recognizer* rec, antlr4::Token* tok, size_t line, size_t col, const std::string&,
-                   std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer* rec, antlr4::Token* tok, size_t line, size_t col, const std::string&, std::exception_ptr) override {
     std::string found = !tok || tok->getType() == antlr4::Token::EOF ? "end of file" : quote(tok->getText());
     auto* p = dynamic_cast<antlr4::Parser*>(rec);
     SyntaxErrorPlace place = placeSyntaxError(file_, p, tok, line, col);
@@ -35,10 +34,14 @@ public:
       for (auto t : set) {
         std::string lit = p->getVocabulary().getLiteralName(t);
         std::string sym = p->getVocabulary().getSymbolicName(t);
-        if (t == static_cast<decltype(t)>(antlr4::Token::EOF)) names.push_back("end of file");
-        else if (!lit.empty()) names.push_back(lit);
-        else if (sym == "IDENT") names.push_back("a name");
-        else if (sym == "INT") names.push_back("a number");
+        if (t == static_cast<decltype(t)>(antlr4::Token::EOF))
+          names.push_back("end of file");
+        else if (!lit.empty())
+          names.push_back(lit);
+        else if (sym == "IDENT")
+          names.push_back("a name");
+        else if (sym == "INT")
+          names.push_back("a number");
       }
       if (!names.empty() && names.size() <= 4) {
         SyntaxErrorReport r = expectedReport(names, place, found);
@@ -101,8 +104,7 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
     Step step;
     step.primitive = st->IDENT()->getText();
     step.loc = loc(st->IDENT()->getSymbol());
-    for (auto* n : st->name())
-      step.targets.push_back(nameArg(nameText(n), loc(n->getStart())));
+    for (auto* n : st->name()) step.targets.push_back(nameArg(nameText(n), loc(n->getStart())));
     for (auto* a : st->arg()) {
       Arg arg;
       if (a->IDENT()) {
@@ -112,7 +114,8 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
         arg.loc = loc(a->value()->getStart());
         arg.length = static_cast<uint32_t>(arg.value.size());
         if (step.primitive == "tune" && arg.key == "chunks") {  // its name before `rounds`
-          diags.warning(arg.keyLoc, "tune knob 'chunks' is now 'rounds' (a kernel's pipelined rounds; overlap's chunks are the pipeline's)", 6);
+          diags.warning(arg.keyLoc, "tune knob 'chunks' is now 'rounds' (a kernel's pipelined rounds; overlap's chunks are the pipeline's)",
+                        6);
           arg.key = "rounds";
         }
       } else if (a->pattern()) {
@@ -132,8 +135,10 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
 bool StepContext::fail(const Arg* at, const std::string& what, const std::string& why) {
   std::string from = at && !at->matchedBy.empty() && !what.empty() ? " (matched by " + quote(at->matchedBy) + ")" : "";
   std::string msg = "cannot " + step.primitive + (what.empty() ? "" : " " + quote(what)) + from + ": " + why;
-  if (at) diags.error(at->loc, msg, at->length);
-  else diags.error(step.loc, msg, static_cast<uint32_t>(step.primitive.size()));
+  if (at)
+    diags.error(at->loc, msg, at->length);
+  else
+    diags.error(step.loc, msg, static_cast<uint32_t>(step.primitive.size()));
   return false;
 }
 
@@ -145,8 +150,10 @@ int StepContext::stage(const Arg& a) {
   for (auto& [n, t] : p.aliases) names.push_back(n);
   std::string guess = closestMatch(a.value, names);
   std::string why = "there is no stage named " + quote(a.value);
-  if (p.findFused(a.value)) why = quote(a.value) + " is a fused group, not a stage";
-  else if (!guess.empty()) why += "; did you mean " + quote(guess) + "?";
+  if (p.findFused(a.value))
+    why = quote(a.value) + " is a fused group, not a stage";
+  else if (!guess.empty())
+    why += "; did you mean " + quote(guess) + "?";
   diags.error(a.loc, "cannot " + step.primitive + ": " + why, a.length);
   return -1;
 }
@@ -175,28 +182,28 @@ bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPo
     if (std::find(allowed.begin(), allowed.end(), a.key) == allowed.end()) {
       std::string takes;
       for (auto& k : allowed) takes += (takes.empty() ? "" : ", ") + quote(k);
-      diags.error(a.keyLoc, quote(step.primitive) + " has no knob " + quote(a.key) +
-                                (takes.empty() ? "" : "; it takes " + takes), static_cast<uint32_t>(a.key.size()));
+      diags.error(a.keyLoc, quote(step.primitive) + " has no knob " + quote(a.key) + (takes.empty() ? "" : "; it takes " + takes),
+                  static_cast<uint32_t>(a.key.size()));
       return false;
     }
   }
   int n = static_cast<int>(positional().size());
   if (n < minPos || (maxPos >= 0 && n > maxPos)) {
-    std::string want = maxPos < 0 ? "at least " + std::to_string(minPos)
+    std::string want = maxPos < 0         ? "at least " + std::to_string(minPos)
                        : minPos == maxPos ? std::to_string(minPos)
                                           : std::to_string(minPos) + " to " + std::to_string(maxPos);
     std::string what = step.primitive == "slice" ? "state name" : "stage name";
-    diags.error(step.loc, quote(step.primitive) + " takes " + want + " " + what + (want == "1" ? "" : "s") +
-                              ", got " + std::to_string(n), static_cast<uint32_t>(step.primitive.size()));
+    diags.error(step.loc, quote(step.primitive) + " takes " + want + " " + what + (want == "1" ? "" : "s") + ", got " + std::to_string(n),
+                static_cast<uint32_t>(step.primitive.size()));
     return false;
   }
   if (targets >= 0 && static_cast<int>(step.targets.size()) > targets) {
-    diags.error(step.targets[0].loc, quote(step.primitive) + " makes " +
-                                         (targets == 0 ? std::string("no names")
-                                          : targets == 1 ? std::string("one name")
-                                                         : "at most " + std::to_string(targets) + " names") +
-                                         ", but " + std::to_string(step.targets.size()) +
-                                         (step.targets.size() == 1 ? " is given" : " are given"),
+    diags.error(step.targets[0].loc,
+                quote(step.primitive) + " makes " +
+                    (targets == 0   ? std::string("no names")
+                     : targets == 1 ? std::string("one name")
+                                    : "at most " + std::to_string(targets) + " names") +
+                    ", but " + std::to_string(step.targets.size()) + (step.targets.size() == 1 ? " is given" : " are given"),
                 step.targets[0].length);
     return false;
   }
@@ -206,8 +213,7 @@ bool StepContext::expectShape(const std::vector<std::string>& allowed, int minPo
     for (auto& prm : p.params) taken = taken || prm.name == t.value;
     for (auto& g : p.groups) taken = taken || g->name == t.value;
     if (taken) {
-      diags.error(t.loc, "cannot " + step.primitive + ": the name " + quote(t.value) + " is already taken",
-                  t.length);
+      diags.error(t.loc, "cannot " + step.primitive + ": the name " + quote(t.value) + " is already taken", t.length);
       return false;
     }
   }
@@ -234,14 +240,15 @@ std::optional<Step> expandPatterns(const ir::Program& p, const Step& step, Diagn
       continue;
     }
     if (step.primitive != "reorder" && step.primitive != "fuse") {
-      diags.error(a.loc, "cannot " + step.primitive + ": " + quote(a.value) + " is a pattern; only reorder and fuse "
-                                                                                "take patterns, where they list stages",
+      diags.error(a.loc,
+                  "cannot " + step.primitive + ": " + quote(a.value) +
+                      " is a pattern; only reorder and fuse "
+                      "take patterns, where they list stages",
                   a.length);
       return std::nullopt;
     }
     if (step.primitive == "reorder" && first) {
-      diags.error(a.loc, "cannot reorder: its first argument is the all_gather, named alone, not a pattern",
-                  a.length);
+      diags.error(a.loc, "cannot reorder: its first argument is the all_gather, named alone, not a pattern", a.length);
       return std::nullopt;
     }
     first = false;
@@ -259,13 +266,14 @@ std::optional<Step> expandPatterns(const ir::Program& p, const Step& step, Diagn
       // Suggest the nearest statement: a stage's name or one of its dotted prefixes.
       std::set<std::string> stmts;
       for (const auto& s : p.stages)
-        for (size_t dot = s.name.find('.'); ; dot = s.name.find('.', dot + 1)) {
+        for (size_t dot = s.name.find('.');; dot = s.name.find('.', dot + 1)) {
           stmts.insert(s.name.substr(0, dot));
           if (dot == std::string::npos) break;
         }
       std::string guess = closestMatch(prefix, std::vector<std::string>(stmts.begin(), stmts.end()));
-      diags.error(a.loc, "cannot " + step.primitive + ": no stage matches " + quote(a.value) +
-                             (guess.empty() ? "" : "; did you mean " + quote(guess + ".*") + "?"),
+      diags.error(a.loc,
+                  "cannot " + step.primitive + ": no stage matches " + quote(a.value) +
+                      (guess.empty() ? "" : "; did you mean " + quote(guess + ".*") + "?"),
                   a.length);
       return std::nullopt;
     }
@@ -275,8 +283,7 @@ std::optional<Step> expandPatterns(const ir::Program& p, const Step& step, Diagn
 
 }  // namespace
 
-bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
-           std::ostream* printAfterAll) {
+bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace, std::ostream* printAfterAll) {
   std::string last;  // the IR as printed last (--print-after-all only: printing is linear, not free)
   if (printAfterAll) *printAfterAll << "// ---- IR after lowering\n" << (last = ir::print(p));
   for (auto& written : s.steps) {
@@ -285,18 +292,25 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
     const Step& step = *expanded;
     StepContext c{p, step, diags, {}};
     bool ok;
-    if (step.primitive == "split") ok = split(c);
-    else if (step.primitive == "reorder") ok = reorder(c);
-    else if (step.primitive == "slice") ok = sliceState(c);
-    else if (step.primitive == "fuse") ok = fuse(c);
-    else if (step.primitive == "overlap") ok = overlap(c);
-    else if (step.primitive == "tune") ok = tune(c);
+    if (step.primitive == "split")
+      ok = split(c);
+    else if (step.primitive == "reorder")
+      ok = reorder(c);
+    else if (step.primitive == "slice")
+      ok = sliceState(c);
+    else if (step.primitive == "fuse")
+      ok = fuse(c);
+    else if (step.primitive == "overlap")
+      ok = overlap(c);
+    else if (step.primitive == "tune")
+      ok = tune(c);
     else {
       std::string guess = closestMatch(step.primitive, {"split", "reorder", "slice", "fuse", "overlap", "tune"});
-      diags.error(step.loc, "unknown schedule primitive " + quote(step.primitive) +
-                                (guess.empty() ? "; primitives are split, reorder, slice, fuse, overlap and tune"
-                                               : "; did you mean " + quote(guess) + "?"),
-                  static_cast<uint32_t>(step.primitive.size()));
+      diags.error(
+          step.loc,
+          "unknown schedule primitive " + quote(step.primitive) +
+              (guess.empty() ? "; primitives are split, reorder, slice, fuse, overlap and tune" : "; did you mean " + quote(guess) + "?"),
+          static_cast<uint32_t>(step.primitive.size()));
       return false;
     }
     if (!ok) return false;
@@ -309,8 +323,10 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
     if (printAfterAll) {
       std::string now = ir::print(p);
       *printAfterAll << "// ---- IR after " << printScript({done});
-      if (now == last) *printAfterAll << "// (unchanged)\n";
-      else *printAfterAll << now;
+      if (now == last)
+        *printAfterAll << "// (unchanged)\n";
+      else
+        *printAfterAll << now;
       if (!removed.empty()) {
         *printAfterAll << "// dead stages removed:";
         for (auto& r : removed) *printAfterAll << " " << r;
@@ -342,8 +358,7 @@ std::string printScript(const std::vector<Step>& steps) {
 
 namespace coconet::schedule {
 
-void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor,
-                      const std::string& reason, SourceLoc loc) {
+void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor, const std::string& reason, SourceLoc loc) {
   ir::SizeExpr rem = ir::SizeExpr::mod(value, divisor);
   if (rem.constantValue() == 0) return;
   for (auto& r : p.requirements)

@@ -24,14 +24,14 @@ struct Arg {
   std::string value;  // a stage name, or the knob's value; a pattern's text (`w_new.*`)
   SourceLoc loc;      // the value
   uint32_t length = 1;
-  SourceLoc keyLoc;   // the knob's name
+  SourceLoc keyLoc;       // the knob's name
   bool pattern = false;   // `NAME.*` as written: apply() expands it to the stages it matches
   std::string matchedBy;  // a stage name that pattern expanded to: the pattern's text
 };
 
 struct Step {
   std::string primitive;
-  SourceLoc loc;  // the primitive's name
+  SourceLoc loc;             // the primitive's name
   std::vector<Arg> targets;  // names the step gives to what it makes
   std::vector<Arg> args;
 };
@@ -46,11 +46,9 @@ std::optional<Script> parseScript(const SourceManager& sm, uint32_t file, Diagno
 // Applies the script's steps in order. On a failed precondition, reports it at the step and
 // returns false, leaving `p` as the last successful step left it. With `printAfterAll`, prints
 // the IR after lowering and after every step (or "(unchanged)").
-bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace,
-           std::ostream* printAfterAll);
+bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector<Step>& trace, std::ostream* printAfterAll);
 
 // The canonical script text of applied steps.
 std::string printScript(const std::vector<Step>& steps);
-
 
 }  // namespace coconet::schedule

@@ -26,8 +26,8 @@ bool sliceState(StepContext& c) {
       if (s.name == a->value) st = &s;
     if (!st) {
       int id = p.resolve(a->value);
-      return c.fail(a, a->value, id >= 0 ? "it is " + describe(p.stages[id]) + ", not a state"
-                                         : "there is no state named " + quote(a->value));
+      return c.fail(a, a->value,
+                    id >= 0 ? "it is " + describe(p.stages[id]) + ", not a state" : "there is no state named " + quote(a->value));
     }
     if (!seen.insert(st->name).second) return c.fail(a, a->value, "it is listed twice");
     const TensorType& t = st->type;
@@ -42,8 +42,7 @@ bool sliceState(StepContext& c) {
       bool onSlices = us.type.group && us.type.layout.kind == Layout::Sliced && us.type.layout.dim == want;
       if (us.kind == StageKind::Reduce) onSlices = us.type.layout.kind == Layout::Local;
       if (!onSlices)
-        return c.fail(a, a->value, quote(us.name) + " reads the whole of " + quote(st->name) +
-                                       "; reorder it onto slices first");
+        return c.fail(a, a->value, quote(us.name) + " reads the whole of " + quote(st->name) + "; reorder it onto slices first");
     }
     // Its new value: computed on slices, possibly then gathered.
     int exit = st->exit;
@@ -52,8 +51,10 @@ bool sliceState(StepContext& c) {
       if (es.kind == StageKind::AllGather && p.stages[es.operands[0]].type.layout == Layout::sliced(0))
         exit = es.operands[0];
       else if (!(es.type.group && es.type.layout == Layout::sliced(0)))
-        return c.fail(a, a->value, "its new value " + quote(es.name) + " is " + describe(es) + " computed whole; "
-                                       "reorder it onto slices first");
+        return c.fail(a, a->value,
+                      "its new value " + quote(es.name) + " is " + describe(es) +
+                          " computed whole; "
+                          "reorder it onto slices first");
     }
     changes.push_back({st, exit});
   }
@@ -62,8 +63,7 @@ bool sliceState(StepContext& c) {
     ch.st->type.layout = Layout::sliced(0);
     p.stages[ch.st->entry].type.layout = Layout::sliced(0);
     if (ch.st->exit != ch.st->entry) ch.st->exit = ch.newExit;
-    requireDivisible(p, ch.st->type.shape[0], p.world()->size,
-                     "state " + quote(ch.st->name) + " is sliced over 'world'", c.step.loc);
+    requireDivisible(p, ch.st->type.shape[0], p.world()->size, "state " + quote(ch.st->name) + " is sliced over 'world'", c.step.loc);
   }
   return true;
 }

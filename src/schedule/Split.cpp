@@ -19,7 +19,8 @@ bool split(StepContext& c) {
   if (!ar.knobs.empty()) {
     // Knobs of an allreduce (its algorithm, its blocks) mean nothing for the two halves: say so
     // rather than drop them.
-    return c.fail(&a, a.value, "it carries tune knobs (" + ar.knobs.str() + "); split before tune, then tune the halves or their fused group");
+    return c.fail(&a, a.value,
+                  "it carries tune knobs (" + ar.knobs.str() + "); split before tune, then tune the halves or their fused group");
   }
   for (auto& o : c.p.overlaps)
     if (o.consumer == ar.name) return c.fail(&a, a.value, "it is overlapped with " + quote(o.producer) + "; split before overlapping");
@@ -47,8 +48,7 @@ bool split(StepContext& c) {
   insertStage(c.p, id + 1, std::move(ag));
   replaceUses(c.p, id, id + 1, {id + 1});
   if (old != rsName && old != agName) c.p.aliases[old] = agName;
-  requireDivisible(c.p, rows, groupSize,
-                   "split of " + quote(old) + " scatters dimension 0 over " + quote(c.p.stages[id].type.group->name),
+  requireDivisible(c.p, rows, groupSize, "split of " + quote(old) + " scatters dimension 0 over " + quote(c.p.stages[id].type.group->name),
                    c.step.loc);
   c.made = {rsName, agName};
   return true;

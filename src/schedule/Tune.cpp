@@ -30,8 +30,7 @@ bool tune(StepContext& c) {
     } else if (spec.lo > spec.hi) {
       std::string list;
       for (auto& v : spec.words) list += (list.empty() ? "" : ", ") + v;
-      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " " + quote(k.value) + " is not one of " + list,
-                    k.length);
+      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " " + quote(k.value) + " is not one of " + list, k.length);
       return false;
     } else {
       int v = 0;
@@ -39,8 +38,10 @@ bool tune(StepContext& c) {
       if (ec != std::errc() || ptr != k.value.data() + k.value.size() || v < spec.lo || v > spec.hi) {
         std::string words;
         for (auto& w : spec.words) words += " or " + w;
-        c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(spec.lo) +
-                                 ", " + std::to_string(spec.hi) + "]" + words + ", got " + quote(k.value), k.length);
+        c.diags.error(k.loc,
+                      "cannot tune " + quote(a.value) + ": " + k.key + " must be an integer in [" + std::to_string(spec.lo) + ", " +
+                          std::to_string(spec.hi) + "]" + words + ", got " + quote(k.value),
+                      k.length);
         return false;
       }
       value.number = v;
@@ -52,11 +53,15 @@ bool tune(StepContext& c) {
       const int s = c.p.find(name);
       return s < 0 ? ir::StageKind::Input : c.p.stages[s].kind;
     };
-    const bool splitGroup = group && group->members.size() >= 2 && (kindOf(group->members.front()) == ir::StageKind::ReduceScatter ||
-                                                                    kindOf(group->members.back()) == ir::StageKind::AllGather);
+    const bool splitGroup =
+        group && group->members.size() >= 2 &&
+        (kindOf(group->members.front()) == ir::StageKind::ReduceScatter || kindOf(group->members.back()) == ir::StageKind::AllGather);
     const bool ceStage = !group && (c.p.stages[id].kind == ir::StageKind::AllToAll || c.p.stages[id].kind == ir::StageKind::AllReduce);
     if (k.key == "algorithm" && k.value == "copy_engines" && !splitGroup && !ceStage) {
-      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'copy_engines' applies to an allreduce, a fused group that starts with a reduce_scatter or ends with an all_gather, or an all_to_all (the one an all_to_all pipeline returns its results with)",
+      c.diags.error(k.loc,
+                    "cannot tune " + quote(a.value) +
+                        ": algorithm 'copy_engines' applies to an allreduce, a fused group that starts with a reduce_scatter or ends with "
+                        "an all_gather, or an all_to_all (the one an all_to_all pipeline returns its results with)",
                     k.length);
       return false;
     }
@@ -68,8 +73,9 @@ bool tune(StepContext& c) {
       });
     };
     if (k.key == "algorithm" && k.value == "ll128" && !group && (c.p.stages[id].kind != ir::StageKind::AllReduce || inGroup())) {
-      c.diags.error(k.loc, "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to a fused group, or an allreduce in none" +
-                               (inGroup() ? " (tune the group it is fused into)" : ""),
+      c.diags.error(k.loc,
+                    "cannot tune " + quote(a.value) + ": algorithm 'll128' applies to a fused group, or an allreduce in none" +
+                        (inGroup() ? " (tune the group it is fused into)" : ""),
                     k.length);
       return false;
     }

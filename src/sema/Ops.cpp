@@ -28,17 +28,28 @@ struct Signature {
 
 const std::vector<Signature>& signatures() {
   static const std::vector<Signature> sigs = {
-      {BuiltinOp::Sqrt, "sqrt", 1, 1, {}},       {BuiltinOp::Rsqrt, "rsqrt", 1, 1, {}},
-      {BuiltinOp::Exp, "exp", 1, 1, {}},         {BuiltinOp::Log, "log", 1, 1, {}},
-      {BuiltinOp::Tanh, "tanh", 1, 1, {}},       {BuiltinOp::Sigmoid, "sigmoid", 1, 1, {}},
-      {BuiltinOp::Abs, "abs", 1, 1, {}},         {BuiltinOp::Relu, "relu", 1, 1, {}},
-      {BuiltinOp::Gelu, "gelu", 1, 1, {}},       {BuiltinOp::Pow, "pow", 2, 2, {}},
-      {BuiltinOp::Max, "max", 1, 2, {"dim", "keepdim"}}, {BuiltinOp::Min, "min", 1, 2, {"dim", "keepdim"}},
-      {BuiltinOp::Select, "select", 3, 3, {}},   {BuiltinOp::Dropout, "dropout", 2, 2, {"seed"}},
-      {BuiltinOp::Sum, "sum", 1, 1, {"dim", "keepdim"}}, {BuiltinOp::Mean, "mean", 1, 1, {"dim", "keepdim"}},
-      {BuiltinOp::Norm, "norm", 1, 1, {"dim", "keepdim"}},  {BuiltinOp::Softmax, "softmax", 1, 1, {}},
-      {BuiltinOp::Layernorm, "layernorm", 1, 3, {"eps"}}, {BuiltinOp::Rmsnorm, "rmsnorm", 1, 2, {"eps"}},
-      {BuiltinOp::Matmul, "matmul", 2, 2, {}},   {BuiltinOp::Gemv, "gemv", 2, 2, {}},
+      {BuiltinOp::Sqrt, "sqrt", 1, 1, {}},
+      {BuiltinOp::Rsqrt, "rsqrt", 1, 1, {}},
+      {BuiltinOp::Exp, "exp", 1, 1, {}},
+      {BuiltinOp::Log, "log", 1, 1, {}},
+      {BuiltinOp::Tanh, "tanh", 1, 1, {}},
+      {BuiltinOp::Sigmoid, "sigmoid", 1, 1, {}},
+      {BuiltinOp::Abs, "abs", 1, 1, {}},
+      {BuiltinOp::Relu, "relu", 1, 1, {}},
+      {BuiltinOp::Gelu, "gelu", 1, 1, {}},
+      {BuiltinOp::Pow, "pow", 2, 2, {}},
+      {BuiltinOp::Max, "max", 1, 2, {"dim", "keepdim"}},
+      {BuiltinOp::Min, "min", 1, 2, {"dim", "keepdim"}},
+      {BuiltinOp::Select, "select", 3, 3, {}},
+      {BuiltinOp::Dropout, "dropout", 2, 2, {"seed"}},
+      {BuiltinOp::Sum, "sum", 1, 1, {"dim", "keepdim"}},
+      {BuiltinOp::Mean, "mean", 1, 1, {"dim", "keepdim"}},
+      {BuiltinOp::Norm, "norm", 1, 1, {"dim", "keepdim"}},
+      {BuiltinOp::Softmax, "softmax", 1, 1, {}},
+      {BuiltinOp::Layernorm, "layernorm", 1, 3, {"eps"}},
+      {BuiltinOp::Rmsnorm, "rmsnorm", 1, 2, {"eps"}},
+      {BuiltinOp::Matmul, "matmul", 2, 2, {}},
+      {BuiltinOp::Gemv, "gemv", 2, 2, {}},
       {BuiltinOp::Embedding, "embedding", 2, 2, {}},
       {BuiltinOp::AllReduce, "allreduce", 2, 2, {}},
       {BuiltinOp::ReduceScatter, "reduce_scatter", 2, 2, {}},
@@ -57,9 +68,7 @@ const Signature* findSignature(const std::string& name) {
   return nullptr;
 }
 
-std::string plural(int n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
+std::string plural(int n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 }  // namespace
 
@@ -70,22 +79,26 @@ bool Checker::expectTensor(const Expr& e, const std::string& what) {
   return false;
 }
 
-std::optional<Shape> Checker::broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len,
-                                        const std::string& what) {
+std::optional<Shape> Checker::broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len, const std::string& what) {
   size_t n = std::max(a.size(), b.size());
   Shape r(n);
   for (size_t i = 0; i < n; ++i) {
     const SizeExpr* x = i + a.size() >= n ? &a[i + a.size() - n] : nullptr;
     const SizeExpr* y = i + b.size() >= n ? &b[i + b.size() - n] : nullptr;
-    if (!x) r[i] = *y;
-    else if (!y) r[i] = *x;
-    else if (*x == *y) r[i] = *x;
-    else if (x->constantValue() == 1) r[i] = *y;
-    else if (y->constantValue() == 1) r[i] = *x;
+    if (!x)
+      r[i] = *y;
+    else if (!y)
+      r[i] = *x;
+    else if (*x == *y)
+      r[i] = *x;
+    else if (x->constantValue() == 1)
+      r[i] = *y;
+    else if (y->constantValue() == 1)
+      r[i] = *x;
     else {
-      error(loc, "shapes " + shapeStr(a) + " and " + shapeStr(b) + " of " + what +
-                     " do not broadcast: dimension " + std::to_string(i) + " is " +
-                     quote(x->str()) + " on one side and " + quote(y->str()) + " on the other",
+      error(loc,
+            "shapes " + shapeStr(a) + " and " + shapeStr(b) + " of " + what + " do not broadcast: dimension " + std::to_string(i) + " is " +
+                quote(x->str()) + " on one side and " + quote(y->str()) + " on the other",
             len);
       return std::nullopt;
     }
@@ -93,19 +106,16 @@ std::optional<Shape> Checker::broadcast(const Shape& a, const Shape& b, SourceLo
   return r;
 }
 
-bool Checker::sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc,
-                        uint32_t len, const std::string& what) {
+bool Checker::sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc, uint32_t len, const std::string& what) {
   if (a.group && b.group && a.group != b.group) {
-    error(loc, "operands of " + what + " live in different process groups " +
-                   quote(a.group->name) + " and " + quote(b.group->name), len);
+    error(loc, "operands of " + what + " live in different process groups " + quote(a.group->name) + " and " + quote(b.group->name), len);
     return false;
   }
   out = a.group ? a.group : b.group;
   return true;
 }
 
-Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, SourceLoc loc,
-                          uint32_t len, const std::string& what) {
+Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, SourceLoc loc, uint32_t len, const std::string& what) {
   Shape shape;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (i == 0) {
@@ -131,8 +141,10 @@ Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, Sou
         for (size_t k = 0; k <= i; ++k)
           if (k != j) all = all && fits(kept, ops[k]->type.shape);
         if (all)
-          note(c->loc, "'" + c->callee + "' drops dimension " + std::to_string(c->dim) +
-                           "; with keepdim = true it stays, with length 1, and broadcasts", c->length);
+          note(c->loc,
+               "'" + c->callee + "' drops dimension " + std::to_string(c->dim) +
+                   "; with keepdim = true it stays, with length 1, and broadcasts",
+               c->length);
       }
       return Type::error();
     }
@@ -156,17 +168,20 @@ Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, Sou
     if (t.layout.kind == Layout::Sliced) {
       int d = t.layout.dim + (rank - t.rank());
       if (sliced && d != slicedDim) {
-        error(loc, "layouts of " + what + " do not meet: " + describe(*sliced) + " is sliced(" +
-                       std::to_string(slicedDim) + ") and " + describe(*e) + " is sliced(" +
-                       std::to_string(d) + ") in the broadcast shape", len);
+        error(loc,
+              "layouts of " + what + " do not meet: " + describe(*sliced) + " is sliced(" + std::to_string(slicedDim) + ") and " +
+                  describe(*e) + " is sliced(" + std::to_string(d) + ") in the broadcast shape",
+              len);
         return Type::error();
       }
       if (!sliced) sliced = e, slicedDim = d;
     }
   }
   if (sliced && local) {
-    error(loc, "layouts of " + what + " do not meet: " + describe(*sliced) + " is " +
-                   layoutWord(sliced->type) + " and " + describe(*local) + " is local", len);
+    error(loc,
+          "layouts of " + what + " do not meet: " + describe(*sliced) + " is " + layoutWord(sliced->type) + " and " + describe(*local) +
+              " is local",
+          len);
     return Type::error();
   }
   Layout l = sliced ? Layout::sliced(slicedDim) : local ? Layout::local() : Layout::replicated();
@@ -177,18 +192,10 @@ Type Checker::elementwise(const std::vector<const Expr*>& ops, DType result, Sou
 Type Checker::checkExpr(Expr& e, Scope& scope) {
   Type t;
   switch (e.kind) {
-    case ExprKind::IntLit:
-      t = Type::tensor(DType::LitInt, {}, Layout::replicated(), nullptr);
-      break;
-    case ExprKind::FloatLit:
-      t = Type::tensor(DType::LitFloat, {}, Layout::replicated(), nullptr);
-      break;
-    case ExprKind::BoolLit:
-      t = Type::tensor(DType::Bool, {}, Layout::replicated(), nullptr);
-      break;
-    case ExprKind::NameRef:
-      t = checkName(static_cast<NameRef&>(e), scope);
-      break;
+    case ExprKind::IntLit: t = Type::tensor(DType::LitInt, {}, Layout::replicated(), nullptr); break;
+    case ExprKind::FloatLit: t = Type::tensor(DType::LitFloat, {}, Layout::replicated(), nullptr); break;
+    case ExprKind::BoolLit: t = Type::tensor(DType::Bool, {}, Layout::replicated(), nullptr); break;
+    case ExprKind::NameRef: t = checkName(static_cast<NameRef&>(e), scope); break;
     case ExprKind::OpToken:
       t.kind = ValueKind::Op;
       t.op = static_cast<OpToken&>(e).op;
@@ -218,18 +225,15 @@ Type Checker::checkExpr(Expr& e, Scope& scope) {
       DType result;
       if (isLogical(b.op)) {
         if (l != DType::Bool || r != DType::Bool) {
-          error(b.loc, what + " needs bool operands, got " + dtypeName(l) + " and " + dtypeName(r),
-                b.length);
+          error(b.loc, what + " needs bool operands, got " + dtypeName(l) + " and " + dtypeName(r), b.length);
           break;
         }
         result = DType::Bool;
       } else {
         auto p = promote(l, r);
-        bool boolArith = (l == DType::Bool || r == DType::Bool) &&
-                         !(l == r && (b.op == BinaryOp::Eq || b.op == BinaryOp::Ne));
+        bool boolArith = (l == DType::Bool || r == DType::Bool) && !(l == r && (b.op == BinaryOp::Eq || b.op == BinaryOp::Ne));
         if (!p || boolArith) {
-          error(b.loc, "invalid operands to " + what + ": " + dtypeName(l) + " and " + dtypeName(r),
-                b.length);
+          error(b.loc, "invalid operands to " + what + ": " + dtypeName(l) + " and " + dtypeName(r), b.length);
           break;
         }
         result = isComparison(b.op) ? DType::Bool : *p;
@@ -237,13 +241,10 @@ Type Checker::checkExpr(Expr& e, Scope& scope) {
       t = elementwise({b.lhs.get(), b.rhs.get()}, result, b.loc, b.length, what);
       break;
     }
-    case ExprKind::Call:
-      t = checkCall(static_cast<Call&>(e), scope);
-      break;
+    case ExprKind::Call: t = checkCall(static_cast<Call&>(e), scope); break;
   }
   if (t.isTensor() && !t.shape.empty() && !storageCountable(t.shape, t.dtype)) {
-    error(e.loc, "this value (" + t.tensorTypeStr() + ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes",
-          e.length);
+    error(e.loc, "this value (" + t.tensorTypeStr() + ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes", e.length);
     t = Type::error();
   }
   e.type = t;
@@ -255,13 +256,12 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   if (!c.qualifier.empty()) {
     auto it = ctx_->imports.find(c.qualifier);
     if (Symbol* q = scope.find(c.qualifier); q && it == ctx_->imports.end()) {
-      error(c.loc, quote(c.spelling()) + " is not a function: " + quote(c.qualifier) + " is " + q->type.describe(),
-            len);
+      error(c.loc, quote(c.spelling()) + " is not a function: " + quote(c.qualifier) + " is " + q->type.describe(), len);
       return Type::error();
     }
     if (it == ctx_->imports.end()) {
-      error(c.loc, "unknown module " + quote(c.qualifier) + "; did you forget 'import " +
-                       c.qualifier + ";'?", static_cast<uint32_t>(c.qualifier.size()));
+      error(c.loc, "unknown module " + quote(c.qualifier) + "; did you forget 'import " + c.qualifier + ";'?",
+            static_cast<uint32_t>(c.qualifier.size()));
       return Type::error();
     }
     const ModuleContext& mod = *it->second;
@@ -270,8 +270,10 @@ Type Checker::checkCall(Call& c, Scope& scope) {
       std::vector<std::string> names;
       for (auto& [n, def] : mod.defs) names.push_back(n);
       std::string guess = closestMatch(c.callee, names);
-      error(c.loc, "module " + quote(c.qualifier) + " has no function " + quote(c.callee) +
-                       (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"), len);
+      error(c.loc,
+            "module " + quote(c.qualifier) + " has no function " + quote(c.callee) +
+                (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"),
+            len);
       return Type::error();
     }
     return singleResult(c, instantiate(c, *d->second, mod, scope));
@@ -285,8 +287,7 @@ Type Checker::checkCall(Call& c, Scope& scope) {
       return Type::error();
     }
     if (c.args.size() != 1) {
-      error(c.loc, "conversion " + quote(c.callee) + " takes 1 argument, got " +
-                       std::to_string(c.args.size()), len);
+      error(c.loc, "conversion " + quote(c.callee) + " takes 1 argument, got " + std::to_string(c.args.size()), len);
       return Type::error();
     }
     Type t = checkExpr(*c.args[0].value, scope);
@@ -294,8 +295,7 @@ Type Checker::checkCall(Call& c, Scope& scope) {
     t.dtype = *dt;
     return t;
   }
-  if (auto d = ctx_->defs.find(c.callee); d != ctx_->defs.end())
-    return singleResult(c, instantiate(c, *d->second, *ctx_, scope));
+  if (auto d = ctx_->defs.find(c.callee); d != ctx_->defs.end()) return singleResult(c, instantiate(c, *d->second, *ctx_, scope));
 
   if (c.callee == "split") {
     error(c.loc, "'split' makes process groups: write 'group NAME = split(parent, count);'", len);
@@ -308,8 +308,7 @@ Type Checker::checkCall(Call& c, Scope& scope) {
     for (auto& [n, def] : ctx_->defs) names.push_back(n);
     names.push_back("split");
     std::string guess = closestMatch(c.callee, names);
-    error(c.loc, "unknown operation " + quote(c.callee) +
-                     (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"), len);
+    error(c.loc, "unknown operation " + quote(c.callee) + (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"), len);
     return Type::error();
   }
   // Arguments: positional first, then named ones from the signature, each at most once.
@@ -328,20 +327,17 @@ Type Checker::checkCall(Call& c, Scope& scope) {
     if (std::find(sig->named.begin(), sig->named.end(), a.name) == sig->named.end()) {
       std::string takes;
       for (auto& n : sig->named) takes += (takes.empty() ? "" : ", ") + quote(n);
-      error(a.nameLoc, quote(c.callee) + " has no argument named " + quote(a.name) +
-                           (takes.empty() ? "" : "; it takes " + takes),
+      error(a.nameLoc, quote(c.callee) + " has no argument named " + quote(a.name) + (takes.empty() ? "" : "; it takes " + takes),
             static_cast<uint32_t>(a.name.size()));
       ok = false;
     } else if (!seen.insert(a.name).second) {
-      error(a.nameLoc, "argument " + quote(a.name) + " is given twice",
-            static_cast<uint32_t>(a.name.size()));
+      error(a.nameLoc, "argument " + quote(a.name) + " is given twice", static_cast<uint32_t>(a.name.size()));
       ok = false;
     }
   }
   if (ok && (positional < sig->minPos || positional > sig->maxPos)) {
-    std::string want = sig->minPos == sig->maxPos
-                           ? plural(sig->minPos, "argument")
-                           : std::to_string(sig->minPos) + " to " + plural(sig->maxPos, "argument");
+    std::string want = sig->minPos == sig->maxPos ? plural(sig->minPos, "argument")
+                                                  : std::to_string(sig->minPos) + " to " + plural(sig->maxPos, "argument");
     error(c.loc, quote(c.callee) + " takes " + want + ", got " + std::to_string(positional), len);
     ok = false;
   }
@@ -351,8 +347,10 @@ Type Checker::checkCall(Call& c, Scope& scope) {
   if (op == BuiltinOp::Min && positional == 1) op = BuiltinOp::ReduceMin;
   for (std::string arg : {"dim", "keepdim"})
     if ((op == BuiltinOp::Max || op == BuiltinOp::Min) && seen.count(arg)) {
-      error(c.loc, "'" + arg + "' is for the reduction '" + c.callee + "(x, " + arg +
-                       (arg == "dim" ? " = d" : " = true") + ")'; the two-argument '" + c.callee + "' is element-wise", len);
+      error(c.loc,
+            "'" + arg + "' is for the reduction '" + c.callee + "(x, " + arg + (arg == "dim" ? " = d" : " = true") +
+                ")'; the two-argument '" + c.callee + "' is element-wise",
+            len);
       return Type::error();
     }
   c.op = op;
@@ -362,8 +360,9 @@ Type Checker::checkCall(Call& c, Scope& scope) {
 // A call of a def that returns several values is only a multiple assignment's value.
 Type Checker::singleResult(const Call& c, Type t) {
   if (t.isError() || c.results.size() <= 1 || &c == multiValueCall_) return t;
-  error(c.loc, quote(c.spelling()) + " returns " + std::to_string(c.results.size()) +
-                   " values; assign them to as many names: a, b = " + c.spelling() + "(...)",
+  error(c.loc,
+        quote(c.spelling()) + " returns " + std::to_string(c.results.size()) +
+            " values; assign them to as many names: a, b = " + c.spelling() + "(...)",
         c.length);
   return Type::error();
 }
@@ -380,8 +379,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   if (takesOp) {
     // The operator argument: '+', '*', max or min.
     Expr* o = pos[0];
-    if (auto* n = o->as<NameRef>(); n && n->member.empty() && (n->name == "max" || n->name == "min") &&
-                                    !scope.find(n->name)) {
+    if (auto* n = o->as<NameRef>(); n && n->member.empty() && (n->name == "max" || n->name == "min") && !scope.find(n->name)) {
       o->type.kind = ValueKind::Op;
       o->type.op = n->name == "max" ? ReduceOp::Max : ReduceOp::Min;
     } else if (!o->as<OpToken>()) {
@@ -439,30 +437,31 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     if (auto* n = x->as<NameRef>(); n && n->member.empty() && n->target && n->target->param) {
       auto v = constantValue(*n);
       if (isRoot && v && *v < 0) {
-        error(e->loc, "the root of " + name + " is a rank, so it cannot be negative (" + quote(n->name) + " is " +
-                          std::to_string(static_cast<int64_t>(*v)) + ")", e->length);
+        error(e->loc,
+              "the root of " + name + " is a rank, so it cannot be negative (" + quote(n->name) + " is " +
+                  std::to_string(static_cast<int64_t>(*v)) + ")",
+              e->length);
         return false;
       }
       if (negated) {
-        error(e->loc, std::string(what) + " of " + name + " cannot be the negation of parameter " +
-                          quote(n->name) + "; pass the parameter itself", e->length);
+        error(e->loc,
+              std::string(what) + " of " + name + " cannot be the negation of parameter " + quote(n->name) + "; pass the parameter itself",
+              e->length);
         return false;
       }
       return true;
     }
-    error(e->loc, std::string(what) + " of " + name + " must be a literal or a program parameter",
-          e->length);
+    error(e->loc, std::string(what) + " of " + name + " must be a literal or a program parameter", e->length);
     return false;
   };
   auto scalarArg = [&](Expr* e, const char* what, bool integer) -> bool {
     if (!e->type.isScalar()) {
-      error(e->loc, std::string(what) + " of " + name + " must be a scalar, got " +
-                        e->type.tensorTypeStr(), e->length);
+      error(e->loc, std::string(what) + " of " + name + " must be a scalar, got " + e->type.tensorTypeStr(), e->length);
       return false;
     }
     if (integer ? !isInteger(e->type.dtype) : e->type.dtype == DType::Bool) {
-      error(e->loc, std::string(what) + " of " + name + " must be " +
-                        (integer ? "an integer" : "a number") + ", got " + dtypeName(e->type.dtype),
+      error(e->loc,
+            std::string(what) + " of " + name + " must be " + (integer ? "an integer" : "a number") + ", got " + dtypeName(e->type.dtype),
             e->length);
       return false;
     }
@@ -485,7 +484,8 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     Expr* e = it->second;
     int64_t v = 0;
     bool lit = false;
-    if (auto* il = e->as<IntLit>()) v = il->value, lit = true;
+    if (auto* il = e->as<IntLit>())
+      v = il->value, lit = true;
     else if (auto* u = e->as<Unary>(); u && u->op == UnaryOp::Neg)
       if (auto* il2 = u->operand->as<IntLit>()) v = -il2->value, lit = true;
     if (!lit) {
@@ -493,8 +493,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       return false;
     }
     if (v < -x.rank() || v >= x.rank()) {
-      error(e->loc, "dimension " + std::to_string(v) + " is out of range for a tensor of rank " +
-                        std::to_string(x.rank()), e->length);
+      error(e->loc, "dimension " + std::to_string(v) + " is out of range for a tensor of rank " + std::to_string(x.rank()), e->length);
       return false;
     }
     dim = static_cast<int>(v < 0 ? v + x.rank() : v);
@@ -502,72 +501,79 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   };
   auto collectiveInput = [&](Expr* e) -> bool {
     if (!e->type.group) {
-      error(e->loc, name + " needs a value that lives on the ranks; " + describe(*e) +
-                        " is uniform (the same constant everywhere)", e->length);
+      error(e->loc, name + " needs a value that lives on the ranks; " + describe(*e) + " is uniform (the same constant everywhere)",
+            e->length);
       return false;
     }
     return true;
   };
 
   switch (op) {
-    case BuiltinOp::Sqrt: case BuiltinOp::Rsqrt: case BuiltinOp::Exp: case BuiltinOp::Log:
-    case BuiltinOp::Tanh: case BuiltinOp::Sigmoid: case BuiltinOp::Gelu: {
+    case BuiltinOp::Sqrt:
+    case BuiltinOp::Rsqrt:
+    case BuiltinOp::Exp:
+    case BuiltinOp::Log:
+    case BuiltinOp::Tanh:
+    case BuiltinOp::Sigmoid:
+    case BuiltinOp::Gelu: {
       auto t = floatOperand(pos[0]);
       if (!t) return Type::error();
       Type r = pos[0]->type;
       r.dtype = *t;
       return r;
     }
-    case BuiltinOp::Abs: case BuiltinOp::Relu: {
+    case BuiltinOp::Abs:
+    case BuiltinOp::Relu: {
       if (pos[0]->type.dtype == DType::Bool) {
         error(pos[0]->loc, name + " needs a numeric tensor, got bool", pos[0]->length);
         return Type::error();
       }
       return pos[0]->type;
     }
-    case BuiltinOp::Pow: case BuiltinOp::Min: case BuiltinOp::Max: {
+    case BuiltinOp::Pow:
+    case BuiltinOp::Min:
+    case BuiltinOp::Max: {
       auto p = promote(pos[0]->type.dtype, pos[1]->type.dtype);
       if (!p || *p == DType::Bool) {
-        error(c.loc, "invalid operands to " + name + ": " + dtypeName(pos[0]->type.dtype) + " and " +
-                         dtypeName(pos[1]->type.dtype), len);
+        error(c.loc, "invalid operands to " + name + ": " + dtypeName(pos[0]->type.dtype) + " and " + dtypeName(pos[1]->type.dtype), len);
         return Type::error();
       }
       return elementwise({pos[0], pos[1]}, *p, c.loc, len, name);
     }
     case BuiltinOp::Select: {
       if (pos[0]->type.dtype != DType::Bool) {
-        error(pos[0]->loc, "the condition of 'select' must be bool, got " +
-                               std::string(dtypeName(pos[0]->type.dtype)), pos[0]->length);
+        error(pos[0]->loc, "the condition of 'select' must be bool, got " + std::string(dtypeName(pos[0]->type.dtype)), pos[0]->length);
         return Type::error();
       }
       auto p = promote(pos[1]->type.dtype, pos[2]->type.dtype);
       if (!p) {
-        error(c.loc, "the branches of 'select' have no common type: " +
-                         std::string(dtypeName(pos[1]->type.dtype)) + " and " +
-                         dtypeName(pos[2]->type.dtype), len);
+        error(c.loc,
+              "the branches of 'select' have no common type: " + std::string(dtypeName(pos[1]->type.dtype)) + " and " +
+                  dtypeName(pos[2]->type.dtype),
+              len);
         return Type::error();
       }
       return elementwise({pos[0], pos[1], pos[2]}, *p, c.loc, len, name);
     }
     case BuiltinOp::Dropout: {
       if (!isFloat(pos[0]->type.dtype) || isLiteral(pos[0]->type.dtype)) {
-        error(pos[0]->loc, "'dropout' needs a floating-point tensor, got " +
-                               (isLiteral(pos[0]->type.dtype) ? std::string("a literal")
-                                                              : std::string(dtypeName(pos[0]->type.dtype))),
+        error(pos[0]->loc,
+              "'dropout' needs a floating-point tensor, got " +
+                  (isLiteral(pos[0]->type.dtype) ? std::string("a literal") : std::string(dtypeName(pos[0]->type.dtype))),
               pos[0]->length);
         return Type::error();
       }
       if (!scalarArg(pos[1], "the probability", false)) return Type::error();
       if (pos[1]->type.group) {
-        error(pos[1]->loc, "the probability of 'dropout' must be the same on every rank; " +
-                               describe(*pos[1]) + " is " + layoutWord(pos[1]->type), pos[1]->length);
+        error(pos[1]->loc,
+              "the probability of 'dropout' must be the same on every rank; " + describe(*pos[1]) + " is " + layoutWord(pos[1]->type),
+              pos[1]->length);
         return Type::error();
       }
       // A run-time parameter is checked by the generated program (coconet_rt::checkProbability).
       double p = constantValue(*pos[1]).value_or(0.5);
       if (p < 0 || p >= 1) {
-        error(pos[1]->loc, "dropout probability " + std::to_string(p).substr(0, 8) +
-                               " is outside [0, 1)", pos[1]->length);
+        error(pos[1]->loc, "dropout probability " + std::to_string(p).substr(0, 8) + " is outside [0, 1)", pos[1]->length);
         return Type::error();
       }
       if (auto it = named.find("seed"); it != named.end()) {
@@ -575,19 +581,25 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         if (!scalarArg(seed, "the seed", true)) return Type::error();
         // The mask must be the same on every rank that holds the same elements.
         if (seed->type.group && pos[0]->type.group && seed->type.group != pos[0]->type.group) {
-          error(seed->loc, "the seed of 'dropout' lives in group " + quote(seed->type.group->name) +
-                               ", the tensor in " + quote(pos[0]->type.group->name), seed->length);
+          error(seed->loc,
+                "the seed of 'dropout' lives in group " + quote(seed->type.group->name) + ", the tensor in " +
+                    quote(pos[0]->type.group->name),
+                seed->length);
           return Type::error();
         }
         if (seed->type.group && seed->type.layout.kind != Layout::Replicated) {
-          error(seed->loc, "the seed of 'dropout' must be the same on every rank of the group; " +
-                               describe(*seed) + " is " + layoutWord(seed->type), seed->length);
+          error(seed->loc,
+                "the seed of 'dropout' must be the same on every rank of the group; " + describe(*seed) + " is " + layoutWord(seed->type),
+                seed->length);
           return Type::error();
         }
       }
       return pos[0]->type;
     }
-    case BuiltinOp::Sum: case BuiltinOp::Mean: case BuiltinOp::Norm: case BuiltinOp::ReduceMax:
+    case BuiltinOp::Sum:
+    case BuiltinOp::Mean:
+    case BuiltinOp::Norm:
+    case BuiltinOp::ReduceMax:
     case BuiltinOp::ReduceMin: {
       Type x = pos[0]->type;
       int dim;
@@ -623,9 +635,11 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       if (x.group && l.kind == Layout::Sliced) {
         if (dim < 0 || dim == l.dim) {
           if (op == BuiltinOp::Norm) {
-            error(c.loc, "'norm' over the sliced dimension " + std::to_string(l.dim) + " of " +
-                             describe(*pos[0]) + " has no per-rank meaning; write "
-                             "sqrt(allreduce(+, sum(x * x))) for the norm of the whole tensor", len);
+            error(c.loc,
+                  "'norm' over the sliced dimension " + std::to_string(l.dim) + " of " + describe(*pos[0]) +
+                      " has no per-rank meaning; write "
+                      "sqrt(allreduce(+, sum(x * x))) for the norm of the whole tensor",
+                  len);
             return Type::error();
           }
           l = Layout::local();  // partial results, one per rank
@@ -635,7 +649,9 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       }
       return Type::tensor(dt, shape, l, x.group);
     }
-    case BuiltinOp::Softmax: case BuiltinOp::Layernorm: case BuiltinOp::Rmsnorm: {
+    case BuiltinOp::Softmax:
+    case BuiltinOp::Layernorm:
+    case BuiltinOp::Rmsnorm: {
       Type x = pos[0]->type;
       auto dt = floatOperand(pos[0]);
       if (!dt) return Type::error();
@@ -644,8 +660,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         return Type::error();
       }
       if (x.group && x.layout.kind == Layout::Sliced && x.layout.dim == x.rank() - 1) {
-        error(c.loc, name + " normalizes the last dimension, which is sliced in " + describe(*pos[0]) +
-                         "; gather it first", len);
+        error(c.loc, name + " normalizes the last dimension, which is sliced in " + describe(*pos[0]) + "; gather it first", len);
         return Type::error();
       }
       if (op == BuiltinOp::Layernorm || op == BuiltinOp::Rmsnorm) {
@@ -656,13 +671,14 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         for (size_t i = 1; i < pos.size(); ++i) {
           const Type& g = pos[i]->type;
           if (g.rank() != 1 || g.shape[0] != x.shape.back()) {
-            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must have shape [" +
-                                   x.shape.back().str() + "], got " + shapeStr(g.shape), pos[i]->length);
+            error(pos[i]->loc,
+                  std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must have shape [" + x.shape.back().str() + "], got " +
+                      shapeStr(g.shape),
+                  pos[i]->length);
             return Type::error();
           }
           if (g.group && g.layout.kind != Layout::Replicated) {
-            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of " + name +
-                                   " must be replicated, got " + g.layout.str(),
+            error(pos[i]->loc, std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must be replicated, got " + g.layout.str(),
                   pos[i]->length);
             return Type::error();
           }
@@ -680,36 +696,35 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       x.dtype = *dt;
       return x;
     }
-    case BuiltinOp::Matmul: case BuiltinOp::Gemv: {
+    case BuiltinOp::Matmul:
+    case BuiltinOp::Gemv: {
       const Type& a = pos[0]->type;
       const Type& b = pos[1]->type;
       bool gemv = op == BuiltinOp::Gemv;
       if (gemv ? a.rank() != 2 : a.rank() < 2) {
-        error(pos[0]->loc, name + " needs a matrix" + (gemv ? "" : " or a batch of matrices") +
-                               " on the left; " + describe(*pos[0]) + " has rank " +
-                               std::to_string(a.rank()), pos[0]->length);
+        error(pos[0]->loc,
+              name + " needs a matrix" + (gemv ? "" : " or a batch of matrices") + " on the left; " + describe(*pos[0]) + " has rank " +
+                  std::to_string(a.rank()),
+              pos[0]->length);
         return Type::error();
       }
       if (gemv ? b.rank() != 1 : b.rank() < 2) {
-        error(pos[1]->loc, gemv ? "'gemv' needs a vector on the right; " + describe(*pos[1]) +
-                                      " has rank " + std::to_string(b.rank())
-                                : "'matmul' needs a matrix on the right; " + describe(*pos[1]) +
-                                      " has rank " + std::to_string(b.rank()) +
-                                      (b.rank() == 1 ? " (use gemv)" : ""),
+        error(pos[1]->loc,
+              gemv ? "'gemv' needs a vector on the right; " + describe(*pos[1]) + " has rank " + std::to_string(b.rank())
+                   : "'matmul' needs a matrix on the right; " + describe(*pos[1]) + " has rank " + std::to_string(b.rank()) +
+                         (b.rank() == 1 ? " (use gemv)" : ""),
               pos[1]->length);
         return Type::error();
       }
       auto dt = promote(a.dtype, b.dtype);
       if (!dt || !isFloat(*dt)) {
-        error(c.loc, name + " needs floating-point operands, got " + dtypeName(a.dtype) + " and " +
-                         dtypeName(b.dtype), len);
+        error(c.loc, name + " needs floating-point operands, got " + dtypeName(a.dtype) + " and " + dtypeName(b.dtype), len);
         return Type::error();
       }
       const SizeExpr& ka = a.shape.back();
       const SizeExpr& kb = gemv ? b.shape[0] : b.shape[b.rank() - 2];
       if (ka != kb) {
-        error(c.loc, "inner dimensions of " + name + " differ: " + quote(ka.str()) + " vs " +
-                         quote(kb.str()), len);
+        error(c.loc, "inner dimensions of " + name + " differ: " + quote(ka.str()) + " vs " + quote(kb.str()), len);
         return Type::error();
       }
       Shape shape;
@@ -737,19 +752,26 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       Layout out;
       bool ok = true;
       if (la.kind == S && lb.kind == S) {
-        if (la.dim == kDimA && lb.dim == kDimB) out = Layout::local();
-        else if (!gemv && la.dim < a.rank() - 2 && lb.dim == la.dim - a.rank() + b.rank() &&
-                 b.rank() > 2)
+        if (la.dim == kDimA && lb.dim == kDimB)
+          out = Layout::local();
+        else if (!gemv && la.dim < a.rank() - 2 && lb.dim == la.dim - a.rank() + b.rank() && b.rank() > 2)
           out = Layout::sliced(la.dim + rank - a.rank());
-        else ok = false;
+        else
+          ok = false;
       } else if (la.kind == S) {
-        if (lb.kind == L || la.dim == kDimA) ok = false;
-        else out = Layout::sliced(gemv ? 0 : la.dim + rank - a.rank());
+        if (lb.kind == L || la.dim == kDimA)
+          ok = false;
+        else
+          out = Layout::sliced(gemv ? 0 : la.dim + rank - a.rank());
       } else if (lb.kind == S) {
-        if (la.kind == L || lb.dim == kDimB) ok = false;
-        else if (!gemv && lb.dim == b.rank() - 1) out = Layout::sliced(rank - 1);
-        else if (!gemv && lb.dim < b.rank() - 2) out = Layout::sliced(lb.dim + rank - b.rank());
-        else ok = false;
+        if (la.kind == L || lb.dim == kDimB)
+          ok = false;
+        else if (!gemv && lb.dim == b.rank() - 1)
+          out = Layout::sliced(rank - 1);
+        else if (!gemv && lb.dim < b.rank() - 2)
+          out = Layout::sliced(lb.dim + rank - b.rank());
+        else
+          ok = false;
       } else if (la.kind == L || lb.kind == L) {
         out = Layout::local();
       } else {
@@ -761,8 +783,9 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
           why = ": the contracted dimension is sliced on the left only";
         else if (lb.kind == S && lb.dim == kDimB && la.kind != S)
           why = ": the contracted dimension is sliced on the right only";
-        error(c.loc, "layouts of " + name + " do not meet: " + describe(*pos[0]) + " is " +
-                         layoutWord(a) + " and " + describe(*pos[1]) + " is " + layoutWord(b) + why,
+        error(c.loc,
+              "layouts of " + name + " do not meet: " + describe(*pos[0]) + " is " + layoutWord(a) + " and " + describe(*pos[1]) + " is " +
+                  layoutWord(b) + why,
               len);
         return Type::error();
       }
@@ -772,13 +795,11 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       const Type& tab = pos[0]->type;
       const Type& idx = pos[1]->type;
       if (tab.rank() != 2 || !isFloat(tab.dtype)) {
-        error(pos[0]->loc, "the table of 'embedding' must be a floating-point matrix, got " +
-                               tab.tensorTypeStr(), pos[0]->length);
+        error(pos[0]->loc, "the table of 'embedding' must be a floating-point matrix, got " + tab.tensorTypeStr(), pos[0]->length);
         return Type::error();
       }
       if (!isInteger(idx.dtype)) {
-        error(pos[1]->loc, "the indices of 'embedding' must be integers, got " +
-                               std::string(dtypeName(idx.dtype)), pos[1]->length);
+        error(pos[1]->loc, "the indices of 'embedding' must be integers, got " + std::string(dtypeName(idx.dtype)), pos[1]->length);
         return Type::error();
       }
       const GroupInfo* g;
@@ -790,32 +811,41 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       Layout out;
       bool ok = true;
       if (lt.kind == Layout::Sliced) {
-        if (li.kind != Layout::Replicated) ok = false;
-        else if (lt.dim == 0) out = Layout::local();  // rows outside the shard are zero: partial sums
-        else out = Layout::sliced(static_cast<int>(shape.size()) - 1);
+        if (li.kind != Layout::Replicated)
+          ok = false;
+        else if (lt.dim == 0)
+          out = Layout::local();  // rows outside the shard are zero: partial sums
+        else
+          out = Layout::sliced(static_cast<int>(shape.size()) - 1);
       } else if (li.kind == Layout::Sliced) {
-        if (lt.kind == Layout::Local) ok = false;
-        else out = li;
+        if (lt.kind == Layout::Local)
+          ok = false;
+        else
+          out = li;
       } else if (lt.kind == Layout::Local || li.kind == Layout::Local) {
         out = Layout::local();
       } else {
         out = Layout::replicated();
       }
       if (!ok) {
-        error(c.loc, "layouts of 'embedding' do not meet: the table " + describe(*pos[0]) + " is " +
-                         layoutWord(tab) + " and the indices " + describe(*pos[1]) + " are " +
-                         layoutWord(idx), len);
+        error(c.loc,
+              "layouts of 'embedding' do not meet: the table " + describe(*pos[0]) + " is " + layoutWord(tab) + " and the indices " +
+                  describe(*pos[1]) + " are " + layoutWord(idx),
+              len);
         return Type::error();
       }
       return Type::tensor(tab.dtype, shape, out, g);
     }
-    case BuiltinOp::AllReduce: case BuiltinOp::ReduceScatter: case BuiltinOp::Reduce: {
+    case BuiltinOp::AllReduce:
+    case BuiltinOp::ReduceScatter:
+    case BuiltinOp::Reduce: {
       Expr* x = pos[0];
       if (!collectiveInput(x)) return Type::error();
       const Type& t = x->type;
       if (t.layout.kind == Layout::Sliced) {
-        error(x->loc, name + " needs a local or replicated tensor; " + describe(*x) + " is " +
-                          t.layout.str() + (op == BuiltinOp::AllReduce ? "; use all_gather to assemble it" : ""),
+        error(x->loc,
+              name + " needs a local or replicated tensor; " + describe(*x) + " is " + t.layout.str() +
+                  (op == BuiltinOp::AllReduce ? "; use all_gather to assemble it" : ""),
               x->length);
         return Type::error();
       }
@@ -841,16 +871,14 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         error(x->loc, "'reduce_scatter' cannot scatter a scalar", x->length);
         return Type::error();
       }
-      requireDivisible(t.shape[0], t.group,
-                       "'reduce_scatter' splits dimension 0 over " + quote(t.group->name), c.loc);
+      requireDivisible(t.shape[0], t.group, "'reduce_scatter' splits dimension 0 over " + quote(t.group->name), c.loc);
       return Type::tensor(t.dtype, t.shape, Layout::sliced(0), t.group);
     }
     case BuiltinOp::AllGather: {
       Expr* x = pos[0];
       if (!collectiveInput(x)) return Type::error();
       if (x->type.layout.kind != Layout::Sliced) {
-        error(x->loc, "'all_gather' needs a sliced tensor; " + describe(*x) + " is " +
-                          x->type.layout.str(), x->length);
+        error(x->loc, "'all_gather' needs a sliced tensor; " + describe(*x) + " is " + x->type.layout.str(), x->length);
         return Type::error();
       }
       return Type::tensor(x->type.dtype, x->type.shape, Layout::replicated(), x->type.group);
@@ -869,8 +897,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       }
       if (!scalarArg(root, "the root", true) || !constOrParam(root, "the root")) return Type::error();
       if (x->type.layout.kind == Layout::Sliced) {
-        error(x->loc, "'broadcast' needs a local or replicated tensor; " + describe(*x) + " is " +
-                          x->type.layout.str(), x->length);
+        error(x->loc, "'broadcast' needs a local or replicated tensor; " + describe(*x) + " is " + x->type.layout.str(), x->length);
         return Type::error();
       }
       return Type::tensor(x->type.dtype, x->type.shape, Layout::replicated(), x->type.group);
@@ -879,12 +906,11 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       Expr* x = pos[0];
       if (!collectiveInput(x)) return Type::error();
       if (x->type.layout.kind == Layout::Sliced || x->type.rank() == 0) {
-        error(x->loc, "'all_to_all' needs a local or replicated tensor of rank 1 or more; " +
-                          describe(*x) + " is " + x->type.str(), x->length);
+        error(x->loc, "'all_to_all' needs a local or replicated tensor of rank 1 or more; " + describe(*x) + " is " + x->type.str(),
+              x->length);
         return Type::error();
       }
-      requireDivisible(x->type.shape[0], x->type.group,
-                       "'all_to_all' splits dimension 0 over " + quote(x->type.group->name), c.loc);
+      requireDivisible(x->type.shape[0], x->type.group, "'all_to_all' splits dimension 0 over " + quote(x->type.group->name), c.loc);
       return Type::tensor(x->type.dtype, x->type.shape, Layout::local(), x->type.group);
     }
     case BuiltinOp::Send: {
@@ -892,8 +918,9 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
       Expr* peer = pos[1];
       if (!collectiveInput(x)) return Type::error();
       if (peer->type.kind != ValueKind::Peer) {
-        error(peer->loc, "'send' needs a peer: 'next', 'prev', or 'GROUP.next' / 'GROUP.prev'; " +
-                             describe(*peer) + " is " + peer->type.describe(), peer->length);
+        error(peer->loc,
+              "'send' needs a peer: 'next', 'prev', or 'GROUP.next' / 'GROUP.prev'; " + describe(*peer) + " is " + peer->type.describe(),
+              peer->length);
         return Type::error();
       }
       Type t = x->type;
@@ -903,15 +930,16 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
         return t;
       }
       if (peer->type.group != t.group) {
-        error(peer->loc, describe(*x) + " lives in group " + quote(t.group->name) +
-                             ", but the peer is an instance of group " + quote(peer->type.group->name),
+        error(peer->loc,
+              describe(*x) + " lives in group " + quote(t.group->name) + ", but the peer is an instance of group " +
+                  quote(peer->type.group->name),
               peer->length);
         return Type::error();
       }
       return t;
     }
-    case BuiltinOp::Cast: case BuiltinOp::None:
-      break;
+    case BuiltinOp::Cast:
+    case BuiltinOp::None: break;
   }
   internalError("checkBuiltin: unhandled operation " + std::string(builtinOpName(op)));
 }

@@ -35,9 +35,7 @@ std::string exprText(const Expr& e) {
     }
     case ExprKind::Binary: {
       auto& b = static_cast<const Binary&>(e);
-      auto side = [](const Expr& x) {
-        return x.kind == ExprKind::Binary ? "(" + exprText(x) + ")" : exprText(x);
-      };
+      auto side = [](const Expr& x) { return x.kind == ExprKind::Binary ? "(" + exprText(x) + ")" : exprText(x); };
       return side(*b.lhs) + " " + binaryOpSpelling(b.op) + " " + side(*b.rhs);
     }
     case ExprKind::Call: {
@@ -87,9 +85,7 @@ std::optional<double> constantValue(const Expr& e) {
   }
 }
 
-std::string Requirement::str() const {
-  return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str();
-}
+std::string Requirement::str() const { return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str(); }
 
 // ---- Symbols and scopes ----------------------------------------------------------------------
 Symbol* Checker::newSymbol(SymbolKind k, const std::string& name, SourceLoc loc, Type t) {
@@ -104,8 +100,7 @@ void Checker::declare(Scope& s, Symbol* sym) {
     return;
   }
   if (globals_.names.count(sym->name)) {
-    error(sym->loc, quote(sym->name) + " is a built-in name and cannot be redefined",
-          static_cast<uint32_t>(sym->name.size()));
+    error(sym->loc, quote(sym->name) + " is a built-in name and cannot be redefined", static_cast<uint32_t>(sym->name.size()));
     return;
   }
   s.names[sym->name] = sym;
@@ -127,8 +122,8 @@ Type Checker::checkName(NameRef& e, Scope& scope) {
       if (e.member.empty()) {
         error(e.loc, quote(e.name) + " is a module, not a value", len);
       } else {
-        error(e.loc, quote(e.spelling()) + " is not a value: modules hold functions; call it as " +
-                         quote(e.spelling() + "(...)"), static_cast<uint32_t>(e.spelling().size()));
+        error(e.loc, quote(e.spelling()) + " is not a value: modules hold functions; call it as " + quote(e.spelling() + "(...)"),
+              static_cast<uint32_t>(e.spelling().size()));
       }
       return Type::error();
     }
@@ -144,8 +139,7 @@ Type Checker::checkName(NameRef& e, Scope& scope) {
   // base.member: members of process groups.
   if (sym->type.kind != ValueKind::Group) {
     if (!sym->type.isError())
-      error(e.memberLoc, quote(e.name) + " has no member " + quote(e.member) +
-                             ": only process groups have members",
+      error(e.memberLoc, quote(e.name) + " has no member " + quote(e.member) + ": only process groups have members",
             static_cast<uint32_t>(e.member.size()));
     return Type::error();
   }
@@ -155,8 +149,8 @@ Type Checker::checkName(NameRef& e, Scope& scope) {
   if (e.member == "index") return Type::tensor(DType::I32, {}, Layout::replicated(), g);
   if (e.member == "next" || e.member == "prev") {
     if (g->depth == 0) {
-      error(e.memberLoc, "the world is a single group, so it has no " + quote(e.member) +
-                             " group; use " + quote(e.member) + " to send between ranks",
+      error(e.memberLoc,
+            "the world is a single group, so it has no " + quote(e.member) + " group; use " + quote(e.member) + " to send between ranks",
             static_cast<uint32_t>(e.member.size()));
       return Type::error();
     }
@@ -166,8 +160,8 @@ Type Checker::checkName(NameRef& e, Scope& scope) {
     t.group = g;
     return t;
   }
-  error(e.memberLoc, "group " + quote(e.name) + " has no member " + quote(e.member) +
-                         "; groups have 'size', 'rank', 'index', 'next' and 'prev'",
+  error(e.memberLoc,
+        "group " + quote(e.name) + " has no member " + quote(e.member) + "; groups have 'size', 'rank', 'index', 'next' and 'prev'",
         static_cast<uint32_t>(e.member.size()));
   return Type::error();
 }
@@ -195,7 +189,8 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
         }
         if (!n.member.empty()) {
           if (sym->kind == SymbolKind::Group && n.member == "size") return sym->group->size;
-          return fail(quote(n.spelling()) + " is not a size; sizes are built from size parameters, "
+          return fail(quote(n.spelling()) +
+                      " is not a size; sizes are built from size parameters, "
                       "group sizes and integer literals");
         }
         if (sym->kind == SymbolKind::SizeParam) {
@@ -203,7 +198,8 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
           return SizeExpr::symbol(sym->name);
         }
         if (sym->kind == SymbolKind::Builtin && sym->name == "nranks") return world_->size;
-        return fail(quote(n.name) + " is not a size; sizes are built from size parameters, "
+        return fail(quote(n.name) +
+                    " is not a size; sizes are built from size parameters, "
                     "group sizes and integer literals");
       }
       case ExprKind::Binary: {
@@ -254,15 +250,13 @@ static bool holds(int64_t l, BinaryOp op, int64_t r) {
   }
 }
 
-void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason,
-                             SourceLoc loc) {
+void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc) {
   for (auto& r : out_.requirements)
     if (r.lhs == lhs && r.op == op && r.rhs == rhs) return;
   out_.requirements.push_back({std::move(lhs), op, std::move(rhs), std::move(reason), loc});
 }
 
-void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what,
-                               SourceLoc loc) {
+void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc) {
   if (!g) return;
   SizeExpr rem = SizeExpr::mod(n, g->size);
   if (auto c = rem.constantValue()) {
@@ -273,8 +267,7 @@ void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std:
 
 // ---- Statements --------------------------------------------------------------------------
 void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
-  if (inDef && (st.kind == StmtKind::Decl || st.kind == StmtKind::Group ||
-                st.kind == StmtKind::Require || st.kind == StmtKind::Update))
+  if (inDef && (st.kind == StmtKind::Decl || st.kind == StmtKind::Group || st.kind == StmtKind::Require || st.kind == StmtKind::Update))
     return;  // reported with the def's text (checkDefText)
   switch (st.kind) {
     case StmtKind::Decl: {
@@ -283,19 +276,21 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       bool ok = true;
       for (auto& dim : d.dims) {
         auto s = toSize(*dim, scope);
-        if (!s) { ok = false; continue; }
+        if (!s) {
+          ok = false;
+          continue;
+        }
         if (auto c = s->constantValue(); c && *c <= 0) {
-          error(dim->loc, "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) +
-                              " is " + std::to_string(*c) + "; dimensions must be positive",
+          error(dim->loc,
+                "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) + " is " + std::to_string(*c) +
+                    "; dimensions must be positive",
                 dim->length);
           ok = false;
         } else if (s->sign() < 0) {
-          error(dim->loc, "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) +
-                              " is never positive", dim->length);
+          error(dim->loc, "dimension " + quote(exprText(*dim)) + " of " + quote(d.name.name) + " is never positive", dim->length);
           ok = false;
         } else if (s->sign() == 0) {
-          addRequirement(*s, BinaryOp::Gt, SizeExpr::constant(0),
-                         "dimensions of " + quote(d.name.name) + " are positive", dim->loc);
+          addRequirement(*s, BinaryOp::Gt, SizeExpr::constant(0), "dimensions of " + quote(d.name.name) + " are positive", dim->loc);
         }
         shape.push_back(*s);
       }
@@ -303,12 +298,10 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       if (!d.group.name.empty()) {
         Symbol* g = scope.find(d.group.name);
         if (!g) {
-          error(d.group.loc, "use of undeclared process group " + quote(d.group.name),
-                static_cast<uint32_t>(d.group.name.size()));
+          error(d.group.loc, "use of undeclared process group " + quote(d.group.name), static_cast<uint32_t>(d.group.name.size()));
           ok = false;
         } else if (g->kind != SymbolKind::Group) {
-          error(d.group.loc, quote(d.group.name) + " is not a process group",
-                static_cast<uint32_t>(d.group.name.size()));
+          error(d.group.loc, quote(d.group.name) + " is not a process group", static_cast<uint32_t>(d.group.name.size()));
           ok = false;
         } else {
           group = g->group;
@@ -318,20 +311,20 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       if (d.layoutKind == Layout::Sliced) {
         int64_t dim = 0;
         bool lit = false;
-        if (auto* il = d.slicedDim->as<IntLit>()) dim = il->value, lit = true;
+        if (auto* il = d.slicedDim->as<IntLit>())
+          dim = il->value, lit = true;
         else if (auto* u = d.slicedDim->as<Unary>(); u && u->op == UnaryOp::Neg)
           if (auto* il2 = u->operand->as<IntLit>()) dim = -il2->value, lit = true;
         int rank = static_cast<int>(shape.size());
         if (!lit) {
-          error(d.slicedDim->loc, "the sliced dimension must be an integer literal",
-                d.slicedDim->length);
+          error(d.slicedDim->loc, "the sliced dimension must be an integer literal", d.slicedDim->length);
           ok = false;
         } else if (rank == 0) {
           error(d.layoutLoc, "a scalar cannot be sliced", 6);
           ok = false;
         } else if (dim < -rank || dim >= rank) {
-          error(d.slicedDim->loc, "sliced(" + std::to_string(dim) + ") is out of range for " +
-                                      quote(d.name.name) + " of rank " + std::to_string(rank),
+          error(d.slicedDim->loc,
+                "sliced(" + std::to_string(dim) + ") is out of range for " + quote(d.name.name) + " of rank " + std::to_string(rank),
                 d.slicedDim->length);
           ok = false;
         } else {
@@ -339,22 +332,21 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         }
       }
       if (ok && !storageCountable(shape, d.dtype)) {
-        error(d.name.loc, "the storage of " + quote(d.name.name) + " (" + dtypeName(d.dtype) + shapeStr(shape) +
-                              ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes",
+        error(d.name.loc,
+              "the storage of " + quote(d.name.name) + " (" + dtypeName(d.dtype) + shapeStr(shape) +
+                  ") overflows 64 bits: a tensor takes at most 2^63 - 1 bytes",
               static_cast<uint32_t>(d.name.name.size()));
         ok = false;
       }
       Type t = ok ? Type::tensor(d.dtype, shape, layout, group) : Type::error();
-      Symbol* sym = newSymbol(d.role == Role::State ? SymbolKind::State : SymbolKind::Input,
-                              d.name.name, d.name.loc, t);
+      Symbol* sym = newSymbol(d.role == Role::State ? SymbolKind::State : SymbolKind::Input, d.name.name, d.name.loc, t);
       sym->stmt = &d;
       d.symbol = sym;
       declare(scope, sym);
       (d.role == Role::State ? out_.states : out_.inputs).push_back(sym);
       if (ok && layout.kind == Layout::Sliced)
         requireDivisible(shape[layout.dim], group,
-                         "dimension " + std::to_string(layout.dim) + " of " + quote(d.name.name) +
-                             " is sliced over " + quote(group->name),
+                         "dimension " + std::to_string(layout.dim) + " of " + quote(d.name.name) + " is sliced over " + quote(group->name),
                          d.name.loc);
       return;
     }
@@ -362,29 +354,23 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       auto& g = static_cast<GroupStmt&>(st);
       Type t = Type::error();
       if (g.function.name != "split") {
-        error(g.function.loc, "unknown group operation " + quote(g.function.name) +
-                                  "; groups are made with 'split(parent, count)'",
+        error(g.function.loc, "unknown group operation " + quote(g.function.name) + "; groups are made with 'split(parent, count)'",
               static_cast<uint32_t>(g.function.name.size()));
       } else if (Symbol* parent = scope.find(g.parent.name); !parent) {
-        error(g.parent.loc, "use of undeclared process group " + quote(g.parent.name),
-              static_cast<uint32_t>(g.parent.name.size()));
+        error(g.parent.loc, "use of undeclared process group " + quote(g.parent.name), static_cast<uint32_t>(g.parent.name.size()));
       } else if (parent->kind != SymbolKind::Group) {
-        error(g.parent.loc, quote(g.parent.name) + " is not a process group",
-              static_cast<uint32_t>(g.parent.name.size()));
+        error(g.parent.loc, quote(g.parent.name) + " is not a process group", static_cast<uint32_t>(g.parent.name.size()));
       } else if (auto count = toSize(*g.count, scope)) {
         if (auto c = count->constantValue(); c && *c <= 0) {
-          error(g.count->loc, "a group cannot be split into " + std::to_string(*c) + " parts",
-                g.count->length);
+          error(g.count->loc, "a group cannot be split into " + std::to_string(*c) + " parts", g.count->length);
         } else {
           const GroupInfo* pg = parent->group;
-          out_.groups.push_back(GroupInfo{g.name.name, pg, *count, SizeExpr::div(pg->size, *count),
-                                          pg->depth + 1});
+          out_.groups.push_back(GroupInfo{g.name.name, pg, *count, SizeExpr::div(pg->size, *count), pg->depth + 1});
           const GroupInfo* gi = &out_.groups.back();
           SizeExpr rem = SizeExpr::mod(pg->size, *count);
           if (rem.constantValue() != 0)
             addRequirement(rem, BinaryOp::Eq, SizeExpr::constant(0),
-                           "group " + quote(pg->name) + " is split into " + count->str() + " parts",
-                           g.name.loc);
+                           "group " + quote(pg->name) + " is split into " + count->str() + " parts", g.name.loc);
           t.kind = ValueKind::Group;
           t.group = gi;
         }
@@ -409,8 +395,7 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
           continue;
         }
         if (!b || !isComparison(b->op)) {
-          error(e->loc, "'require' takes comparisons of sizes, such as 'H % world.size == 0'",
-                e->length);
+          error(e->loc, "'require' takes comparisons of sizes, such as 'H % world.size == 0'", e->length);
           continue;
         }
         auto l = toSize(*b->lhs, scope), rr = toSize(*b->rhs, scope);
@@ -453,18 +438,16 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       bool ok = !t.isError();
       if (ok && nresults != l.names.size()) {
         if (nresults > 1)
-          error(l.value->loc, quote(call->spelling()) + " returns " + std::to_string(nresults) +
-                                  " values, but " + std::to_string(l.names.size()) +
-                                  (l.names.size() == 1 ? " name is" : " names are") + " assigned",
+          error(l.value->loc,
+                quote(call->spelling()) + " returns " + std::to_string(nresults) + " values, but " + std::to_string(l.names.size()) +
+                    (l.names.size() == 1 ? " name is" : " names are") + " assigned",
                 l.value->length);
         else
-          error(l.names[1].loc, std::to_string(l.names.size()) +
-                                    " names are assigned, but the value is a single tensor");
+          error(l.names[1].loc, std::to_string(l.names.size()) + " names are assigned, but the value is a single tensor");
         ok = false;
       }
       if (ok && !t.isTensor()) {
-        error(l.value->loc, "only tensors can be named; " + quote(exprText(*l.value)) + " is a " +
-                                t.str(), l.value->length);
+        error(l.value->loc, "only tensors can be named; " + quote(exprText(*l.value)) + " is a " + t.str(), l.value->length);
         ok = false;
       }
       for (size_t i = 0; i < l.names.size(); ++i) {
@@ -487,8 +470,11 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         return;
       }
       if (state->kind != SymbolKind::State) {
-        error(u.name.loc, quote(u.name.name) + " is not state; only tensors declared with "
-                          "'state' can be updated", len);
+        error(u.name.loc,
+              quote(u.name.name) +
+                  " is not state; only tensors declared with "
+                  "'state' can be updated",
+              len);
         if (state->loc.valid()) note(state->loc, quote(u.name.name) + " is declared here");
         return;
       }
@@ -513,13 +499,13 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
       const Type& st_t = state->type;
       if (t.isError() || st_t.isError()) return;
       if (!t.isTensor()) {
-        error(u.value->loc, "the new value of " + quote(u.name.name) + " must be a tensor",
-              u.value->length);
+        error(u.value->loc, "the new value of " + quote(u.name.name) + " must be a tensor", u.value->length);
         return;
       }
       if (isLiteral(t.dtype) && (promote(t.dtype, st_t.dtype) != st_t.dtype || st_t.dtype == DType::Bool)) {
-        error(u.value->loc, "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) + ") with " +
-                                (t.dtype == DType::LitFloat ? "a floating-point" : "an integer") + " literal",
+        error(u.value->loc,
+              "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) + ") with " +
+                  (t.dtype == DType::LitFloat ? "a floating-point" : "an integer") + " literal",
               u.value->length);
         return;
       }
@@ -528,15 +514,17 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         double lo = st_t.dtype == DType::U8 ? 0 : st_t.dtype == DType::I8 ? -128 : st_t.dtype == DType::I32 ? -2147483648.0 : -9.2e18;
         double hi = st_t.dtype == DType::U8 ? 255 : st_t.dtype == DType::I8 ? 127 : st_t.dtype == DType::I32 ? 2147483647.0 : 9.2e18;
         if (v && (*v < lo || *v > hi)) {
-          error(u.value->loc, "update of " + quote(u.name.name) + " with " + quote(exprText(*u.value)) +
-                                  ", which is out of range for " + dtypeName(st_t.dtype), u.value->length);
+          error(u.value->loc,
+                "update of " + quote(u.name.name) + " with " + quote(exprText(*u.value)) + ", which is out of range for " +
+                    dtypeName(st_t.dtype),
+                u.value->length);
           return;
         }
       }
       if (t.dtype != st_t.dtype && !isLiteral(t.dtype)) {
-        error(u.value->loc, "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) +
-                                ") with a value of type " + dtypeName(t.dtype) +
-                                "; convert it with " + dtypeName(st_t.dtype) + "(...)",
+        error(u.value->loc,
+              "update of " + quote(u.name.name) + " (" + dtypeName(st_t.dtype) + ") with a value of type " + dtypeName(t.dtype) +
+                  "; convert it with " + dtypeName(st_t.dtype) + "(...)",
               u.value->length);
         return;
       }
@@ -544,29 +532,30 @@ void Checker::checkStmt(Stmt& st, Scope& scope, bool inDef) {
         auto b = broadcast(t.shape, st_t.shape, u.value->loc, u.value->length, "update");
         if (!b) return;
         if (*b != st_t.shape) {
-          error(u.value->loc, "update of " + quote(u.name.name) + " " + shapeStr(st_t.shape) +
-                                  " with a value of shape " + shapeStr(t.shape), u.value->length);
+          error(u.value->loc,
+                "update of " + quote(u.name.name) + " " + shapeStr(st_t.shape) + " with a value of shape " + shapeStr(t.shape),
+                u.value->length);
           return;
         }
       }
       if (t.group && t.group != st_t.group) {
-        error(u.value->loc, "update of " + quote(u.name.name) + ", which lives in group " +
-                                quote(st_t.group->name) + ", with a value in group " +
-                                quote(t.group->name), u.value->length);
+        error(u.value->loc,
+              "update of " + quote(u.name.name) + ", which lives in group " + quote(st_t.group->name) + ", with a value in group " +
+                  quote(t.group->name),
+              u.value->length);
         return;
       }
       // A value fits the state's layout if every rank has what the state keeps there.
-      bool fits = t.layout == st_t.layout || t.layout.kind == Layout::Replicated ||
-                  !t.group;
+      bool fits = t.layout == st_t.layout || t.layout.kind == Layout::Replicated || !t.group;
       if (st_t.layout.kind == Layout::Local && t.layout.kind != Layout::Sliced) fits = true;
       if (!fits)
-        error(u.value->loc, "update of " + quote(u.name.name) + " (" + st_t.layout.str() +
-                                ") with a " + t.layout.str() + " value: the layouts do not meet",
-              u.value->length);
+        error(
+            u.value->loc,
+            "update of " + quote(u.name.name) + " (" + st_t.layout.str() + ") with a " + t.layout.str() + " value: the layouts do not meet",
+            u.value->length);
       return;
     }
-    case StmtKind::Return:
-      return;  // handled by the enclosing program or def
+    case StmtKind::Return: return;  // handled by the enclosing program or def
   }
 }
 
@@ -576,20 +565,19 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   if (badDefs_ && badDefs_->count(&def)) return Type::error();  // its text errors are reported
   for (auto& a : call.args)
     if (!a.name.empty()) {
-      error(a.nameLoc, quote(call.spelling()) + " is a function; its arguments are positional",
-            static_cast<uint32_t>(a.name.size()));
+      error(a.nameLoc, quote(call.spelling()) + " is a function; its arguments are positional", static_cast<uint32_t>(a.name.size()));
       return Type::error();
     }
   if (call.args.size() != def.params.size()) {
-    error(call.loc, quote(call.spelling()) + " takes " + std::to_string(def.params.size()) +
-                        " argument" + (def.params.size() == 1 ? "" : "s") + ", got " +
-                        std::to_string(call.args.size()), len);
+    error(call.loc,
+          quote(call.spelling()) + " takes " + std::to_string(def.params.size()) + " argument" + (def.params.size() == 1 ? "" : "s") +
+              ", got " + std::to_string(call.args.size()),
+          len);
     note(def.name.loc, quote(def.name.name) + " is defined here");
     return Type::error();
   }
   if (std::find(instStack_.begin(), instStack_.end(), &def) != instStack_.end()) {
-    error(call.loc, "recursive call of " + quote(call.spelling()) +
-                        "; functions are inlined, so they cannot call themselves", len);
+    error(call.loc, "recursive call of " + quote(call.spelling()) + "; functions are inlined, so they cannot call themselves", len);
     return Type::error();
   }
   if (instStack_.size() >= kMaxInlineDepth) {
@@ -608,8 +596,10 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
   inlined_ += def.body.stmts.size();
   if (inlined_ > kMaxInlinedStatements) {
     if (!inlineBudgetReported_)
-      error(call.loc, "inlining functions expands the program past " + std::to_string(kMaxInlinedStatements) +
-                          " statements (every call inlines its function's body, so nested calls multiply)", len);
+      error(call.loc,
+            "inlining functions expands the program past " + std::to_string(kMaxInlinedStatements) +
+                " statements (every call inlines its function's body, so nested calls multiply)",
+            len);
     inlineBudgetReported_ = true;
     return Type::error();
   }
@@ -638,8 +628,7 @@ Type Checker::instantiate(Call& call, const DefDecl& def, const ModuleContext& c
       for (auto& v : r->values) {
         Type t = checkExpr(*v, body);
         if (!t.isError() && !t.isTensor())
-          error(v->loc, "functions return tensors; " + quote(exprText(*v)) + " is " + t.describe(),
-                v->length);
+          error(v->loc, "functions return tensors; " + quote(exprText(*v)) + " is " + t.describe(), v->length);
         Symbol* res = newSymbol(SymbolKind::Value, exprText(*v), v->loc, t);
         call.results.push_back(res);
       }
@@ -671,18 +660,21 @@ static bool checkFloat(double v, DType t, double& dv, std::string& why) {
 
 // Parses a parameter's value from -D text: sizes and integers in strict decimal, floats as
 // C numbers, bools as true/false/1/0; each checked against its type's range.
-static bool parseParamValue(const std::string& text, const Param& prm, double& dv, int64_t& iv,
-                            std::string& why) {
+static bool parseParamValue(const std::string& text, const Param& prm, double& dv, int64_t& iv, std::string& why) {
   auto checkInt = [&](int64_t v) {
     int64_t lo = INT64_MIN, hi = INT64_MAX;
-    if (prm.isSize) lo = 1;
-    else if (prm.dtype == DType::I8) lo = -128, hi = 127;
-    else if (prm.dtype == DType::U8) lo = 0, hi = 255;
-    else if (prm.dtype == DType::I32) lo = INT32_MIN, hi = INT32_MAX;
+    if (prm.isSize)
+      lo = 1;
+    else if (prm.dtype == DType::I8)
+      lo = -128, hi = 127;
+    else if (prm.dtype == DType::U8)
+      lo = 0, hi = 255;
+    else if (prm.dtype == DType::I32)
+      lo = INT32_MIN, hi = INT32_MAX;
     if (v < lo || v > hi) {
-      why = prm.isSize ? "not a positive integer"
-                       : "out of range for " + std::string(dtypeName(prm.dtype)) + " [" +
-                             std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      why = prm.isSize
+                ? "not a positive integer"
+                : "out of range for " + std::string(dtypeName(prm.dtype)) + " [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
       return false;
     }
     iv = v;
@@ -721,8 +713,7 @@ void Checker::checkProgram(const ProgramDecl& p) {
   unsigned programErrorsBefore = diags_.errorCount();
   out_.decl = &p;
   ctx_ = &mainCtx_;
-  out_.groups.push_back(GroupInfo{"world", nullptr, SizeExpr::constant(1),
-                                  SizeExpr::symbol("world.size"), 0});
+  out_.groups.push_back(GroupInfo{"world", nullptr, SizeExpr::constant(1), SizeExpr::symbol("world.size"), 0});
   world_ = &out_.groups.front();
   Type worldT;
   worldT.kind = ValueKind::Group;
@@ -730,10 +721,8 @@ void Checker::checkProgram(const ProgramDecl& p) {
   Symbol* w = newSymbol(SymbolKind::Group, "world", {}, worldT);
   w->group = world_;
   globals_.names["world"] = w;
-  globals_.names["rank"] =
-      newSymbol(SymbolKind::Builtin, "rank", {}, Type::tensor(DType::I32, {}, Layout::local(), world_));
-  globals_.names["nranks"] =
-      newSymbol(SymbolKind::Builtin, "nranks", {}, Type::tensor(DType::I64, {}, Layout::replicated(), nullptr));
+  globals_.names["rank"] = newSymbol(SymbolKind::Builtin, "rank", {}, Type::tensor(DType::I32, {}, Layout::local(), world_));
+  globals_.names["nranks"] = newSymbol(SymbolKind::Builtin, "nranks", {}, Type::tensor(DType::I64, {}, Layout::replicated(), nullptr));
   for (auto [name, kind] : {std::pair{"next", PeerKind::NextRank}, {"prev", PeerKind::PrevRank}}) {
     Type t;
     t.kind = ValueKind::Peer;
@@ -765,14 +754,15 @@ void Checker::checkProgram(const ProgramDecl& p) {
         prm.ivalue = bl->value;
       }
       if (!ok && !why.empty()) {
-        error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) + " of " +
-                                         quote(prm.name.name) + " is " + why, prm.defaultValue->length);
+        error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) + " of " + quote(prm.name.name) + " is " + why,
+              prm.defaultValue->length);
       } else if (!ok) {
-        std::string want = prm.isSize ? "a positive integer literal"
+        std::string want = prm.isSize                 ? "a positive integer literal"
                            : prm.dtype == DType::Bool ? "true or false"
-                           : isInteger(prm.dtype) ? "an integer literal" : "a number literal";
-        error(prm.defaultValue->loc, "default value " + quote(exprText(*prm.defaultValue)) +
-                                         " of " + quote(prm.name.name) + " must be " + want,
+                           : isInteger(prm.dtype)     ? "an integer literal"
+                                                      : "a number literal";
+        error(prm.defaultValue->loc,
+              "default value " + quote(exprText(*prm.defaultValue)) + " of " + quote(prm.name.name) + " must be " + want,
               prm.defaultValue->length);
       } else {
         prm.bound = true;  // a default binds; -D overrides it
@@ -782,15 +772,14 @@ void Checker::checkProgram(const ProgramDecl& p) {
       if (name != prm.name.name) continue;
       std::string why;
       if (!parseParamValue(value, prm, prm.value, prm.ivalue, why)) {
-        error({}, "-D " + name + "=" + value + ": " + quote(value) + " is " + why + " (" +
-                      quote(prm.name.name) + " is " + (prm.isSize ? "a size" : dtypeName(prm.dtype)) + ")");
+        error({}, "-D " + name + "=" + value + ": " + quote(value) + " is " + why + " (" + quote(prm.name.name) + " is " +
+                      (prm.isSize ? "a size" : dtypeName(prm.dtype)) + ")");
         continue;
       }
       prm.bound = true;
       prm.boundOnCommandLine = true;
     }
-    Symbol* sym = newSymbol(prm.isSize ? SymbolKind::SizeParam : SymbolKind::ScalarParam,
-                            prm.name.name, prm.name.loc, t);
+    Symbol* sym = newSymbol(prm.isSize ? SymbolKind::SizeParam : SymbolKind::ScalarParam, prm.name.name, prm.name.loc, t);
     sym->param = &prm;
     prm.symbol = sym;
     declare(scope, sym);
@@ -810,26 +799,24 @@ void Checker::checkProgram(const ProgramDecl& p) {
       for (auto& v : r->values) {
         auto* n = v->as<NameRef>();
         if (!n || !n->member.empty()) {
-          error(v->loc, "program outputs must be names; assign " + quote(exprText(*v)) +
-                            " to a name first", v->length);
+          error(v->loc, "program outputs must be names; assign " + quote(exprText(*v)) + " to a name first", v->length);
           continue;
         }
         Type t = checkExpr(*v, scope);
         if (t.isError()) continue;
         if (!t.isTensor()) {
-          error(v->loc, "program outputs are tensors; " + quote(n->name) + " is a " + t.str(),
-                v->length);
+          error(v->loc, "program outputs are tensors; " + quote(n->name) + " is a " + t.str(), v->length);
           continue;
         }
         // A parameter or builtin has no stage of its own: the program computes nothing for it.
         if (const Symbol* sym = n->target;
-            sym && (sym->kind == SymbolKind::SizeParam || sym->kind == SymbolKind::ScalarParam ||
-                    sym->kind == SymbolKind::Builtin)) {
+            sym && (sym->kind == SymbolKind::SizeParam || sym->kind == SymbolKind::ScalarParam || sym->kind == SymbolKind::Builtin)) {
           const char* what = sym->kind == SymbolKind::SizeParam     ? "a size parameter"
                              : sym->kind == SymbolKind::ScalarParam ? "a scalar parameter"
                                                                     : "a builtin";
-          error(v->loc, "program outputs are tensors it takes in or computes; " + quote(n->name) + " is " +
-                            what + ": assign it to a name first (" + n->name + "_out = " + n->name + ";)",
+          error(v->loc,
+                "program outputs are tensors it takes in or computes; " + quote(n->name) + " is " + what + ": assign it to a name first (" +
+                    n->name + "_out = " + n->name + ";)",
                 v->length);
           continue;
         }
@@ -844,8 +831,7 @@ void Checker::checkProgram(const ProgramDecl& p) {
     checkStmt(*s, scope, /*inDef=*/false);
   }
   if (diags_.errorCount() == programErrorsBefore && out_.outputs.empty() && out_.updates.empty())
-    error(p.name.loc, "program " + quote(p.name.name) +
-                          " has no effect: it returns nothing and updates no state",
+    error(p.name.loc, "program " + quote(p.name.name) + " has no effect: it returns nothing and updates no state",
           static_cast<uint32_t>(p.name.name.size()));
 }
 
@@ -859,8 +845,7 @@ static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticE
   std::set<std::string> known = builtins;
   for (auto& p : d.params) {
     if (builtins.count(p.name))
-      diags.error(p.loc, quote(p.name) + " is a built-in name and cannot be redefined",
-                  static_cast<uint32_t>(p.name.size()));
+      diags.error(p.loc, quote(p.name) + " is a built-in name and cannot be redefined", static_cast<uint32_t>(p.name.size()));
     else if (!known.insert(p.name).second)
       diags.error(p.loc, "parameter " + quote(p.name) + " of " + quote(d.name.name) + " is declared twice",
                   static_cast<uint32_t>(p.name.size()));
@@ -868,10 +853,8 @@ static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticE
   std::function<void(const Expr&)> names = [&](const Expr& e) {
     if (auto* n = e.as<NameRef>()) {
       if (!known.count(n->name) && !ctx.imports.count(n->name)) {
-        std::string guess =
-            diags.takeSuggestion() ? closestMatch(n->name, std::vector<std::string>(known.begin(), known.end())) : "";
-        diags.error(n->loc, "use of undeclared name " + quote(n->name) +
-                                (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"),
+        std::string guess = diags.takeSuggestion() ? closestMatch(n->name, std::vector<std::string>(known.begin(), known.end())) : "";
+        diags.error(n->loc, "use of undeclared name " + quote(n->name) + (guess.empty() ? "" : "; did you mean " + quote(guess) + "?"),
                     static_cast<uint32_t>(n->name.size()));
       }
     } else if (auto* u = e.as<Unary>()) {
@@ -881,8 +864,7 @@ static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticE
       names(*b->rhs);
     } else if (auto* c = e.as<Call>()) {
       for (auto& a : c->args)
-        if (!(a.name.empty() && a.value->as<NameRef>() &&
-              (a.value->as<NameRef>()->name == "max" || a.value->as<NameRef>()->name == "min")))
+        if (!(a.name.empty() && a.value->as<NameRef>() && (a.value->as<NameRef>()->name == "max" || a.value->as<NameRef>()->name == "min")))
           names(*a.value);
     }
   };
@@ -893,10 +875,14 @@ static bool checkDefText(const DefDecl& d, const ModuleContext& ctx, DiagnosticE
       break;
     }
     switch (s->kind) {
-      case StmtKind::Decl: case StmtKind::Group: case StmtKind::Require: case StmtKind::Update:
-        diags.error(s->loc, std::string(s->kind == StmtKind::Update ? "'update' statements"
-                                        : s->kind == StmtKind::Decl ? "tensor declarations ('in', 'state')"
-                                        : s->kind == StmtKind::Group ? "'group' statements" : "'require' statements") +
+      case StmtKind::Decl:
+      case StmtKind::Group:
+      case StmtKind::Require:
+      case StmtKind::Update:
+        diags.error(s->loc, std::string(s->kind == StmtKind::Update  ? "'update' statements"
+                                        : s->kind == StmtKind::Decl  ? "tensor declarations ('in', 'state')"
+                                        : s->kind == StmtKind::Group ? "'group' statements"
+                                                                     : "'require' statements") +
                                 " belong in a program, not in a function");
         break;
       case StmtKind::Let: {
@@ -938,8 +924,7 @@ struct Loader {
       auto [it, fresh] = ctx.defs.emplace(d->name.name, d.get());
       if (fresh) pendingText.push_back({d.get(), &ctx});
       if (!fresh) {
-        diags.error(d->name.loc, "redefinition of function " + quote(d->name.name),
-                    static_cast<uint32_t>(d->name.name.size()));
+        diags.error(d->name.loc, "redefinition of function " + quote(d->name.name), static_cast<uint32_t>(d->name.name.size()));
         diags.note(it->second->name.loc, "previous definition is here");
       }
     }
@@ -963,8 +948,7 @@ struct Loader {
     if (!m) return nullptr;
     m->name = name.name;
     for (auto& p : m->programs)
-      diags.error(p->name.loc, "module " + quote(name.name) +
-                                   " defines a program; modules hold only functions ('def')");
+      diags.error(p->name.loc, "module " + quote(name.name) + " defines a program; modules hold only functions ('def')");
     comp.modules.push_back(std::move(m));
     loading.push_back(name.name);
     ModuleContext* ctx = makeContext(*comp.modules.back());
@@ -976,8 +960,7 @@ struct Loader {
 
 }  // namespace
 
-void check(Compilation& c, std::unique_ptr<ast::Module> m, const Options& opts, const ModuleLoader& load,
-           DiagnosticEngine& diags) {
+void check(Compilation& c, std::unique_ptr<ast::Module> m, const Options& opts, const ModuleLoader& load, DiagnosticEngine& diags) {
   if (m->programs.empty() && m->defs.empty()) {
     diags.error({m->file, 1, 1}, "no program or function in " + quotePath(c.sources.name(m->file)));
     return;
@@ -998,8 +981,7 @@ void check(Compilation& c, std::unique_ptr<ast::Module> m, const Options& opts, 
   for (auto& p : main.programs) {
     auto [it, fresh] = names.emplace(p->name.name, p.get());
     if (!fresh) {
-      diags.error(p->name.loc, "redefinition of program " + quote(p->name.name),
-                  static_cast<uint32_t>(p->name.name.size()));
+      diags.error(p->name.loc, "redefinition of program " + quote(p->name.name), static_cast<uint32_t>(p->name.name.size()));
       diags.note(it->second->name.loc, "previous definition is here");
     }
   }
@@ -1014,8 +996,7 @@ void check(Compilation& c, std::unique_ptr<ast::Module> m, const Options& opts, 
   }
   for (auto& [name, value] : opts.defines)
     if (!used.count(name)) {
-      std::string where = main.programs.empty() ? "the file defines no program"
-                                                : "no program has a parameter " + quote(name);
+      std::string where = main.programs.empty() ? "the file defines no program" : "no program has a parameter " + quote(name);
       diags.error({}, "-D " + name + "=" + value + ": " + where);
     }
 }

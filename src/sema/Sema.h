@@ -54,7 +54,6 @@ using ModuleLoader = std::function<std::unique_ptr<ast::Module>(const std::strin
 
 // Checks every program of `main` (parsed, its name set), loading the modules it imports with
 // `load`. Diagnostics go to `diags`; the result is complete only when no error was reported.
-void check(Compilation& c, std::unique_ptr<ast::Module> main, const Options& opts, const ModuleLoader& load,
-           DiagnosticEngine& diags);
+void check(Compilation& c, std::unique_ptr<ast::Module> main, const Options& opts, const ModuleLoader& load, DiagnosticEngine& diags);
 
 }  // namespace coconet::sema

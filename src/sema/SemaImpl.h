@@ -32,8 +32,7 @@ struct ModuleContext {
 
 class Checker {
 public:
-  Checker(Compilation& c, CheckedProgram& out, DiagnosticEngine& d, const ModuleContext& main,
-          const Options& opts)
+  Checker(Compilation& c, CheckedProgram& out, DiagnosticEngine& d, const ModuleContext& main, const Options& opts)
       : comp_(c), out_(out), diags_(d), mainCtx_(main), opts_(opts) {}
 
   void checkProgram(const ProgramDecl& p);
@@ -46,8 +45,7 @@ public:
   Type instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope);
   std::optional<SizeExpr> toSize(const Expr& e, Scope& scope, bool report = true);
   void addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc);
-  void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what,
-                        SourceLoc loc);
+  void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc);
 
   // ---- Ops.cpp ----
   Type checkExpr(Expr& e, Scope& scope);
@@ -55,12 +53,9 @@ public:
   Type singleResult(const Call& c, Type t);
   Type checkBuiltin(Call& c, BuiltinOp op, Scope& scope);
   // Element-wise typing of operands (broadcast shapes, combine layouts and groups).
-  Type elementwise(const std::vector<const Expr*>& operands, DType result, SourceLoc loc,
-                   uint32_t len, const std::string& what);
-  std::optional<Shape> broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len,
-                                 const std::string& what);
-  bool sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc, uint32_t len,
-                 const std::string& what);
+  Type elementwise(const std::vector<const Expr*>& operands, DType result, SourceLoc loc, uint32_t len, const std::string& what);
+  std::optional<Shape> broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len, const std::string& what);
+  bool sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc, uint32_t len, const std::string& what);
   bool expectTensor(const Expr& e, const std::string& what);
 
   void error(SourceLoc loc, const std::string& msg, uint32_t len = 1) { diags_.error(loc, msg, len); }
@@ -75,8 +70,8 @@ public:
   std::vector<const DefDecl*> instStack_;
   const Call* multiValueCall_ = nullptr;
   const std::set<const DefDecl*>* badDefs_ = nullptr;  // defs whose text has errors
-  size_t inlined_ = 0;  // statements instantiated from defs so far
-  bool inlineBudgetReported_ = false;  // the value of the multiple assignment being checked
+  size_t inlined_ = 0;                                 // statements instantiated from defs so far
+  bool inlineBudgetReported_ = false;                  // the value of the multiple assignment being checked
   std::unordered_map<const Symbol*, SourceLoc> updatedAt_;
   Scope globals_;
   const GroupInfo* world_ = nullptr;

@@ -9,8 +9,7 @@ namespace {
 
 class Printer {
 public:
-  Printer(std::ostream& os, const SourceManager& sm, uint32_t mainFile)
-      : os_(os), sm_(sm), main_(mainFile) {}
+  Printer(std::ostream& os, const SourceManager& sm, uint32_t mainFile) : os_(os), sm_(sm), main_(mainFile) {}
 
   void program(const sema::CheckedProgram& cp) {
     const ProgramDecl& p = *cp.decl;
@@ -25,8 +24,7 @@ public:
     for (auto& s : p.body.stmts) stmt(*s, 1);
     if (!cp.requirements.empty()) {
       os_ << "  requires\n";
-      for (auto& r : cp.requirements)
-        os_ << "    " << r.str() << "  (" << r.reason << ") " << at(r.loc) << "\n";
+      for (auto& r : cp.requirements) os_ << "    " << r.str() << "  (" << r.reason << ") " << at(r.loc) << "\n";
     }
   }
 
@@ -54,8 +52,10 @@ private:
   static constexpr int kMaxIndent = 32;
   static std::string exprSyntax(const Expr& e) { return sema::exprText(e); }
   void indent(int n) {
-    if (n <= kMaxIndent) os_ << std::string(2 * n, ' ');
-    else os_ << std::string(2 * kMaxIndent, ' ') << "[" << n << "] ";
+    if (n <= kMaxIndent)
+      os_ << std::string(2 * n, ' ');
+    else
+      os_ << std::string(2 * kMaxIndent, ' ') << "[" << n << "] ";
   }
 
   void stmt(const Stmt& s, int d) {
@@ -63,16 +63,15 @@ private:
     switch (s.kind) {
       case StmtKind::Decl: {
         auto& x = static_cast<const DeclStmt&>(s);
-        os_ << (x.role == Role::State ? "state " : "in ") << x.name.name << " : "
-            << (x.symbol ? x.symbol->type.str() : "<error>") << " " << at(x.name.loc) << "\n";
+        os_ << (x.role == Role::State ? "state " : "in ") << x.name.name << " : " << (x.symbol ? x.symbol->type.str() : "<error>") << " "
+            << at(x.name.loc) << "\n";
         return;
       }
       case StmtKind::Group: {
         auto& x = static_cast<const GroupStmt&>(s);
         os_ << "group " << x.name.name;
         if (x.symbol && x.symbol->group)
-          os_ << " = split(" << x.parent.name << ", " << x.symbol->group->count.str()
-              << ") : size " << x.symbol->group->size.str();
+          os_ << " = split(" << x.parent.name << ", " << x.symbol->group->count.str() << ") : size " << x.symbol->group->size.str();
         os_ << " " << at(x.name.loc) << "\n";
         return;
       }
@@ -94,8 +93,7 @@ private:
       }
       case StmtKind::Update: {
         auto& x = static_cast<const UpdateStmt&>(s);
-        os_ << "update " << x.name.name << " : "
-            << (x.state ? x.state->type.str() : "<error>") << " " << at(x.loc) << "\n";
+        os_ << "update " << x.name.name << " : " << (x.state ? x.state->type.str() : "<error>") << " " << at(x.loc) << "\n";
         expr(*x.value, d + 1);
         return;
       }
@@ -120,8 +118,10 @@ private:
       case ExprKind::Binary: os_ << "binary " << binaryOpSpelling(static_cast<const Binary&>(e).op); break;
       case ExprKind::Call: {
         auto& c = static_cast<const Call&>(e);
-        if (c.def) os_ << "call " << c.spelling();
-        else if (c.op == BuiltinOp::Cast) os_ << "cast " << dtypeName(c.castTo);
+        if (c.def)
+          os_ << "call " << c.spelling();
+        else if (c.op == BuiltinOp::Cast)
+          os_ << "cast " << dtypeName(c.castTo);
         else {
           os_ << builtinOpName(c.op);
           if (c.op == BuiltinOp::AllReduce || c.op == BuiltinOp::ReduceScatter || c.op == BuiltinOp::Reduce)
@@ -155,8 +155,7 @@ private:
         }
         if (c.def) {
           indent(d + 1);
-          os_ << "inlined " << (c.def->module.empty() ? "" : c.def->module + ".") << c.def->name.name
-              << " " << at(c.def->name.loc) << "\n";
+          os_ << "inlined " << (c.def->module.empty() ? "" : c.def->module + ".") << c.def->name.name << " " << at(c.def->name.loc) << "\n";
           for (auto& s : c.body) stmt(*s, d + 2);
         }
         break;

@@ -58,14 +58,16 @@ static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, 
     cutRight = last < cps.size();
   }
   std::string line, marks;
-  if (cutLeft) { line += "..."; marks += "   "; }
+  if (cutLeft) {
+    line += "...";
+    marks += "   ";
+  }
   for (size_t k = first; k < last; ++k) {
     std::string_view cp = text.substr(cps[k].first, cps[k].second - cps[k].first);
     // Control characters and malformed bytes print as '?', so a binary file cannot garble
     // the terminal; each stays one column wide.
     unsigned char c0 = static_cast<unsigned char>(cp[0]);
-    bool printable = cp == "\t" || (cp.size() == 1 ? c0 >= 0x20 && c0 < 0x7f
-                                                    : checkEncoding(cp).empty());
+    bool printable = cp == "\t" || (cp.size() == 1 ? c0 >= 0x20 && c0 < 0x7f : checkEncoding(cp).empty());
     line += printable ? cp : std::string_view("?");
     if (k < c) marks += (cp == "\t" ? '\t' : ' ');
   }
@@ -94,8 +96,7 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
   bool atLimit = sev == Severity::Error && limit_ && errors_ == limit_;
   const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";
   if (loc.valid()) {
-    os_ << printable(sm_.name(loc.file)) << ':' << loc.line << ':' << loc.col << ": " << word << ": "
-        << printable(msg) << '\n';
+    os_ << printable(sm_.name(loc.file)) << ':' << loc.line << ':' << loc.col << ": " << word << ": " << printable(msg) << '\n';
     printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length);
   } else {
     os_ << "coconetc: " << word << ": " << printable(msg) << '\n';
@@ -118,18 +119,40 @@ std::vector<EncodingProblem> checkEncoding(std::string_view s, size_t maxProblem
   };
   for (size_t i = 0; i < s.size() && out.size() < maxProblems;) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == 0) { add(i, "source contains a NUL byte; is this a binary file?"); ++i; continue; }
-    if (c < 0x80) { ++i; continue; }
+    if (c == 0) {
+      add(i, "source contains a NUL byte; is this a binary file?");
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     size_t n = 0;
     uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; min = 0x10000; }
-    else { add(i, "invalid UTF-8 byte " + hex(c)); ++i; continue; }
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else {
+      add(i, "invalid UTF-8 byte " + hex(c));
+      ++i;
+      continue;
+    }
     bool ok = true;
     for (size_t k = 1; ok && k <= n; ++k) {
-      if (i + k >= s.size() || !isContinuation(static_cast<unsigned char>(s[i + k]))) ok = false;
-      else cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      if (i + k >= s.size() || !isContinuation(static_cast<unsigned char>(s[i + k])))
+        ok = false;
+      else
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     }
     if (!ok || cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
       add(i, "invalid UTF-8 sequence starting with byte " + hex(c));
@@ -147,8 +170,7 @@ std::string printable(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = n == 1 ? c >= 0x20 && c != 0x7f
-                     : n > 1 && i + n <= s.size() && checkEncoding(s.substr(i, n)).empty();
+    bool ok = n == 1 ? c >= 0x20 && c != 0x7f : n > 1 && i + n <= s.size() && checkEncoding(s.substr(i, n)).empty();
     if (ok) {
       out.append(s.substr(i, n));
       i += n;
@@ -163,8 +185,8 @@ std::string printable(std::string_view s) {
 
 std::string quote(std::string_view name) {
   if (name.size() <= 64) return "'" + printable(name) + "'";
-  return "'" + printable(name.substr(0, 16)) + "..." + printable(name.substr(name.size() - 8)) + "' (" +
-         std::to_string(name.size()) + " characters)";
+  return "'" + printable(name.substr(0, 16)) + "..." + printable(name.substr(name.size() - 8)) + "' (" + std::to_string(name.size()) +
+         " characters)";
 }
 
 }  // namespace coconet

@@ -52,15 +52,9 @@ public:
 
   // `length` is the range to underline in code points (1: just the caret).
   void report(Severity sev, SourceLoc loc, const std::string& msg, uint32_t length = 1);
-  void error(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
-    report(Severity::Error, loc, msg, length);
-  }
-  void warning(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
-    report(Severity::Warning, loc, msg, length);
-  }
-  void note(SourceLoc loc, const std::string& msg, uint32_t length = 1) {
-    report(Severity::Note, loc, msg, length);
-  }
+  void error(SourceLoc loc, const std::string& msg, uint32_t length = 1) { report(Severity::Error, loc, msg, length); }
+  void warning(SourceLoc loc, const std::string& msg, uint32_t length = 1) { report(Severity::Warning, loc, msg, length); }
+  void note(SourceLoc loc, const std::string& msg, uint32_t length = 1) { report(Severity::Note, loc, msg, length); }
   unsigned errorCount() const { return errors_; }
   unsigned warningCount() const { return warnings_; }
   bool hasErrors() const { return errors_ != 0; }
@@ -91,10 +85,9 @@ public:
 };
 
 [[noreturn]] void internalError(const std::string& what);
-#define COCONET_ASSERT(cond, msg)                                                        \
-  do {                                                                                   \
-    if (!(cond)) ::coconet::internalError(std::string(__FILE__ ":") +                    \
-                                          std::to_string(__LINE__) + ": " + (msg));      \
+#define COCONET_ASSERT(cond, msg)                                                                               \
+  do {                                                                                                          \
+    if (!(cond)) ::coconet::internalError(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " + (msg)); \
   } while (0)
 
 // Validates raw source bytes: NUL bytes and malformed UTF-8 are reported with their offset.

@@ -68,8 +68,7 @@ bool readFileBounded(const std::string& path, size_t maxBytes, std::string& out,
   }
   ::close(fd);
   if (stream && out.empty()) {
-    error = "cannot read " + quotePath(path) + ": it is a " + (S_ISFIFO(st.st_mode) ? "FIFO" : "socket") +
-            " and nothing was written to it";
+    error = "cannot read " + quotePath(path) + ": it is a " + (S_ISFIFO(st.st_mode) ? "FIFO" : "socket") + " and nothing was written to it";
     return false;
   }
   return true;

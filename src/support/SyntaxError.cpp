@@ -9,7 +9,8 @@ SyntaxErrorPlace placeSyntaxError(uint32_t file, antlr4::Parser* parser, antlr4:
   place.at = {file, static_cast<uint32_t>(line), static_cast<uint32_t>(col + 1)};
   const bool eof = !offending || offending->getType() == antlr4::Token::EOF;
   if (offending && !eof) place.length = static_cast<uint32_t>(offending->getStopIndex() - offending->getStartIndex() + 1);
-  antlr4::Token* prev = parser && parser->getTokenStream() && parser->getTokenStream()->index() > 0 ? parser->getTokenStream()->LT(-1) : nullptr;
+  antlr4::Token* prev =
+      parser && parser->getTokenStream() && parser->getTokenStream()->index() > 0 ? parser->getTokenStream()->LT(-1) : nullptr;
   if (!prev || prev->getType() == antlr4::Token::EOF) return place;
   if (!eof && offending->getLine() <= prev->getLine()) return place;
   const std::string text = prev->getText();

@@ -14,8 +14,10 @@ void runOnLargeStack(size_t stackBytes, const std::function<void()>& fn) {
     (*static_cast<std::function<void()>*>(p))();
     return nullptr;
   };
-  if (pthread_create(&th, &attr, trampoline, &task) == 0) pthread_join(th, nullptr);
-  else fn();  // no thread could be made: run here
+  if (pthread_create(&th, &attr, trampoline, &task) == 0)
+    pthread_join(th, nullptr);
+  else
+    fn();  // no thread could be made: run here
   pthread_attr_destroy(&attr);
 }
 

@@ -29,7 +29,7 @@ using interp::Tensor;
 namespace {
 
 constexpr int kSizeTries = 4000;
-constexpr int64_t kMaxElements = 1 << 16;  // per tensor for chosen sizes, to keep P = 8 runs fast
+constexpr int64_t kMaxElements = 1 << 16;       // per tensor for chosen sizes, to keep P = 8 runs fast
 constexpr int64_t kMaxBoundElements = 1 << 24;  // per tensor when every size is given (-D)
 // The interpreter's storage for one rank count: every value of both programs on every rank, in
 // f64 (docs/language.md, "Limits").
@@ -96,8 +96,8 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
         }
         if (n > maxElements) {
           if (why)
-            *why = "'" + s.name + "' would hold " + std::to_string(n) + " elements on rank " + std::to_string(r) +
-                   " (verify's bound is " + std::to_string(maxElements) + ")";
+            *why = "'" + s.name + "' would hold " + std::to_string(n) + " elements on rank " + std::to_string(r) + " (verify's bound is " +
+                   std::to_string(maxElements) + ")";
           return false;
         }
       }
@@ -113,8 +113,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
         v = c.sizes.at(s.root.param), what = "size " + s.root.param + " = " + std::to_string(*v);
       } else {
         for (auto& prm : p.params)
-          if (prm.name == s.root.param && prm.value)
-            v = prm.ivalue, what = "parameter " + prm.name + " = " + std::to_string(*v);
+          if (prm.name == s.root.param && prm.value) v = prm.ivalue, what = "parameter " + prm.name + " = " + std::to_string(*v);
       }
       if (!v) continue;  // a free scalar: chooseScalars draws a rank
       for (int r = 0; r < c.ranks; ++r) {
@@ -123,8 +122,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
           if (why)
             *why = "the root of '" + s.name + "' (" + what + ") is not a rank of its group of " + std::to_string(n) +
                    (n == 1 ? " rank" : " ranks") +
-                   (c.sizes.count(s.root.param) && *v >= 1 && n == 1 ? " (a size is at least 1: a root that may be 0 is an i32)"
-                                                                     : "");
+                   (c.sizes.count(s.root.param) && *v >= 1 && n == 1 ? " (a size is at least 1: a root that may be 0 is an i32)" : "");
           return false;
         }
       }
@@ -143,8 +141,10 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
   std::vector<std::string> free;
   for (auto& prm : a.params) {
     if (!prm.isSize) continue;
-    if (prm.value) c.sizes[prm.name] = prm.ivalue;
-    else free.push_back(prm.name);
+    if (prm.value)
+      c.sizes[prm.name] = prm.ivalue;
+    else
+      free.push_back(prm.name);
   }
   // Lower bounds that requirements put on single sizes (`require H >= 1024`).
   std::map<std::string, int64_t> least;
@@ -162,19 +162,16 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
   std::map<std::string, int64_t> multipleOf;
   for (const Program* p : {&a, &b})
     for (auto& r : p->requirements) {
-      auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder()
-                                                                                               : std::nullopt;
+      auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder() : std::nullopt;
       if (!rem) continue;
       for (auto& n : free) {
         if (rem->first != SizeExpr::symbol(n)) continue;
         std::optional<int64_t> d;
         try {
           d = rem->second.evaluate({{"world.size", c.ranks}});
-        } catch (const ast::SizeOverflow&) {
-        }
+        } catch (const ast::SizeOverflow&) {}
         int64_t& m = multipleOf.emplace(n, 1).first->second;
-        if (d && *d > 0 && *d <= (int64_t(1) << 20) && (8 * c.ranks) % *d != 0)
-          m = std::min<int64_t>(std::lcm(m, *d), int64_t(1) << 20);
+        if (d && *d > 0 && *d <= (int64_t(1) << 20) && (8 * c.ranks) % *d != 0) m = std::min<int64_t>(std::lcm(m, *d), int64_t(1) << 20);
       }
     }
   // Sizes used as roots are drawn last, as ranks of the smallest root group (never 0: a size
@@ -189,8 +186,7 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
       for (const Program* p : {&a, &b})
         for (auto& s : p->stages)
           if (!s.root.param.empty() && s.type.group)
-            for (int r = 0; r < c.ranks; ++r)
-              smallest = std::min(smallest, interp::groupCoord(s.type.group, c, r).size);
+            for (int r = 0; r < c.ranks; ++r) smallest = std::min(smallest, interp::groupCoord(s.type.group, c, r).size);
     } catch (const interp::RunError&) {
       // the groups do not split with these sizes: requirementsHold says so
     }
@@ -204,8 +200,10 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
       // A multiple of P times a power of two (chunked, scattered dimensions), or anything small,
       // above the size's lower bound.
       int64_t lo = least.count(n) ? least[n] : 1, v;
-      if (rng() % 2) v = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
-      else v = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
+      if (rng() % 2)
+        v = c.ranks * (int64_t(1) << (rng() % 4)) * static_cast<int64_t>(1 + rng() % cap);
+      else
+        v = 1 + static_cast<int64_t>(rng() % (2 * c.ranks + 3));
       if (v < lo) v = lo % c.ranks == 0 || rng() % 2 ? lo + (rng() % 2 ? 0 : (c.ranks - lo % c.ranks) % c.ranks) : lo;
       if (auto m = multipleOf.find(n); m != multipleOf.end() && m->second > 1 && rng() % 2)
         v = m->second * std::max<int64_t>((lo + m->second - 1) / m->second, static_cast<int64_t>(1 + rng() % cap));
@@ -236,15 +234,22 @@ void chooseScalars(const Program& p, Config& c, std::mt19937_64& rng) {
     if (prm.isSize) continue;
     const bool integer = ast::isInteger(prm.dtype);
     if (prm.value) {
-      if (integer) c.integerScalars[prm.name] = prm.ivalue;
-      else c.scalars[prm.name] = *prm.value;
+      if (integer)
+        c.integerScalars[prm.name] = prm.ivalue;
+      else
+        c.scalars[prm.name] = *prm.value;
       continue;
     }
-    if (roots.count(prm.name) && integer) c.integerScalars[prm.name] = static_cast<int64_t>(rng() % smallest);
-    else if (roots.count(prm.name)) c.scalars[prm.name] = static_cast<double>(rng() % smallest);
-    else if (prm.dtype == DType::Bool) c.scalars[prm.name] = static_cast<double>(rng() % 2);
-    else if (integer) c.integerScalars[prm.name] = static_cast<int64_t>(1 + rng() % 8);
-    else c.scalars[prm.name] = interp::roundTo(prm.dtype, uf(rng));
+    if (roots.count(prm.name) && integer)
+      c.integerScalars[prm.name] = static_cast<int64_t>(rng() % smallest);
+    else if (roots.count(prm.name))
+      c.scalars[prm.name] = static_cast<double>(rng() % smallest);
+    else if (prm.dtype == DType::Bool)
+      c.scalars[prm.name] = static_cast<double>(rng() % 2);
+    else if (integer)
+      c.integerScalars[prm.name] = static_cast<int64_t>(1 + rng() % 8);
+    else
+      c.scalars[prm.name] = interp::roundTo(prm.dtype, uf(rng));
   }
 }
 
@@ -263,13 +268,11 @@ std::vector<Tensor> logicalView(const PerRank& v, const TensorType& t, const Con
 
 // Draws the logical values of every input and state: one tensor per group instance for
 // replicated and sliced values, one per rank for local ones.
-std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c,
-                                                      std::mt19937_64& rng) {
+std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c, std::mt19937_64& rng) {
   // Inputs used as embedding indices must index the table.
   std::map<int, int64_t> indexBound;
   for (auto& s : p.stages)
-    if (s.kind == StageKind::Embedding)
-      indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
+    if (s.kind == StageKind::Embedding) indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
   std::uniform_real_distribution<double> uf(-1.0, 1.0);
   std::map<std::string, std::vector<Tensor>> out;
   for (size_t i = 0; i < p.stages.size(); ++i) {
@@ -288,10 +291,14 @@ std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Co
         t.data.resize(t.numel());
         if (interp::keepsExact(s.type.dtype)) t.exact.resize(t.data.size());
         for (auto& v : t.data) {
-          if (indexBound.count(static_cast<int>(i))) v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
-          else if (s.type.dtype == DType::Bool) v = static_cast<double>(rng() % 2);
-          else if (ast::isInteger(s.type.dtype)) v = static_cast<double>(rng() % 4);
-          else v = interp::roundTo(s.type.dtype, uf(rng));
+          if (indexBound.count(static_cast<int>(i)))
+            v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
+          else if (s.type.dtype == DType::Bool)
+            v = static_cast<double>(rng() % 2);
+          else if (ast::isInteger(s.type.dtype))
+            v = static_cast<double>(rng() % 4);
+          else
+            v = interp::roundTo(s.type.dtype, uf(rng));
         }
         for (size_t e = 0; e < t.exact.size(); ++e) t.exact[e] = static_cast<int64_t>(t.data[e]);
         byKey[k] = std::move(t);
@@ -303,8 +310,7 @@ std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Co
   return out;
 }
 
-interp::Values storageFor(const Program& p, const std::map<std::string, std::vector<Tensor>>& logical,
-                          const Config& c) {
+interp::Values storageFor(const Program& p, const std::map<std::string, std::vector<Tensor>>& logical, const Config& c) {
   interp::Values v;
   for (auto& s : p.stages) {
     if (s.kind != StageKind::Input && s.kind != StageKind::State) continue;
@@ -376,14 +382,12 @@ struct Tolerance {
   double originalError = 0;
   int64_t outside = 0;
 };
-Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<Tensor>& sched,
-                             const std::vector<Tensor>& ref, DType t, double gamma,
-                             const std::vector<std::vector<Tensor>>& moved) {
+Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<Tensor>& sched, const std::vector<Tensor>& ref, DType t,
+                             double gamma, const std::vector<std::vector<Tensor>>& moved) {
   Tolerance tol;
   for (size_t r = 0; r < orig.size(); ++r)
     for (int64_t i = 0; i < orig[r].numel(); ++i)
-      if (std::isfinite(ref[r].data[i]))
-        tol.originalError = std::max(tol.originalError, std::fabs(orig[r].data[i] - ref[r].data[i]));
+      if (std::isfinite(ref[r].data[i])) tol.originalError = std::max(tol.originalError, std::fabs(orig[r].data[i] - ref[r].data[i]));
   for (size_t r = 0; r < orig.size(); ++r)
     for (int64_t i = 0; i < orig[r].numel(); ++i) {
       double x = sched[r].data[i], e = ref[r].data[i];
@@ -399,7 +403,8 @@ Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<
 std::string sizesStr(const Program& p, const Config& c) {
   std::string s;
   for (auto& prm : p.params) {
-    if (prm.isSize) s += " " + prm.name + "=" + std::to_string(c.sizes.at(prm.name));
+    if (prm.isSize)
+      s += " " + prm.name + "=" + std::to_string(c.sizes.at(prm.name));
     else if (!prm.value && c.integerScalars.count(prm.name)) {
       s += " " + prm.name + "=" + std::to_string(c.integerScalars.at(prm.name));
     } else if (!prm.value) {
@@ -416,7 +421,8 @@ void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
   std::ostringstream os(std::ios::binary);
   for (double v : t.data) {
     switch (dt) {
-      case DType::F16: case DType::BF16: {
+      case DType::F16:
+      case DType::BF16: {
         float f = static_cast<float>(v);
         uint32_t u;
         std::memcpy(&u, &f, 4);
@@ -425,18 +431,38 @@ void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
           h = static_cast<uint16_t>(u >> 16);
         } else {  // exact: v is already a half value
           uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-          if (a >= 0x7f800000u) h = static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
-          else if (a < 0x38800000u) h = static_cast<uint16_t>(sign | static_cast<uint32_t>(std::ldexp(std::fabs(f), 24)));
-          else h = static_cast<uint16_t>(sign | (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ffu));
+          if (a >= 0x7f800000u)
+            h = static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
+          else if (a < 0x38800000u)
+            h = static_cast<uint16_t>(sign | static_cast<uint32_t>(std::ldexp(std::fabs(f), 24)));
+          else
+            h = static_cast<uint16_t>(sign | (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ffu));
         }
         os.write(reinterpret_cast<const char*>(&h), 2);
         break;
       }
-      case DType::F32: { float f = static_cast<float>(v); os.write(reinterpret_cast<const char*>(&f), 4); break; }
+      case DType::F32: {
+        float f = static_cast<float>(v);
+        os.write(reinterpret_cast<const char*>(&f), 4);
+        break;
+      }
       case DType::F64: os.write(reinterpret_cast<const char*>(&v), 8); break;
-      case DType::I8: { int8_t x = static_cast<int8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
-      case DType::U8: case DType::Bool: { uint8_t x = static_cast<uint8_t>(v); os.write(reinterpret_cast<const char*>(&x), 1); break; }
-      case DType::I32: { int32_t x = static_cast<int32_t>(v); os.write(reinterpret_cast<const char*>(&x), 4); break; }
+      case DType::I8: {
+        int8_t x = static_cast<int8_t>(v);
+        os.write(reinterpret_cast<const char*>(&x), 1);
+        break;
+      }
+      case DType::U8:
+      case DType::Bool: {
+        uint8_t x = static_cast<uint8_t>(v);
+        os.write(reinterpret_cast<const char*>(&x), 1);
+        break;
+      }
+      case DType::I32: {
+        int32_t x = static_cast<int32_t>(v);
+        os.write(reinterpret_cast<const char*>(&x), 4);
+        break;
+      }
       default: break;  // i64: below, exactly
     }
   }
@@ -444,8 +470,7 @@ void writeTensor(const std::filesystem::path& file, const Tensor& t, DType dt) {
   writeFile(file.string(), os.str());
 }
 
-void dump(const std::filesystem::path& dir, const Program& p, const Config& c, const interp::Values& in,
-          const interp::Result& res) {
+void dump(const std::filesystem::path& dir, const Program& p, const Config& c, const interp::Values& in, const interp::Result& res) {
   makeDirectories(dir.string());
   nlohmann::json m;
   m["program"] = p.name;
@@ -488,8 +513,8 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
       for (int r = 0; r < c.ranks; ++r) {
         int64_t n = 1;
         for (auto d : e["ranks"][r]["shape"]) n *= d.get<int64_t>();
-        t << "tensor " << word << " " << e["name"].get<std::string>() << " " << e["dtype"].get<std::string>() << " "
-          << r << " " << e["ranks"][r]["file"].get<std::string>() << " " << n << "\n";
+        t << "tensor " << word << " " << e["name"].get<std::string>() << " " << e["dtype"].get<std::string>() << " " << r << " "
+          << e["ranks"][r]["file"].get<std::string>() << " " << n << "\n";
       }
   }
   writeFile((dir / "manifest.txt").string(), t.str());
@@ -497,17 +522,14 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
 
 }  // namespace
 
-int verify(const Program& base, const Program& sched, const Options& opts, std::ostream& out,
-           std::ostream& err) {
+int verify(const Program& base, const Program& sched, const Options& opts, std::ostream& out, std::ostream& err) {
   std::mt19937_64 rng(opts.seed);
   bool allOk = true, anyRun = false, anyTolerance = false;
   std::string reassoc;
   std::vector<int> skipped;
   for (auto& s : sched.stages)
     if (!s.reassociates.empty()) reassoc += (reassoc.empty() ? "" : "; ") + s.reassociates;
-  const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) {
-    return prm.isSize && !prm.value;
-  });
+  const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) { return prm.isSize && !prm.value; });
   const bool fallback = ir::unscheduledFallback(base, sched).possible;
   for (int P : opts.ranks) {
     Config c;
@@ -536,9 +558,9 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     int64_t need = interpreterBytes(base, c);
     if (!unscheduled && __builtin_add_overflow(need, interpreterBytes(sched, c), &need)) need = INT64_MAX;
     if (need > kMaxVerifyBytes) {
-      err << "coconetc: error: verifying " << base.name << " with " << P << " ranks (" << sizesStr(base, c).substr(1)
-          << ") needs about " << gib(need) << " of memory for the interpreter's values, past verify's bound of "
-          << gib(kMaxVerifyBytes) << "; give smaller sizes with -D\n";
+      err << "coconetc: error: verifying " << base.name << " with " << P << " ranks (" << sizesStr(base, c).substr(1) << ") needs about "
+          << gib(need) << " of memory for the interpreter's values, past verify's bound of " << gib(kMaxVerifyBytes)
+          << "; give smaller sizes with -D\n";
       return 1;
     }
     auto logical = drawInputs(base, c, rng);
@@ -547,8 +569,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     try {
       ra = interp::run(base, c, inA);
     } catch (const interp::RunError& e) {
-      err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
-          << "): " << e.what() << "\n";
+      err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1) << "): " << e.what()
+          << "\n";
       return 1;
     }
     anyRun = true;
@@ -562,8 +584,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     try {
       rb = interp::run(sched, c, inB);
     } catch (const interp::RunError& e) {
-      err << "coconetc: error: the scheduled " << sched.name << " fails with " << P << " ranks ("
-          << sizesStr(base, c).substr(1) << ") where the original runs: " << e.what() << "\n";
+      err << "coconetc: error: the scheduled " << sched.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
+          << ") where the original runs: " << e.what() << "\n";
       return 1;
     }
     // Dumped after the comparison passes: the scheduled program's storage (what its CUDA code
@@ -597,8 +619,7 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
     // a sum that cancels adds up to as much.
     std::vector<std::string> sums;
     for (auto& st : base.stages)
-      if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min &&
-          !ast::isInteger(st.type.dtype))
+      if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min && !ast::isInteger(st.type.dtype))
         sums.push_back(st.name);
     std::optional<std::vector<interp::Result>> movedRuns;
     auto moved = [&]() -> const std::vector<interp::Result>& {
@@ -614,8 +635,8 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
       }
       return *movedRuns;
     };
-    auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb,
-                     const PerRank& vb, const std::function<const PerRank&(const interp::Result&)>& pickRef) {
+    auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb, const PerRank& vb,
+                     const std::function<const PerRank&(const interp::Result&)>& pickRef) {
       auto la = logicalView(va, ta, c), lb = logicalView(vb, tb, c);
       Compare exact = compareExact(la, lb);
       if (exact.exact()) {
@@ -631,24 +652,23 @@ int verify(const Program& base, const Program& sched, const Options& opts, std::
         Tolerance tol = compareToReference(la, lb, lr, ta.dtype, gamma, lm);
         if (tol.outside == 0) {
           anyTolerance = true;
-          os << what << " within tolerance (" << exact.mismatches << " of " << exact.elements
-             << " elements differ, max rel " << exact.maxRel << "; original's own error " << tol.originalError << ")";
+          os << what << " within tolerance (" << exact.mismatches << " of " << exact.elements << " elements differ, max rel "
+             << exact.maxRel << "; original's own error " << tol.originalError << ")";
           notes.push_back(os.str());
           return;
         }
       }
       ok = false;
-      os << what << " DIFFERS in " << exact.mismatches << " of " << exact.elements << " elements (max abs "
-         << exact.maxAbs << ", max rel " << exact.maxRel << ")";
+      os << what << " DIFFERS in " << exact.mismatches << " of " << exact.elements << " elements (max abs " << exact.maxAbs << ", max rel "
+         << exact.maxRel << ")";
       notes.push_back(os.str());
     };
     for (size_t i = 0; i < base.outputs.size(); ++i) {
       auto it = std::find(sched.outputNames.begin(), sched.outputNames.end(), base.outputNames[i]);
       if (it == sched.outputNames.end()) internalError("verify: scheduled program lost output " + base.outputNames[i]);
       size_t j = static_cast<size_t>(it - sched.outputNames.begin());
-      check("'" + base.outputNames[i] + "'", base.stages[base.outputs[i]].type, ra.outputs[i],
-            sched.stages[sched.outputs[j]].type, rb.outputs[j],
-            [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; });
+      check("'" + base.outputNames[i] + "'", base.stages[base.outputs[i]].type, ra.outputs[i], sched.stages[sched.outputs[j]].type,
+            rb.outputs[j], [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; });
     }
     for (auto& st : base.states) {
       const StateInfo* sb = nullptr;

@@ -24,7 +24,6 @@ struct Options {
 };
 
 // Returns 0 when every comparison passed, 1 when one failed or the program could not run.
-int verify(const ir::Program& base, const ir::Program& scheduled, const Options& opts,
-           std::ostream& out, std::ostream& err);
+int verify(const ir::Program& base, const ir::Program& scheduled, const Options& opts, std::ostream& out, std::ostream& err);
 
 }  // namespace coconet::verify

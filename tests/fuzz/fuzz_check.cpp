@@ -52,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       vo.ranks = {2};
       std::ostringstream out, err;
       if (coconet::verify::verify(base, p, vo, out, err) != 0 && out.str().find("NOT verified") != std::string::npos) {
-        std::cerr << "a schedule that applied does not verify:\n" << out.str() << err.str() << "\n--- schedule\n"
-                  << sched << "\n";
+        std::cerr << "a schedule that applied does not verify:\n" << out.str() << err.str() << "\n--- schedule\n" << sched << "\n";
         std::abort();
       }
       // The backend: every scheduled program must give CUDA code or a refusal.

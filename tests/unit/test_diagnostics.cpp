@@ -20,7 +20,7 @@ TEST_CASE("diagnostics are clang-style with a caret and a range", "[diag]") {
 TEST_CASE("columns count code points and tabs are kept", "[diag]") {
   SourceManager sm;
   uint32_t f = sm.add("u.cnet", "// \xc3\xa9t\xc3\xa9\n\tx = \xce\xb1;\n");
-  CHECK(sm.locOfOffset(f, 4) == SourceLoc{f, 1, 5});   // after the 2-byte e-acute
+  CHECK(sm.locOfOffset(f, 4) == SourceLoc{f, 1, 5});  // after the 2-byte e-acute
   std::ostringstream os;
   DiagnosticEngine d(sm, os);
   d.error({f, 2, 6}, "unexpected character");
@@ -58,9 +58,9 @@ TEST_CASE("encoding problems are found with their offsets", "[diag]") {
   auto bad = checkEncoding("ok\xff");
   REQUIRE(bad.size() == 1);
   CHECK(bad[0].offset == 2);
-  CHECK(checkEncoding("\xc3").size() == 1);           // truncated sequence
-  CHECK(checkEncoding("\xc0\xaf").size() == 1);       // overlong encoding
-  CHECK(checkEncoding("\xed\xa0\x80").size() == 1);   // surrogate
+  CHECK(checkEncoding("\xc3").size() == 1);          // truncated sequence
+  CHECK(checkEncoding("\xc0\xaf").size() == 1);      // overlong encoding
+  CHECK(checkEncoding("\xed\xa0\x80").size() == 1);  // surrogate
 }
 
 TEST_CASE("suggestions pick a close name", "[diag]") {

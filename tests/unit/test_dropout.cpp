@@ -47,16 +47,28 @@ TEST_CASE("dropout uniforms are uniform below 1", "[dropout]") {
 TEST_CASE("dropout masks are independent across seeds and sites and elements and instances and ranks", "[dropout]") {
   const double pp = static_cast<double>(kP) * kP, m = 0.001;
   // consecutive seeds (a training loop's steps)
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(8, kSalt, i)}; }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(8, kSalt, i)};
+        }) == Approx(pp).margin(m));
   // two dropout sites with the same seed
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt + 1, i)}; }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt + 1, i)};
+        }) == Approx(pp).margin(m));
   // neighbouring elements
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i + 1)}; }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i + 1)};
+        }) == Approx(pp).margin(m));
   // elements a row apart (H = 4096)
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i + 4096)}; }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i + 4096)};
+        }) == Approx(pp).margin(m));
   // group instances and ranks: the key's bits 48 and up, 40 and up (the emitted keyXor)
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i ^ (1ull << 48))}; }) == Approx(pp).margin(m));
-  CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(7, kSalt, i ^ (1ull << 40)), dropoutUniform(7, kSalt, i ^ (2ull << 40))}; }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i), dropoutUniform(7, kSalt, i ^ (1ull << 48))};
+        }) == Approx(pp).margin(m));
+  CHECK(bothDropped([](uint64_t i) {
+          return std::pair{dropoutUniform(7, kSalt, i ^ (1ull << 40)), dropoutUniform(7, kSalt, i ^ (2ull << 40))};
+        }) == Approx(pp).margin(m));
   // seed 0 and salt 0 are not special
   CHECK(bothDropped([](uint64_t i) { return std::pair{dropoutUniform(0, 0, i), dropoutUniform(0, 1, i)}; }) == Approx(pp).margin(m));
 }

@@ -31,8 +31,10 @@ std::string sourceFile(const std::string& rel) {
 // envValue(id, fallback) with the variable set to `text` (nullptr: unset), and what it wrote to stderr.
 long long valueWith(Env id, const char* text, long long fallback, std::string& err) {
   const char* name = envSpec(id).name;
-  if (text) setenv(name, text, 1);
-  else unsetenv(name);
+  if (text)
+    setenv(name, text, 1);
+  else
+    unsetenv(name);
   std::fflush(stderr);
   char path[] = "/tmp/coconet_env_testXXXXXX";
   const int fd = mkstemp(path);

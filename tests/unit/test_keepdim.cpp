@@ -87,7 +87,8 @@ TEST_CASE("reorder keeps the slice of a keepdim reduction over another dimension
   r = h / sum(h, dim = 1, keepdim = true);
   c = r - sum(r, dim = 0, keepdim = true);
   return c;
-})", "rs, ag = split(h);\nreorder(ag, r.sum, r, c.sum, c);\n");
+})",
+                                        "rs, ag = split(h);\nreorder(ag, r.sum, r, c.sum, c);\n");
   auto typeOf = [&](const std::string& name) { return s.sched.stages[s.sched.resolve(name)].type.str(); };
   CHECK(typeOf("r.sum") == "f32[B, 1] sliced(0)");
   CHECK(typeOf("r") == "f32[B, H] sliced(0)");

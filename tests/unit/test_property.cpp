@@ -44,16 +44,19 @@ Case generate(std::mt19937_64& rng) {
   if (withState) p << "  state st : " << dt << "[N, M] replicated;\n";
   p << "  y = allreduce(+, x);\n";
   int n = 2 + pick(5);
-  std::vector<std::string> chain;      // statement names, in order
-  std::vector<bool> isReduction;       // or a softmax / layernorm: ends the fusable prefix
-  std::vector<bool> movable;           // reads something reorder can slice (y, r, st, a moved value)
+  std::vector<std::string> chain;  // statement names, in order
+  std::vector<bool> isReduction;   // or a softmax / layernorm: ends the fusable prefix
+  std::vector<bool> movable;       // reads something reorder can slice (y, r, st, a moved value)
   std::set<std::string> sliceable{"y", "r", "st"};
   std::set<std::string> full{"y", "r", "st"};  // values of shape [N, M] (others: [M], from b)
   auto readsAny = [&](const std::string& e, const std::set<std::string>& names) {
     std::string id;
     for (size_t k = 0; k <= e.size(); ++k) {
       char ch = k < e.size() ? e[k] : ' ';
-      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') { id += ch; continue; }
+      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') {
+        id += ch;
+        continue;
+      }
       if (names.count(id)) return true;
       id.clear();
     }
@@ -178,8 +181,7 @@ using test::applySchedule;
 using test::Scheduled;
 
 // verify's exit status and report (stdout, then stderr) for `base` against `sched`.
-std::pair<int, std::string> verifyAt(const ir::Program& base, const ir::Program& sched, std::vector<int> ranks,
-                                     uint64_t seed) {
+std::pair<int, std::string> verifyAt(const ir::Program& base, const ir::Program& sched, std::vector<int> ranks, uint64_t seed) {
   verify::Options vo;
   vo.ranks = std::move(ranks);
   vo.seed = seed;
@@ -208,8 +210,7 @@ TEST_CASE("random programs with random legal schedules verify", "[property]") {
 
 TEST_CASE("verify notices a schedule that changes the result", "[property]") {
   // A hand-broken "schedule": the scheduled program adds where the original multiplies.
-  const char* prog =
-      "program p(N: size) {\n  in x : f32[N] local;\n  y = allreduce(+, x);\n  z = y * 2.0;\n  return z;\n}\n";
+  const char* prog = "program p(N: size) {\n  in x : f32[N] local;\n  y = allreduce(+, x);\n  z = y * 2.0;\n  return z;\n}\n";
   ir::Program base = test::checkText("p.cnet", prog)->lowered();
   ir::Program broken = ir::clone(base);
   int z = broken.find("z");

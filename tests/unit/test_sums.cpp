@@ -67,8 +67,7 @@ TEST_CASE("f32 sums and means and norms and dot products round once from a doubl
   auto res = coconet::interp::run(p, cfg, in);
   REQUIRE(res.outputs.size() == 5);
   CHECK(res.outputs[0][0].data[0] == static_cast<double>(static_cast<float>(exactSum)));
-  CHECK(res.outputs[1][0].data[0] ==
-        static_cast<double>(static_cast<float>(exactSum) / static_cast<float>(kN)));
+  CHECK(res.outputs[1][0].data[0] == static_cast<double>(static_cast<float>(exactSum) / static_cast<float>(kN)));
   CHECK(res.outputs[2][0].data[0] == static_cast<double>(std::sqrt(static_cast<float>(exactSq))));
   CHECK(res.outputs[3][0].data[0] == static_cast<double>(static_cast<float>(exactDot)));
   // softmax's denominator: the row's exps (of the terms less their maximum, e^0)

@@ -72,7 +72,7 @@ TEST_CASE("an architecture without a measured table takes the sm90 table marked 
 
 TEST_CASE("a table's errors name the table and the entry", "[tuning]") {
   const std::string ok = R"({"name": "x", "cxx": "kX", "type": "int", "meaning": "m", "why": "w", )";
-  CHECK(parseError("{") .find("tuning table t.json: not JSON") == 0);
+  CHECK(parseError("{").find("tuning table t.json: not JSON") == 0);
   CHECK(parseError(table(ok + R"("rules": []})")) == "tuning table t: entry 'x': no rules");
   CHECK(parseError(table(ok + R"("args": "ranks", "rules": [{"ranks": 2, "value": 1}]})")) ==
         "tuning table t: entry 'x': the last rule has conditions (it must give the value otherwise)");
@@ -93,11 +93,11 @@ TEST_CASE("a table's errors name the table and the entry", "[tuning]") {
 }
 
 TEST_CASE("the generated header: constants and functions of the rules", "[tuning]") {
-  const tuning::Table t = tuning::parse(
-      table(R"({"name": "a", "cxx": "kA", "type": "long long", "meaning": "m", "why": "w", "rules": [{"value": 5}]},
+  const tuning::Table t =
+      tuning::parse(table(R"({"name": "a", "cxx": "kA", "type": "long long", "meaning": "m", "why": "w", "rules": [{"value": 5}]},
                {"name": "b", "cxx": "bOf", "type": "size_t", "args": "ranks, bytes", "meaning": "m", "why": "w",
                 "rules": [{"ranks": 2, "bytes_below": 10, "value": 1}, {"ranks_at_most": 4, "value": "unlimited"}, {"value": 3}]})"),
-      "t.json");
+                    "t.json");
   const std::string h = tuning::header(t, "sm_90a", true);
   CHECK(h.find("constexpr long long kA = 5LL;\n") != std::string::npos);
   CHECK(h.find("constexpr size_t bOf(long long ranks, long long bytes) {\n"

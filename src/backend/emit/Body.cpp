@@ -58,10 +58,14 @@ void Emitter::emitArgumentChecks() {
   // Integer scalar parameters narrower than i64 must lie in their type's range.
   for (auto& prm : p_.params) {
     if (prm.isSize || !ast::isInteger(prm.dtype) || prm.dtype == DType::I64) continue;
-    const char *lo = prm.dtype == DType::I8 ? "-128LL" : prm.dtype == DType::U8 ? "0LL" : "-2147483648LL",
-               *hi = prm.dtype == DType::I8 ? "127LL" : prm.dtype == DType::U8 ? "255LL" : "2147483647LL";
-    b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \""
-      << prm.name << "\", \"" << ast::dtypeName(prm.dtype) << "\");\n";
+    const char *lo = prm.dtype == DType::I8   ? "-128LL"
+                     : prm.dtype == DType::U8 ? "0LL"
+                                              : "-2147483648LL",
+               *hi = prm.dtype == DType::I8   ? "127LL"
+                     : prm.dtype == DType::U8 ? "255LL"
+                                              : "2147483647LL";
+    b << "  coconet_rt::checkIntegerScalar(sc." << ident(prm.name) << ", " << lo << ", " << hi << ", \"" << p_.name << "\", \"" << prm.name
+      << "\", \"" << ast::dtypeName(prm.dtype) << "\");\n";
   }
   // A dropout probability from scalar parameters must lie in [0, 1) (the compiler checked the
   // defaults; a run may pass others): a parameter itself, or arithmetic on parameters and
@@ -74,8 +78,8 @@ void Emitter::emitArgumentChecks() {
       while (q->op == EOp::Cast && !q->args.empty()) q = &s.expr.nodes[q->args[0]];
       if (q->op == EOp::Param) {
         if (probabilities.insert(q->name).second)
-          b << "  coconet_rt::checkProbability(" << paramValue(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \""
-            << q->name << "\");\n";
+          b << "  coconet_rt::checkProbability(" << paramValue(q->name) << ", \"" << p_.name << "\", \"" << s.name << "\", \"" << q->name
+            << "\");\n";
         continue;
       }
       bool params = false;
@@ -96,8 +100,8 @@ void Emitter::emitArgumentChecks() {
       auto value = hostScalar(s.expr, n.args[1]);
       const std::string text = sub.str({});
       if (!params || !value || !probabilities.insert(text).second) continue;
-      b << "  coconet_rt::checkProbabilityOf(static_cast<double>(static_cast<float>(" << *value << ")), \"" << p_.name << "\", \""
-        << s.name << "\", \"" << jsonEscape(text) << "\");\n";
+      b << "  coconet_rt::checkProbabilityOf(static_cast<double>(static_cast<float>(" << *value << ")), \"" << p_.name << "\", \"" << s.name
+        << "\", \"" << jsonEscape(text) << "\");\n";
     }
 }
 
@@ -110,20 +114,18 @@ void Emitter::emitGroupCoordinates() {
     int pi = groupIndex(gr->parent);
     std::string k = "k" + std::to_string(gi), pp = "g" + std::to_string(pi);
     b << "  const long long " << k << " = " << cxx(gr->count) << ";\n"
-      << "  if (" << k << " <= 0 || " << pp << "_size % " << k << " != 0) throw coconet_rt::Error(\"" << p_.name
-      << ": group '" << gr->name << "' splits \" + std::to_string(" << pp << "_size) + \" ranks into \" + std::to_string("
-      << k << ") + \" parts\");\n"
+      << "  if (" << k << " <= 0 || " << pp << "_size % " << k << " != 0) throw coconet_rt::Error(\"" << p_.name << ": group '" << gr->name
+      << "' splits \" + std::to_string(" << pp << "_size) + \" ranks into \" + std::to_string(" << k << ") + \" parts\");\n"
       << "  const long long g" << gi << "_size = " << pp << "_size / " << k << ";\n"
       << "  const long long g" << gi << "_inst = " << pp << "_inst * " << k << " + " << pp << "_pos / g" << gi << "_size;\n"
       << "  const long long g" << gi << "_pos = " << pp << "_pos % g" << gi << "_size;\n"
       << "  if (!gcomm_[" << gi << "] || gcommSize_[" << gi << "] != g" << gi << "_size) {\n"
       << "    if (gcomm_[" << gi << "]) CHECK(ncclCommDestroy(gcomm_[" << gi << "]), \"group " << gr->name << "\");\n"
-      << "    CHECK(ncclCommSplit(comm_, static_cast<int>(g" << gi << "_inst), static_cast<int>(g" << gi
-      << "_pos), &gcomm_[" << gi << "], nullptr), \"group " << gr->name << "\");\n"
+      << "    CHECK(ncclCommSplit(comm_, static_cast<int>(g" << gi << "_inst), static_cast<int>(g" << gi << "_pos), &gcomm_[" << gi
+      << "], nullptr), \"group " << gr->name << "\");\n"
       << "    gcommSize_[" << gi << "] = g" << gi << "_size;\n  }\n";
   }
-  for (size_t gi = 0; gi < p_.groups.size(); ++gi)
-    b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
+  for (size_t gi = 0; gi < p_.groups.size(); ++gi) b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
 }
 
 // The program's requirements on its sizes, each a message naming the sizes where it fails (the
@@ -133,15 +135,17 @@ void Emitter::emitRequirementChecks() {
   for (auto& r : p_.requirements) {
     if (scheduleOwn(r)) continue;  // emitFallbackCall
     std::string op = ast::binaryOpSpelling(r.op);
-    b << "  if (!(" << cxx(r.lhs) << " " << op << " " << cxx(r.rhs) << ")) throw coconet_rt::Error(\"" << p_.name
-      << ": requirement " << r.str() << " does not hold (" << jsonEscape(r.reason) << "): \"";
+    b << "  if (!(" << cxx(r.lhs) << " " << op << " " << cxx(r.rhs) << ")) throw coconet_rt::Error(\"" << p_.name << ": requirement "
+      << r.str() << " does not hold (" << jsonEscape(r.reason) << "): \"";
     // A divisibility requirement (a % b == 0) says which sizes: "H = 4097 is not a multiple of world.size = 4".
     const auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder() : std::nullopt;
     if (rem) {
       b << " \"" << jsonEscape(rem->first.str()) << " = \" + std::to_string(" << cxx(rem->first) << ") + \" is not a multiple of "
         << jsonEscape(rem->second.str());
-      if (rem->second.isConstant()) b << "\");\n";  // (a constant divisor without its value again)
-      else b << " = \" + std::to_string(" << cxx(rem->second) << "));\n";
+      if (rem->second.isConstant())
+        b << "\");\n";  // (a constant divisor without its value again)
+      else
+        b << " = \" + std::to_string(" << cxx(rem->second) << "));\n";
     } else
       b << " + std::to_string(" << cxx(r.lhs) << ") + \" " << op << " \" + std::to_string(" << cxx(r.rhs) << ") + \" is false\");\n";
   }
@@ -163,13 +167,13 @@ void Emitter::emitStorage() {
     }
     if (s.type.rank() == 0) b << "1";
     b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = S_.count(" << shapeVar(static_cast<int>(i)) << ", "
-      << s.type.rank() << ", " << dtypeBytes(s.type.dtype) << ", \"" << s.name << "\");\n  (void)"
-      << countVar(static_cast<int>(i)) << ";\n  (void)" << shapeVar(static_cast<int>(i)) << ";\n";
+      << s.type.rank() << ", " << dtypeBytes(s.type.dtype) << ", \"" << s.name << "\");\n  (void)" << countVar(static_cast<int>(i))
+      << ";\n  (void)" << shapeVar(static_cast<int>(i)) << ";\n";
   }
   // Every tensor given must lie in device memory, its whole storage inside one allocation.
   auto span = [&](const std::string& field, int id, const char* role, const std::string& name) {
-    b << "  coconet_rt::checkDeviceSpan(t." << field << ", " << countVar(id) << " * " << dtypeBytes(p_.stages[id].type.dtype)
-      << "LL, \"" << p_.name << "\", \"" << role << "\", \"" << name << "\");\n";
+    b << "  coconet_rt::checkDeviceSpan(t." << field << ", " << countVar(id) << " * " << dtypeBytes(p_.stages[id].type.dtype) << "LL, \""
+      << p_.name << "\", \"" << role << "\", \"" << name << "\");\n";
   };
   for (size_t i = 0; i < p_.outputNames.size(); ++i) {
     const std::string& o = p_.outputNames[i];
@@ -196,9 +200,7 @@ void Emitter::emitStorage() {
       case Storage::InBag:
         b << "  // " << s.name << ": gathered inside the reduction '" << p_.stages[d.from].name << "', never stored\n";
         break;
-      case Storage::InKernel:
-        b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n";
-        break;
+      case Storage::InKernel: b << "  // " << s.name << ": computed and used inside fused group '" << s.fusedInto << "' only\n"; break;
       case Storage::Direct:
         b << "  // " << s.name << ": written straight into " << d.intoWhat << "\n"
           << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(t." << ident(d.into) << ");\n";
@@ -210,12 +212,13 @@ void Emitter::emitStorage() {
         b << "  // " << s.name << ": computed inside the reduction '" << p_.stages[d.from].name << "' at each element, never stored\n";
         break;
       case Storage::NcclOnly:
-        b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
+        b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name
+          << ": stored only where its all_to_all pipeline runs as NCCL pairs\n";
         break;
       case Storage::BlockOnly:
         b << "  // " << s.name << ": one rank block at a time (the all_to_all pipeline's steps)\n"
-          << "  " << bufferEnsure(id, countVar(id) + " / " + d.into) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i
-          << "_.ptr);\n";
+          << "  " << bufferEnsure(id, countVar(id) + " / " + d.into) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf"
+          << i << "_.ptr);\n";
         break;
       case Storage::FallbackOnly:
         b << "  " << T << "* " << var(id) << " = nullptr;  // " << s.name << ": stored only where fused group '" << s.fusedInto
@@ -282,12 +285,8 @@ void Emitter::emitPlanned(int i) {
     case Step::InScalarChain:
       b << "\n  " << stageComment(s) << ": in the kernel of " << plan_.scalarChains.at(own).name << " above\n";
       return;
-    case Step::InDeviceGroup:
-      b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n";
-      return;
-    case Step::InReduction:
-      b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[own].name << "'\n";
-      return;
+    case Step::InDeviceGroup: b << "\n  " << stageComment(s) << ": in the fused group's kernel above\n"; return;
+    case Step::InReduction: b << "\n  " << stageComment(s) << ": computed inside the reduction '" << p_.stages[own].name << "'\n"; return;
     case Step::OverlapProducer:
       if (plan_.chunked.at(i).back >= 0)  // at the returning all_to_all: the stages between may read values computed before it
         b << "\n  " << stageComment(s) << ": exchanged block by block in the pipeline at '" << p_.stages[own].name << "' below\n";
@@ -302,9 +301,7 @@ void Emitter::emitPlanned(int i) {
       emitDeviceAllReduce(plan_.devAR.at(i));
       b << tlMark("  ", "stream_", d.what);
       return;
-    case Step::InAllReducePair:
-      b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n";
-      return;
+    case Step::InAllReducePair: b << "\n  " << stageComment(s) << ": one allreduce with the all_gather after it\n"; return;
     case Step::AllReducePair: {
       const Stage& r = p_.stages[plan_.arPair.at(i)];
       const GroupInfo* gr = r.type.group ? r.type.group : p_.world();
@@ -314,9 +311,7 @@ void Emitter::emitPlanned(int i) {
         << tlMark("  ", "stream_", s.fusedInto);
       return;
     }
-    case Step::InBag:
-      b << "\n  " << stageComment(s) << ": gathered inside the reduction '" << p_.stages[own].name << "'\n";
-      return;
+    case Step::InBag: b << "\n  " << stageComment(s) << ": gathered inside the reduction '" << p_.stages[own].name << "'\n"; return;
     case Step::InOverlap: {
       bool below = false;  // in an all_to_all pipeline, emitted at its returning all_to_all
       for (auto& [prod, ch] : plan_.chunked) below = below || (ch.back > i && prod < i);
@@ -324,8 +319,7 @@ void Emitter::emitPlanned(int i) {
       return;
     }
     case Step::InRun:
-    case Step::Stage:
-      break;
+    case Step::Stage: break;
   }
   if (!d.unchunked.empty()) b << "\n  // overlap of '" << s.name << "' runs unchunked: " << d.unchunked;
   if (d.step == Step::InRun) {
@@ -337,8 +331,7 @@ void Emitter::emitPlanned(int i) {
   b << "  }\n" << tlMark("  ", "stream_", s.name);
 }
 
-std::string Emitter::tlMark(const std::string& ind, const std::string& stream, const std::string& label,
-                            const std::string& index) const {
+std::string Emitter::tlMark(const std::string& ind, const std::string& stream, const std::string& label, const std::string& index) const {
   if (!o_.timeline) return "";
   return ind + "tl_.mark(" + stream + ", \"" + stream + "\", \"" + jsonEscape(label) + "\"" + (index.empty() ? "" : ", " + index) + ");\n";
 }
@@ -366,36 +359,42 @@ void Emitter::emitStage(int id) {
       }
       break;
     case StageKind::Reduce: emitReduce(id); break;
-    case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm: emitRowwise(id); break;
-    case StageKind::Matmul: case StageKind::Gemv: emitGemm(id); break;
+    case StageKind::Softmax:
+    case StageKind::Layernorm:
+    case StageKind::Rmsnorm: emitRowwise(id); break;
+    case StageKind::Matmul:
+    case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
     case StageKind::AllReduce:
-      b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
-        << ", " << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+      b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
+        << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
       break;
     case StageKind::ReduceScatter:
-      b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
-        << ncclType(s.type.dtype) << ", " << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+      b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
+        << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
       break;
     case StageKind::AllGather: {
       int d = inT(0).layout.dim;
       if (d == 0) {
-        b << "    CHECK(ncclAllGather(" << in(0) << ", " << var(id) << ", " << nIn(0) << ", " << ncclType(s.type.dtype)
-          << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+        b << "    CHECK(ncclAllGather(" << in(0) << ", " << var(id) << ", " << nIn(0) << ", " << ncclType(s.type.dtype) << ", "
+          << commOf(gr) << ", stream_), " << name << ");\n";
       } else {
         // Gather the slices one after another, then put each where dimension d says.
         std::string kname = "k_unslice_" + std::to_string(id);
         kernels_ << "// " << s.name << ": places the gathered slices along dimension " << d << ".\n"
                  << "__global__ void " << kname << "(const " << T << "* __restrict__ tmp, " << T
                  << "* __restrict__ out, OutputMap om, long long slice, long long localExtent) {\n"
-                 << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
+                 << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * "
+                    "blockDim.x) {\n"
                  << "    long long rem = i, src = 0, mul = 1, part = 0;\n"
                  << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
-                 << "      long long ext = om.shape[k];\n      if (k == " << d << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
+                 << "      long long ext = om.shape[k];\n      if (k == " << d
+                 << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
                  << "      src += c * mul;\n      mul *= ext;\n    }\n    out[i] = tmp[part * slice + src];\n  }\n}\n\n";
-        b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name << ");\n"
-          << "    CHECK(ncclAllGather(" << in(0) << ", gatherTmp_.ptr, " << nIn(0) << ", " << ncclType(s.type.dtype) << ", "
-          << commOf(gr) << ", stream_), " << name << ");\n"
+        b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name
+          << ");\n"
+          << "    CHECK(ncclAllGather(" << in(0) << ", gatherTmp_.ptr, " << nIn(0) << ", " << ncclType(s.type.dtype) << ", " << commOf(gr)
+          << ", stream_), " << name << ");\n"
           << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << countVar(id) << ";\n"
           << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(id) << "[k];\n"
           << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(static_cast<const " << T << "*>(gatherTmp_.ptr), " << var(id)
@@ -404,27 +403,27 @@ void Emitter::emitStage(int id) {
       }
       break;
     }
-    case StageKind::Broadcast: case StageKind::Reduce1: {
+    case StageKind::Broadcast:
+    case StageKind::Reduce1: {
       std::string root = s.root.param.empty() ? std::to_string(static_cast<long long>(s.root.value))
                                               : "static_cast<long long>(" + paramValue(s.root.param) + ")";
       b << "    const long long root = " << root << ";\n"
-        << "    if (root < 0 || root >= " << g(gr, "size") << ") throw coconet_rt::Error(\"" << p_.name << ": stage '"
-        << s.name << "': root \" + std::to_string(root) + \" is not a rank of group '" << gr->name << "'\");\n";
+        << "    if (root < 0 || root >= " << g(gr, "size") << ") throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
+        << "': root \" + std::to_string(root) + \" is not a rank of group '" << gr->name << "'\");\n";
       if (s.kind == StageKind::Broadcast) {
         b << "    CHECK(ncclBroadcast(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
           << ", static_cast<int>(root), " << commOf(gr) << ", stream_), " << name << ");\n";
       } else {
-        b << "    CHECK(ncclReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype)
-          << ", " << ncclOp(s.op) << ", static_cast<int>(root), " << commOf(gr) << ", stream_), " << name << ");\n"
-          << "    if (" << g(gr, "pos") << " != root) CHECK(cudaMemsetAsync(" << var(id) << ", 0, " << countVar(id)
-          << " * sizeof(" << T << "), stream_), " << name << ");\n";
+        b << "    CHECK(ncclReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
+          << ncclOp(s.op) << ", static_cast<int>(root), " << commOf(gr) << ", stream_), " << name << ");\n"
+          << "    if (" << g(gr, "pos") << " != root) CHECK(cudaMemsetAsync(" << var(id) << ", 0, " << countVar(id) << " * sizeof(" << T
+          << "), stream_), " << name << ");\n";
       }
       break;
     }
     case StageKind::AllToAll: emitAllToAll(id); break;
     case StageKind::Send: emitSend(id); break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -452,12 +451,12 @@ void Emitter::emitAllToAll(int id) {
       << "      coconet_rt::Window& w = dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
       << "      if (w.ensure(comm_, stream_, 2 * bytes, " << prog << ", " << name << "))\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-      << "      const bool vec = chunk % " << V << " == 0 && coconet_rt::aligned16(" << in(0) << ", 0) && coconet_rt::aligned16("
-      << var(id) << ", 0);\n"
+      << "      const bool vec = chunk % " << V << " == 0 && coconet_rt::aligned16(" << in(0) << ", 0) && coconet_rt::aligned16(" << var(id)
+      << ", 0);\n"
       << "      coconet_rt::dev_all_to_all<" << T << ", " << V << "><<<coconet_rt::devBlocks(chunk / " << V
-      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0)
-      << ", " << var(id) << ", chunk, static_cast<int>(" << g(gr, "inst") << " * " << g(gr, "size") << "), static_cast<int>("
-      << g(gr, "size") << "), static_cast<int>(" << g(gr, "pos") << "), vec);\n"
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0) << ", "
+      << var(id) << ", chunk, static_cast<int>(" << g(gr, "inst") << " * " << g(gr, "size") << "), static_cast<int>(" << g(gr, "size")
+      << "), static_cast<int>(" << g(gr, "pos") << "), vec);\n"
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
       << "      dev_->parity[" << gi << "] ^= 1;\n"
       << "    } else {\n";
@@ -465,10 +464,11 @@ void Emitter::emitAllToAll(int id) {
   }
   b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
     << ind << "for (long long j = 0; j < " << g(gr, "size") << "; ++j) {\n"
-    << ind << "  CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
-    << commOf(gr) << ", stream_), " << name << ");\n"
-    << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), "
-    << commOf(gr) << ", stream_), " << name << ");\n" << ind << "}\n"
+    << ind << "  CHECK(ncclSend(" << in(0) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", stream_), " << name << ");\n"
+    << ind << "  CHECK(ncclRecv(" << var(id) << " + j * chunk, chunk, " << ncclType(s.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
+    << ", stream_), " << name << ");\n"
+    << ind << "}\n"
     << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
   if (plan_.devA2A.count(id)) b << "    }\n";
 }
@@ -490,8 +490,8 @@ void Emitter::emitSend(int id) {
       << "    const int to = static_cast<int>((pos + " << (next ? "1" : "size - 1") << ") % size);\n"
       << "    const int from = static_cast<int>((pos + " << (next ? "size - 1" : "1") << ") % size);\n";
   } else {
-    b << "    const long long size = " << g(gr, "size") << ", count = P_ / size, inst = " << g(gr, "inst")
-      << ", pos = " << g(gr, "pos") << ";\n"
+    b << "    const long long size = " << g(gr, "size") << ", count = P_ / size, inst = " << g(gr, "inst") << ", pos = " << g(gr, "pos")
+      << ";\n"
       << "    const int to = static_cast<int>(((inst + " << (next ? "1" : "count - 1") << ") % count) * size + pos);\n"
       << "    const int from = static_cast<int>(((inst + " << (next ? "count - 1" : "1") << ") % count) * size + pos);\n";
   }
@@ -509,19 +509,20 @@ void Emitter::emitSend(int id) {
       << "      const bool vec = " << countVar(id) << " % " << V << " == 0 && coconet_rt::aligned16(" << in(0)
       << ", 0) && coconet_rt::aligned16(" << var(id) << ", 0);\n"
       << "      coconet_rt::dev_send_recv<" << T << ", " << V << "><<<coconet_rt::devBlocks(" << countVar(id) << " / " << V
-      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi
-      << "] * (w.bytes / 2), " << in(0) << ", " << var(id) << ", " << countVar(id) << ", "
-      << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to")) << ", vec);\n"
+      << "), coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in(0) << ", "
+      << var(id) << ", " << countVar(id) << ", " << (ranks ? "static_cast<int>(" + g(gr, "inst") + " * size) + to" : std::string("to"))
+      << ", vec);\n"
       << "      CHECK(cudaGetLastError(), " << name << ");\n"
       << "      dev_->parity[" << gi << "] ^= 1;\n"
       << "    } else {\n";
     ind = "      ";
   }
   b << ind << "CHECK(ncclGroupStart(), " << name << ");\n"
-    << ind << "CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm
-    << ", stream_), " << name << ");\n"
-    << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm
-    << ", stream_), " << name << ");\n" << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
+    << ind << "CHECK(ncclSend(" << in(0) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", to, " << comm << ", stream_), "
+    << name << ");\n"
+    << ind << "CHECK(ncclRecv(" << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", from, " << comm << ", stream_), "
+    << name << ");\n"
+    << ind << "CHECK(ncclGroupEnd(), " << name << ");\n";
   if (plan_.devSend.count(id)) b << "    }\n";
 }
 

@@ -24,8 +24,10 @@ std::string Emitter::driverText() {
   std::string d = kDriverTemplate;
   std::ostringstream sizes, scalars, integers, unsetScalars, tensors, table;
   for (auto& prm : p_.params) {
-    if (prm.isSize) sizes << "  {\"" << prm.name << "\", &sz.s_" << prm.name << "},\n";
-    else (ast::isInteger(prm.dtype) ? integers : scalars) << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
+    if (prm.isSize)
+      sizes << "  {\"" << prm.name << "\", &sz.s_" << prm.name << "},\n";
+    else
+      (ast::isInteger(prm.dtype) ? integers : scalars) << "  {\"" << prm.name << "\", &sc." << ident(prm.name) << "},\n";
     if (!prm.isSize && !prm.value) unsetScalars << "\"" << jsonEscape(prm.name) << "\", ";
   }
   // The least precise floating type each value depends on: its GPU check allows that
@@ -40,8 +42,8 @@ std::string Emitter::driverText() {
   }
   auto row = [&](const std::string& kind, const std::string& name, const TensorType& t, int stage) {
     DType w = stage >= 0 && rankOf(weakest[stage]) < rankOf(t.dtype) ? weakest[stage] : t.dtype;
-    table << "  {\"" << kind << "\", \"" << name << "\", \"" << ast::dtypeName(t.dtype) << "\", " << dtypeBytes(t.dtype)
-          << ", \"" << ast::dtypeName(w) << "\"},\n";
+    table << "  {\"" << kind << "\", \"" << name << "\", \"" << ast::dtypeName(t.dtype) << "\", " << dtypeBytes(t.dtype) << ", \""
+          << ast::dtypeName(w) << "\"},\n";
   };
   for (auto& s : p_.stages)
     if (s.kind == StageKind::Input) row("in", s.name, s.type, -1);
@@ -98,7 +100,9 @@ std::string Emitter::cmakeText() {
     << "message(STATUS \"NCCL: ${NCCL_LIBRARY} (${NCCL_MAJOR_LINE} ${NCCL_MINOR_LINE})\")\n"
     << "# The program compiles once; a static library (for C++ callers and the driver) and a shared one\n"
     << "# (libcoconet_" << cls_ << ".so: the C interface, for Python's ctypes) are made from it.\n"
-    << (fallbackCls_.empty() ? "" : "# " + fallbackCls_ + ".cu: the program without its schedule, for sizes the schedule excludes or where it does not pay.\n")
+    << (fallbackCls_.empty()
+            ? ""
+            : "# " + fallbackCls_ + ".cu: the program without its schedule, for sizes the schedule excludes or where it does not pay.\n")
     << "add_library(" << cls_ << "_objects OBJECT " << cls_ << ".cu" << (fallbackCls_.empty() ? "" : " " + fallbackCls_ + ".cu") << ")\n"
     << "set_target_properties(" << cls_ << "_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
     << "target_include_directories(" << cls_ << "_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
@@ -145,18 +149,21 @@ std::string Emitter::manifestText(const std::string& allSources) {
   auto entry = [&](const std::string& kind, const std::string& name, const TensorType& t) {
     std::vector<std::string> shape;
     for (auto& d : t.shape) shape.push_back(d.str());
-    return nlohmann::json{{"role", kind}, {"name", name}, {"dtype", ast::dtypeName(t.dtype)}, {"shape", shape},
-                          {"layout", t.layout.str()}, {"group", t.group ? t.group->name : "uniform"}};
+    return nlohmann::json{{"role", kind},
+                          {"name", name},
+                          {"dtype", ast::dtypeName(t.dtype)},
+                          {"shape", shape},
+                          {"layout", t.layout.str()},
+                          {"group", t.group ? t.group->name : "uniform"}};
   };
   m["tensors"] = nlohmann::json::array();
   for (auto& s : p_.stages)
     if (s.kind == StageKind::Input) m["tensors"].push_back(entry("in", s.name, s.type));
-  for (size_t i = 0; i < p_.outputs.size(); ++i)
-    m["tensors"].push_back(entry("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type));
+  for (size_t i = 0; i < p_.outputs.size(); ++i) m["tensors"].push_back(entry("out", p_.outputNames[i], p_.stages[p_.outputs[i]].type));
   for (auto& st : p_.states) m["tensors"].push_back(entry("state", st.name, st.type));
   for (auto& prm : p_.params)
-    m["parameters"].push_back({{"name", prm.name}, {"kind", prm.isSize ? "size" : ast::dtypeName(prm.dtype)},
-                               {"bound", prm.value.has_value()}});
+    m["parameters"].push_back(
+        {{"name", prm.name}, {"kind", prm.isSize ? "size" : ast::dtypeName(prm.dtype)}, {"bound", prm.value.has_value()}});
   for (auto& f : p_.fused) {
     std::map<std::string, std::string> knobs;  // (by name, as tune wrote them)
     for (auto& [k, setting] : f.knobs.all()) knobs[knobName(k)] = setting.value.str();

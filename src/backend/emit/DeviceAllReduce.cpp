@@ -37,10 +37,10 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
       << "      coconet_rt::Window& w = dev_->" << window << "[" << gi << "];  // two areas, used in turn" << note << "\n"
       << "      if (coconet_rt::ensureZeroed(w, comm_, stream_, " << winBytes << ", " << prog << ", " << name << "))\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-      << "      CHECK(coconet_rt::launchDependent(coconet_rt::" << kernel << "<" << T << ">, coconet_rt::" << blocks << "(" << n << ", sizeof(" << T
-      << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in << ", " << out
-      << ", static_cast<long long>(" << n << "), coconet_rt::nextLLEpoch(dev_->epoch[" << gi << "]), static_cast<int>(coconet_rt::aligned8("
-      << in << ") && coconet_rt::aligned8(" << out << "))), " << name << ");\n"
+      << "      CHECK(coconet_rt::launchDependent(coconet_rt::" << kernel << "<" << T << ">, coconet_rt::" << blocks << "(" << n
+      << ", sizeof(" << T << ")), coconet_rt::kDevThreads, stream_, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), P_, rank_, " << in
+      << ", " << out << ", static_cast<long long>(" << n << "), coconet_rt::nextLLEpoch(dev_->epoch[" << gi
+      << "]), static_cast<int>(coconet_rt::aligned8(" << in << ") && coconet_rt::aligned8(" << out << "))), " << name << ");\n"
       << "      dev_->parity[" << gi << "] ^= 1;\n";
     first = false;
   };
@@ -60,20 +60,21 @@ void Emitter::emitDeviceAllReduce(const DevAllReduce& d) {
     << name << "))\n        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << "      const bool vec = " << n << " % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
     << ", 0);\n"
-    << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(" << n << " / " << V
-    << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", " << out
-    << ", static_cast<long long>(" << n << "), static_cast<int>(vec)), " << name << ");\n"
+    << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_one_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(" << n
+    << " / " << V << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, w.win, dev_->parity[" << gi << "] * (w.bytes / 2), " << in << ", "
+    << out << ", static_cast<long long>(" << n << "), static_cast<int>(vec)), " << name << ");\n"
     << "      dev_->parity[" << gi << "] ^= 1;\n";
   if (twoShot)
-    b << "    } else if (dev_->dc.usable && " << n << " % P_ == 0" << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes")
-      << ") {\n"
+    b << "    } else if (dev_->dc.usable && " << n << " % P_ == 0"
+      << (d.algo == "two_shot" ? "" : " && bytes <= coconet_rt::kTwoShotMaxBytes") << ") {\n"
       << "      const long long m = " << n << " / P_;\n"
       << "      const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, bytes, " << prog << ", " << name << ");\n"
       << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, bytes / P_, " << prog << ", " << name << ") || grew)\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
-      << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out << ", 0);\n"
-      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(m / " << V
-      << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
+      << "      const bool vec = m % " << V << " == 0 && coconet_rt::aligned16(" << in << ", 0) && coconet_rt::aligned16(" << out
+      << ", 0);\n"
+      << "      CHECK(coconet_rt::launchDependent(coconet_rt::dev_allreduce_two_shot<" << T << ", " << V << ">, coconet_rt::devBlocks(m / "
+      << V << "), coconet_rt::kDevThreads, stream_, dev_->dc.comm, dev_->stage[" << gi << "].win, dev_->slice[" << gi << "].win, " << in
       << ", " << out << ", m, static_cast<int>(vec)), " << name << ");\n";
   if (ce || d.algo.empty()) emitCopyEngineAllReduce(d, ce);
   b << "    } else {\n      CHECK(ncclAllReduce(" << in << ", " << out << ", " << n << ", " << ncclType(s.type.dtype)
@@ -97,8 +98,8 @@ void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
   const std::string T = storageType(s.type.dtype), gi = std::to_string(d.index), n = countVar(d.out);
   const std::string name = "\"" + d.name + "\"", prog = "\"" + p_.name + "\"", in = var(d.in), out = var(d.out);
   const std::string V = std::to_string(16 / dtypeBytes(s.type.dtype)), R = std::to_string(d.rounds);
-  b << "    } else if (dev_->dc.usable && " << n << " % (" << R << " * P_) == 0" << (asked ? "" : " && bytes >= coconet_rt::copyEngineMinBytes(P_)")
-    << ") {\n"
+  b << "    } else if (dev_->dc.usable && " << n << " % (" << R << " * P_) == 0"
+    << (asked ? "" : " && bytes >= coconet_rt::copyEngineMinBytes(P_)") << ") {\n"
     << "      // copy engines, " << R << " round" << (d.rounds == 1 ? "" : "s")
     << ": pushes to the parts' owners, a barrier, sums, a barrier, pulls of the sums\n"
     << "      const int R = " << R << ";\n"
@@ -112,26 +113,37 @@ void Emitter::emitCopyEngineAllReduce(const DevAllReduce& d, bool asked) {
     << ", 0);\n";
   CopyRounds c;
   c.bounds = "          const long long base = r * (" + n + " / R), at = base + rank_ * piece;\n";
-  c.push = "          for (int j = 1; j < P_; ++j) {\n"
-           "            const int q = (rank_ + j) % P_;\n"
-           "            CHECK(cudaMemcpyAsync(static_cast<" + T + "*>(wins[q]) + (r * P_ + rank_) * piece, " + in +
-           " + base + q * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
-           "          }\n"
-           "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
-           "          CHECK(cudaGetLastError(), " + name + ");\n";
-  c.compute = "          coconet_rt::ce_sum_parts<" + T + ", " + V + "><<<coconet_rt::devBlocks(piece / " + V +
-              "), coconet_rt::kDevThreads, 0, stream_>>>(" + out + " + at, mine + " + n + " + r * piece, " + in +
-              " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
-              "          CHECK(cudaGetLastError(), " + name + ");\n"
-              "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
-              "          CHECK(cudaGetLastError(), " + name + ");\n";
+  c.push =
+      "          for (int j = 1; j < P_; ++j) {\n"
+      "            const int q = (rank_ + j) % P_;\n"
+      "            CHECK(cudaMemcpyAsync(static_cast<" +
+      T + "*>(wins[q]) + (r * P_ + rank_) * piece, " + in + " + base + q * piece, static_cast<size_t>(piece) * sizeof(" + T +
+      "), cudaMemcpyDeviceToDevice, ceCopy_), " + name +
+      ");\n"
+      "          }\n"
+      "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, ceCopy_>>>(dev_->dc.comm, 0);  // round r's parts arrived\n"
+      "          CHECK(cudaGetLastError(), " +
+      name + ");\n";
+  c.compute =
+      "          coconet_rt::ce_sum_parts<" + T + ", " + V + "><<<coconet_rt::devBlocks(piece / " + V +
+      "), coconet_rt::kDevThreads, 0, stream_>>>(" + out + " + at, mine + " + n + " + r * piece, " + in +
+      " + at, mine + r * P_ * piece, piece, P_, rank_, vec);\n"
+      "          CHECK(cudaGetLastError(), " +
+      name +
+      ");\n"
+      "          coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, stream_>>>(dev_->dc.comm, 1);  // every rank's sums of round r\n"
+      "          CHECK(cudaGetLastError(), " +
+      name + ");\n";
   c.pullNote = "round r-1's pulls, behind round r's pushes";
   c.pullBounds = "          const long long base = (r - 1) * (" + n + " / R);\n";
-  c.pull = "          for (int j = 1; j < P_; ++j) {\n"
-           "            const int q = (rank_ + j) % P_;\n"
-           "            CHECK(cudaMemcpyAsync(" + out + " + base + q * piece, static_cast<const " + T + "*>(wins[q]) + " + n +
-           " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
-           "          }\n";
+  c.pull =
+      "          for (int j = 1; j < P_; ++j) {\n"
+      "            const int q = (rank_ + j) % P_;\n"
+      "            CHECK(cudaMemcpyAsync(" +
+      out + " + base + q * piece, static_cast<const " + T + "*>(wins[q]) + " + n +
+      " + (r - 1) * piece, static_cast<size_t>(piece) * sizeof(" + T + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name +
+      ");\n"
+      "          }\n";
   emitCopyRounds(c, d.name);
 }
 

@@ -47,10 +47,12 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   } else {
     std::string ifApart;
     for (size_t k = 0; k < apartIf.size(); ++k) ifApart += (k ? " &&\n" + ind + "    " : "") + apartIf[k];
-    if (!ifApart.empty()) b << ind << "// the input shares no byte with what the kernel stores\n" << ind << "const bool apart = " << ifApart << ";\n";
+    if (!ifApart.empty())
+      b << ind << "// the input shares no byte with what the kernel stores\n" << ind << "const bool apart = " << ifApart << ";\n";
     const std::string guard = ifApart.empty() ? "" : "!apart ? " + barrierForm + "\n" + ind + "    : ";
     if (dg.algo == "ll" || dg.algo == "ll128")
-      proto = ifApart.empty() ? (dg.algo == "ll" ? llForm : ll128Form) : "apart ? " + (dg.algo == "ll" ? llForm : ll128Form) + " : " + barrierForm;
+      proto = ifApart.empty() ? (dg.algo == "ll" ? llForm : ll128Form)
+                              : "apart ? " + (dg.algo == "ll" ? llForm : ll128Form) + " : " + barrierForm;
     else
       proto = guard + bytes + " <= coconet_rt::llGroupMaxBytes(P_) ? " + llForm + "\n" + ind + "    : " + bytes +
               " <= coconet_rt::ll128GroupMaxBytes(P_) ? " + ll128Form + "\n" + ind + "    : " + barrierForm;
@@ -58,13 +60,15 @@ void Emitter::emitDevOneShot(const DevGroup& dg, const std::string& kname, const
   b << ind << "const int proto = " << proto << ";\n"
     << ind << "coconet_rt::Window& oneWin = proto == " << llForm << "      ? dev_->ll[" << gi << "]\n"
     << ind << "                             : proto == " << ll128Form << " ? dev_->ll128[" << gi << "]\n"
-    << ind << "                                                                : dev_->oneShot[" << gi << "];  // two halves, used in turn\n"
-    << ind << "if (proto == " << llForm << "      ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
+    << ind << "                                                                : dev_->oneShot[" << gi
+    << "];  // two halves, used in turn\n"
+    << ind << "if (proto == " << llForm
+    << "      ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::llWindowBytes(std::max<long long>(" << n
     << ", coconet_rt::kLLMaxBytes / sizeof(" << XT << ")), sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
-    << ind << "    : proto == " << ll128Form << " ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::ll128WindowBytes(" << n << ", sizeof("
-    << XT << "), P_), " << prog << ", " << name << ")\n"
-    << ind << "    : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), " << prog
-    << ", " << name << "))\n"
+    << ind << "    : proto == " << ll128Form << " ? coconet_rt::ensureZeroed(oneWin, comm_, stream_, coconet_rt::ll128WindowBytes(" << n
+    << ", sizeof(" << XT << "), P_), " << prog << ", " << name << ")\n"
+    << ind << "    : oneWin.ensure(comm_, stream_, 2 * static_cast<size_t>(P_) * std::max(" << bytes << ", coconet_rt::kOneShotMaxBytes), "
+    << prog << ", " << name << "))\n"
     << ind << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
     << ind << "OutputMap om1 = om;\n"
     << ind << "om1.gbase = 0;  // keys by the whole tensor's index\n";
@@ -92,13 +96,15 @@ void Emitter::emitAllReduceGroup(const DevGroup& dg) {
   b << " as one kernel over NCCL's device API\n  // where every rank is load/store reachable: ";
   if (mode >= 0) b << "one-shot" << (mode ? "" : " up to oneShotMaxBytes(P_) of input") << (two ? ";\n  // else " : "");
   if (two)
-    b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[dg.run.back()].name << "'s slices gathered)"
-      << (dg.algo == "two_shot" ? "" : " up to twoShotGroupMaxBytes(P_)");
+    b << "two-shot (the members on this rank's slice of " << n << " / P_ elements, " << p_.stages[dg.run.back()].name
+      << "'s slices gathered)" << (dg.algo == "two_shot" ? "" : " up to twoShotGroupMaxBytes(P_)");
   b << ";\n  // else the allreduce, then the members\n"
     << "  // (the same on every rank: all of them ask devReady, a collective, or none)\n"
     << "  const bool " << oneIf << " = ";
-  if (mode < 0) b << "false;\n";
-  else b << "!coconet_rt::soloRanks(P_) && " << n << " > 0" << (mode ? "" : " && " + bytes + " <= coconet_rt::oneShotMaxBytes(P_)") << ";\n";
+  if (mode < 0)
+    b << "false;\n";
+  else
+    b << "!coconet_rt::soloRanks(P_) && " << n << " > 0" << (mode ? "" : " && " + bytes + " <= coconet_rt::oneShotMaxBytes(P_)") << ";\n";
   b << "  const bool " << twoIf << " = ";
   if (!two) {
     b << "false;\n";
@@ -182,29 +188,32 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     // branch computes over gridPart(), which only a grid without movers partitions once)
     b << ind << "const int rounds = coconet_rt::soloRanks(P_) ? 1 : " << devRounds(dg) << ";\n";
     if (dg.splitRoles())
-      b << ind << "int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? " << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
+      b << ind << "int movers = rounds >= " << (dg.roles == DevGroup::Roles::Auto ? "coconet_rt::kRolesAutoRounds" : "2") << " ? "
+        << (dg.movers > 0 ? std::to_string(dg.movers) : std::string("coconet_rt::kDevMovers")) << " : 0;\n";
     // a flags-pulling tail: the movers' tiles' units (0: fixed parts), and the instantiation of that form
     const bool tiles = flagsPulls(dg);
     if (tiles) b << ind << "const int pulled = coconet_rt::claimedPulls(P_, rounds);\n";
     auto inst = [&](const std::string& args) {  // the instantiation(s) after the one-rank form
-      return tiles ? "(pulled > 0 ? &" + kname + "<" + args + ", true> : &" + kname + "<" + args + ", false>)" : "&" + kname + "<" + args + ">";
+      return tiles ? "(pulled > 0 ? &" + kname + "<" + args + ", true> : &" + kname + "<" + args + ", false>)"
+                   : "&" + kname + "<" + args + ">";
     };
     const std::string soloTiles = tiles ? ", false" : "";
     if (dg.occupancyByRanks())
       b << ind << "// the one-rank form, or tune(" << dg.name << ", occupancy = auto): blocks per SM by the ranks and the movers\n"
-        << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<1, true" << soloTiles << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? "
-        << inst("2, false") << " : " << inst("1, false") << ";\n";
+        << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<1, true" << soloTiles
+        << "> : coconet_rt::devAutoOccupancy(P_, movers) == 2 ? " << inst("2, false") << " : " << inst("1, false") << ";\n";
     else if (solo)
-      b << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<true" << soloTiles << "> : " << inst("false") << ";  // the one-rank form, or not\n";
+      b << ind << "auto* const " << kname << "_k = coconet_rt::soloRanks(P_) ? &" << kname << "<true" << soloTiles
+        << "> : " << inst("false") << ";  // the one-rank form, or not\n";
     // (on one rank no barriers: as many blocks as fit at once; else a barrier per block, every
     // block resident)
     const std::string units = n + " / " + std::to_string(V) + ", ";
     grid = "coconet_rt::barrierBlocks(reinterpret_cast<const void*>(" + kptr + "), " + units + prog + ", " + name + ")";
-    const std::string soloGrid = "coconet_rt::soloRanks(P_) ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " + units +
-                                 prog + ", " + name + ") : " + grid;
+    const std::string soloGrid = "coconet_rt::soloRanks(P_) ? coconet_rt::soloBlocks(reinterpret_cast<const void*>(" + kptr + "), " +
+                                 units + prog + ", " + name + ") : " + grid;
     if (dg.splitRoles())
-      b << ind << "const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), "
-        << n << " / " << V << ", movers, " << prog << ", " << name << ") : 0;\n"
+      b << ind << "const int workers = movers > 0 ? coconet_rt::roleBlocks(reinterpret_cast<const void*>(" << kptr << "), " << n << " / "
+        << V << ", movers, " << prog << ", " << name << ") : 0;\n"
         << ind << "const int blocks = movers > 0 ? workers : " << soloGrid << ";  // the blocks that compute\n";
     else
       b << ind << "const int blocks = " << soloGrid << ";\n";
@@ -215,8 +224,8 @@ void Emitter::emitDevLaunch(const DevGroup& dg, const std::string& kname, const 
     // (by copy engines: a launch per round, each writing its own partial results)
     b << ind << foldBlocks << " = " << grid << (dg.copyEngines ? " * " + ceRounds(dg) : "") << ";\n";
     for (int f : dg.folds)
-      b << ind << "red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f)
-        << "::Acc), " << prog << ", \"" << p_.stages[f].name << "\");\n";
+      b << ind << "red" << f << "_.ensure(static_cast<size_t>(" << foldBlocks << ") * sizeof(" << reduceOpStruct(f) << "::Acc), " << prog
+        << ", \"" << p_.stages[f].name << "\");\n";
   }
   if (takesLastBarrier(dg)) {
     if (const DevGroup* next = devSuccessor(dg))
@@ -250,7 +259,8 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   std::vector<int> others;
   devSignature(dg, L, params, hostArgs, others);
   // Host code: the device path, or the NCCL calls.
-  b << "\n  // fused group '" << dg.name << "'" << dg.label() << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
+  b << "\n  // fused group '" << dg.name << "'" << dg.label()
+    << ": one kernel over NCCL's device API where every rank is load/store reachable\n"
     << oneShotNote(dg, "  ");
   const std::string foldBlocks = foldBlocksVar(dg.first());
   if (!dg.folds.empty()) {
@@ -270,15 +280,14 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     const int src = agSrc(dg);
     const std::string bytes = "static_cast<size_t>(" + countVar(src) + ") * sizeof(" + storageType(p_.stages[src].type.dtype) + ")";
     // a tail's window has two halves (256-byte aligned), used in turn
-    b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, "
-      << (dg.halves() ? "2 * ((" + bytes + " + 255) / 256 * 256)" : bytes) << ", " << prog << ", " << name << ")"
-      << (dg.head() ? " || grew" : "") << ")\n"
+    b << "      if (dev_->slice[" << gi << "].ensure(comm_, stream_, " << (dg.halves() ? "2 * ((" + bytes + " + 255) / 256 * 256)" : bytes)
+      << ", " << prog << ", " << name << ")" << (dg.head() ? " || grew" : "") << ")\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n";
     if (flagsPulls(dg))
       b << "      // the movers' flags (flagsPulls): zeroed on every rank before any rank counts a chunk in them, when made and\n"
         << "      // when the call's epoch wraps (nextFlagEpoch)\n"
-        << "      const bool madeFlags = dev_->flags[" << gi << "].ensure(comm_, stream_, coconet_rt::tailFlagBytes(P_), " << prog << ", " << name
-        << ");\n"
+        << "      const bool madeFlags = dev_->flags[" << gi << "].ensure(comm_, stream_, coconet_rt::tailFlagBytes(P_), " << prog << ", "
+        << name << ");\n"
         << "      if (madeFlags) dev_->dc.refresh(comm_, stream_, " << prog << ", " << name << ");\n"
         << "      if (coconet_rt::nextFlagEpoch(dev_->flagEpoch[" << gi << "]) || madeFlags) {\n"
         << "        CHECK(cudaMemsetAsync(dev_->flags[" << gi << "].ptr, 0, dev_->flags[" << gi << "].bytes, stream_), " << name << ");\n"
@@ -294,8 +303,10 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
   const int oneShot = oneShotMode(dg);
   if (oneShot >= 0) {
     const int x = p_.stages[dg.rs].operands[0];
-    b << "      if (!coconet_rt::soloRanks(P_)" << (oneShot ? "" : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
-                                                  ") <= coconet_rt::oneShotMaxBytes(P_)")
+    b << "      if (!coconet_rt::soloRanks(P_)"
+      << (oneShot ? ""
+                  : " && static_cast<size_t>(" + countVar(x) + ") * sizeof(" + storageType(p_.stages[x].type.dtype) +
+                        ") <= coconet_rt::oneShotMaxBytes(P_)")
       << ") {\n";
     emitDevOneShot(dg, emitDevKernel(dg, true), var(x), countVar(x), "        ");
     b << "      } else {\n";
@@ -363,23 +374,29 @@ void Emitter::emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, 
   CopyRounds c;
   c.bounds = "          const long long lo = edge(r), hi = edge(r + 1);\n";
   if (dg.head())
-    c.push = "          for (int j = 1; j <= P_ && hi > lo; ++j) {  // this rank's own slot last\n"
-             "            const int q = (rank_ + j) % P_;\n"
-             "            CHECK(cudaMemcpyAsync(static_cast<" + XT + "*>(stageBases[q]) + rank_ * " + n + " + lo, " + L.rsIn + " + q * " + n +
-             " + lo, static_cast<size_t>(hi - lo) * sizeof(" + XT + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
-             "          }\n";
+    c.push =
+        "          for (int j = 1; j <= P_ && hi > lo; ++j) {  // this rank's own slot last\n"
+        "            const int q = (rank_ + j) % P_;\n"
+        "            CHECK(cudaMemcpyAsync(static_cast<" +
+        XT + "*>(stageBases[q]) + rank_ * " + n + " + lo, " + L.rsIn + " + q * " + n + " + lo, static_cast<size_t>(hi - lo) * sizeof(" +
+        XT + "), cudaMemcpyDeviceToDevice, ceCopy_), " + name +
+        ");\n"
+        "          }\n";
   c.compute = "          " + kname + "<<<blocks, coconet_rt::kDevThreads, 0, stream_>>>(";
   for (size_t k = 0; k < hostArgs.size(); ++k) c.compute += (k ? ", " : "") + hostArgs[k];
   c.compute += ");\n          CHECK(cudaGetLastError(), " + name + ");\n";
   if (dg.tail()) {
     c.pullNote = "chunk r-1 of the other ranks' slices, behind chunk r's pushes";
     c.pullBounds = "          const long long lo = edge(r - 1), hi = edge(r);\n";
-    c.pull = "          for (int j = 1; j < P_ && hi > lo; ++j) {\n"
-             "            const int q = (rank_ + j) % P_;\n"
-             "            CHECK(cudaMemcpyAsync(" + var(dg.ag) + " + q * " + L.gstride + " + lo, reinterpret_cast<const " + ST +
-             "*>(static_cast<const char*>(sliceBases[q]) + sliceOff) + lo, static_cast<size_t>(hi - lo) * sizeof(" + ST +
-             "), cudaMemcpyDeviceToDevice, ceCopy_), " + name + ");\n"
-             "          }\n";
+    c.pull =
+        "          for (int j = 1; j < P_ && hi > lo; ++j) {\n"
+        "            const int q = (rank_ + j) % P_;\n"
+        "            CHECK(cudaMemcpyAsync(" +
+        var(dg.ag) + " + q * " + L.gstride + " + lo, reinterpret_cast<const " + ST +
+        "*>(static_cast<const char*>(sliceBases[q]) + sliceOff) + lo, static_cast<size_t>(hi - lo) * sizeof(" + ST +
+        "), cudaMemcpyDeviceToDevice, ceCopy_), " + name +
+        ");\n"
+        "          }\n";
   }
   emitCopyRounds(c, dg.name);
 }

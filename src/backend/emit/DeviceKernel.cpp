@@ -32,7 +32,7 @@ int Emitter::devVecWidth(const DevGroup& dg) const {
 }
 
 void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<std::string>& params, std::vector<std::string>& hostArgs,
-                  std::vector<int>& others) const {
+                           std::vector<int>& others) const {
   auto isAliasedOut = [&](int id) {
     for (auto& st : p_.states)
       if (st.exit == id && plan_.aliased.count(st.entry)) return true;
@@ -105,7 +105,7 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
     hostArgs.push_back("static_cast<" + op + "::Acc*>(red" + std::to_string(f) + "_.ptr)" + (L.partOff.empty() ? "" : " + " + L.partOff));
   }
   addOperands([&](size_t k) {
-    return dg.acc[k] == Access::Modulo ? countVar(dg.ext[k])
+    return dg.acc[k] == Access::Modulo   ? countVar(dg.ext[k])
            : dg.acc[k] == Access::Linear ? "m" + std::to_string(k) + ".base" + plusOff
                                          : "m" + std::to_string(k) + ".base";
   });
@@ -147,7 +147,8 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   }
   if (dg.splitRoles()) {
     params.insert(params.end(), {"int movers", "unsigned* __restrict__ roles"});
-    hostArgs.insert(hostArgs.end(), {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
+    hostArgs.insert(hostArgs.end(),
+                    {"movers", "movers > 0 ? dev_->roles.get(stream_, \"" + p_.name + "\", \"" + dg.name + "\") : nullptr"});
   }
   if (takesLastBarrier(dg)) {
     params.push_back("int lastBarrier");
@@ -155,8 +156,9 @@ void Emitter::devSignature(const DevGroup& dg, const DevLaunch& L, std::vector<s
   }
   if (flagsPulls(dg)) {
     params.insert(params.end(), {"ncclWindow_t flagWin", "size_t flagOff", "unsigned flagEpoch"});
-    hostArgs.insert(hostArgs.end(), {"dev_->flags[" + gi + "].win", "(dev_->flagEpoch[" + gi + "] & 1u) * (dev_->flags[" + gi + "].bytes / 2)",
-                                     "coconet_rt::tailFlags() ? dev_->flagEpoch[" + gi + "] : 0u"});
+    hostArgs.insert(hostArgs.end(),
+                    {"dev_->flags[" + gi + "].win", "(dev_->flagEpoch[" + gi + "] & 1u) * (dev_->flags[" + gi + "].bytes / 2)",
+                     "coconet_rt::tailFlags() ? dev_->flagEpoch[" + gi + "] : 0u"});
     params.push_back("int pulled");
     hostArgs.push_back("pulled");
   }
@@ -262,7 +264,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "// and the partial results (one per block) of " << p_.stages[f].name << " = " << reduceKindName(p_.stages[f].reduce) << "("
       << p_.stages[p_.stages[f].operands[0]].name << ")";
     for (int c : dg.calc)
-      if (plan_.inlinedInto.count(c) && plan_.inlinedInto.at(c) == f) K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
+      if (plan_.inlinedInto.count(c) && plan_.inlinedInto.at(c) == f)
+        K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
     K << "\n";
   }
   // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
@@ -288,15 +291,17 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
   const bool tilesForm = !oneShot && flagsPulls(dg);  // (a flags-pulling tail has the one-rank form)
   const std::string tilesParam = tilesForm ? ", bool kTiles" : "";
-  if (occupancyByRanks) K << (solo ? "template <int kOccupancy, bool kSolo" + tilesParam + ">\n" : "template <int kOccupancy>\n");
-  else if (solo) K << "template <bool kSolo" + tilesParam + ">\n";
-  else if (oneShot) K << "template <int kProto>\n";
+  if (occupancyByRanks)
+    K << (solo ? "template <int kOccupancy, bool kSolo" + tilesParam + ">\n" : "template <int kOccupancy>\n");
+  else if (solo)
+    K << "template <bool kSolo" + tilesParam + ">\n";
+  else if (oneShot)
+    K << "template <int kProto>\n";
   K << "__global__ void __launch_bounds__(coconet_rt::kDevThreads"
-    << (occupancyByRanks      ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
-        : dg.occupancy > 1    ? ", " + std::to_string(dg.occupancy)
-                              : "")
-    << ") "
-    << kname << "(";
+    << (occupancyByRanks   ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
+        : dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy)
+                           : "")
+    << ") " << kname << "(";
   for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
   // Block b's LSA barrier is barrier b, and the device communicator has kDevBarriers of them: a
   // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks
@@ -309,8 +314,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
     << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
-    << (roles || solo || oneShot ? "" : "  " + barrier)
-    << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
+    << (roles || solo || oneShot ? "" : "  " + barrier) << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
     << "  constexpr int V = " << V << ";\n";
   // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
   std::set<int> fromChain;
@@ -327,7 +331,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  const bool mover = static_cast<int>(blockIdx.x) < movers;\n"
       << "  const coconet_rt::Part pt = movers == 0 ? coconet_rt::gridPart()\n"
       << "                            : mover     ? coconet_rt::Part{static_cast<int>(blockIdx.x), movers}\n"
-      << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - movers};\n";
+      << "                                        : coconet_rt::Part{static_cast<int>(blockIdx.x) - movers, static_cast<int>(gridDim.x) - "
+         "movers};\n";
   // A flags-pulling tail without folds (whose partial results would be per worker block) has every
   // block compute chunk 0 (joinChunk0): compute() takes its part from `cpt`, the grid's for that
   // chunk, else pt.
@@ -339,8 +344,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  constexpr long long off = 0;\n"
       << (tail ? "  " + ST + "* own = gathered;\n" : "");
   else if (head) {
-    const std::string stage = std::string(dg.pushes() ? "kSolo ? rsIn : " : "") + "static_cast<const " + XT +
-                              "*>(ncclGetLocalPointer(stageWin, 0))";
+    const std::string stage =
+        std::string(dg.pushes() ? "kSolo ? rsIn : " : "") + "static_cast<const " + XT + "*>(ncclGetLocalPointer(stageWin, 0))";
     // A pushing head leaves this rank's own slice in rsIn (coconet_rt::pushSlices) and its sums
     // read it there (OwnSlots); with roles split its movers ask L2 for each chunk of it after
     // pushing the chunk (pushSlicesPrefetchOwn), so that the workers read it from L2.
@@ -370,9 +375,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     if (fromChain.count(dg.ext[static_cast<size_t>(k)])) return "coconet_rt::to_f(s" + std::to_string(dg.ext[static_cast<size_t>(k)]) + ")";
     return "coconet_rt::to_f(a" + std::to_string(k) + "[" + index(k, "i") + "])";
   };
-  E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand,
-                  [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; })
-    << fold("    ", scalarOperand);
+  E << runMembers(dg.calc, dg.extIndex, dg.written, "    ", scalarOperand, [](int id) {
+    return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";";
+  }) << fold("    ", scalarOperand);
   if (tail) E << (oneShot ? "" : "    " + publish + "mine[i] = s" + std::to_string(src) + ";\n") << "    own[i] = s" << src << ";\n";
   E << "  };\n";
   // The unit of V elements' members.
@@ -389,10 +394,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   hoisting.end();
   K << hoisted.prologue();
   K << "  // Elements [lo, hi) of " << (oneShot ? "the whole tensor" : "this rank's slice") << ": " << (head ? "sum the slots, " : "")
-    << "compute the members" << (oneShot ? ", store them" : tail ? ", publish" : "") << ".\n"
+    << "compute the members"
+    << (oneShot ? ", store them"
+        : tail  ? ", publish"
+                : "")
+    << ".\n"
     << "  auto compute = [&](long long lo, long long hi) {\n";
-  K << E.str()
-    << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
+  K << E.str() << "  // Units of V elements: vector accesses where aligned, else element by element (the same\n"
     << "  // partition either way), then the elements after the last unit.\n"
     << "  coconet_rt::forUnits<V>(" << (joinChunk0 ? "cpt" : "pt") << ", lo, hi, vec, [&](long long i0) {\n";
   if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
@@ -400,7 +408,8 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
     if (dg.acc[k] == Access::Scalar && fromChain.count(dg.ext[k]))
       K << "    const " << T << " x" << kk << " = s" << dg.ext[k] << ";  // made by the chain above\n";
-    else if (dg.acc[k] == Access::Scalar) K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
+    else if (dg.acc[k] == Access::Scalar)
+      K << "    const " << T << " x" << kk << " = a" << kk << "[b" << kk << "];\n";
     else
       K << "    coconet_rt::Vec<" << T << ", V> x" << kk << ";\n    coconet_rt::load_vec" << (plan_.aliased.count(dg.ext[k]) ? "_rw" : "")
         << "(x" << kk << ", a" << kk << " + " << index(k, "i0") << ");\n";
@@ -425,13 +434,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     else
       K << "  __shared__ long long edgeTab[coconet_rt::kTaperTableRounds + 1];\n"
         << "  coconet_rt::fillTaperEdges(edgeTab, rounds, nSlice, V, taper, taperEnds);\n"
-        << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, nSlice, V); };\n";
+        << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, "
+           "nSlice, V); };\n";
   }
   // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
   // (byMovers: the movers' push, with roles split, which then asks L2 for the own slice's part)
   auto pushOf = [&](const std::string& range, bool byMovers) {
-    if (byMovers)
-      return "coconet_rt::pushSlicesPrefetchOwn<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+    if (byMovers) return "coconet_rt::pushSlicesPrefetchOwn<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
     return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
   };
   const std::string push = pushOf("edge(r), edge(r + 1)", false);
@@ -441,8 +450,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   };
   const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
   // a flagsPulls tail's claimed pulls of chunk r
-  const std::string pullTilesCall = "coconet_rt::pullTiles<" + ST + ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
-                            "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
+  const std::string pullTilesCall = "coconet_rt::pullTiles<" + ST +
+                                    ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
+                                    "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
   // the blocks' partial results of the folded reductions: one tree pass for all of them
   // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
   std::string folds;
@@ -500,16 +510,18 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "    for (int r = " << (joinChunk0 ? 1 : 0) << "; r < rounds; ++r) {\n"
       << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
       << "      compute(edge(r), edge(r + 1));\n"
-      << (!flagsPulls(dg) ? "      coconet_rt::roleSignal(" + done("r") + ");\n"
-                            : "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n" +
-                                  std::string(joinChunk0 ? ""
-                                                         : "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
-                                                           "      if (r == 0) coconet_rt::roleWait(" + done("0") + ", gridDim.x - movers);\n"))
+      << (!flagsPulls(dg)
+              ? "      coconet_rt::roleSignal(" + done("r") + ");\n"
+              : "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n" +
+                    std::string(joinChunk0
+                                    ? ""
+                                    : "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+                                      "      if (r == 0) coconet_rt::roleWait(" +
+                                          done("0") + ", gridDim.x - movers);\n"))
       << "    }\n"
       << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
       << "  // the blocks that take barriers: the movers, or every block without roles\n"
-      << "  " << barrier
-      << "  if (movers > 0) {\n"
+      << "  " << barrier << "  if (movers > 0) {\n"
       << "    const unsigned workers = gridDim.x - movers;\n";
     if (dg.full() && split)
       K << "    // push chunk r; once every worker published chunk r-1, arrive; pull chunk r-2 (ready since the\n"
@@ -518,11 +530,9 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      if (r < rounds) " << moversPush << ";\n"
         << "      if (r >= 1 && r <= rounds) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // (every rank pushed chunk r and published chunk r-1 of this part, once all arrived)\n"
-        << "      if (r <= rounds) " << arrive
-        << "      if (r >= 2) " << pullOf("edge(r - 2), edge(r - 1)") << ";\n"
+        << "      if (r <= rounds) " << arrive << "      if (r >= 2) " << pullOf("edge(r - 2), edge(r - 1)") << ";\n"
         << "      if (r <= rounds) {\n"
-        << "        " << wait
-        << "        if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
+        << "        " << wait << "        if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "      }\n"
         << "    }\n";
     else if (dg.full())
@@ -531,8 +541,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      if (r < rounds) " << moversPush << ";\n"
         << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
         << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
-        << "      " << sync
-        << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
+        << "      " << sync << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
         << "    }\n";
     else if (head && split)
@@ -543,14 +552,11 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      " << pushOf("edge(r), mid", true) << ";\n"
         << "      if (r >= 1) {\n"
         << "        // every rank pushed chunk r-1 of this part\n"
-        << "        " << wait
-        << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
+        << "        " << wait << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
         << "      }\n"
         << "      " << pushOf("mid, edge(r + 1)", true) << ";\n"
-        << "      " << arrive
-        << "    }\n"
-        << "    " << wait
-        << "    coconet_rt::roleSignal(" << ready("rounds - 1") << ");\n"
+        << "      " << arrive << "    }\n"
+        << "    " << wait << "    coconet_rt::roleSignal(" << ready("rounds - 1") << ");\n"
         << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
         << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
         << "    if (lastBarrier) {\n"
@@ -561,13 +567,13 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      // push tiles (`claimed` units per thread) of chunk r as claimed; once every mover pushed its tiles,\n"
         << "      // block 0: barrier; chunk r is ready\n"
         << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        coconet_rt::pushTilesPrefetchOwn<" << XT << ", V>(coconet_rt::roleClaimed(roles, r), claimed, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
+        << "        coconet_rt::pushTilesPrefetchOwn<" << XT
+        << ", V>(coconet_rt::roleClaimed(roles, r), claimed, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
         << "        coconet_rt::moverPushed(coconet_rt::rolePushed(roles, r));\n"
         << "        if (blockIdx.x == 0) {\n"
         << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"
         << "          // every rank pushed chunk r\n"
-        << "          " << sync
-        << "          coconet_rt::roleSignal(" << ready("r") << ", static_cast<unsigned>(movers));\n"
+        << "          " << sync << "          coconet_rt::roleSignal(" << ready("r") << ", static_cast<unsigned>(movers));\n"
         << "        }\n"
         << "      }\n"
         << "    } else {\n"
@@ -575,8 +581,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "      for (int r = 0; r < rounds; ++r) {\n"
         << "        " << moversPush << ";\n"
         << "        // every rank pushed chunk r of this part\n"
-        << "        " << sync
-        << "        coconet_rt::roleSignal(" << ready("r") << ");\n"
+        << "        " << sync << "        coconet_rt::roleSignal(" << ready("r") << ");\n"
         << "      }\n"
         << "    }\n"
         << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
@@ -589,22 +594,23 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "    for (int r = 0; r <= rounds; ++r) {\n"
         << "      if (r < rounds) {\n"
         << "        coconet_rt::roleWait(" << done("r") << ", workers);\n"
-        << "        " << arrive
-        << "      }\n"
+        << "        " << arrive << "      }\n"
         << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
         << "      // every rank published chunk r of this part\n"
-        << "      if (r < rounds) " << wait
-        << "    }\n";
+        << "      if (r < rounds) " << wait << "    }\n";
     else {
       // once every worker published chunk r, a barrier per round (every tail without flags, and under
       // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
-      const std::string barrierPulls = "// once every worker published chunk r, barrier; pull chunk r\n"
-                                 "for (int r = 0; r < rounds; ++r) {\n"
-                                 "  coconet_rt::roleWait(" + done("r") + (joinChunk0 ? ", r == 0 ? gridDim.x : workers);\n" : ", workers);\n") +
-                                 "  // every rank published chunk r of this part\n"
-                                 "  " + sync +
-                                 "  " + pullOf("edge(r), edge(r + 1)") + ";\n"
-                                 "}\n";
+      const std::string barrierPulls =
+          "// once every worker published chunk r, barrier; pull chunk r\n"
+          "for (int r = 0; r < rounds; ++r) {\n"
+          "  coconet_rt::roleWait(" +
+          done("r") + (joinChunk0 ? ", r == 0 ? gridDim.x : workers);\n" : ", workers);\n") +
+          "  // every rank published chunk r of this part\n"
+          "  " +
+          sync + "  " + pullOf("edge(r), edge(r + 1)") +
+          ";\n"
+          "}\n";
       if (flagsPulls(dg))
         K << "    if (flagEpoch) {\n"
           << "      // pull chunk r once every rank counted it (the last worker of each chunk counts it in every\n"
@@ -636,8 +642,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "  } else if constexpr (kProto == coconet_rt::kProtoLL128) {\n"
       << "    coconet_rt::pushWholeLL128<" << XT << ">(pt, stageWin, stageOff, P, me, rsIn, nSlice, llFlag);\n"
       << "  } else {\n"
-      << "    " << barrier
-      << "    coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
+      << "    " << barrier << "    coconet_rt::pushWhole<" << XT << ", V>(pt, stageWin, stageOff, P, me, rsIn, nSlice, 0, nSlice, vec);\n"
       << "    // every rank's whole input arrived\n"
       << "    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
       << "  }\n"
@@ -659,32 +664,30 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     const std::string loopHead = std::string("  for (int r = 0; r <= rounds + 1; ++r) {\n") +
                                  (dg.pushes() ? "    if (r < rounds) " + push + ";\n" : "") +
                                  "    if (r >= 1 && r <= rounds) compute(edge(r - 1), edge(r));\n";
-    const std::string certifies = !dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
-                                               : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n";
+    const std::string certifies =
+        !dg.pushes() ? "    // r = 0: every rank's copies arrived (they precede its launch); then every rank published chunk r-1\n"
+                     : "    // every rank pushed chunk r and published chunk r-1 of this block's elements\n";
     if (maySplit)
       K << "  // each round's barrier in two phases (arrive, then wait after the pull) or whole\n"
-        << "  const bool splitBar = " << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)") << ";\n"
-        << loopHead << certifies
-        << "    if (splitBar && r <= rounds) " << arrive
+        << "  const bool splitBar = "
+        << (split ? std::string("true") : "coconet_rt::devSplitBarriers(nSlice * P * static_cast<long long>(sizeof(" + XT + ")), rounds)")
+        << ";\n"
+        << loopHead << certifies << "    if (splitBar && r <= rounds) " << arrive
         << "    // pull chunk r-2 (published since the last round): split, while the arrivals land\n"
         << "    if (r >= 2) " << pull << ";\n"
         << "    if (r <= rounds) {\n"
-        << "      if (splitBar) " << wait
-        << "      else " << sync
-        << "    }\n  }\n";
+        << "      if (splitBar) " << wait << "      else " << sync << "    }\n  }\n";
     else
       K << loopHead << "    if (r >= 2) " << pull << ";\n" << certifies << "    if (r <= rounds) " << sync << "  }\n";
   } else if (head && split)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) {\n"
       << "      " << push << ";\n"
-      << "      " << arrive
-      << "    }\n"
+      << "      " << arrive << "    }\n"
       << "    if (r >= 1) compute(edge(r - 1), edge(r));\n"
       << "    // every rank pushed chunk r of this block's elements (r = rounds: every rank read its slots, unless\n"
       << "    // a later group of the call orders that: lastBarrier = 0)\n"
-      << "    if (r < rounds) " << wait
-      << "    else if (lastBarrier) " << sync << "  }\n";
+      << "    if (r < rounds) " << wait << "    else if (lastBarrier) " << sync << "  }\n";
   else if (head)
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) " << push << ";\n"
@@ -696,8 +699,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     K << "  for (int r = 0; r <= rounds; ++r) {\n"
       << "    if (r < rounds) {\n"
       << "      compute(edge(r), edge(r + 1));\n"
-      << "      " << arrive
-      << "    }\n"
+      << "      " << arrive << "    }\n"
       << "    if (r >= 1) " << pull << ";\n"
       << "    // every rank published chunk r of this block's elements\n"
       << "    if (r < rounds) " << wait << "  }\n";
@@ -728,7 +730,9 @@ void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vect
   }
   for (int k : others) {
     if (dg.acc[k] == Access::Linear)
-      b << " &&\n" << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", " << (L.oneShot ? "0" : "m" + std::to_string(k) + ".base" + plus) << ")";
+      b << " &&\n"
+        << ind << "    coconet_rt::aligned16(" << var(dg.ext[k]) << ", " << (L.oneShot ? "0" : "m" + std::to_string(k) + ".base" + plus)
+        << ")";
     if (dg.acc[k] == Access::Modulo)
       b << " &&\n" << ind << "    " << countVar(dg.ext[k]) << " % " << V << " == 0 && coconet_rt::aligned16(" << var(dg.ext[k]) << ", 0)";
   }

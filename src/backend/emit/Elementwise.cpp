@@ -57,7 +57,7 @@ std::string Emitter::storeValue(DType t, const ENode& last, const std::string& v
 }
 
 std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& v, const std::vector<std::string>& args,
-                     const std::string& operand, const std::string& scalar, const std::string& ind) {
+                              const std::string& operand, const std::string& scalar, const std::string& ind) {
   std::string CT = n.integerConst() ? "long long" : computeType(n.dtype);
   auto a = [&](int k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
   bool fl = std::string(CT) == "float", db = std::string(CT) == "double", in = CT == "long long";
@@ -75,18 +75,41 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
     case EOp::Operand: e = operand; break;
     case EOp::Const: e = n.integerConst() ? std::to_string(n.ivalue) + "LL" : num(n.value); break;
     case EOp::Param: e = "prm_" + ident(n.name); break;
-    case EOp::Rank: case EOp::GroupIndex: case EOp::GroupSize: e = scalar; break;
+    case EOp::Rank:
+    case EOp::GroupIndex:
+    case EOp::GroupSize: e = scalar; break;
     case EOp::Neg: e = in ? call("ineg", 1) : "-" + a(0); break;
     case EOp::Not: e = "!(" + args[0] + ")"; break;
-    case EOp::Add: e = fl ? "__fadd_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")" : in ? call("iadd", 2) : a(0) + " + " + a(1); break;
-    case EOp::Sub: e = fl ? "__fsub_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dsub_rn(" + a(0) + ", " + a(1) + ")" : in ? call("isub", 2) : a(0) + " - " + a(1); break;
-    case EOp::Mul: e = fl ? "__fmul_rn(" + a(0) + ", " + a(1) + ")" : db ? "__dmul_rn(" + a(0) + ", " + a(1) + ")" : in ? call("imul", 2) : a(0) + " * " + a(1); break;
-    case EOp::Div:
-      e = fl ? "__fdiv_rn(" + a(0) + ", " + a(1) + ")" : db ? "__ddiv_rn(" + a(0) + ", " + a(1) + ")"
-             : in ? call("idiv", 2) : "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
+    case EOp::Add:
+      e = fl   ? "__fadd_rn(" + a(0) + ", " + a(1) + ")"
+          : db ? "__dadd_rn(" + a(0) + ", " + a(1) + ")"
+          : in ? call("iadd", 2)
+               : a(0) + " + " + a(1);
       break;
-    case EOp::Mod: e = fl ? "fmodf(" + a(0) + ", " + a(1) + ")" : db ? "fmod(" + a(0) + ", " + a(1) + ")"
-                          : in ? call("imod", 2) : "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")"; break;
+    case EOp::Sub:
+      e = fl   ? "__fsub_rn(" + a(0) + ", " + a(1) + ")"
+          : db ? "__dsub_rn(" + a(0) + ", " + a(1) + ")"
+          : in ? call("isub", 2)
+               : a(0) + " - " + a(1);
+      break;
+    case EOp::Mul:
+      e = fl   ? "__fmul_rn(" + a(0) + ", " + a(1) + ")"
+          : db ? "__dmul_rn(" + a(0) + ", " + a(1) + ")"
+          : in ? call("imul", 2)
+               : a(0) + " * " + a(1);
+      break;
+    case EOp::Div:
+      e = fl   ? "__fdiv_rn(" + a(0) + ", " + a(1) + ")"
+          : db ? "__ddiv_rn(" + a(0) + ", " + a(1) + ")"
+          : in ? call("idiv", 2)
+               : "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
+      break;
+    case EOp::Mod:
+      e = fl   ? "fmodf(" + a(0) + ", " + a(1) + ")"
+          : db ? "fmod(" + a(0) + ", " + a(1) + ")"
+          : in ? call("imod", 2)
+               : "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";
+      break;
     case EOp::Lt: e = cmp(0) + " < " + cmp(1); break;
     case EOp::Le: e = cmp(0) + " <= " + cmp(1); break;
     case EOp::Gt: e = cmp(0) + " > " + cmp(1); break;
@@ -104,7 +127,9 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
     case EOp::Abs: e = in ? call("iabs", 1) : (fl ? "fabsf(" : db ? "fabs(" : "llabs(") + a(0) + ")"; break;
     case EOp::Relu: e = "(" + a(0) + " > 0 ? " + a(0) + " : static_cast<" + CT + ">(0))"; break;
     case EOp::Gelu: e = "coconet_rt::gelu(" + a(0) + ")"; break;
-    case EOp::Pow: e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : in ? call("ipow", 2) : "pow((double)" + args[0] + ", (double)" + args[1] + ")"; break;
+    case EOp::Pow:
+      e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : in ? call("ipow", 2) : "pow((double)" + args[0] + ", (double)" + args[1] + ")";
+      break;
     case EOp::Min: e = "(" + cmp(1) + " < " + cmp(0) + " ? " + a(1) + " : " + a(0) + ")"; break;
     case EOp::Max: e = "(" + cmp(0) + " < " + cmp(1) + " ? " + a(1) + " : " + a(0) + ")"; break;
     case EOp::Select: e = "((" + args[0] + ") ? " + a(1) + " : " + a(2) + ")"; break;
@@ -113,9 +138,15 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
         case DType::F16: e = "coconet_rt::round_f16(static_cast<float>(" + args[0] + "))"; break;
         case DType::BF16: e = "coconet_rt::round_bf16(static_cast<float>(" + args[0] + "))"; break;
         case DType::Bool: e = "((" + args[0] + ") != 0)"; break;
-        case DType::I8: case DType::U8: case DType::I32: case DType::I64: {
+        case DType::I8:
+        case DType::U8:
+        case DType::I32:
+        case DType::I64: {
           // from an integer exactly (saturated to the type), from a float truncated and saturated
-          const std::string I = n.dtype == DType::I8 ? "int8_t" : n.dtype == DType::U8 ? "uint8_t" : n.dtype == DType::I32 ? "int" : "long long";
+          const std::string I = n.dtype == DType::I8    ? "int8_t"
+                                : n.dtype == DType::U8  ? "uint8_t"
+                                : n.dtype == DType::I32 ? "int"
+                                                        : "long long";
           e = x.nodes[n.args[0]].integerValued() ? "coconet_rt::saturateInteger<" + I + ">(static_cast<long long>(" + args[0] + "))"
                                                  : "coconet_rt::saturate<" + I + ">((double)(" + args[0] + "))";
           break;
@@ -129,11 +160,11 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
       // The kept value first, as its own statement: inside the select, nvcc turned the select
       // into a branch around a division per element (the division's operand is the same for
       // every element, and out of the select it is hoisted from the loop).
-      const std::string kept = fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))"
-                                  : a(0) + " / (1.0 - (double)(" + args[1] + "))";
-      return ind + "const " + CT + " " + v + "_kept = " + kept + ";\n" +
-             ind + "const " + CT + " " + v + " = (coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p +
-             " ? " + std::string(fl ? "0.0f" : "0.0") + " : " + v + "_kept);\n";
+      const std::string kept =
+          fl ? "__fmul_rn(" + a(0) + ", __fdiv_rn(1.0f, __fsub_rn(1.0f, " + p + ")))" : a(0) + " / (1.0 - (double)(" + args[1] + "))";
+      return ind + "const " + CT + " " + v + "_kept = " + kept + ";\n" + ind + "const " + CT + " " + v +
+             " = (coconet_rt::dropout_uniform(" + seed + ", " + std::to_string(n.salt) + "ULL, key) < " + p + " ? " +
+             std::string(fl ? "0.0f" : "0.0") + " : " + v + "_kept);\n";
     }
   }
   return ind + "const " + CT + " " + v + " = " + e + ";\n";
@@ -141,9 +172,10 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
 
 std::string Emitter::fastIndex(Access a, size_t k, const std::string& i, const std::string& iMod) {
   const std::string kk = std::to_string(k);
-  return a == Access::Linear ? "b" + kk + " + " + i : a == Access::Modulo ? iMod + " % b" + kk
-                              : a == Access::Row      ? "b" + kk + " + " + i + " / rl"
-                                                      : "b" + kk;
+  return a == Access::Linear   ? "b" + kk + " + " + i
+         : a == Access::Modulo ? iMod + " % b" + kk
+         : a == Access::Row    ? "b" + kk + " + " + i + " / rl"
+                               : "b" + kk;
 }
 
 bool Emitter::rowBroadcast(const TensorType& ot, const TensorType& t) {
@@ -214,10 +246,10 @@ std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
   auto a = [&](size_t k) { return "static_cast<" + CT + ">(" + args[k] + ")"; };
   const bool in = CT == "long long";  // integers: coconet_rt's wrapping arithmetic, as the kernels
   switch (n.op) {
-    case EOp::Const: return n.integerConst() ? "static_cast<" + CT + ">(" + std::to_string(n.ivalue) + "LL)"
-                                             : "static_cast<" + CT + ">(" + num(n.value) + ")";
-    case EOp::Param:
-      return "static_cast<" + CT + ">(" + (integerParam(n.name) ? paramInteger(n.name) : paramValue(n.name)) + ")";
+    case EOp::Const:
+      return n.integerConst() ? "static_cast<" + CT + ">(" + std::to_string(n.ivalue) + "LL)"
+                              : "static_cast<" + CT + ">(" + num(n.value) + ")";
+    case EOp::Param: return "static_cast<" + CT + ">(" + (integerParam(n.name) ? paramInteger(n.name) : paramValue(n.name)) + ")";
     case EOp::Cast:
       if (n.dtype != DType::F32 && n.dtype != DType::F64) return std::nullopt;
       return a(0);
@@ -230,9 +262,15 @@ std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
       return "(" + a(0) + " / " + a(1) + ")";
     case EOp::Min: return "(" + a(1) + " < " + a(0) + " ? " + a(1) + " : " + a(0) + ")";
     case EOp::Max: return "(" + a(0) + " < " + a(1) + " ? " + a(1) + " : " + a(0) + ")";
-    case EOp::Sqrt: if (!flt) return std::nullopt; return std::string(fl ? "sqrtf(" : "sqrt(") + a(0) + ")";
-    case EOp::Exp: if (!flt) return std::nullopt; return std::string(fl ? "expf(" : "exp(") + a(0) + ")";
-    case EOp::Log: if (!flt) return std::nullopt; return std::string(fl ? "logf(" : "log(") + a(0) + ")";
+    case EOp::Sqrt:
+      if (!flt) return std::nullopt;
+      return std::string(fl ? "sqrtf(" : "sqrt(") + a(0) + ")";
+    case EOp::Exp:
+      if (!flt) return std::nullopt;
+      return std::string(fl ? "expf(" : "exp(") + a(0) + ")";
+    case EOp::Log:
+      if (!flt) return std::nullopt;
+      return std::string(fl ? "logf(" : "log(") + a(0) + ")";
     default: return std::nullopt;
   }
 }
@@ -257,8 +295,8 @@ void Emitter::runParams(const std::vector<int>& run, std::vector<std::string>& p
 }
 
 std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
-                       const std::string& ind, const std::function<std::string(int)>& operand,
-                       const std::function<std::string(int)>& store, bool uniqueNames) {
+                                const std::string& ind, const std::function<std::string(int)>& operand,
+                                const std::function<std::string(int)>& store, bool uniqueNames) {
   std::set<int> inRun(run.begin(), run.end());
   std::ostringstream m;
   for (int id : run) {
@@ -293,14 +331,14 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
     std::string T = storageType(s.type.dtype);
     std::string stored = storeValue(s.type.dtype, s.expr.nodes.back(), last);
     m << ind << "const " << T << " s" << id << " = " << stored << ";\n"
-      << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n" << ind << "(void)r" << id << ";\n";
+      << ind << "const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n"
+      << ind << "(void)r" << id << ";\n";
   }
   for (int id : written) m << ind << store(id) << "\n";
   return m.str();
 }
 
-void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& stream, const std::string& first,
-                    const std::string& count) {
+void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& stream, const std::string& first, const std::string& count) {
   int ref = run.front();
   const Stage& r0 = p_.stages[ref];
   std::set<int> inRun(run.begin(), run.end());
@@ -352,8 +390,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   hostArgs.push_back("om");
   for (size_t k = 0; k < ext.size(); ++k) {
     params.push_back(fast ? "long long b" + std::to_string(k) : "OperandMap m" + std::to_string(k));
-    hostArgs.push_back(fast ? (acc[k] == Access::Modulo ? countVar(ext[k]) : "m" + std::to_string(k) + ".base")
-                            : "m" + std::to_string(k));
+    hostArgs.push_back(fast ? (acc[k] == Access::Modulo ? countVar(ext[k]) : "m" + std::to_string(k) + ".base") : "m" + std::to_string(k));
   }
   runParams(run, params, hostArgs);
   params.push_back("unsigned long long seed");
@@ -378,8 +415,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   HoistScope hoisting(hoist_, hoisted);
   std::ostringstream loops;
   // The members of one element: operand(k) reads external operand k, store(id) writes member id.
-  auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand,
-                     const std::function<std::string(int)>& store) {
+  auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand, const std::function<std::string(int)>& store) {
     return runMembers(run, extIndex, written, ind, operand, store);
   };
   if (!fast) {
@@ -389,9 +425,11 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
           << "    for (int k = om.rank - 1; k >= 0; --k) { c[k] = rem % om.shape[k]; rem /= om.shape[k]; gidx += c[k] * om.gstride[k]; }\n"
           << "    const unsigned long long key = static_cast<unsigned long long>(gidx) ^ om.keyXor;\n    (void)key;\n";
     for (size_t k = 0; k < ext.size(); ++k)
-      loops << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k << ".stride[k];\n";
-    loops << members("    ", [](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[i" + std::to_string(k) + "])"; },
-                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+      loops << "    long long i" << k << " = m" << k << ".base;\n    for (int k = 0; k < om.rank; ++k) i" << k << " += c[k] * m" << k
+            << ".stride[k];\n";
+    loops << members(
+        "    ", [](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[i" + std::to_string(k) + "])"; },
+        [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   } else {
     auto scalarIndex = [&](size_t k, const std::string& i) { return fastIndex(acc[k], k, i, i); };
@@ -403,28 +441,28 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
       if (acc[k] == Access::Scalar || acc[k] == Access::Row) {  // (a row's V elements share its value: rl % V == 0)
         loops << "      const " << T << " x" << kk << " = a" << kk << "[" << scalarIndex(k, "i0") << "];\n";
       } else {
-        loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec" << (plan_.aliased.count(ext[k]) ? "_rw" : "")
-              << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
+        loops << "      coconet_rt::Vec<" << T << ", V> x" << kk << ";\n      coconet_rt::load_vec"
+              << (plan_.aliased.count(ext[k]) ? "_rw" : "") << "(x" << kk << ", a" << kk << " + " << scalarIndex(k, "i0") << ");\n";
       }
     }
-    for (int id : written)
-      loops << "      coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
+    for (int id : written) loops << "      coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
     loops << "#pragma unroll\n      for (int e = 0; e < V; ++e) {\n        const long long i = i0 + e;\n"
           << "        const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n        (void)key;\n";
-    loops << members("        ",
-                     [&](int k) {
-                       std::string kk = std::to_string(k);
-                       return acc[k] == Access::Scalar || acc[k] == Access::Row ? "coconet_rt::to_f(x" + kk + ")"
-                                                                                : "coconet_rt::to_f(x" + kk + ".v[e])";
-                     },
-                     [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
+    loops << members(
+        "        ",
+        [&](int k) {
+          std::string kk = std::to_string(k);
+          return acc[k] == Access::Scalar || acc[k] == Access::Row ? "coconet_rt::to_f(x" + kk + ")" : "coconet_rt::to_f(x" + kk + ".v[e])";
+        },
+        [](int id) { return "o" + std::to_string(id) + ".v[e] = s" + std::to_string(id) + ";"; });
     loops << "      }\n";
     for (int id : written) loops << "      coconet_rt::store_vec(out" << id << " + i0, o" << id << ");\n";
     loops << "    }\n    start = nv * V;\n  }\n"
           << "  for (long long j = start + tid; j < om.n; j += nth) {\n    const long long i = om.first + j;\n"
           << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n";
-    loops << members("    ", [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + scalarIndex(k, "i") + "])"; },
-                     [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
+    loops << members(
+        "    ", [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + scalarIndex(k, "i") + "])"; },
+        [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   }
   hoisting.end();

@@ -31,10 +31,10 @@ void Emitter::emitGemm(int id) {
   } else {
     int rb = p_.stages[bop].type.rank();
     const std::string rows = shapeVar(a) + "[" + std::to_string(ra - 2) + "]";
-    b << "    const long long M = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = "
-      << shapeVar(bop) << "[" << rb - 1 << "];\n"
-      << "    const long long batchA = " << countVar(a) << " / (M * K), batchB = " << countVar(bop) << " / (K * N), batchC = "
-      << countVar(id) << " / (M * N);\n"
+    b << "    const long long M = " << rows << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(bop) << "[" << rb - 1
+      << "];\n"
+      << "    const long long batchA = " << countVar(a) << " / (M * K), batchB = " << countVar(bop)
+      << " / (K * N), batchC = " << countVar(id) << " / (M * N);\n"
       << "    long long Mx = M, batch = batchC, strideA = M * K, strideB = K * N, strideC = M * N;\n"
       << "    long long reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n"
       << "    long long batchA_ = batchA, batchB_ = batchB;\n";
@@ -54,7 +54,8 @@ void Emitter::emitGemm(int id) {
     b << "    if (batchB_ == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n"
       << "    else if (batchA_ == 1) { strideA = 0; }\n"
       << "    else if (batchA_ == batchC && batchB_ < batchC && batchC % batchB_ == 0) {\n"
-      << "      batch = batchB_; reps = batchC / batchB_; stepA = batchB_ * M * K; stepC = batchB_ * M * N;  // B repeats over A's leading batches\n"
+      << "      batch = batchB_; reps = batchC / batchB_; stepA = batchB_ * M * K; stepC = batchB_ * M * N;  // B repeats over A's leading "
+         "batches\n"
       << "    } else if (batchB_ == batchC && batchA_ < batchC && batchC % batchA_ == 0) {\n"
       << "      batch = batchA_; reps = batchC / batchA_; stepB = batchA_ * K * N; stepC = batchA_ * M * N;\n"
       << "    } else if (batchA_ != batchC || batchB_ != batchC) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
@@ -69,11 +70,14 @@ void Emitter::emitGemm(int id) {
     // GEMM per B, the result's rows put back (coconet_rt::gatherBatchedRows).
     const std::string T = storageType(dt), i = std::to_string(id);
     b << "    if (stepB == 0 && coconet_rt::gatherBatchedRows(M, K, N, reps)) {\n"
-      << "      bmm" << i << "_[0].ensure(static_cast<size_t>(reps * batch * M * K) * sizeof(" << T << "), \"" << p_.name << "\", " << stage << ");\n"
-      << "      bmm" << i << "_[1].ensure(static_cast<size_t>(reps * batch * M * N) * sizeof(" << T << "), \"" << p_.name << "\", " << stage << ");\n"
+      << "      bmm" << i << "_[0].ensure(static_cast<size_t>(reps * batch * M * K) * sizeof(" << T << "), \"" << p_.name << "\", " << stage
+      << ");\n"
+      << "      bmm" << i << "_[1].ensure(static_cast<size_t>(reps * batch * M * N) * sizeof(" << T << "), \"" << p_.name << "\", " << stage
+      << ");\n"
       << "      " << T << "* ga = static_cast<" << T << "*>(bmm" << i << "_[0].ptr);\n"
       << "      " << T << "* gc = static_cast<" << T << "*>(bmm" << i << "_[1].ptr);\n"
-      << "      coconet_rt::swapLeadingDims(" << var(a) << " + baseA, ga, reps, batch, M * K, stream_);  // [reps][batch] -> [batch][reps]\n"
+      << "      coconet_rt::swapLeadingDims(" << var(a)
+      << " + baseA, ga, reps, batch, M * K, stream_);  // [reps][batch] -> [batch][reps]\n"
       << "      CHECK(cudaGetLastError(), " << stage << ");\n"
       << "      " << gemmCall(dt, "reps * M", var(bop) + " + baseB", "strideB", "ga", "reps * M * K", "gc", "reps * M * N", "batch", stage)
       << "      coconet_rt::swapLeadingDims(gc, " << var(id) << ", batch, reps, M * N, stream_);  // and back\n"
@@ -105,19 +109,20 @@ void Emitter::emitEmbedding(int id) {
   const Stage& idx = p_.stages[s.operands[1]];
   std::string T = storageType(s.type.dtype), IT = storageType(idx.type.dtype);
   std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name);
-  kernels_ << "// " << s.name << " = embedding(" << tab.name << ", " << idx.name << "): rows outside this rank's shard are zero\n"
-           << "__global__ void " << kname << "(const " << T << "* __restrict__ table, const " << IT << "* __restrict__ idx, " << T
-           << "* __restrict__ out, long long n, long long D, long long rows, long long firstRow, long long globalRows, int* error) {\n"
-           << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D; i += (long long)gridDim.x * blockDim.x) {\n"
-           << "    const long long v = static_cast<long long>(idx[i / D]);\n"
-           << "    if (v < 0 || v >= globalRows) { atomicExch(error, 1); out[i] = coconet_rt::Store<" << T << ">::from(0.0); continue; }\n"
-           << "    const long long r = v - firstRow;\n"
-           << "    out[i] = (r >= 0 && r < rows) ? table[r * D + i % D] : coconet_rt::Store<" << T << ">::from(0.0);\n  }\n}\n\n";
+  kernels_
+      << "// " << s.name << " = embedding(" << tab.name << ", " << idx.name << "): rows outside this rank's shard are zero\n"
+      << "__global__ void " << kname << "(const " << T << "* __restrict__ table, const " << IT << "* __restrict__ idx, " << T
+      << "* __restrict__ out, long long n, long long D, long long rows, long long firstRow, long long globalRows, int* error) {\n"
+      << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D; i += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long v = static_cast<long long>(idx[i / D]);\n"
+      << "    if (v < 0 || v >= globalRows) { atomicExch(error, 1); out[i] = coconet_rt::Store<" << T << ">::from(0.0); continue; }\n"
+      << "    const long long r = v - firstRow;\n"
+      << "    out[i] = (r >= 0 && r < rows) ? table[r * D + i % D] : coconet_rt::Store<" << T << ">::from(0.0);\n  }\n}\n\n";
   bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
   body_ << "    const long long rows = " << shapeVar(s.operands[0]) << "[0], D = " << shapeVar(s.operands[0]) << "[1];\n"
         << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
-        << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(" << var(s.operands[0]) << ", " << var(s.operands[1]) << ", "
-        << var(id) << ", " << countVar(s.operands[1]) << ", D, rows, firstRow, " << cxx(tab.type.shape[0]) << ", errorFlag_);\n"
+        << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(" << var(s.operands[0]) << ", " << var(s.operands[1]) << ", " << var(id)
+        << ", " << countVar(s.operands[1]) << ", D, rows, firstRow, " << cxx(tab.type.shape[0]) << ", errorFlag_);\n"
         << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 

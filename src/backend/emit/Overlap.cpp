@@ -28,13 +28,11 @@ void Emitter::emitChunkedBag(const Chunked& ch) {
   emitBagSizes(ch.bag);
   b << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ", B0 = " << shapeVar(ch.bag) << "[0];\n"
     << "    const long long per = " << countVar(ch.bag) << " / B0, Bc = B0 / (G * C);  // elements per row of dimension 0; rows per piece\n"
-    << forkComm(name)
-    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    << forkComm(name) << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
     << "      k_" << ch.bag << "_" << ident(rs.name) << "_bag<<<coconet_rt::gridFor(G * Bc * per), 256, 0, stream_>>>"
     << bagArgs(ch.bag, "c * Bc * per, Bc * per, (B0 / G) * per, G * Bc * per") << ";\n"
     << "      CHECK(cudaGetLastError(), " << name << ");\n"
-    << handOff(name)
-    << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
+    << handOff(name) << "      CHECK(ncclGroupStart(), \"" << x.name << "\");\n"
     << "      for (long long j = 0; j < G; ++j) {\n"
     << "        const long long at = (j * (B0 / G) + c * Bc) * per;\n"
     << "        CHECK(ncclSend(" << var(ch.bag) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
@@ -42,7 +40,8 @@ void Emitter::emitChunkedBag(const Chunked& ch) {
     << "        CHECK(ncclRecv(" << var(ch.a2a) << " + at, Bc * per, " << ncclType(x.type.dtype) << ", static_cast<int>(j), " << commOf(gr)
     << ", comm2_), \"" << x.name << "\");\n      }\n"
     << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
-    << "    }\n" << joinComm(name) << "  }\n";
+    << "    }\n"
+    << joinComm(name) << "  }\n";
 }
 
 void Emitter::emitChunkedAllToAll(const Chunked& ch) {
@@ -57,8 +56,8 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
   bool f64 = ps.type.dtype == DType::F64;
   const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
   std::string A = shapeVar(a);
-  b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension " << ch.dim << ", pipelined with "
-    << x.name << " (all_to_all):\n  // the GEMMs of chunk c+1 (stream_) run while chunk c is packed, exchanged and placed (comm2_)\n"
+  b << "\n  // overlap: " << ps.name << " (matmul) in " << ch.chunks << " chunks of dimension " << ch.dim << ", pipelined with " << x.name
+    << " (all_to_all):\n  // the GEMMs of chunk c+1 (stream_) run while chunk c is packed, exchanged and placed (comm2_)\n"
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
     << "    const long long C = " << ch.chunks << ", G = " << g(gr, "size") << ";\n"
     << "    const long long K = " << A << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << wb + 1 << "];\n"
@@ -71,19 +70,18 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
     << "    const size_t bytes = static_cast<size_t>(O * Rc * N) * sizeof(" << T << ");\n"
     << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n"
     << "      gath_[k].ensure(bytes, \"" << p_.name << "\", " << name << ");\n    }\n"
-    << forkComm(name)
-    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << forkComm(name) << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
     << "      // rows [c Rc, (c+1) Rc) of every outer index, written in place in the product\n"
     << "      for (long long q = 0; q < calls; ++q)\n"
     << "        "
     << gemmCall(ps.type.dtype, "Rc", var(w), "Wn == 1 ? 0 : K * N", var(a) + " + (q * batch * R + c * Rc) * K", "R * K",
                 var(ch.producer) + " + (q * batch * R + c * Rc) * N", "R * N", "batch", name)
-    << handOff(name)
-    << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
+    << handOff(name) << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
     << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
     << "      " << XT << "* rcv = static_cast<" << XT << "*>(gath_[k].ptr);\n"
-    << "      const size_t row = static_cast<size_t>(Rc * N) * sizeof(" << T << "), pitch = static_cast<size_t>(R * N) * sizeof(" << T << ");\n"
+    << "      const size_t row = static_cast<size_t>(Rc * N) * sizeof(" << T << "), pitch = static_cast<size_t>(R * N) * sizeof(" << T
+    << ");\n"
     << "      CHECK(cudaMemcpy2DAsync(snd, row, " << var(ch.producer) << " + c * Rc * N, pitch, row, static_cast<size_t>(O), "
     << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
     << "      const long long block = O * Rc * N / G;\n"
@@ -96,7 +94,8 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
     << "      CHECK(ncclGroupEnd(), \"" << x.name << "\");\n"
     << "      CHECK(cudaMemcpy2DAsync(" << var(ch.a2a) << " + c * Rc * N, pitch, rcv, row, row, static_cast<size_t>(O), "
     << "cudaMemcpyDeviceToDevice, comm2_), \"" << x.name << "\");\n"
-    << "    }\n" << joinComm(name) << "  }\n";
+    << "    }\n"
+    << joinComm(name) << "  }\n";
 }
 
 void Emitter::emitExchangePipeline(const Chunked& ch) {
@@ -142,8 +141,10 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   if (ce) {
     ind = "      ";
     b << "    if (ce) {\n"
-      << "      const bool grew = win.ensure(comm_, stream_, static_cast<size_t>(G * inBlock) * sizeof(" << T << "), " << prog << ", " << xn << ");\n"
-      << "      if (wout.ensure(comm_, stream_, static_cast<size_t>(G * outBlock) * sizeof(" << BT << "), " << prog << ", " << bn << ") || grew)\n"
+      << "      const bool grew = win.ensure(comm_, stream_, static_cast<size_t>(G * inBlock) * sizeof(" << T << "), " << prog << ", " << xn
+      << ");\n"
+      << "      if (wout.ensure(comm_, stream_, static_cast<size_t>(G * outBlock) * sizeof(" << BT << "), " << prog << ", " << bn
+      << ") || grew)\n"
       << "        dev_->dc.refresh(comm_, stream_, " << prog << ", " << xn << ");\n"
       << "      const std::vector<void*>& ins = win.peerBases(static_cast<int>(G), stream_, " << prog << ", " << xn << ");\n"
       << "      outs = &wout.peerBases(static_cast<int>(G), stream_, " << prog << ", " << bn << ");\n"
@@ -152,14 +153,16 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "      CHECK(cudaGetLastError(), " << xn << ");\n"
       << "      for (long long i = 1; i < G; ++i) {  // step i's block from rank me - i; ours to rank me + i\n"
       << "        const long long to = (me + i) % G;\n"
-      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(ins[to]) + me * inBlock, " << var(in) << " + to * inBlock, static_cast<size_t>(inBlock) * sizeof("
-      << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
-      << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);  // every rank's step-i block arrived\n"
+      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(ins[to]) + me * inBlock, " << var(in)
+      << " + to * inBlock, static_cast<size_t>(inBlock) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n"
+      << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);  // every rank's step-i block "
+         "arrived\n"
       << "        CHECK(cudaGetLastError(), " << xn << ");\n";
     if (!xDirect)
       b << "        const long long from = (me + G - i) % G;\n"
-        << "        CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + from * inBlock, static_cast<const " << T << "*>(win.ptr) + from * inBlock, static_cast<size_t>(inBlock) * sizeof("
-        << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn << ");\n";
+        << "        CHECK(cudaMemcpyAsync(" << var(ch.producer) << " + from * inBlock, static_cast<const " << T
+        << "*>(win.ptr) + from * inBlock, static_cast<size_t>(inBlock) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, comm2_), " << xn
+        << ");\n";
     b << "        CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n"
       << "      }\n"
       << "    } else {\n";
@@ -171,18 +174,19 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << ind << "  CHECK(ncclGroupStart(), " << xn << ");\n"
     << ind << "  CHECK(ncclSend(" << var(in) << " + to * inBlock, inBlock, " << ncclType(x.type.dtype) << ", to, " << commOf(gr)
     << ", comm2_), " << xn << ");\n"
-    << ind << "  CHECK(ncclRecv(" << var(ch.producer) << " + from * inBlock, inBlock, " << ncclType(x.type.dtype) << ", from, " << commOf(gr)
-    << ", comm2_), " << xn << ");\n"
+    << ind << "  CHECK(ncclRecv(" << var(ch.producer) << " + from * inBlock, inBlock, " << ncclType(x.type.dtype) << ", from, "
+    << commOf(gr) << ", comm2_), " << xn << ");\n"
     << ind << "  CHECK(ncclGroupEnd(), " << xn << ");\n"
-    << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n" << ind << "}\n";
+    << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n"
+    << ind << "}\n";
   if (ce) b << "    }\n";
   const bool rows = emitOwnSplit(ch);
   b << "    for (long long step = 0; step < G + parts - 1; ++step) {\n"
     << "      const long long i = step < G ? step : 0;  // step G: the rest of this rank's own block\n"
     << "      const long long r0 = step == G ? U1 : 0, r1 = step == 0 && parts == 2 ? U1 : U;  // the block's rows this step computes\n"
     << "      const long long blk = (me + G - i) % G;  // the rank whose block this step computes on\n"
-    << (rows ? "" : "      (void)r0;\n      (void)r1;\n")
-    << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn << ");\n";
+    << (rows ? "" : "      (void)r0;\n      (void)r1;\n") << "      if (i > 0) CHECK(cudaStreamWaitEvent(stream_, ovSteps_[i], 0), " << xn
+    << ");\n";
   // The names the step's stages read x and write the result under.
   if (xDirect) {
     b << "      const " << T << "* xin = i == 0 ? " << var(in) << " : "
@@ -207,9 +211,12 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     b << "      " << stageComment(s) << "\n      {\n";
     // The stage's code is written for the top level of run(): indent it into the loop.
     emitIndented("    ", [&] {
-      if (s.kind == StageKind::Matmul) emitBlockGemm(q, rows);
-      else if (rows) emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G) + r0 * " + lastDim(q), "(r1 - r0) * " + lastDim(q));
-      else emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
+      if (s.kind == StageKind::Matmul)
+        emitBlockGemm(q, rows);
+      else if (rows)
+        emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G) + r0 * " + lastDim(q), "(r1 - r0) * " + lastDim(q));
+      else
+        emitComputeRun({q}, "stream_", "blk * (" + countVar(q) + " / G)", countVar(q) + " / G");
     });
     b << "      }\n";
   }
@@ -233,14 +240,18 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     ind = "        ";
     b << "      if (ce) {  // into slot me of rank blk's window; a barrier; what arrived in our slot me + i into place\n";
     const std::string push = "CHECK(cudaMemcpyAsync(static_cast<" + BT + "*>((*outs)[blk]) + me * outBlock, " + var(last) +
-                             " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" + BT + "), cudaMemcpyDeviceToDevice, comm2_), " + bn + ");\n";
-    if (yDirect) b << "        if (i < G - 1) " << push;  // the last step wrote there itself
-    else b << "        " << push;
+                             " + blk * outBlock, static_cast<size_t>(outBlock) * sizeof(" + BT + "), cudaMemcpyDeviceToDevice, comm2_), " +
+                             bn + ");\n";
+    if (yDirect)
+      b << "        if (i < G - 1) " << push;  // the last step wrote there itself
+    else
+      b << "        " << push;
     b << "        coconet_rt::dev_barrier<<<1, coconet_rt::kDevThreads, 0, comm2_>>>(dev_->dc.comm, 0);\n"
       << "        CHECK(cudaGetLastError(), " << bn << ");\n"
       << "        const long long from = (me + i) % G;\n"
-      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + from * outBlock, static_cast<const " << BT << "*>(wout.ptr) + from * outBlock, static_cast<size_t>(outBlock) * sizeof("
-      << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
+      << "        CHECK(cudaMemcpyAsync(" << var(ch.back) << " + from * outBlock, static_cast<const " << BT
+      << "*>(wout.ptr) + from * outBlock, static_cast<size_t>(outBlock) * sizeof(" << BT << "), cudaMemcpyDeviceToDevice, comm2_), " << bn
+      << ");\n"
       << "      } else {\n";
   }
   b << ind << "const int from = static_cast<int>((me + i) % G);\n"
@@ -301,7 +312,8 @@ bool Emitter::emitOwnSplit(const Chunked& ch) {
       << "    const long long parts = G > 1 && U1 > 0 ? 2 : 1;\n";
     return true;
   }
-  b << "    const long long Mr = " << blockRows(p_.stages[mm].operands[0]) << ", Br = U / Mr;  // " << p_.stages[mm].name << ": Br batches of Mr rows per block\n"
+  b << "    const long long Mr = " << blockRows(p_.stages[mm].operands[0]) << ", Br = U / Mr;  // " << p_.stages[mm].name
+    << ": Br batches of Mr rows per block\n"
     << "    const long long U1 = Br >= 2 ? (Br / 2) * Mr : Mr / 2;  // whole batches, or rows of the one batch\n"
     << "    bool splits = true;\n";
   for (int q : ch.run) {
@@ -327,8 +339,10 @@ void Emitter::emitBlockGemm(int id, bool rows) {
   const int a = s.operands[0], w = s.operands[1];
   const int ra = p_.stages[a].type.rank(), rb = p_.stages[w].type.rank();
   const bool f64 = s.type.dtype == DType::F64;
-  b << "    const long long M0 = " << blockRows(a) << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1 << "];\n"
-    << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w) << " / (K * N) : 1;  // batches of the block, of the weight\n"
+  b << "    const long long M0 = " << blockRows(a) << ", K = " << shapeVar(a) << "[" << ra - 1 << "], N = " << shapeVar(w) << "[" << rb - 1
+    << "];\n"
+    << "    const long long Ba = M0 * K > 0 ? (" << countVar(a) << " / G) / (M0 * K) : 1, wb = K * N > 0 ? " << countVar(w)
+    << " / (K * N) : 1;  // batches of the block, of the weight\n"
     << (rows ? "    // rows [r0, r1) of the block: whole batches, or rows of its one batch\n"
                "    const long long M = Ba > 1 ? M0 : r1 - r0, batchA = Ba > 1 ? (r1 - r0) / M0 : 1;\n"
                "    const long long batchB = wb == Ba && Ba > 1 ? batchA : wb;  // a weight per batch: the part's\n"
@@ -337,7 +351,8 @@ void Emitter::emitBlockGemm(int id, bool rows) {
     << ", baseB = " << (rows ? "wb == Ba && Ba > 1 ? (r0 / M0) * K * N : 0" : "0") << ";\n"
     << "    long long Mx = M, batch = batchA, strideA = M0 * K, strideB = K * N, strideC = M0 * N, reps = 1, stepA = 0, stepC = 0;\n"
     << "    if (batchB == 1) { Mx = M * batchA; batch = 1; strideB = 0; }  // fold the batches into rows\n"
-    << (rows ? "" : "    else if (batchA == 1) { batch = batchB; strideA = 0; }  // the left operand's one batch for each of the weight's\n")
+    << (rows ? ""
+             : "    else if (batchA == 1) { batch = batchB; strideA = 0; }  // the left operand's one batch for each of the weight's\n")
     << "    else if (batchB < batchA && batchA % batchB == 0) {  // the weight repeats over the leading batches\n"
     << "      batch = batchB; reps = batchA / batchB; stepA = batchB * M0 * K; stepC = batchB * M0 * N;\n"
     << "    } else if (batchB != batchA) throw coconet_rt::Error(\"" << p_.name << ": stage '" << s.name
@@ -359,27 +374,27 @@ void Emitter::emitChunkedAllReduce(const Chunked& ch) {
   std::string name = "\"" + ps.name + "\"";
   bool f64 = ps.type.dtype == DType::F64;
   bool gemv = ps.kind == StageKind::Gemv;
-  b << "\n  // overlap: " << ps.name << " (" << stageKindName(ps.kind) << ") in " << ch.chunks << " chunks of rows, pipelined with " << ar.name;
+  b << "\n  // overlap: " << ps.name << " (" << stageKindName(ps.kind) << ") in " << ch.chunks << " chunks of rows, pipelined with "
+    << ar.name;
   for (int r : ch.run) b << ", " << p_.stages[r].name;
   b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced and finished (comm2_)\n"
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
-    << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = "
-    << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer) << " / N;  // the product's rows and columns\n"
+    << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1
+    << "], N = " << (gemv ? std::string("1") : shapeVar(w) + "[1]") << ", M = " << countVar(ch.producer)
+    << " / N;  // the product's rows and columns\n"
     << "    // up to " << ch.chunks << " chunks: the most that divide the rows\n"
-    << "    const long long C = coconet_rt::overlapChunks(" << ch.chunks << ", M, N * static_cast<long long>(sizeof(" << storageType(ps.type.dtype)
-    << ")), 0);\n"
+    << "    const long long C = coconet_rt::overlapChunks(" << ch.chunks << ", M, N * static_cast<long long>(sizeof("
+    << storageType(ps.type.dtype) << ")), 0);\n"
     << "    const long long rg = M / C;  // rows per chunk\n"
-    << forkComm(name)
-    << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+    << forkComm(name) << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
     << "      CHECK(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), static_cast<int>(K), &alpha, "
     << var(w) << ", " << ty << ", static_cast<int>(N), " << var(a) << " + c * rg * K, " << ty << ", static_cast<int>(K), &beta, "
     << var(ch.producer) << " + c * rg * N, " << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
     << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
-    << handOff(name)
-    << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
-    << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world())
-    << ", comm2_), \"" << ar.name << "\");\n";
+    << handOff(name) << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
+    << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world()) << ", comm2_), \""
+    << ar.name << "\");\n";
   if (!ch.run.empty()) {
     b << "      {\n";
     emitComputeRun(ch.run, "comm2_", "c * rg * N", "rg * N");
@@ -407,7 +422,8 @@ void Emitter::emitChunked(const Chunked& ch) {
   b << ":\n  // the GEMM of chunk c+1 (stream_) runs while chunk c is reduced, finished and gathered (comm2_)"
     << (device ? ";\n  // where every rank is load/store reachable, copy engines move chunk c's reduce-scatter while\n"
                  "  // the GEMM of chunk c+1 runs, and the fused group's device-API kernel then finishes and gathers"
-               : "") << "\n"
+               : "")
+    << "\n"
     << "  if (" << countVar(ch.producer) << " > 0) {\n"
     << "    const long long P = " << g(rs.type.group, "size") << ";\n"
     << "    const long long K = " << shapeVar(a) << "[" << p_.stages[a].type.rank() - 1 << "], N = " << shapeVar(w)
@@ -428,10 +444,16 @@ void Emitter::emitChunked(const Chunked& ch) {
   // Chunk c's GEMM on stream_ into stage_[k]: rows [lo, lo + rows) of every rank's block, P GEMMs
   // in one call (lo = c rg, rows = rg; with a split tail, the lambdas lo(c) and rows(c)).
   auto gemmText = [&](const std::string& lo, const std::string& rows, const std::string& range) {
-    return "      " + T + "* st = static_cast<" + T + "*>(stage_[k].ptr);\n"
-           "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " + name + ");\n"
-           "      // rows " + range + " of every rank's block: P GEMMs in one call\n"
-           "      " + gemmCall(ps.type.dtype, rows, var(w), "0", var(a) + " + " + lo + " * K", "(M / P) * K", "st", rows + " * N", "P", name) +
+    return "      " + T + "* st = static_cast<" + T +
+           "*>(stage_[k].ptr);\n"
+           "      if (c >= 2) CHECK(cudaStreamWaitEvent(stream_, ovFree_[k], 0), " +
+           name +
+           ");\n"
+           "      // rows " +
+           range +
+           " of every rank's block: P GEMMs in one call\n"
+           "      " +
+           gemmCall(ps.type.dtype, rows, var(w), "0", var(a) + " + " + lo + " * K", "(M / P) * K", "st", rows + " * N", "P", name) +
            handOff(name);
   };
   if (device) {
@@ -480,10 +502,13 @@ void Emitter::emitChunked(const Chunked& ch) {
     // window into the output on `stream` (off: "" for the block's start, else " + expr").
     auto pulls = [&](const std::string& off, const std::string& count, const char* stream) {
       return "        for (long long j = 1; j < P; ++j) {\n"
-             "          const long long q = (" + pos + " + j) % P;\n"
-             "          CHECK(cudaMemcpyAsync(" + var(ch.ag) + " + q * (M / P) * N" + off + ", static_cast<const " + ST +
-             "*>(slices[q])" + off + ", static_cast<size_t>(" + count + ") * sizeof(" + ST + "), cudaMemcpyDeviceToDevice, " +
-             stream + "), \"" + ag.name + "\");\n"
+             "          const long long q = (" +
+             pos +
+             " + j) % P;\n"
+             "          CHECK(cudaMemcpyAsync(" +
+             var(ch.ag) + " + q * (M / P) * N" + off + ", static_cast<const " + ST + "*>(slices[q])" + off + ", static_cast<size_t>(" +
+             count + ") * sizeof(" + ST + "), cudaMemcpyDeviceToDevice, " + stream + "), \"" + ag.name +
+             "\");\n"
              "        }\n";
     };
     b << "    if (devReady(" << gname << ")) {\n" << oneShotNote(dg, "      ");
@@ -492,7 +517,8 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      // one on more than two ranks where this rank's block to a peer is under 32 MiB\n"
         << chunkDecls("      ", true);
     else
-      b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n" << chunkDecls("      ", false);
+      b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n"
+        << chunkDecls("      ", false);
     const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
     if (split) {
       const std::string t = std::to_string(dg.tailPieces);
@@ -508,7 +534,8 @@ void Emitter::emitChunked(const Chunked& ch) {
     if (mayPipe)
       b << "      // the epilogue and all-gather per chunk "
         << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
-                            "      // K P / ((P - 1) e), reach " + std::to_string(gatherFlopsPerByte_) +
+                            "      // K P / ((P - 1) e), reach " +
+                                std::to_string(gatherFlopsPerByte_) +
                                 ", the product is 16 MiB or more, a chunk is whole vectors and\n"
                                 "      // there are chunks to pipeline (one chunk: the GEMM, then the group's kernel, below)\n"
                           : "(tune(f, gather = pipelined)) where a chunk is whole vectors\n")
@@ -535,9 +562,10 @@ void Emitter::emitChunked(const Chunked& ch) {
       << in2 << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
     if (oneShot >= 0) b << "      }\n";
     auto bases = [&](const char* var, const char* window) {
-      const std::string call = "dev_->" + std::string(window) + "[" + gi + "].peerBases(static_cast<int>(P), stream_, " + prog + ", " + gname + ")";
-      b << "      const std::vector<void*>& " << var << " = " << (oneShot >= 0 ? "!oneShotNow ? " + call + " : coconet_rt::kNoPeerBases" : call)
-        << ";\n";
+      const std::string call =
+          "dev_->" + std::string(window) + "[" + gi + "].peerBases(static_cast<int>(P), stream_, " + prog + ", " + gname + ")";
+      b << "      const std::vector<void*>& " << var << " = "
+        << (oneShot >= 0 ? "!oneShotNow ? " + call + " : coconet_rt::kNoPeerBases" : call) << ";\n";
     };
     bases("slots", "stage");
     if (mayPipe || dg.ceGather) bases("slices", "slice");
@@ -549,8 +577,7 @@ void Emitter::emitChunked(const Chunked& ch) {
         << "      auto finish = [&](long long cc) {\n"
         << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
         << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-        << tlMark("        ", "stream_", "epilogue", "cc")
-        << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
+        << tlMark("        ", "stream_", "epilogue", "cc") << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
         << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
         << pulls(" + " + ccLo + " * N", ccRows + " * N", "comm3_") << tlMark("        ", "comm3_", "gather", "cc") << "      };\n";
     } else {
@@ -586,16 +613,17 @@ void Emitter::emitChunked(const Chunked& ch) {
       emitDevLaunch(pg, kPass, wholePush, wholePushArgs, "      ");
       b << tlMark("      ", "stream_", "push+epilogue+gather") << (oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
     }
-    b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C") << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C")
+      << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
       << gemmText(cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange
       << " of rank q's block into this rank's slot of rank q's staging window\n"
       << "      for (long long j = 1; j <= P; ++j) {\n"
       << "        const long long q = (" << pos << " + j) % P;\n"
-      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos
-      << " * (M / P) + " << cLo << ") * N, st + q * " << cRows << " * N, static_cast<size_t>(" << cRows << " * N) * sizeof(" << T
-      << "), cudaMemcpyDeviceToDevice, comm2_), " << gname << ");\n"
-      << "      }\n" << tlMark("      ", "comm2_", "copies", "c")
-      << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
+      << "        CHECK(cudaMemcpyAsync(static_cast<" << T << "*>(slots[q]) + (" << pos << " * (M / P) + " << cLo << ") * N, st + q * "
+      << cRows << " * N, static_cast<size_t>(" << cRows << " * N) * sizeof(" << T << "), cudaMemcpyDeviceToDevice, comm2_), " << gname
+      << ");\n"
+      << "      }\n"
+      << tlMark("      ", "comm2_", "copies", "c") << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n"
       << (mayPipe ? "      if (pipelined && c >= 1) finish(c - 1);\n" : "") << "      }\n";
     // After the last chunk: the last chunk's epilogue and pulls, or the kernel over the whole block.
     const std::string in = mayPipe ? "        " : "      ";
@@ -610,8 +638,8 @@ void Emitter::emitChunked(const Chunked& ch) {
       b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
         << tlMark(in, "comm2_", "epilogue+gather");
     b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
-      << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n" << (mayPipe ? "      }\n" : "")
-      << (onePass ? "      }\n" : "")
+      << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
+      << (mayPipe ? "      }\n" : "") << (onePass ? "      }\n" : "")
       << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << Cs << " chunks dividing this rank's rows\n"
       << chunkDecls("    ", false);
   }
@@ -620,17 +648,17 @@ void Emitter::emitChunked(const Chunked& ch) {
     members.insert(members.end(), ch.run.begin(), ch.run.end());
     b << fallbackStorage(members, "    ");
   }
-  b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name << ");\n"
+  b << "    for (int k = 0; k < 2; ++k) {\n      stage_[k].ensure(slot, \"" << p_.name << "\", " << name
+    << ");\n"
     // the gathered chunk in the all_gather's type (an epilogue may cast the reduced values)
-    << (ch.ag >= 0 ? "      gath_[k].ensure(static_cast<size_t>(P * rg * N) * sizeof(" + std::string(storageType(p_.stages[ch.ag].type.dtype)) + "), \"" +
-                         p_.name + "\", " + name + ");\n"
+    << (ch.ag >= 0 ? "      gath_[k].ensure(static_cast<size_t>(P * rg * N) * sizeof(" +
+                         std::string(storageType(p_.stages[ch.ag].type.dtype)) + "), \"" + p_.name + "\", " + name + ");\n"
                    : "")
     << "    }\n"
-    << forkComm(name)
-    << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n" << gemmText("c * rg", "rg", "[c rg, (c+1) rg)")
-    << tlMark("      ", "stream_", "gemm", "c")
-    << "      CHECK(ncclReduceScatter(st, " << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", "
-    << ncclOp(rs.op) << ", " << commOf(rs.type.group) << ", comm2_), \"" << rs.name << "\");\n"
+    << forkComm(name) << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
+    << gemmText("c * rg", "rg", "[c rg, (c+1) rg)") << tlMark("      ", "stream_", "gemm", "c") << "      CHECK(ncclReduceScatter(st, "
+    << var(ch.rs) << " + c * rg * N, rg * N, " << ncclType(rs.type.dtype) << ", " << ncclOp(rs.op) << ", " << commOf(rs.type.group)
+    << ", comm2_), \"" << rs.name << "\");\n"
     << "      CHECK(cudaEventRecord(ovFree_[k], comm2_), " << name << ");\n";
   if (!ch.run.empty()) {
     b << "      {\n";

@@ -10,24 +10,26 @@ void Emitter::emitBagKernel(int id, const std::string& op) {
   const Stage& tab = p_.stages[e.operands[0]];
   const Stage& idx = p_.stages[e.operands[1]];
   std::string TT = storageType(tab.type.dtype), IT = storageType(idx.type.dtype), YT = storageType(s.type.dtype);
-  kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(embedding(" << tab.name << ", " << idx.name << "), dim = " << s.dim
-           << (s.keepdim ? ", keepdim = true" : "") << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
-           << "__global__ void k_" << id << "_" << ident(s.name) << "_bag(const " << TT << "* __restrict__ table, const " << IT
-           << "* __restrict__ idx, " << YT << "* __restrict__ out, long long len, long long innerIdx, long long D, long long rows, "
-           << "long long firstRow, long long globalRows, int* error, double count, long long first, long long segLen, long long segStride, "
-           << "long long total) {\n"
-           << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {\n"
-           << "    const long long o = first + (t / segLen) * segStride + t % segLen;  // the output element\n"
-           << "    const long long oo = o / (innerIdx * D), ii = (o / D) % innerIdx, col = o % D;\n"
-           << "    " << op << "::Acc acc = " << op << "::init();\n"
-           << "    for (long long l = 0; l < len; ++l) {\n"
-           << "      const long long v = static_cast<long long>(idx[(oo * len + l) * innerIdx + ii]);\n"
-           << "      if (v < 0 || v >= globalRows) atomicExch(error, 1);\n"
-           << "      const long long r = v - firstRow;\n"
-           << "      const " << TT << " x = (v >= 0 && v < globalRows && r >= 0 && r < rows) ? table[r * D + col] : coconet_rt::Store<" << TT
-           << ">::from(0.0);\n"
-           << "      acc = " << op << "::combine(acc, " << op << "::element(static_cast<" << op << "::Acc>(coconet_rt::to_f(x))));\n    }\n"
-           << "    out[o] = coconet_rt::Store<" << YT << ">::from(" << op << "::finish(acc, count));\n  }\n}\n\n";
+  kernels_
+      << "// " << s.name << " = " << reduceKindName(s.reduce) << "(embedding(" << tab.name << ", " << idx.name << "), dim = " << s.dim
+      << (s.keepdim ? ", keepdim = true" : "")
+      << "): the rows are gathered inside the reduction (rows outside this rank's shard are zero)\n"
+      << "__global__ void k_" << id << "_" << ident(s.name) << "_bag(const " << TT << "* __restrict__ table, const " << IT
+      << "* __restrict__ idx, " << YT << "* __restrict__ out, long long len, long long innerIdx, long long D, long long rows, "
+      << "long long firstRow, long long globalRows, int* error, double count, long long first, long long segLen, long long segStride, "
+      << "long long total) {\n"
+      << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long o = first + (t / segLen) * segStride + t % segLen;  // the output element\n"
+      << "    const long long oo = o / (innerIdx * D), ii = (o / D) % innerIdx, col = o % D;\n"
+      << "    " << op << "::Acc acc = " << op << "::init();\n"
+      << "    for (long long l = 0; l < len; ++l) {\n"
+      << "      const long long v = static_cast<long long>(idx[(oo * len + l) * innerIdx + ii]);\n"
+      << "      if (v < 0 || v >= globalRows) atomicExch(error, 1);\n"
+      << "      const long long r = v - firstRow;\n"
+      << "      const " << TT << " x = (v >= 0 && v < globalRows && r >= 0 && r < rows) ? table[r * D + col] : coconet_rt::Store<" << TT
+      << ">::from(0.0);\n"
+      << "      acc = " << op << "::combine(acc, " << op << "::element(static_cast<" << op << "::Acc>(coconet_rt::to_f(x))));\n    }\n"
+      << "    out[o] = coconet_rt::Store<" << YT << ">::from(" << op << "::finish(acc, count));\n  }\n}\n\n";
 }
 
 void Emitter::emitBagSizes(int id) {
@@ -71,18 +73,22 @@ std::string Emitter::emitReduceOp(int id) {
   std::string init = s.reduce == ReduceKind::Max ? "-INFINITY" : s.reduce == ReduceKind::Min ? "INFINITY" : "0";
   if (AT == "long long" && s.reduce == ReduceKind::Max) init = "(-9223372036854775807LL - 1)";
   if (AT == "long long" && s.reduce == ReduceKind::Min) init = "9223372036854775807LL";
-  std::string comb = s.reduce == ReduceKind::Max ? "return b > a ? b : a;" : s.reduce == ReduceKind::Min ? "return b < a ? b : a;"
-                     : integer ? "return coconet_rt::iadd(a, b);" : "return a + b;";
+  std::string comb = s.reduce == ReduceKind::Max   ? "return b > a ? b : a;"
+                     : s.reduce == ReduceKind::Min ? "return b < a ? b : a;"
+                     : integer                     ? "return coconet_rt::iadd(a, b);"
+                                                   : "return a + b;";
   std::string fin = integer ? (s.reduce == ReduceKind::Mean ? "return coconet_rt::idiv(r, static_cast<long long>(count));" : "return r;")
                     : s.reduce == ReduceKind::Mean ? "return static_cast<double>(static_cast<Acc>(r / count));"
-                    : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));" : "return static_cast<double>(r);";
-  kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "")
-           << (s.keepdim ? ", keepdim = true" : "") << "): accumulated in " << AT << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
+                    : s.reduce == ReduceKind::Norm ? "return static_cast<double>(sqrt(r));"
+                                                   : "return static_cast<double>(r);";
+  kernels_ << "// " << s.name << " = " << reduceKindName(s.reduce) << "(" << x.name
+           << (s.dim >= 0 ? ", dim = " + std::to_string(s.dim) : "") << (s.keepdim ? ", keepdim = true" : "") << "): accumulated in " << AT
+           << "\nstruct " << op << " {\n  using Acc = " << AT << ";\n"
            << "  __device__ static Acc init() { return " << init << "; }\n"
            << "  __device__ static Acc element(Acc v) { return " << (s.reduce == ReduceKind::Norm ? "v * v" : "v") << "; }\n"
            << "  __device__ static Acc combine(Acc a, Acc b) { " << comb << " }\n"
-           << "  __device__ static " << (integer ? "long long" : "double") << " finish(Acc r, double count) {\n    (void)count;\n    " << fin
-           << "\n  }\n};\n\n";
+           << "  __device__ static " << (integer ? "long long" : "double") << " finish(Acc r, double count) {\n    (void)count;\n    "
+           << fin << "\n  }\n};\n\n";
   return op;
 }
 
@@ -121,9 +127,10 @@ void Emitter::emitReduce(int id) {
   if (auto f = plan_.foldedInto.find(id); f != plan_.foldedInto.end()) {
     const std::string blocks = foldBlocksVar(f->second);
     b << "    if (" << blocks << " > 0) {\n"
-      << "      // the blocks of fused group '" << plan_.devGroups.at(f->second).name << "' wrote their partial results: combine them in order\n"
-      << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id
-      << "_.ptr), " << var(id) << ", 1, " << blocks << ", count);\n"
+      << "      // the blocks of fused group '" << plan_.devGroups.at(f->second).name
+      << "' wrote their partial results: combine them in order\n"
+      << "      coconet_rt::reduce_final<" << op << "><<<1, 32, 0, stream_>>>(static_cast<const " << op << "::Acc*>(red" << id << "_.ptr), "
+      << var(id) << ", 1, " << blocks << ", count);\n"
       << "    } else ";
   } else {
     b << "    ";
@@ -135,7 +142,8 @@ void Emitter::emitReduce(int id) {
     << "    } else {\n"
     << "      // few long reductions: split each over blocks, then combine the parts in order\n"
     << "      const long long parts = std::min<long long>(1024, (len + 8191) / 8192);\n"
-    << "      red" << id << "_.ensure(static_cast<size_t>(outs * parts) * sizeof(" << op << "::Acc), \"" << p_.name << "\", \"" << s.name << "\");\n"
+    << "      red" << id << "_.ensure(static_cast<size_t>(outs * parts) * sizeof(" << op << "::Acc), \"" << p_.name << "\", \"" << s.name
+    << "\");\n"
     << "      auto* part = static_cast<" << op << "::Acc*>(red" << id << "_.ptr);\n"
     << "      coconet_rt::reduce_split<" << op << "><<<static_cast<int>(std::min<long long>(outs * parts, 65535)), 256, 0, stream_>>>("
     << src << ", part, outer, len, inner, parts);\n"
@@ -167,9 +175,10 @@ std::string Emitter::emitReduceSource(int id, const InlineSrc& is) {
   for (auto& f : fields) kernels_ << "  " << f << ";\n";
   kernels_ << "  __device__ __forceinline__ auto operator()(long long i) const {\n"
            << "    const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n    (void)key;\n"
-           << runMembers(is.chain, is.extIndex, {}, "    ",
-                         [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + fastIndex(is.acc[k], k, "i", "i") + "])"; },
-                         [](int) { return std::string(); })
+           << runMembers(
+                  is.chain, is.extIndex, {}, "    ",
+                  [&](int k) { return "coconet_rt::to_f(a" + std::to_string(k) + "[" + fastIndex(is.acc[k], k, "i", "i") + "])"; },
+                  [](int) { return std::string(); })
            << "    return r" << x << ";\n  }\n};\n\n";
   emitMaps(x, is.ext);
   body_ << "    const " << sname << " src{";

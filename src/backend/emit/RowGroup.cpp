@@ -94,8 +94,8 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   std::vector<int> outElems, outRows;
   for (int id : rg.written) (rg.elems.count(id) ? outElems : outRows).push_back(id);
   struct Pass {
-    std::vector<int> run;      // the element members it computes
-    std::set<int> ks;          // the outside operands it reads
+    std::vector<int> run;  // the element members it computes
+    std::set<int> ks;      // the outside operands it reads
   };
   // A normalization's statistics take passes of their own, as its register kernel's (softmax:
   // the maximum, then the sum of exponentials; layer norm: the mean, then the squared
@@ -143,12 +143,14 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
         } else if (inRegisters && isCached(k)) {
           o << ind << "const coconet_rt::Vec<" << T << ", V>& x" << kk << " = c" << kk << "[q];\n";
         } else {
-          o << ind << "coconet_rt::Vec<" << T << ", V> x" << kk << ";\n" << ind << "coconet_rt::load_vec"
-            << (shared.count(rg.ext[static_cast<size_t>(k)]) ? "_rw" : "") << "(x" << kk << ", p" << kk << " + col);\n";
+          o << ind << "coconet_rt::Vec<" << T << ", V> x" << kk << ";\n"
+            << ind << "coconet_rt::load_vec" << (shared.count(rg.ext[static_cast<size_t>(k)]) ? "_rw" : "") << "(x" << kk << ", p" << kk
+            << " + col);\n";
         }
       }
       for (int id : stores) o << ind << "coconet_rt::Vec<" << storageType(p_.stages[id].type.dtype) << ", V> o" << id << ";\n";
-      o << "#pragma unroll\n" << ind << "for (int e = 0; e < V; ++e) {\n"
+      o << "#pragma unroll\n"
+        << ind << "for (int e = 0; e < V; ++e) {\n"
         << ind << "  const long long i = ro + col + e;\n"
         << ind << "  const unsigned long long key = static_cast<unsigned long long>(om.gbase + i) ^ om.keyXor;\n"
         << ind << "  (void)i; (void)key;\n"
@@ -192,14 +194,16 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     for (int id : run) {
       const Stage& s = p_.stages[id];
       if (s.kind == StageKind::Compute) {
-        code += runMembers({id}, index, {}, ind, elementOperand, [](int) { return std::string(); }, true);
+        code += runMembers(
+            {id}, index, {}, ind, elementOperand, [](int) { return std::string(); }, true);
         continue;
       }
       const std::string A = normType(id), T = storageType(s.type.dtype), i = std::to_string(id), x = normOperand(id, 0);
       if (s.kind == StageKind::Softmax) {
         code += ind + "const " + A + " w" + i + " = coconet_rt::exp_for<" + T + ">(" + x + " - m" + i + ") * rs" + i + ";\n";
       } else if (s.kind == StageKind::Rmsnorm) {
-        code += ind + "const " + A + " w" + i + " = " + x + " * inv" + i + (s.operands.size() >= 2 ? " * " + normOperand(id, 1) : "") + ";\n";
+        code +=
+            ind + "const " + A + " w" + i + " = " + x + " * inv" + i + (s.operands.size() >= 2 ? " * " + normOperand(id, 1) : "") + ";\n";
       } else {
         code += ind + "const " + A + " w" + i + " = (" + x + " - mean" + i + ") * inv" + i +
                 (s.operands.size() == 3 ? " * " + normOperand(id, 1) + " + " + normOperand(id, 2) : "") + ";\n";
@@ -246,13 +250,14 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
     if (s.kind == StageKind::Compute) {
       // A row value: every thread of the row computes it (its operands: row values, scalars, values a row).
       rows << "    // " << s.name << " (a row value)\n"
-           << runMembers({id}, index, {}, "    ",
-                         [&](int k) {
-                           if (k >= kRowValue) return "r" + std::to_string(k - kRowValue);
-                           const std::string kk = std::to_string(k);
-                           return "coconet_rt::to_f(a" + kk + "[b" + kk + (rg.acc[static_cast<size_t>(k)] == Access::Row ? " + row" : "") + "])";
-                         },
-                         [](int) { return std::string(); }, true);
+           << runMembers(
+                  {id}, index, {}, "    ",
+                  [&](int k) {
+                    if (k >= kRowValue) return "r" + std::to_string(k - kRowValue);
+                    const std::string kk = std::to_string(k);
+                    return "coconet_rt::to_f(a" + kk + "[b" + kk + (rg.acc[static_cast<size_t>(k)] == Access::Row ? " + row" : "") + "])";
+                  },
+                  [](int) { return std::string(); }, true);
       continue;
     }
     if (isNormalizationKind(s.kind)) {
@@ -275,12 +280,12 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
         pass("mean" + i, "0", "mean" + i + " += " + x + ";");
         rows << "    mean" << i << " = " << sum << "(mean" << i << ", R, " << sh << ") / static_cast<" << A << ">(n);\n";
         pass("inv" + i, "0", "{ const " + A + " dv = " + x + " - mean" + i + "; inv" + i + " += dv * dv; }");
-        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<" << A
-             << ">(n) + " << eps << ");\n";
+        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<"
+             << A << ">(n) + " << eps << ");\n";
       } else {
         pass("inv" + i, "0", "{ const " + A + " xv = " + x + "; inv" + i + " += xv * xv; }");
-        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<" << A
-             << ">(n) + " << eps << ");\n";
+        rows << "    inv" << i << " = " << A << "(1) / coconet_rt::acc_sqrt(" << sum << "(inv" << i << ", R, " << sh << ") / static_cast<"
+             << A << ">(n) + " << eps << ");\n";
       }
       continue;
     }
@@ -293,9 +298,8 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
                        "::Acc>(" + value + ")));\n";
     rows << "    // " << s.name << " = " << reduceKindName(s.reduce) << "(" << p_.stages[x].name << ") over the row\n"
          << "    " << op << "::Acc " << acc << " = " << op << "::init();\n"
-         << elementLoop(ps.ks, body, {})
-         << "    " << acc << " = coconet_rt::groupCombine<coconet_rt::CombineOf<" << op << ">>(" << acc << ", R, reinterpret_cast<" << op
-         << "::Acc*>(rowsh));\n"
+         << elementLoop(ps.ks, body, {}) << "    " << acc << " = coconet_rt::groupCombine<coconet_rt::CombineOf<" << op << ">>(" << acc
+         << ", R, reinterpret_cast<" << op << "::Acc*>(rowsh));\n"
          << "    const " << storageType(s.type.dtype) << " s" << id << " = coconet_rt::Store<" << storageType(s.type.dtype) << ">::from("
          << op << "::finish(" << acc << ", cnt" << id << "));\n"
          << "    const auto r" << id << " = coconet_rt::to_f(s" << id << ");\n    (void)r" << id << ";\n";
@@ -333,10 +337,10 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   kernels_ << ") {\n  (void)seed;\n  constexpr int K = C ? " << K << " : 1;\n  (void)K;\n"
            << "  const int units = static_cast<int>(n / V);  // packs a row (rows of at most 2^31 elements: checked by the host)\n"
            << "  __shared__ alignas(8) unsigned char rowsh[32 * 8];  // the combines' partial results\n"
-           << hoisted.prologue()
-           << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
+           << hoisted.prologue() << "  const int rpb = blockDim.x / R, sub = threadIdx.x / R, t = threadIdx.x % R;\n"
            << "  // Every thread of the block takes every step (the combines synchronize); rows past the end compute nothing.\n"
-           << "  for (long long base = static_cast<long long>(blockIdx.x) * rpb; base < rows; base += static_cast<long long>(gridDim.x) * rpb) {\n"
+           << "  for (long long base = static_cast<long long>(blockIdx.x) * rpb; base < rows; base += static_cast<long long>(gridDim.x) * "
+              "rpb) {\n"
            << "    const long long row = base + sub;\n    const bool live = row < rows;\n"
            << rows.str() << "  }\n}\n\n";
 
@@ -348,7 +352,8 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   emitMaps(rg.ref, rg.ext);
   int minBytes = 16;
   for (size_t k = 0; k < rg.ext.size(); ++k)
-    if (rg.acc[k] == Access::Linear || rg.acc[k] == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[rg.ext[k]].type.dtype));
+    if (rg.acc[k] == Access::Linear || rg.acc[k] == Access::Modulo)
+      minBytes = std::min(minBytes, dtypeBytes(p_.stages[rg.ext[k]].type.dtype));
   for (int id : outElems) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
   const int V = std::min(8, 16 / minBytes);
   for (int id : rg.members)
@@ -384,8 +389,8 @@ void Emitter::emitRowGroup(const RowGroup& rg) {
   if (cached.empty()) {
     b << "    (void)cache;\n    if (packed) " << launch(vs, "false") << "    else " << launch("1", "false");
   } else {
-    b << "    if (packed && cache) " << launch(vs, "true") << "    else if (packed) " << launch(vs, "false")
-      << "    else if (cache) " << launch("1", "true") << "    else " << launch("1", "false");
+    b << "    if (packed && cache) " << launch(vs, "true") << "    else if (packed) " << launch(vs, "false") << "    else if (cache) "
+      << launch("1", "true") << "    else " << launch("1", "false");
   }
   b << "    CHECK(cudaGetLastError(), " << name << ");\n  }\n";
 }

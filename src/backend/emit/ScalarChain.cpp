@@ -32,7 +32,8 @@ void Emitter::scalarChainSignature(const ScalarChain& sc, bool folded, std::vect
     if (p_.stages[id].kind == StageKind::Reduce) {
       const std::string f = std::to_string(id), op = reduceOpStruct(id);
       params.insert(params.end(), {"const " + op + "::Acc* __restrict__ part" + f, "int blocks" + f, "double count" + f});
-      args.insert(args.end(), {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)", foldBlocksVar(plan_.foldedInto.at(id)), reduceCount(id)});
+      args.insert(args.end(),
+                  {"static_cast<const " + op + "::Acc*>(red" + f + "_.ptr)", foldBlocksVar(plan_.foldedInto.at(id)), reduceCount(id)});
     }
   std::vector<int> computes;
   for (int id : sc.stages)
@@ -55,7 +56,9 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
   K << "  const unsigned long long key = 0;\n  (void)key;\n";
   std::set<int> known;
   const std::string extPrefix = folded ? "ca" : "a";
-  auto value = [&](int o) { return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(" + extPrefix + std::to_string(o) + "[0])"; };
+  auto value = [&](int o) {
+    return known.count(o) ? "r" + std::to_string(o) : "coconet_rt::to_f(" + extPrefix + std::to_string(o) + "[0])";
+  };
   auto storeAs = [&](int id, const std::string& v) {
     const std::string T = storageType(p_.stages[id].type.dtype), i = std::to_string(id);
     return "  const " + T + " s" + i + " = coconet_rt::Store<" + T + ">::from(static_cast<double>(" + v + "));\n  const auto r" + i +
@@ -93,7 +96,8 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
     } else if (step >= 0) {
       std::map<int, int> ids;
       for (int o : p_.stages[step].operands) ids[o] = o;
-      K << runMembers({step}, ids, {}, "  ", value, [](int) { return std::string(); }, /*uniqueNames=*/true);
+      K << runMembers(
+          {step}, ids, {}, "  ", value, [](int) { return std::string(); }, /*uniqueNames=*/true);
       known.insert(step);
     } else {
       const int e = -1 - step;
@@ -108,7 +112,8 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
         // rank.
         const std::string n = std::to_string(ex.size());
         std::string pick;  // value k of the exchange
-        for (size_t k = 0; k + 1 < ex.size(); ++k) pick += "k == " + std::to_string(k) + " ? " + value(p_.stages[ex[k]].operands[0]) + " : ";
+        for (size_t k = 0; k + 1 < ex.size(); ++k)
+          pick += "k == " + std::to_string(k) + " ? " + value(p_.stages[ex[k]].operands[0]) + " : ";
         pick += value(p_.stages[ex.back()].operands[0]);
         K << "  // exchange " << e << ": block 0's threads store this rank's value(s), with this call's epoch, into its slot on\n"
           << "  // every rank; warp 0 of every block waits until each rank's slot holds this call's epoch and combines\n"
@@ -124,8 +129,8 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
             << "      coconet_rt::putEpochSlot(chainWin, chainHalf + (" << region << " + k) * sizeof(unsigned long long), p, " << pick
             << ", chainEpoch);\n"
             << "    }\n";
-        K << "  const unsigned long long* slots" << e << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + "
-          << es << " * P * " << w << ";\n"
+        K << "  const unsigned long long* slots" << e
+          << " = static_cast<const unsigned long long*>(ncclGetLocalPointer(chainWin, chainHalf)) + " << es << " * P * " << w << ";\n"
           << "  __shared__ float xs" << e << "[" << n << "];\n"
           << "  if (threadIdx.x < 32) {\n";
         for (size_t k = 0; k < ex.size(); ++k) {
@@ -152,8 +157,8 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
       K << "  // exchange " << e << ": this rank's slot on every rank, a barrier, then every rank's slots in rank order\n"
         << "  if (threadIdx.x == 0)\n    for (int p = 0; p < P; ++p) {\n";
       for (size_t k = 0; k < ex.size(); ++k)
-        K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k << ") * sizeof(float), p) = "
-          << value(p_.stages[ex[k]].operands[0]) << ";\n";
+        K << "      *coconet_rt::peerPtr<float>(win, half + (" << region << " + " << k
+          << ") * sizeof(float), p) = " << value(p_.stages[ex[k]].operands[0]) << ";\n";
       K << "    }\n  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n"
         << "  const float* slots" << e << " = static_cast<const float*>(ncclGetLocalPointer(win, half)) + " << e << " * P * " << w << ";\n";
       for (size_t k = 0; k < ex.size(); ++k) {
@@ -183,8 +188,7 @@ std::string Emitter::scalarChainCode(const ScalarChain& sc, bool folded) {
 void Emitter::emitScalarChain(const ScalarChain& sc) {
   auto& b = body_;
   const std::string kname = "k_" + std::to_string(sc.stages.front()) + "_scalars";
-  const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"",
-                    prog = "\"" + p_.name + "\"";
+  const std::string gi = std::to_string(sc.index), name = "\"" + p_.stages[sc.stages.front()].name + "\"", prog = "\"" + p_.name + "\"";
   // Where not every rank is load/store reachable: the stages one by one (closes the device branch).
   auto fallback = [&] {
     b << "  } else {\n    // not every rank is load/store reachable: the stages one by one\n";
@@ -226,7 +230,8 @@ void Emitter::emitScalarChain(const ScalarChain& sc) {
   for (int id : sc.stages) {
     const Stage& s = p_.stages[id];
     K << "// " << s.name << " = "
-      << (s.kind == StageKind::Reduce ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
+      << (s.kind == StageKind::Reduce
+              ? std::string(reduceKindName(s.reduce)) + "(" + p_.stages[s.operands[0]].name + ") from its blocks' partials"
           : s.kind == StageKind::AllReduce ? std::string("allreduce(") + reduceOpName(s.op) + ", " + p_.stages[s.operands[0]].name + ")"
                                            : exprTextFor(s))
       << "\n";

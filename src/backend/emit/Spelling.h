@@ -20,7 +20,8 @@ inline const char* storageType(DType t) {
     case DType::F32: return "float";
     case DType::F64: return "double";
     case DType::I8: return "int8_t";
-    case DType::U8: case DType::Bool: return "uint8_t";
+    case DType::U8:
+    case DType::Bool: return "uint8_t";
     case DType::I32: return "int";
     default: return "long long";
   }
@@ -29,9 +30,14 @@ inline const char* storageType(DType t) {
 // The type an expression node is computed in (the interpreter's rules).
 inline const char* computeType(DType t) {
   switch (t) {
-    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return "float";
     case DType::Bool: return "bool";
-    case DType::I8: case DType::U8: case DType::I32: case DType::I64: return "long long";
+    case DType::I8:
+    case DType::U8:
+    case DType::I32:
+    case DType::I64: return "long long";
     default: return "double";  // f64 and literals
   }
 }
@@ -43,7 +49,8 @@ inline const char* ncclType(DType t) {
     case DType::F32: return "ncclFloat";
     case DType::F64: return "ncclDouble";
     case DType::I8: return "ncclInt8";
-    case DType::U8: case DType::Bool: return "ncclUint8";
+    case DType::U8:
+    case DType::Bool: return "ncclUint8";
     case DType::I32: return "ncclInt32";
     default: return "ncclInt64";
   }
@@ -95,13 +102,12 @@ inline std::string num(double v) {
 // arithmetic checked by the function's `const coconet_rt::SizeMath S_` (the caller's sizes may
 // overflow it): "(sz.s_H)", "S_.mul(sz.s_B, sz.s_S)".
 inline std::string cxx(const SizeExpr& e) {
-  static const SizeExpr::Spelling spelling{
-      [](const std::string& n) { return n == "world.size" ? std::string("P_") : "sz.s_" + n; },
-      [](int64_t c) { return std::to_string(c) + "LL"; },
-      [](const std::string& a, const std::string& b) { return "S_.add(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.mul(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.div(" + a + ", " + b + ")"; },
-      [](const std::string& a, const std::string& b) { return "S_.mod(" + a + ", " + b + ")"; }};
+  static const SizeExpr::Spelling spelling{[](const std::string& n) { return n == "world.size" ? std::string("P_") : "sz.s_" + n; },
+                                           [](int64_t c) { return std::to_string(c) + "LL"; },
+                                           [](const std::string& a, const std::string& b) { return "S_.add(" + a + ", " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "S_.mul(" + a + ", " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "S_.div(" + a + ", " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "S_.mod(" + a + ", " + b + ")"; }};
   return "(" + e.spell(spelling) + ")";
 }
 

@@ -18,10 +18,14 @@ std::string count(size_t n, const char* one) { return std::to_string(n) + " " + 
 
 std::string Emitter::devGroupWhy(const DevGroup& dg) const {
   std::string why = "fused group '" + dg.name + "'";
-  if (dg.arHead) why += ": allreduce then " + count(dg.run.size(), "member") + " on the replicated result";
-  else if (dg.full()) why += ": reduce_scatter, " + count(dg.run.size(), "member") + ", all_gather";
-  else if (dg.head()) why += ": reduce_scatter then " + count(dg.run.size(), "member") + " (a reduce-scatter head)";
-  else why += ": " + count(dg.run.size(), "member") + " then all_gather (an all-gather tail)";
+  if (dg.arHead)
+    why += ": allreduce then " + count(dg.run.size(), "member") + " on the replicated result";
+  else if (dg.full())
+    why += ": reduce_scatter, " + count(dg.run.size(), "member") + ", all_gather";
+  else if (dg.head())
+    why += ": reduce_scatter then " + count(dg.run.size(), "member") + " (a reduce-scatter head)";
+  else
+    why += ": " + count(dg.run.size(), "member") + " then all_gather (an all-gather tail)";
   why += " as one kernel over NCCL's device API";
   if (!dg.algo.empty()) why += "; algorithm " + dg.algo;
   if (dg.copyEngines) why += "; copy engines move the slices";
@@ -38,8 +42,10 @@ void Emitter::assemblePlan() {
   // else at the first consumer stage where stages lie between.
   std::map<int, int> overlapAt;  // stage -> producer
   for (auto& [prod, ch] : plan_.chunked) {
-    if (ch.back >= 0) overlapAt[ch.back] = prod;
-    else if (!(prod + 1 < n && plan_.overlapped.count(prod + 1))) overlapAt[firstOverlapped(prod)] = prod;
+    if (ch.back >= 0)
+      overlapAt[ch.back] = prod;
+    else if (!(prod + 1 < n && plan_.overlapped.count(prod + 1)))
+      overlapAt[firstOverlapped(prod)] = prod;
   }
   auto devGroupOf = [&](int id) {  // the device group (its first member) whose member `id` is
     auto it = plan_.devGroups.upper_bound(id);
@@ -76,11 +82,12 @@ void Emitter::assemblePlan() {
       auto& d = plan_.claim(i, Step::ScalarChain, i, "planScalarChains");
       d.what = sc->second.name;
       d.foldedInto = sc->second.into;
-      d.why = count(sc->second.stages.size(), "one-element stage") + " as one single-thread kernel" +
-              (sc->second.exchanges.empty() ? "" : ", its allreduces " + count(sc->second.exchanges.size(), "exchange") +
-                                                       " through a symmetric window") +
-              (sc->second.into >= 0 ? "; computed first in every block of fused group '" + plan_.devGroups.at(sc->second.into).name + "'"
-                                    : "");
+      d.why =
+          count(sc->second.stages.size(), "one-element stage") + " as one single-thread kernel" +
+          (sc->second.exchanges.empty()
+               ? ""
+               : ", its allreduces " + count(sc->second.exchanges.size(), "exchange") + " through a symmetric window") +
+          (sc->second.into >= 0 ? "; computed first in every block of fused group '" + plan_.devGroups.at(sc->second.into).name + "'" : "");
     } else if (auto sm = plan_.scalarChainOf.find(i); sm != plan_.scalarChainOf.end()) {
       plan_.claim(i, Step::InScalarChain, sm->second, "planScalarChains");
     } else if (plan_.devMembers.count(i)) {
@@ -128,12 +135,15 @@ void Emitter::assemblePlan() {
   for (int i = 0; i < n; ++i) {
     const Stage& s = p_.stages[i];
     plan::Decision& d = plan_.storageOf(i);
-    if (s.kind == StageKind::Input) d.storage = Storage::Input;
-    else if (s.kind == StageKind::State) d.storage = Storage::State;
+    if (s.kind == StageKind::Input)
+      d.storage = Storage::Input;
+    else if (s.kind == StageKind::State)
+      d.storage = Storage::State;
     else if (auto bag = plan_.bagOf.find(i); bag != plan_.bagOf.end()) {
       d.storage = Storage::InBag;
       d.from = bag->second;
-    } else if (plan_.unstored.count(i)) d.storage = Storage::InKernel;
+    } else if (plan_.unstored.count(i))
+      d.storage = Storage::InKernel;
     else if (auto di = plan_.direct.find(i); di != plan_.direct.end()) {
       d.storage = Storage::Direct;
       d.into = di->second.first;
@@ -143,7 +153,8 @@ void Emitter::assemblePlan() {
     else if (auto in = plan_.inlinedInto.find(i); in != plan_.inlinedInto.end()) {
       d.storage = Storage::InReduction;
       d.from = in->second;
-    } else if (plan_.ncclOnly.count(i)) d.storage = Storage::NcclOnly;
+    } else if (plan_.ncclOnly.count(i))
+      d.storage = Storage::NcclOnly;
     else if (auto bo = plan_.blockOnly.find(i); bo != plan_.blockOnly.end()) {
       d.storage = Storage::BlockOnly;
       d.into = bo->second;
@@ -152,8 +163,10 @@ void Emitter::assemblePlan() {
           const GroupInfo* gr = p_.stages[ch.back].type.group ? p_.stages[ch.back].type.group : p_.world();
           d.intoWhat = gr->name + ".size";
         }
-    } else if (plan_.devFallbackOnly.count(i)) d.storage = Storage::FallbackOnly;
-    else d.storage = Storage::Buffer;
+    } else if (plan_.devFallbackOnly.count(i))
+      d.storage = Storage::FallbackOnly;
+    else
+      d.storage = Storage::Buffer;
   }
   plan_.checkComplete(p_);
   checkOneOwner(overlapAt);
@@ -185,8 +198,8 @@ void Emitter::checkOneOwner(const std::map<int, int>& overlapAt) const {
   }
   for (auto& [at, prod] : overlapAt)
     if (plan_.at(at).step != Step::Overlap)
-      throw InternalError("plan: the overlap of '" + p_.stages[prod].name + "' has no launch: its place '" + p_.stages[at].name +
-                          "' is " + plan::stepName(plan_.at(at).step));
+      throw InternalError("plan: the overlap of '" + p_.stages[prod].name + "' has no launch: its place '" + p_.stages[at].name + "' is " +
+                          plan::stepName(plan_.at(at).step));
 }
 
 std::string Emitter::overlapWhy(const Chunked& ch) const {
@@ -198,7 +211,8 @@ std::string Emitter::overlapWhy(const Chunked& ch) const {
   std::string what = ch.ar >= 0 ? "allreduce" : ch.ag >= 0 ? "reduce_scatter and all_gather" : "reduce_scatter";
   std::string why = "producer chunked along its rows, pipelined with its " + what + " in " + chunks;
   if (ch.devIndex >= 0) why += "; copy engines move the chunks where every rank is load/store reachable";
-  if (auto dc = plan_.devChunked.find(ch.producer); dc != plan_.devChunked.end()) why += "; the epilogue and all-gather as the kernel of fused group '" + dc->second.name + "'";
+  if (auto dc = plan_.devChunked.find(ch.producer); dc != plan_.devChunked.end())
+    why += "; the epilogue and all-gather as the kernel of fused group '" + dc->second.name + "'";
   return why;
 }
 
@@ -209,33 +223,40 @@ std::string Emitter::stageWhy(int id) const {
     case StageKind::Compute:
       if (auto r = plan_.runOf.find(id); r != plan_.runOf.end() && r->second.size() > 1)
         why = "element-wise run of " + count(r->second.size(), "stage") + " of fused group '" + s.fusedInto + "': one kernel";
-      else why = "element-wise kernel";
+      else
+        why = "element-wise kernel";
       break;
     case StageKind::Reduce:
       why = plan_.bagReduce.count(id) ? "embedding-bag reduction: gathers the looked-up rows as it reduces"
-            : plan_.foldedInto.count(id) ? "combines the partial results that fused group '" + plan_.devGroups.at(plan_.foldedInto.at(id)).name +
-                                          "''s blocks wrote (where the group runs as NCCL calls: the whole reduction)"
+            : plan_.foldedInto.count(id)
+                ? "combines the partial results that fused group '" + plan_.devGroups.at(plan_.foldedInto.at(id)).name +
+                      "''s blocks wrote (where the group runs as NCCL calls: the whole reduction)"
             : plan_.inlineSrc.count(id) ? "reduction that computes the elements it reduces"
-                                   : "reduction: a thread, a block or blocks per output, chosen at run time";
+                                        : "reduction: a thread, a block or blocks per output, chosen at run time";
       break;
-    case StageKind::Softmax: case StageKind::Layernorm: case StageKind::Rmsnorm:
+    case StageKind::Softmax:
+    case StageKind::Layernorm:
+    case StageKind::Rmsnorm:
       why = "row kernel: rows in registers, a block a row, or a row over blocks, by the row length at run time";
       break;
-    case StageKind::Matmul: case StageKind::Gemv: why = "cuBLAS GEMM"; break;
+    case StageKind::Matmul:
+    case StageKind::Gemv: why = "cuBLAS GEMM"; break;
     case StageKind::Embedding: why = "embedding lookup kernel"; break;
     case StageKind::Send:
       why = plan_.devSend.count(id) ? "send over NCCL's device API (NCCL send/recv where the ranks are not all load/store reachable)"
-                               : "NCCL send/recv";
+                                    : "NCCL send/recv";
       break;
     case StageKind::AllToAll:
       why = plan_.devA2A.count(id) ? "all_to_all over NCCL's device API: push, barrier, copy out (NCCL send/recv pairs otherwise)"
-                              : "NCCL send/recv pairs";
+                                   : "NCCL send/recv pairs";
       break;
-    case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather: case StageKind::Broadcast:
-    case StageKind::Reduce1:
-      why = "NCCL call";
-      break;
-    case StageKind::Input: case StageKind::State: break;  // (given: no launch)
+    case StageKind::AllReduce:
+    case StageKind::ReduceScatter:
+    case StageKind::AllGather:
+    case StageKind::Broadcast:
+    case StageKind::Reduce1: why = "NCCL call"; break;
+    case StageKind::Input:
+    case StageKind::State: break;  // (given: no launch)
   }
   if (!s.fusedInto.empty())
     if (auto w = plan_.rowGroupWhyNot.find(s.fusedInto); w != plan_.rowGroupWhyNot.end()) why += "; no row group: " + w->second;

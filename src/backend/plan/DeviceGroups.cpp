@@ -123,9 +123,11 @@ void Emitter::planDeviceGroups() {
       const std::string why = twoShotObstacle(dg);
       if (!why.empty()) {  // neither form
         if (dg.algo == "two_shot") {
-          plan_.arGroupNotes[dg.rs] = "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
-          warnKnob(dg.name, "algorithm", "tune knob 'algorithm = two_shot' is not taken on " + quote(dg.name) + ": " + why +
-                                             "; the allreduce runs, then the members");
+          plan_.arGroupNotes[dg.rs] =
+              "tune(" + dg.name + ", algorithm = two_shot) is not taken: " + why + "; the allreduce, then the members";
+          warnKnob(
+              dg.name, "algorithm",
+              "tune knob 'algorithm = two_shot' is not taken on " + quote(dg.name) + ": " + why + "; the allreduce runs, then the members");
         }
         continue;
       }
@@ -163,8 +165,7 @@ int Emitter::oneShotMode(const DevGroup& dg) const {
 
 std::string Emitter::twoShotObstacle(const DevGroup& dg) const {
   if (!dg.arHead) return "it does not start with an allreduce";
-  if (oneShotAsked(dg) || dg.algo == "copy_engines")
-    return "tune(" + dg.name + ", algorithm = " + dg.algo + ") asks for another form";
+  if (oneShotAsked(dg) || dg.algo == "copy_engines") return "tune(" + dg.name + ", algorithm = " + dg.algo + ") asks for another form";
   if (std::string why = oneShotObstacle(dg); !why.empty()) return why;
   const int last = dg.run.back();
   for (int id : dg.written)
@@ -211,7 +212,7 @@ void Emitter::planDeviceAllReduces() {
       d.in = s.operands[0];
       d.name = s.name;
     } else if (auto pr = plan_.arPair.find(id); pr != plan_.arPair.end() && fits(p_.stages[pr->second]) &&
-                                            !plan_.overlapped.count(pr->second) && !plan_.chunked.count(pr->second)) {
+                                                !plan_.overlapped.count(pr->second) && !plan_.chunked.count(pr->second)) {
       d.in = p_.stages[pr->second].operands[0];
       d.name = s.fusedInto.empty() ? s.name : s.fusedInto;
     } else {

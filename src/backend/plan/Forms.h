@@ -33,9 +33,9 @@ struct Chunked {
   int producer = -1, rs = -1, ag = -1, ar = -1;  // the reduce_scatter (and all_gather), or the allreduce
   int a2a = -1, dim = 0;                         // or the all_to_all, and the chunked dimension
   int bag = -1;                                  // an embedding's reduction (producer: the embedding)
-  int back = -1;  // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
-  int devIndex = -1;  // its transfers by copy engines where every rank is load/store reachable: Dev_ windows
-  std::vector<int> run;  // element-wise members between them
+  int back = -1;                                 // producer an all_to_all: the all_to_all returning `run`'s result (one chunk per rank)
+  int devIndex = -1;                             // its transfers by copy engines where every rank is load/store reachable: Dev_ windows
+  std::vector<int> run;                          // element-wise members between them
   int chunks = 2;
 };
 
@@ -63,7 +63,7 @@ struct DevGroup {
   // form (twoShotForm), whose last member each rank computes on its slice and gathers into
   // that member's own storage (agSrc).
   bool agIsMember = false;
-  int ref = -1;                     // the stage whose shape the members share (their OutputMap)
+  int ref = -1;    // the stage whose shape the members share (their OutputMap)
   int rounds = 1;  // tune(f, rounds = K): pipelined rounds of the kernel
   int blocks = 0;  // blocks of each launch (0: by size, coconet_rt::devBlocks)
   // The reduce-scatter's slots are already in the staging window when the kernel starts
@@ -184,11 +184,11 @@ struct DevAllReduce {
 // device path is not usable, the stages run one by one as they would otherwise.
 struct ScalarChain {
   int index = 0;
-  std::vector<int> stages;               // program order (the stages that make code)
-  std::vector<int> order;                // execution order in the kernel; -1 - e: exchange e
+  std::vector<int> stages;                  // program order (the stages that make code)
+  std::vector<int> order;                   // execution order in the kernel; -1 - e: exchange e
   std::vector<std::vector<int>> exchanges;  // the allreduces of each exchange
-  std::vector<int> ext, written;         // values read from memory / stored for later stages
-  size_t width = 0;                      // the most allreduces in one exchange
+  std::vector<int> ext, written;            // values read from memory / stored for later stages
+  size_t width = 0;                         // the most allreduces in one exchange
   std::string name;
   int into = -1;  // the device group (its first stage) whose kernel computes the chain first; -1: its own kernel
 };
@@ -228,13 +228,13 @@ struct InlineSrc {
 // kernels of its stages.
 struct RowGroup {
   std::string name;
-  std::vector<int> members;        // execution order
-  std::set<int> elems;             // the members of the row shape
-  int ref = -1;                    // a stage of the row shape (the first element member, else the first reduction's operand)
-  std::vector<int> ext;            // operands from outside the group, in order of first use
+  std::vector<int> members;  // execution order
+  std::set<int> elems;       // the members of the row shape
+  int ref = -1;              // a stage of the row shape (the first element member, else the first reduction's operand)
+  std::vector<int> ext;      // operands from outside the group, in order of first use
   std::map<int, int> extIndex;
-  std::vector<Access> acc;         // how element code reads each: Linear, Modulo, Scalar or Row
-  std::vector<int> written;        // members used outside the group
+  std::vector<Access> acc;   // how element code reads each: Linear, Modulo, Scalar or Row
+  std::vector<int> written;  // members used outside the group
 };
 
 }  // namespace coconet::backend::plan

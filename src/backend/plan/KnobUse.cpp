@@ -12,7 +12,8 @@ namespace {
 // What a knob applies to, as the CUDA backend reads it (docs/language.md, section 17.3.6).
 std::string appliesTo(const std::string& key) {
   if (key == "algorithm") return "an allreduce, reduce_scatter, all_gather, all_to_all or send, or a fused group that holds one";
-  if (key == "rounds" || key == "occupancy") return "a fused group that holds a collective" + std::string(key == "rounds" ? ", or an allreduce" : "");
+  if (key == "rounds" || key == "occupancy")
+    return "a fused group that holds a collective" + std::string(key == "rounds" ? ", or an allreduce" : "");
   if (key == "blocks" || key == "gather" || key == "tail" || key == "merge") return "a fused group that an overlap pipelines";
   return "a fused group that starts with a reduce_scatter or an allreduce (its two-shot form) or ends with an all_gather";  // roles, movers, taper, taper_ends, barriers
 }
@@ -90,12 +91,13 @@ std::string unreadOnStage(const Program& p, const Stage& s, const std::string& k
   if (consumedBy(p, s.name) && (s.kind == StageKind::AllReduce || s.kind == StageKind::ReduceScatter))
     return describe(s) + " pipelined by an overlap, which reads no knob (each chunk's " + stageKindName(s.kind) + " is an NCCL call)";
   switch (s.kind) {
-    case StageKind::AllReduce: case StageKind::ReduceScatter: case StageKind::AllGather:
+    case StageKind::AllReduce:
+    case StageKind::ReduceScatter:
+    case StageKind::AllGather:
       return key == "algorithm" || key == "rounds" ? "" : describe(s) + ", where only algorithm and rounds are read";
-    case StageKind::AllToAll: case StageKind::Send:
-      return key == "algorithm" ? "" : describe(s) + ", where only algorithm is read";
-    default:
-      return describe(s) + ", which takes no knobs";
+    case StageKind::AllToAll:
+    case StageKind::Send: return key == "algorithm" ? "" : describe(s) + ", where only algorithm is read";
+    default: return describe(s) + ", which takes no knobs";
   }
 }
 

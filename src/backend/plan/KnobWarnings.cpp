@@ -45,9 +45,9 @@ void Emitter::warnKnobsWithoutDevice() {
     const std::string key = knobName(k.knob);
     if (!unreadKnob(p_, k.target, key).empty()) continue;  // warned at already
     const std::string knob = k.knob == Knob::Algorithm ? "'algorithm = " + k.value + "'" : quote(key);
-    warnKnob(k.target, key,
-             "tune knob " + knob + " has no effect on " + quote(k.target) +
-                 ": --no-device-collectives keeps NCCL calls, which read no knob");
+    warnKnob(
+        k.target, key,
+        "tune knob " + knob + " has no effect on " + quote(k.target) + ": --no-device-collectives keeps NCCL calls, which read no knob");
   }
 }
 
@@ -55,8 +55,8 @@ std::string Emitter::oneShotRefused(const DevGroup& dg) const { return oneShotAs
 
 void Emitter::warnOneShotNotTaken(const DevGroup& dg) {
   if (const std::string why = oneShotRefused(dg); !why.empty())
-    warnKnob(dg.name, "algorithm", "tune knob 'algorithm = " + dg.algo + "' is not taken on " + quote(dg.name) + ": " + why +
-                                       " (no one-shot form)");
+    warnKnob(dg.name, "algorithm",
+             "tune knob 'algorithm = " + dg.algo + "' is not taken on " + quote(dg.name) + ": " + why + " (no one-shot form)");
 }
 
 std::string Emitter::oneShotNote(const DevGroup& dg, const std::string& ind) const {

@@ -18,8 +18,8 @@ void Emitter::planOverlaps() {
   auto unchunked = [&](const ir::Overlap& o, int prod, const std::string& why) {
     plan_.overlapNotes[prod] = why + "\n";
     if (o_.diags)
-      o_.diags->warning(o.loc, "overlap of " + quote(o.producer) + " with " + quote(o.consumer) +
-                                   " runs unchunked in the CUDA backend: " + why,
+      o_.diags->warning(o.loc,
+                        "overlap of " + quote(o.producer) + " with " + quote(o.consumer) + " runs unchunked in the CUDA backend: " + why,
                         7);  // (the caret under `overlap`)
   };
   for (auto& o : p_.overlaps) {
@@ -81,7 +81,8 @@ void Emitter::planOverlaps() {
       continue;
     }
     const bool matrix = ps.kind == StageKind::Matmul && p_.stages[ps.operands[1]].type.rank() == 2;
-    if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv) why = "only matmuls and gemvs are chunked yet";
+    if (ps.kind != StageKind::Matmul && ps.kind != StageKind::Gemv)
+      why = "only matmuls and gemvs are chunked yet";
     else
       // Stages between the product and its consumer run before the chunks (the block is
       // emitted at the consumer's place), so none of them may read the product.
@@ -92,14 +93,21 @@ void Emitter::planOverlaps() {
       if (members[k] != members[k - 1] + 1) why = "the consumer's stages are not contiguous";
     if (why.empty()) {
       const Stage& first = p_.stages[members.front()];
-      if (first.operands.empty() || first.operands[0] != prod) why = "the consumer's first stage does not read the product";
+      if (first.operands.empty() || first.operands[0] != prod)
+        why = "the consumer's first stage does not read the product";
       else if (first.kind == StageKind::AllToAll && ps.kind == StageKind::Matmul && members.size() == 1) {
-        if (auto w = chunkedAllToAllWhyNot(ps, o.dim); !w.empty()) why = w;
-        else ch.a2a = members.front(), ch.dim = o.dim;
-      } else if (o.dim != 0) why = "only dimension 0 is chunked for a reduce_scatter or allreduce consumer";
-      else if (first.kind == StageKind::ReduceScatter && matrix) ch.rs = members.front();
-      else if (first.kind == StageKind::AllReduce && (matrix || ps.kind == StageKind::Gemv)) ch.ar = members.front();
-      else why = "only a reduce_scatter (after a matmul by a matrix), an allreduce or an all_to_all consumer is chunked";
+        if (auto w = chunkedAllToAllWhyNot(ps, o.dim); !w.empty())
+          why = w;
+        else
+          ch.a2a = members.front(), ch.dim = o.dim;
+      } else if (o.dim != 0)
+        why = "only dimension 0 is chunked for a reduce_scatter or allreduce consumer";
+      else if (first.kind == StageKind::ReduceScatter && matrix)
+        ch.rs = members.front();
+      else if (first.kind == StageKind::AllReduce && (matrix || ps.kind == StageKind::Gemv))
+        ch.ar = members.front();
+      else
+        why = "only a reduce_scatter (after a matmul by a matrix), an allreduce or an all_to_all consumer is chunked";
     }
     if (why.empty() && ch.a2a >= 0) {
       plan_.chunked[prod] = ch;
@@ -109,9 +117,10 @@ void Emitter::planOverlaps() {
     for (size_t k = 1; why.empty() && k < members.size(); ++k) {
       const Stage& m = p_.stages[members[k]];
       const Stage& r = p_.stages[ch.rs >= 0 ? ch.rs : ch.ar];
-      if (m.kind == StageKind::Compute && m.type.shape == r.type.shape && m.type.layout == r.type.layout &&
-          m.type.group == r.type.group && ch.ag < 0) {
-        for (int opd : m.operands) if (opd == prod) why = "a compute reads the matmul directly";
+      if (m.kind == StageKind::Compute && m.type.shape == r.type.shape && m.type.layout == r.type.layout && m.type.group == r.type.group &&
+          ch.ag < 0) {
+        for (int opd : m.operands)
+          if (opd == prod) why = "a compute reads the matmul directly";
         ch.run.push_back(members[k]);
       } else if (ch.rs >= 0 && m.kind == StageKind::AllGather && k + 1 == members.size() && m.dim == 0 &&
                  m.operands[0] == (ch.run.empty() ? ch.rs : ch.run.back())) {
@@ -182,7 +191,8 @@ std::string Emitter::exchangeWhyNot(const Chunked& ch) const {
   const Stage& back = p_.stages[ch.back];
   if (back.kind != StageKind::AllToAll || back.type.group != x.type.group || !back.fusedInto.empty() || !x.fusedInto.empty())
     return "'" + back.name + "' is not an unfused all_to_all of the same group";
-  if (ch.run.empty() || back.operands[0] != ch.run.back()) return "'" + back.name + "' does not return the last stage computed from '" + x.name + "'";
+  if (ch.run.empty() || back.operands[0] != ch.run.back())
+    return "'" + back.name + "' does not return the last stage computed from '" + x.name + "'";
   return "";
 }
 

@@ -77,7 +77,8 @@ std::string oneLine(const std::string& s) {
   for (char c : s) {
     if (c == '\n') {
       if (!r.empty() && r.back() != ' ') r += "; ";
-    } else r += c;
+    } else
+      r += c;
   }
   while (!r.empty() && (r.back() == ' ' || r.back() == ';')) r.pop_back();
   return r;

@@ -39,7 +39,7 @@ enum class Step {
   InOverlap,        // a consumer member of the overlap whose producer is `owner`
   InAllReducePair,  // the reduce_scatter of the pair whose all_gather (`owner`) is one allreduce
   // ---- no code ----
-  Given,            // an input, or a state's value on entry: the caller's tensor
+  Given,  // an input, or a state's value on entry: the caller's tensor
 };
 
 // How run() stores a value.
@@ -63,7 +63,7 @@ inline bool isLaunch(Step s) { return s <= Step::AllReducePair; }
 
 struct Decision {
   Step step = Step::Stage;
-  int owner = -1;  // the stage that names the launch (see Step); the stage itself for a launch
+  int owner = -1;    // the stage that names the launch (see Step); the stage itself for a launch
   std::string what;  // the launch's label where it is one (a group's or chain's name)
   std::string why;   // why this form: printed by `emit --stage plan`
   // Where a schedule's overlap of this producer runs unchunked, why (also in the generated code).
@@ -72,7 +72,7 @@ struct Decision {
   // device group's blocks): that launch's stage; -1: a kernel of its own.
   int foldedInto = -1;
   Storage storage = Storage::Buffer;
-  std::string into;     // Direct: the caller's tensor; BlockOnly: the rank group's size
+  std::string into;      // Direct: the caller's tensor; BlockOnly: the rank group's size
   std::string intoWhat;  // Direct: what the tensor is ("output 'y'", "state 'm'"); BlockOnly: "world.size"
   int from = -1;         // InBag, InReduction: the reduction
 };
@@ -82,37 +82,37 @@ public:
   explicit Plan(size_t stages = 0) { reset(stages); }
   // The forms the passes chose (Forms.h), by stage id; each pass fills its own, later passes and
   // the emitters read them. assemble (Emitter::assemblePlan) derives the decisions below from them.
-  std::map<int, Chunked> chunked;  // by producer
-  std::set<int> overlapped;  // consumer members emitted with their producer
+  std::map<int, Chunked> chunked;           // by producer
+  std::set<int> overlapped;                 // consumer members emitted with their producer
   std::map<int, std::string> overlapNotes;  // producer -> why its overlap runs unchunked
-  std::map<int, DevGroup> devGroups;  // by the first member
-  std::set<int> devMembers;  // members other than the first
-  std::set<int> devFallbackOnly;  // values only the NCCL fallback stores (workspace made there)
-  std::map<int, DevGroup> devChunked;  // by producer
-  std::map<int, DevAllReduce> devAR;  // by the stage that writes the result
+  std::map<int, DevGroup> devGroups;        // by the first member
+  std::set<int> devMembers;                 // members other than the first
+  std::set<int> devFallbackOnly;            // values only the NCCL fallback stores (workspace made there)
+  std::map<int, DevGroup> devChunked;       // by producer
+  std::map<int, DevAllReduce> devAR;        // by the stage that writes the result
   // Why a fused [allreduce, ...] group that tune(f, algorithm = two_shot) asked for runs as the
   // allreduce and then the members (twoShotObstacle), by the allreduce: the generated code and the
   // printed plan say so.
   std::map<int, std::string> arGroupNotes;
-  std::map<int, int> arPair;  // all_gather -> its reduce_scatter
-  std::map<int, int> bagOf;  // embedding -> the reduction that gathers it
-  std::map<int, int> bagReduce;  // reduction -> its embedding
-  std::map<int, std::string> blockOnly;  // pipeline stages stored one block: stage -> its group's size
-  std::set<int> ncclOnly;  // pipelines' x stored only where NCCL pairs move it (not copy engines)
+  std::map<int, int> arPair;                                  // all_gather -> its reduce_scatter
+  std::map<int, int> bagOf;                                   // embedding -> the reduction that gathers it
+  std::map<int, int> bagReduce;                               // reduction -> its embedding
+  std::map<int, std::string> blockOnly;                       // pipeline stages stored one block: stage -> its group's size
+  std::set<int> ncclOnly;                                     // pipelines' x stored only where NCCL pairs move it (not copy engines)
   std::map<int, std::pair<std::string, std::string>> direct;  // stage -> (tensor, what it is)
-  std::set<int> aliased;  // entries read by their exit's kernel
-  std::map<int, std::vector<int>> runOf;  // stage -> the fused run it belongs to
-  std::set<int> unstored;  // run members whose values never leave the kernel
-  std::map<int, ScalarChain> scalarChains;  // by the first stage
-  std::map<int, int> scalarChainOf;  // stage -> the first stage of its chain
-  std::map<int, int> devSend;  // send stage -> its window's index
-  std::map<int, int> devA2A;  // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
-  std::map<int, InlineSrc> inlineSrc;  // reduction -> its computed elements
-  std::map<int, int> inlinedInto;  // stage -> the reduction that computes it
-  std::map<int, RowGroup> rowGroups;  // by the first member
-  std::map<int, int> rowGroupOf;  // member -> the first member of its row group
+  std::set<int> aliased;                                      // entries read by their exit's kernel
+  std::map<int, std::vector<int>> runOf;                      // stage -> the fused run it belongs to
+  std::set<int> unstored;                                     // run members whose values never leave the kernel
+  std::map<int, ScalarChain> scalarChains;                    // by the first stage
+  std::map<int, int> scalarChainOf;                           // stage -> the first stage of its chain
+  std::map<int, int> devSend;                                 // send stage -> its window's index
+  std::map<int, int> devA2A;                          // all_to_all stage -> its window's index (one kernel: push, barrier, copy out)
+  std::map<int, InlineSrc> inlineSrc;                 // reduction -> its computed elements
+  std::map<int, int> inlinedInto;                     // stage -> the reduction that computes it
+  std::map<int, RowGroup> rowGroups;                  // by the first member
+  std::map<int, int> rowGroupOf;                      // member -> the first member of its row group
   std::map<std::string, std::string> rowGroupWhyNot;  // fused groups with a reduction that are no row group: why
-  std::map<int, int> foldedInto;  // reduction -> the first member of its device group
+  std::map<int, int> foldedInto;                      // reduction -> the first member of its device group
   int devIndices = 0;  // collectives on the device path (their windows in Dev_: stage, slice, oneShot, parity)
 
   // The decisions: a fresh set for `stages` stages (the forms above stay).

@@ -20,8 +20,8 @@ void Emitter::planBags() {
 bool Emitter::inlinable(int id, int consumer) const {
   const Stage& c = p_.stages[id];
   if (c.kind != StageKind::Compute || !c.fusedInto.empty() || plan_.runOf.count(id) || plan_.direct.count(id) || plan_.unstored.count(id) ||
-      plan_.chunked.count(id) || plan_.overlapped.count(id) || plan_.devMembers.count(id) || plan_.bagOf.count(id) || plan_.devFallbackOnly.count(id) ||
-      plan_.inlinedInto.count(id))
+      plan_.chunked.count(id) || plan_.overlapped.count(id) || plan_.devMembers.count(id) || plan_.bagOf.count(id) ||
+      plan_.devFallbackOnly.count(id) || plan_.inlinedInto.count(id))
     return false;
   if (c.type.group && c.type.layout.kind == Layout::Sliced && c.type.layout.dim != 0) return false;
   return !isUsed(p_, id, {consumer});
@@ -31,7 +31,8 @@ void Emitter::planInlinedReductions() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& r = p_.stages[i];
     const int rid = static_cast<int>(i);
-    if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) || plan_.rowGroupOf.count(rid))
+    if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) ||
+        plan_.rowGroupOf.count(rid))
       continue;
     const int x = r.operands[0];
     if (!inlinable(x, rid)) continue;

@@ -27,7 +27,8 @@ std::optional<Emitter::RowGroup> Emitter::rowGroupOf(const FusedGroup& f, const 
   for (int id : rg.members) {
     const Stage& s = p_.stages[id];
     if ((s.kind == StageKind::Reduce || isNormalizationKind(s.kind)) && firstReduce < 0) firstReduce = id;
-    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && !isNormalizationKind(s.kind)) return std::nullopt;  // (fuse takes no other kinds)
+    if (s.kind != StageKind::Compute && s.kind != StageKind::Reduce && !isNormalizationKind(s.kind))
+      return std::nullopt;  // (fuse takes no other kinds)
   }
   if (firstReduce < 0) return std::nullopt;  // element-wise only: planRuns
   const Stage& r0 = p_.stages[firstReduce];
@@ -141,8 +142,7 @@ void Emitter::warnUnfusedRowGroups() {
       const int id = p_.find(n);
       taken = taken || plan_.overlapped.count(id) || plan_.chunked.count(id) || plan_.devMembers.count(id) || plan_.devGroups.count(id);
     }
-    if (!taken)
-      o_.diags->warning(f->loc, "fused group " + quote(name) + " runs stage by stage in the CUDA backend: " + why, 4);
+    if (!taken) o_.diags->warning(f->loc, "fused group " + quote(name) + " runs stage by stage in the CUDA backend: " + why, 4);
   }
 }
 

@@ -14,13 +14,14 @@ namespace coconet::backend::detail {
 void Emitter::planRuns() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
-    if (s.kind != StageKind::Compute || s.fusedInto.empty() || plan_.runOf.count(static_cast<int>(i)) || plan_.rowGroupOf.count(static_cast<int>(i)))
+    if (s.kind != StageKind::Compute || s.fusedInto.empty() || plan_.runOf.count(static_cast<int>(i)) ||
+        plan_.rowGroupOf.count(static_cast<int>(i)))
       continue;
     std::vector<int> run{static_cast<int>(i)};
     for (size_t j = i + 1; j < p_.stages.size(); ++j) {
       const Stage& t = p_.stages[j];
-      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape || plan_.rowGroupOf.count(static_cast<int>(j)) ||
-          t.type.layout != s.type.layout || t.type.group != s.type.group)
+      if (t.kind != StageKind::Compute || t.fusedInto != s.fusedInto || t.type.shape != s.type.shape ||
+          plan_.rowGroupOf.count(static_cast<int>(j)) || t.type.layout != s.type.layout || t.type.group != s.type.group)
         break;
       run.push_back(static_cast<int>(j));
     }

@@ -14,8 +14,9 @@ bool Emitter::oneElement(const TensorType& t) {
 
 bool Emitter::scalarChainStage(int id) const {
   const Stage& s = p_.stages[id];
-  if (!oneElement(s.type) || plan_.runOf.count(id) || plan_.rowGroupOf.count(id) || plan_.devMembers.count(id) || plan_.devGroups.count(id) || plan_.chunked.count(id) ||
-      plan_.overlapped.count(id) || plan_.bagOf.count(id) || plan_.arPair.count(id) || plan_.unstored.count(id) || plan_.devFallbackOnly.count(id))
+  if (!oneElement(s.type) || plan_.runOf.count(id) || plan_.rowGroupOf.count(id) || plan_.devMembers.count(id) ||
+      plan_.devGroups.count(id) || plan_.chunked.count(id) || plan_.overlapped.count(id) || plan_.bagOf.count(id) ||
+      plan_.arPair.count(id) || plan_.unstored.count(id) || plan_.devFallbackOnly.count(id))
     return false;
   if (s.kind == StageKind::Reduce) return plan_.foldedInto.count(id) > 0;
   if (s.kind == StageKind::AllReduce)
@@ -94,8 +95,10 @@ void Emitter::planScalarChains() {
     const int id = static_cast<int>(i);
     const Stage& s = p_.stages[i];
     if (s.kind == StageKind::Input || s.kind == StageKind::State || plan_.inlinedInto.count(id)) continue;  // no code here
-    if (scalarChainStage(id)) cur.push_back(id);
-    else flush(cur);
+    if (scalarChainStage(id))
+      cur.push_back(id);
+    else
+      flush(cur);
   }
   flush(cur);
 }
@@ -131,8 +134,9 @@ void Emitter::planChainPrologues() {
 bool Emitter::storedBefore(int id, int before) const {
   const StageKind k = p_.stages[id].kind;
   if (k == StageKind::Input || k == StageKind::State) return true;
-  return id < before && !plan_.unstored.count(id) && !plan_.inlinedInto.count(id) && !plan_.bagOf.count(id) && !plan_.devFallbackOnly.count(id) &&
-         !plan_.devMembers.count(id) && !plan_.devGroups.count(id) && !plan_.chunked.count(id) && !plan_.overlapped.count(id);
+  return id < before && !plan_.unstored.count(id) && !plan_.inlinedInto.count(id) && !plan_.bagOf.count(id) &&
+         !plan_.devFallbackOnly.count(id) && !plan_.devMembers.count(id) && !plan_.devGroups.count(id) && !plan_.chunked.count(id) &&
+         !plan_.overlapped.count(id);
 }
 
 void Emitter::planFoldedReductions() {
@@ -143,8 +147,8 @@ void Emitter::planFoldedReductions() {
     for (size_t i = last + 1; i < p_.stages.size() && dg.folds.size() < kMaxFolds; ++i) {
       const Stage& r = p_.stages[i];
       const int rid = static_cast<int>(i);
-      if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) || plan_.foldedInto.count(rid) ||
-          plan_.rowGroupOf.count(rid))
+      if (r.kind != StageKind::Reduce || plan_.bagReduce.count(rid) || plan_.chunked.count(rid) || plan_.overlapped.count(rid) ||
+          plan_.foldedInto.count(rid) || plan_.rowGroupOf.count(rid))
         continue;
       const int x = r.operands[0];
       const TensorType& xt = p_.stages[x].type;

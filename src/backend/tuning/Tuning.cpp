@@ -20,9 +20,7 @@ const char* kSm90 =
   throw std::runtime_error("tuning table " + table + (entry.empty() ? "" : ": entry '" + entry + "'") + ": " + what);
 }
 
-int64_t largest(const std::string& type) {
-  return type == "int" ? std::numeric_limits<int>::max() : std::numeric_limits<int64_t>::max();
-}
+int64_t largest(const std::string& type) { return type == "int" ? std::numeric_limits<int>::max() : std::numeric_limits<int64_t>::max(); }
 
 std::string text(const nlohmann::json& j, const char* key, const std::string& table, const std::string& entry) {
   if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty()) bad(table, entry, std::string("no ") + key);
@@ -43,9 +41,12 @@ Rule rule(const nlohmann::json& r, const Entry& e, const std::string& table) {
   }
   if (!r.contains("value")) bad(table, e.name, "a rule without a value");
   const auto& v = r["value"];
-  if (v.is_string() && v.get<std::string>() == "unlimited") out.unlimited = true;
-  else if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= largest(e.type)) out.value = v.get<int64_t>();
-  else bad(table, e.name, "value " + v.dump() + " is not a count of type " + e.type + " or \"unlimited\"");
+  if (v.is_string() && v.get<std::string>() == "unlimited")
+    out.unlimited = true;
+  else if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= largest(e.type))
+    out.value = v.get<int64_t>();
+  else
+    bad(table, e.name, "value " + v.dump() + " is not a count of type " + e.type + " or \"unlimited\"");
   return out;
 }
 
@@ -116,7 +117,8 @@ Table parse(const std::string& json, const std::string& source) {
     if (!je.contains("rules") || !je["rules"].is_array() || je["rules"].empty()) bad(t.name, e.name, "no rules");
     for (auto& r : je["rules"]) e.rules.push_back(rule(r, e, t.name));
     const Rule& last = e.rules.back();
-    if (last.ranks || last.ranksAtMost || last.bytesBelow) bad(t.name, e.name, "the last rule has conditions (it must give the value otherwise)");
+    if (last.ranks || last.ranksAtMost || last.bytesBelow)
+      bad(t.name, e.name, "the last rule has conditions (it must give the value otherwise)");
     if (e.args.empty() && e.rules.size() > 1) bad(t.name, e.name, "a constant with several rules");
     t.entries.push_back(std::move(e));
   }
@@ -142,11 +144,11 @@ const Table& forArch(const std::string& arch, bool& measured) {
 
 std::string header(const Table& t, const std::string& arch, bool measured) {
   std::ostringstream os;
-  os << "// coconet_tuning.h: the constants measurement chose, from coconetc's tuning table " << t.name << " for --arch " << arch
-     << ".\n";
+  os << "// coconet_tuning.h: the constants measurement chose, from coconetc's tuning table " << t.name << " for --arch " << arch << ".\n";
   comment(os, "Measured on " + t.measuredOn + (measured ? "." : ", not on " + arch + ": its values are a starting point there."));
   comment(os, t.note);
-  os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <cstddef>\n\nnamespace coconet_rt {\n";
+  os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <cstddef>\n\nnamespace coconet_rt "
+        "{\n";
   for (const Entry& e : t.entries) {
     os << "\n";
     comment(os, e.name + ": " + e.meaning + ".");
@@ -165,8 +167,10 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
       if (r.ranks) add("ranks == " + std::to_string(*r.ranks));
       if (r.ranksAtMost) add("ranks <= " + std::to_string(*r.ranksAtMost));
       if (r.bytesBelow) add("bytes < " + std::to_string(*r.bytesBelow) + "LL");
-      if (cond.empty()) os << literal(r, e.type);
-      else os << cond << " ? " << literal(r, e.type) << "\n         : ";
+      if (cond.empty())
+        os << literal(r, e.type);
+      else
+        os << cond << " ? " << literal(r, e.type) << "\n         : ";
     }
     os << ";\n}\n";
   }

@@ -24,10 +24,10 @@ struct Rule {
 };
 
 struct Entry {
-  std::string name;     // snake_case, as documented
-  std::string cxx;      // its name in the generated runtime (coconet_rt::NAME)
-  std::string type;     // "int", "long long" or "size_t"
-  std::string args;     // "" (a constant), "ranks", "bytes" or "ranks, bytes": what the rules test
+  std::string name;  // snake_case, as documented
+  std::string cxx;   // its name in the generated runtime (coconet_rt::NAME)
+  std::string type;  // "int", "long long" or "size_t"
+  std::string args;  // "" (a constant), "ranks", "bytes" or "ranks, bytes": what the rules test
   std::string meaning, why;
   std::vector<Rule> rules;  // the last one without conditions
 };
