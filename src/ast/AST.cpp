@@ -33,8 +33,23 @@ const char* builtinOpName(BuiltinOp op) {
   case BuiltinOp::k: return s;
       COCONET_BUILTIN_OPS(X)
 #undef X
+#define COCONET_UNARY_MATH(k, s, ...) \
+  case BuiltinOp::k:                  \
+    return s;
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
   }
   return "?";
+}
+
+bool isUnaryMath(BuiltinOp op) {
+  switch (op) {
+#define COCONET_UNARY_MATH(k, ...) case BuiltinOp::k:
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
+    return true;
+    default: return false;
+  }
 }
 
 bool isCollective(BuiltinOp op) {

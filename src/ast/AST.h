@@ -117,11 +117,11 @@ struct Arg {
   ExprPtr value;
 };
 
-// Built-in operations (sema/Ops.cpp types each one). Listed once: name, spelling.
+// Built-in operations (sema/Ops.cpp types each one). Listed once: name, spelling; the math
+// functions of one float tensor (sqrt, exp, gelu, ...) in UnaryMath.def.
 // clang-format off
 #define COCONET_BUILTIN_OPS(X)                                                          \
-  X(Cast, "cast") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Exp, "exp") X(Log, "log")           \
-  X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Abs, "abs") X(Relu, "relu") X(Gelu, "gelu")     \
+  X(Cast, "cast") X(Abs, "abs") X(Relu, "relu")                                          \
   X(Pow, "pow") X(Min, "min") X(Max, "max") X(Select, "select") X(Dropout, "dropout")     \
   X(Sum, "sum") X(Mean, "mean") X(Norm, "norm") X(ReduceMax, "max") X(ReduceMin, "min")   \
   X(Softmax, "softmax") X(Layernorm, "layernorm") X(Rmsnorm, "rmsnorm") X(Matmul, "matmul")\
@@ -136,7 +136,12 @@ enum class BuiltinOp : uint8_t {
 #define X(k, s) k,
   COCONET_BUILTIN_OPS(X)
 #undef X
+#define COCONET_UNARY_MATH(k, ...) k,
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
 };
+// Whether op is one of UnaryMath.def's functions.
+bool isUnaryMath(BuiltinOp op);
 const char* builtinOpName(BuiltinOp op);
 bool isCollective(BuiltinOp op);
 

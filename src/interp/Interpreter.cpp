@@ -461,22 +461,17 @@ private:
       case EOp::Ne: return Num::of(static_cast<int64_t>(bothInt() ? i(0) != i(1) : d(0) != d(1)));
       case EOp::And: return Num::of(static_cast<int64_t>(d(0) != 0 && d(1) != 0));
       case EOp::Or: return Num::of(static_cast<int64_t>(d(0) != 0 || d(1) != 0));
-      case EOp::Sqrt: return unary([](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
-      case EOp::Rsqrt: return unary([](float x) { return 1.0f / std::sqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); });
-      case EOp::Exp: return unary([](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
-      case EOp::Log: return unary([](float x) { return std::log(x); }, [](double x) { return std::log(x); });
-      case EOp::Tanh: return unary([](float x) { return std::tanh(x); }, [](double x) { return std::tanh(x); });
-      case EOp::Sigmoid:
-        return unary([](float x) { return 1.0f / (1.0f + std::exp(-x)); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+#define COCONET_UNARY_MATH(k, s, f32, f64, ...) \
+  case EOp::k:                                  \
+    return unary([](float x) { return f32; }, [](double x) { return f64; });
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
       case EOp::Abs:
         if (integer) return Num::of(i(0) < 0 ? ineg(i(0)) : i(0));
         return Num::of(std::fabs(fl ? static_cast<double>(fv(0)) : d(0)));
       case EOp::Relu:
         if (integer) return Num::of(std::max<int64_t>(i(0), 0));
         return Num::of(d(0) > 0 ? (fl ? static_cast<double>(fv(0)) : d(0)) : 0.0);
-      case EOp::Gelu:
-        return unary([](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); },
-                     [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)); });
       case EOp::Pow:
         return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); }, integerPow);
       case EOp::Min: return pick(!less(1, 0));

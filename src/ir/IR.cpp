@@ -22,6 +22,11 @@ const char* eopName(EOp op) {
   case EOp::k: return #k;
     COCONET_EOPS(X)
 #undef X
+#define COCONET_UNARY_MATH(k, ...) \
+  case EOp::k:                     \
+    return #k;
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
   }
   return "?";
 }

@@ -58,16 +58,20 @@ struct TensorType {
   X(GroupIndex) /* which instance of `group` this rank is in                          */ \
   X(GroupSize) /* the number of ranks in `group` (world.size for the world)           */ \
   X(Neg) X(Not) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Lt) X(Le) X(Gt) X(Ge) X(Eq) X(Ne)  \
-  X(And) X(Or) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Tanh) X(Sigmoid) X(Abs) X(Relu) X(Gelu) \
+  X(And) X(Or) X(Abs) X(Relu)                                                            \
   X(Pow) X(Min) X(Max) X(Select)                                                         \
   X(Cast) /* convert to `dtype` (rounding)                                            */ \
   X(Dropout) /* args: x, p[, seed]; keeps x/(1-p) with probability 1-p               */
 // clang-format on
 
+// (and the math functions of one float tensor, ast/UnaryMath.def)
 enum class EOp : uint8_t {
 #define X(k) k,
   COCONET_EOPS(X)
 #undef X
+#define COCONET_UNARY_MATH(k, ...) k,
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
 };
 const char* eopName(EOp op);
 

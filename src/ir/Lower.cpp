@@ -29,21 +29,14 @@ bool isElementwise(const ast::Expr& e) {
       if (c.def) return false;
       switch (c.op) {
         case BuiltinOp::Cast:
-        case BuiltinOp::Sqrt:
-        case BuiltinOp::Rsqrt:
-        case BuiltinOp::Exp:
-        case BuiltinOp::Log:
-        case BuiltinOp::Tanh:
-        case BuiltinOp::Sigmoid:
         case BuiltinOp::Abs:
         case BuiltinOp::Relu:
-        case BuiltinOp::Gelu:
         case BuiltinOp::Pow:
         case BuiltinOp::Min:
         case BuiltinOp::Max:
         case BuiltinOp::Select:
         case BuiltinOp::Dropout: return true;
-        default: return false;
+        default: return isUnaryMath(c.op);
       }
     }
     default: return false;
@@ -345,15 +338,14 @@ private:
         EOp op;
         switch (c.op) {
           case BuiltinOp::Cast: op = EOp::Cast; break;
-          case BuiltinOp::Sqrt: op = EOp::Sqrt; break;
-          case BuiltinOp::Rsqrt: op = EOp::Rsqrt; break;
-          case BuiltinOp::Exp: op = EOp::Exp; break;
-          case BuiltinOp::Log: op = EOp::Log; break;
-          case BuiltinOp::Tanh: op = EOp::Tanh; break;
-          case BuiltinOp::Sigmoid: op = EOp::Sigmoid; break;
+#define COCONET_UNARY_MATH(k, ...) \
+  case BuiltinOp::k:               \
+    op = EOp::k;                   \
+    break;
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
           case BuiltinOp::Abs: op = EOp::Abs; break;
           case BuiltinOp::Relu: op = EOp::Relu; break;
-          case BuiltinOp::Gelu: op = EOp::Gelu; break;
           case BuiltinOp::Pow: op = EOp::Pow; break;
           case BuiltinOp::Min: op = EOp::Min; break;
           case BuiltinOp::Max: op = EOp::Max; break;

@@ -28,15 +28,11 @@ struct Signature {
 
 const std::vector<Signature>& signatures() {
   static const std::vector<Signature> sigs = {
-      {BuiltinOp::Sqrt, "sqrt", 1, 1, {}},
-      {BuiltinOp::Rsqrt, "rsqrt", 1, 1, {}},
-      {BuiltinOp::Exp, "exp", 1, 1, {}},
-      {BuiltinOp::Log, "log", 1, 1, {}},
-      {BuiltinOp::Tanh, "tanh", 1, 1, {}},
-      {BuiltinOp::Sigmoid, "sigmoid", 1, 1, {}},
+#define COCONET_UNARY_MATH(k, s, ...) {BuiltinOp::k, s, 1, 1, {}},
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
       {BuiltinOp::Abs, "abs", 1, 1, {}},
       {BuiltinOp::Relu, "relu", 1, 1, {}},
-      {BuiltinOp::Gelu, "gelu", 1, 1, {}},
       {BuiltinOp::Pow, "pow", 2, 2, {}},
       {BuiltinOp::Max, "max", 1, 2, {"dim", "keepdim"}},
       {BuiltinOp::Min, "min", 1, 2, {"dim", "keepdim"}},
@@ -509,13 +505,10 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
   };
 
   switch (op) {
-    case BuiltinOp::Sqrt:
-    case BuiltinOp::Rsqrt:
-    case BuiltinOp::Exp:
-    case BuiltinOp::Log:
-    case BuiltinOp::Tanh:
-    case BuiltinOp::Sigmoid:
-    case BuiltinOp::Gelu: {
+#define COCONET_UNARY_MATH(k, ...) case BuiltinOp::k:
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
+    {  // a float tensor in, its type out
       auto t = floatOperand(pos[0]);
       if (!t) return Type::error();
       Type r = pos[0]->type;

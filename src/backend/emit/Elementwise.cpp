@@ -11,6 +11,17 @@
 
 namespace coconet::backend::detail {
 
+namespace {
+
+// A math function's CUDA expression (ast/UnaryMath.def) with its operand for each `%`.
+std::string mathCall(const char* pattern, const std::string& x) {
+  std::string r;
+  for (const char* c = pattern; *c; ++c) r += *c == '%' ? x : std::string(1, *c);
+  return r;
+}
+
+}  // namespace
+
 void Emitter::emitMaps(int id, const std::vector<int>& operands) {
   const Stage& s = p_.stages[id];
   auto& b = body_;
@@ -118,15 +129,14 @@ std::string Emitter::nodeCode(const Expr& x, const ENode& n, const std::string& 
     case EOp::Ne: e = cmp(0) + " != " + cmp(1); break;
     case EOp::And: e = "(" + args[0] + ") && (" + args[1] + ")"; break;
     case EOp::Or: e = "(" + args[0] + ") || (" + args[1] + ")"; break;
-    case EOp::Sqrt: e = (fl ? "sqrtf(" : "sqrt(") + a(0) + ")"; break;
-    case EOp::Rsqrt: e = fl ? "__fdiv_rn(1.0f, sqrtf(" + a(0) + "))" : "1.0 / sqrt(" + a(0) + ")"; break;
-    case EOp::Exp: e = (fl ? "expf(" : "exp(") + a(0) + ")"; break;
-    case EOp::Log: e = (fl ? "logf(" : "log(") + a(0) + ")"; break;
-    case EOp::Tanh: e = (fl ? "tanhf(" : "tanh(") + a(0) + ")"; break;
-    case EOp::Sigmoid: e = fl ? "__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-" + a(0) + ")))" : "1.0 / (1.0 + exp(-" + a(0) + "))"; break;
+#define COCONET_UNARY_MATH(k, s, f32, f64, cuda32, cuda64, host) \
+  case EOp::k:                                                   \
+    e = mathCall(fl ? cuda32 : cuda64, a(0));                    \
+    break;
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
     case EOp::Abs: e = in ? call("iabs", 1) : (fl ? "fabsf(" : db ? "fabs(" : "llabs(") + a(0) + ")"; break;
     case EOp::Relu: e = "(" + a(0) + " > 0 ? " + a(0) + " : static_cast<" + CT + ">(0))"; break;
-    case EOp::Gelu: e = "coconet_rt::gelu(" + a(0) + ")"; break;
     case EOp::Pow:
       e = fl ? "powf(" + a(0) + ", " + a(1) + ")" : in ? call("ipow", 2) : "pow((double)" + args[0] + ", (double)" + args[1] + ")";
       break;
@@ -262,15 +272,12 @@ std::optional<std::string> Emitter::hostScalar(const Expr& e, int i) const {
       return "(" + a(0) + " / " + a(1) + ")";
     case EOp::Min: return "(" + a(1) + " < " + a(0) + " ? " + a(1) + " : " + a(0) + ")";
     case EOp::Max: return "(" + a(0) + " < " + a(1) + " ? " + a(1) + " : " + a(0) + ")";
-    case EOp::Sqrt:
-      if (!flt) return std::nullopt;
-      return std::string(fl ? "sqrtf(" : "sqrt(") + a(0) + ")";
-    case EOp::Exp:
-      if (!flt) return std::nullopt;
-      return std::string(fl ? "expf(" : "exp(") + a(0) + ")";
-    case EOp::Log:
-      if (!flt) return std::nullopt;
-      return std::string(fl ? "logf(" : "log(") + a(0) + ")";
+#define COCONET_UNARY_MATH(k, s, f32, f64, cuda32, cuda64, host) \
+  case EOp::k:                                                   \
+    if (!(host) || !flt) return std::nullopt;                    \
+    return mathCall(fl ? cuda32 : cuda64, a(0));
+#include "ast/UnaryMath.def"
+#undef COCONET_UNARY_MATH
     default: return std::nullopt;
   }
 }
