@@ -23,6 +23,8 @@ const char* binaryOpSpelling(BinaryOp op) {
   return "?";
 }
 
+std::string Requirement::str() const { return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str(); }
+
 bool isComparison(BinaryOp op) { return op >= BinaryOp::Lt && op <= BinaryOp::Ne; }
 bool isLogical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
 

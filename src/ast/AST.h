@@ -37,6 +37,20 @@ enum class UnaryOp : uint8_t { Neg, Not };
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 const char* unaryOpSpelling(UnaryOp op);
 const char* binaryOpSpelling(BinaryOp op);
+
+// A condition on sizes that must hold at run time, lhs op rhs: stated by `requires`, implied by a
+// layout (a sliced dimension divisible by its group's size) or added by a schedule. Sema collects
+// them, the IR carries them, the backend checks them in run().
+struct Requirement {
+  SizeExpr lhs;
+  BinaryOp op = BinaryOp::Eq;
+  SizeExpr rhs;
+  std::string reason;  // "stated", or what implies it
+  SourceLoc loc;
+  std::string str() const;
+  // The same condition (the reason and place aside).
+  bool sameCondition(const Requirement& o) const { return op == o.op && lhs == o.lhs && rhs == o.rhs; }
+};
 bool isComparison(BinaryOp op);
 bool isLogical(BinaryOp op);
 

@@ -76,8 +76,6 @@ static std::string num(double v) {
 
 std::string ScalarRef::str() const { return param.empty() ? num(value) : param; }
 
-std::string Requirement::str() const { return lhs.str() + " " + ast::binaryOpSpelling(op) + " " + rhs.str(); }
-
 // ---- Expressions -------------------------------------------------------------------------
 static const char* infix(EOp op) {
   switch (op) {

@@ -215,16 +215,7 @@ struct Param {
   int64_t ivalue = 0;           // the exact value of a bound size or integer parameter
 };
 
-struct Requirement {
-  SizeExpr lhs;
-  ast::BinaryOp op = ast::BinaryOp::Eq;
-  SizeExpr rhs;
-  std::string reason;
-  SourceLoc loc;
-  std::string str() const;
-  // The same condition (the reason and place aside).
-  bool sameCondition(const Requirement& o) const { return op == o.op && lhs == o.lhs && rhs == o.rhs; }
-};
+using ast::Requirement;  // (one type from sema to the backend)
 
 // A state tensor: the stage holding its value on entry and the stage whose value it takes
 // on exit (the entry stage itself when nothing updates it). `sliced` is set by the slice

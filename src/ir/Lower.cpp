@@ -70,7 +70,7 @@ public:
       groupMap_[&g] = c.get();
       p_.groups.push_back(std::move(c));
     }
-    for (auto& r : cp_.requirements) p_.requirements.push_back({r.lhs, r.op, r.rhs, r.reason, r.loc});
+    p_.requirements = cp_.requirements;
     for (auto& s : d.body.stmts) stmt(*s, "");
     for (const Symbol* o : cp_.outputs) {
       p_.outputs.push_back(valueOf(o));

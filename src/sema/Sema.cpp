@@ -85,8 +85,6 @@ std::optional<double> constantValue(const Expr& e) {
   }
 }
 
-std::string Requirement::str() const { return lhs.str() + " " + binaryOpSpelling(op) + " " + rhs.str(); }
-
 // ---- Symbols and scopes ----------------------------------------------------------------------
 Symbol* Checker::newSymbol(SymbolKind k, const std::string& name, SourceLoc loc, Type t) {
   out_.symbols.push_back(Symbol{k, name, loc, std::move(t)});

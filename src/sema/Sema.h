@@ -19,15 +19,7 @@
 
 namespace coconet::sema {
 
-// A condition on sizes that must hold at run time: lhs op rhs.
-struct Requirement {
-  ast::SizeExpr lhs;
-  ast::BinaryOp op = ast::BinaryOp::Eq;
-  ast::SizeExpr rhs;
-  std::string reason;  // "stated", or what implies it
-  SourceLoc loc;
-  std::string str() const;
-};
+using ast::Requirement;
 
 struct CheckedProgram {
   const ast::ProgramDecl* decl = nullptr;
