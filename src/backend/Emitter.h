@@ -248,6 +248,21 @@ private:
 
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "");
+  // An element-wise run's kernel as emitComputeRun plans it: its outside operands and how each is
+  // read, the members it writes, whether every access is linear (vector steps) and its width.
+  struct RunShape {
+    std::vector<int> ext, written;
+    std::map<int, int> extIndex;
+    std::vector<Access> acc;
+    bool fast = true, rows = false;
+    int V = 1;
+  };
+  RunShape runShape(const std::vector<int>& run) const;
+  // The kernel's loops: through the coordinates, or linear in vector steps with a scalar tail.
+  std::string runLoops(const std::vector<int>& run, const RunShape& r);
+  // run()'s launch of the run's kernel on `stream` (from element `first`, `count` elements, where given).
+  void emitRunLaunch(const std::vector<int>& run, const RunShape& r, const std::string& kname, const std::vector<std::string>& hostArgs,
+                     const std::string& rowLength, const std::string& stream, const std::string& first, const std::string& count);
 
   bool neededOutside(int id, const std::set<int>& inside) const { return isUsed(p_, id, inside); }
 

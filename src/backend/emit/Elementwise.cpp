@@ -346,36 +346,13 @@ std::string Emitter::runMembers(const std::vector<int>& run, const std::map<int,
 }
 
 void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& stream, const std::string& first, const std::string& count) {
-  int ref = run.front();
+  const RunShape r = runShape(run);
+  const int ref = run.front();
   const Stage& r0 = p_.stages[ref];
-  std::set<int> inRun(run.begin(), run.end());
-  std::vector<int> ext;
-  std::map<int, int> extIndex;
-  for (int id : run)
-    for (int o : p_.stages[id].operands)
-      if (!inRun.count(o) && !extIndex.count(o)) {
-        extIndex[o] = static_cast<int>(ext.size());
-        ext.push_back(o);
-      }
-  std::vector<int> written;
-  for (int id : run)
-    if (neededOutside(id, inRun)) written.push_back(id);
-  // Vector width: 16 bytes of the narrowest array, at most 8 elements.
-  std::vector<Access> acc;
-  bool fast = true;
-  int minBytes = 16;
-  bool rows = false;  // an operand of one value a row (a keepdim reduction's result): the kernel takes the row length
-  for (int o : ext) {
-    Access a = accessOf(o, r0);
-    if (a == Access::Mapped && rowBroadcast(p_.stages[o].type, r0.type)) a = Access::Row;
-    rows = rows || a == Access::Row;
-    acc.push_back(a);
-    fast = fast && acc.back() != Access::Mapped;
-    if (acc.back() == Access::Linear || acc.back() == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[o].type.dtype));
-  }
-  for (int id : written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
-  if (r0.type.group && r0.type.layout.kind == Layout::Sliced && r0.type.layout.dim != 0) fast = false;
-  const int V = std::min(8, 16 / minBytes);
+  const std::vector<int>&ext = r.ext, &written = r.written;
+  const std::vector<Access>& acc = r.acc;
+  const bool fast = r.fast, rows = r.rows;
+  const int V = r.V;
   auto isAliasedOut = [&](int id) {
     for (auto& st : p_.states)
       if (st.exit == id && plan_.aliased.count(st.entry)) return true;
@@ -420,12 +397,58 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   // The kernel's loops go to `loops`, after the values they hoist (hoist_).
   Hoisted hoisted;
   HoistScope hoisting(hoist_, hoisted);
+  const std::string loopsText = runLoops(run, r);
+  hoisting.end();
+  kernels_ << hoisted.prologue() << loopsText;
+  emitRunLaunch(run, r, kname, hostArgs, rowLength, stream, first, count);
+}
+
+Emitter::RunShape Emitter::runShape(const std::vector<int>& run) const {
+  int ref = run.front();
+  const Stage& r0 = p_.stages[ref];
+  std::set<int> inRun(run.begin(), run.end());
+  RunShape r;
+  std::vector<int>& ext = r.ext;
+  std::map<int, int>& extIndex = r.extIndex;
+  for (int id : run)
+    for (int o : p_.stages[id].operands)
+      if (!inRun.count(o) && !extIndex.count(o)) {
+        extIndex[o] = static_cast<int>(ext.size());
+        ext.push_back(o);
+      }
+  std::vector<int>& written = r.written;
+  for (int id : run)
+    if (neededOutside(id, inRun)) written.push_back(id);
+  // Vector width: 16 bytes of the narrowest array, at most 8 elements.
+  std::vector<Access>& acc = r.acc;
+  bool& fast = r.fast;
+  int minBytes = 16;
+  bool& rows = r.rows;  // an operand of one value a row (a keepdim reduction's result): the kernel takes the row length
+  for (int o : ext) {
+    Access a = accessOf(o, r0);
+    if (a == Access::Mapped && rowBroadcast(p_.stages[o].type, r0.type)) a = Access::Row;
+    rows = rows || a == Access::Row;
+    acc.push_back(a);
+    fast = fast && acc.back() != Access::Mapped;
+    if (acc.back() == Access::Linear || acc.back() == Access::Modulo) minBytes = std::min(minBytes, dtypeBytes(p_.stages[o].type.dtype));
+  }
+  for (int id : written) minBytes = std::min(minBytes, dtypeBytes(p_.stages[id].type.dtype));
+  if (r0.type.group && r0.type.layout.kind == Layout::Sliced && r0.type.layout.dim != 0) fast = false;
+  r.V = std::min(8, 16 / minBytes);
+  return r;
+}
+
+std::string Emitter::runLoops(const std::vector<int>& run, const RunShape& r) {
+  const std::vector<int>&ext = r.ext, &written = r.written;
+  const std::map<int, int>& extIndex = r.extIndex;
+  const std::vector<Access>& acc = r.acc;
+  const int V = r.V;
   std::ostringstream loops;
   // The members of one element: operand(k) reads external operand k, store(id) writes member id.
   auto members = [&](const std::string& ind, const std::function<std::string(int)>& operand, const std::function<std::string(int)>& store) {
     return runMembers(run, extIndex, written, ind, operand, store);
   };
-  if (!fast) {
+  if (!r.fast) {
     loops << "  for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < om.n; j += (long long)gridDim.x * blockDim.x) {\n"
           << "    const long long i = j + om.first;\n"
           << "    long long c[coconet_rt::kMaxRank];\n    long long rem = i, gidx = om.gbase;\n"
@@ -472,8 +495,18 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
         [](int id) { return "out" + std::to_string(id) + "[i] = s" + std::to_string(id) + ";"; });
     loops << "  }\n}\n\n";
   }
-  hoisting.end();
-  kernels_ << hoisted.prologue() << loops.str();
+  return loops.str();
+}
+
+void Emitter::emitRunLaunch(const std::vector<int>& run, const RunShape& r, const std::string& kname,
+                            const std::vector<std::string>& hostArgs, const std::string& rowLength, const std::string& stream,
+                            const std::string& first, const std::string& count) {
+  const int ref = run.front();
+  const Stage& r0 = p_.stages[ref];
+  const std::vector<int>&ext = r.ext, &written = r.written;
+  const std::vector<Access>& acc = r.acc;
+  const bool fast = r.fast, rows = r.rows;
+  const int V = r.V;
   emitMaps(ref, ext);
   std::string n = countVar(ref);
   if (!first.empty()) {
