@@ -1,5 +1,5 @@
-// Internal to sema: the checker class shared by Sema.cpp (statements, names, defs, modules)
-// and Ops.cpp (typing of operators and built-in operations).
+// Internal to sema: the checker class shared by Sema.cpp (names, sizes, defs, modules),
+// Stmts.cpp (statements), Ops.cpp (typing of operators) and Builtins.cpp (built-in operations).
 #pragma once
 
 #include <set>
@@ -40,23 +40,32 @@ public:
   // ---- Sema.cpp ----
   Symbol* newSymbol(SymbolKind k, const std::string& name, SourceLoc loc, Type t);
   void declare(Scope& s, Symbol* sym);
-  void checkStmt(Stmt& s, Scope& scope, bool inDef);
   Type checkName(NameRef& e, Scope& scope);
   Type instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope);
   std::optional<SizeExpr> toSize(const Expr& e, Scope& scope, bool report = true);
   void addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc);
   void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc);
 
+  // ---- Stmts.cpp ----
+  void checkStmt(Stmt& s, Scope& scope, bool inDef);
+  void checkDecl(DeclStmt& d, Scope& scope);
+  void checkGroup(GroupStmt& g, Scope& scope);
+  void checkRequire(RequireStmt& r, Scope& scope);
+  void checkLet(LetStmt& l, Scope& scope);
+  void checkUpdate(UpdateStmt& u, Scope& scope);
+
   // ---- Ops.cpp ----
   Type checkExpr(Expr& e, Scope& scope);
   Type checkCall(Call& c, Scope& scope);
   Type singleResult(const Call& c, Type t);
-  Type checkBuiltin(Call& c, BuiltinOp op, Scope& scope);
   // Element-wise typing of operands (broadcast shapes, combine layouts and groups).
   Type elementwise(const std::vector<const Expr*>& operands, DType result, SourceLoc loc, uint32_t len, const std::string& what);
   std::optional<Shape> broadcast(const Shape& a, const Shape& b, SourceLoc loc, uint32_t len, const std::string& what);
   bool sameGroup(const Type& a, const Type& b, const GroupInfo*& out, SourceLoc loc, uint32_t len, const std::string& what);
   bool expectTensor(const Expr& e, const std::string& what);
+
+  // ---- Builtins.cpp ----
+  Type checkBuiltin(Call& c, BuiltinOp op, Scope& scope);
 
   void error(SourceLoc loc, const std::string& msg, uint32_t len = 1) { diags_.error(loc, msg, len); }
   void note(SourceLoc loc, const std::string& msg, uint32_t len = 1) { diags_.note(loc, msg, len); }
@@ -83,5 +92,11 @@ std::optional<double> constantValue(const Expr& e);
 
 // Renders an expression's syntax for messages ("H % 4 == 0").
 std::string exprText(const Expr& e);
+
+// An expression's syntax for messages, quoted and cut to 40 characters.
+std::string describe(const Expr& e);
+
+// A value's layout for messages: "uniform" for a value that lives in no group.
+std::string layoutWord(const Type& t);
 
 }  // namespace coconet::sema
