@@ -563,6 +563,23 @@ private:
   bool pipelineOnly(const Chunked& ch, int id) const;
   std::vector<std::vector<int>> users_;  // p_.users(), for the pipelines' plans
   void emitExchangePipeline(const Chunked& ch);
+  // The names an all_to_all pipeline's code uses, and whether x's blocks and the result's are read
+  // where they arrive (only the pipeline reads them: xDirect, yDirect).
+  struct Pipeline {
+    Pipeline(const Chunked& c, const Stage& xs, const Stage& bs) : ch(c), x(xs), back(bs) {}
+    const Chunked& ch;
+    const Stage &x, &back;
+    int in = -1, last = -1;
+    const GroupInfo* gr = nullptr;
+    std::string T, BT, xn, bn, prog, gi;
+    bool ce = false, xDirect = false, yDirect = false;
+  };
+  Pipeline pipelineOf(const Chunked& ch) const;
+  // Its parts: the windows and every step's incoming block; a step's stages on its block; a
+  // step's result back to its rank (the step loop opens in the second and closes in the third).
+  void emitPipelineSends(const Pipeline& pl);
+  void emitPipelineStep(const Pipeline& pl, bool rows);
+  void emitPipelineReturn(const Pipeline& pl, bool rows);
   // The pipeline's split of this rank's own block: `parts` (1, or 2 where the block's rows split),
   // U rows per block, the first part's U1 rows (variables of the emitted scope); false where the
   // chain's stages do not share x's rows (whole blocks, parts = 1).

@@ -99,20 +99,44 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
 }
 
 void Emitter::emitExchangePipeline(const Chunked& ch) {
-  auto& b = body_;
+  const Pipeline pl = pipelineOf(ch);
+  emitPipelineSends(pl);
+  const bool rows = emitOwnSplit(ch);
+  emitPipelineStep(pl, rows);
+  emitPipelineReturn(pl, rows);
+}
+
+Emitter::Pipeline Emitter::pipelineOf(const Chunked& ch) const {
   const Stage& x = p_.stages[ch.producer];
   const Stage& back = p_.stages[ch.back];
-  const int in = x.operands[0], last = back.operands[0];
-  const GroupInfo* gr = x.type.group ? x.type.group : p_.world();
-  const std::string T = storageType(x.type.dtype), BT = storageType(back.type.dtype);
-  const std::string xn = "\"" + x.name + "\"", bn = "\"" + back.name + "\"", prog = "\"" + p_.name + "\"";
-  const bool ce = ch.devIndex >= 0;
-  const std::string gi = std::to_string(ch.devIndex);
+  Pipeline pl(ch, x, back);
+  pl.in = x.operands[0];
+  pl.last = back.operands[0];
+  pl.gr = x.type.group ? x.type.group : p_.world();
+  pl.T = storageType(x.type.dtype);
+  pl.BT = storageType(back.type.dtype);
+  pl.xn = "\"" + x.name + "\"";
+  pl.bn = "\"" + back.name + "\"";
+  pl.prog = "\"" + p_.name + "\"";
+  pl.ce = ch.devIndex >= 0;
+  pl.gi = std::to_string(ch.devIndex);
   // A value only the pipeline reads need not exist whole: x's blocks are read where they arrived
   // (this rank's own in the input), and the result's where it goes (this rank's own in the
   // output; by copy engines, the last step's in the window of the rank it belongs to, so that no
   // transfer follows the last GEMM). The stages between hold one block (plan_.blockOnly).
-  const bool xDirect = pipelineOnly(ch, ch.producer), yDirect = pipelineOnly(ch, last);
+  pl.xDirect = pipelineOnly(ch, ch.producer);
+  pl.yDirect = pipelineOnly(ch, pl.last);
+  return pl;
+}
+
+void Emitter::emitPipelineSends(const Pipeline& pl) {
+  auto& b = body_;
+  const Chunked& ch = pl.ch;
+  [[maybe_unused]] const Stage &x = pl.x, &back = pl.back;
+  [[maybe_unused]] const int in = pl.in, last = pl.last;
+  [[maybe_unused]] const GroupInfo* gr = pl.gr;
+  [[maybe_unused]] const std::string &T = pl.T, &BT = pl.BT, &xn = pl.xn, &bn = pl.bn, &prog = pl.prog, &gi = pl.gi;
+  [[maybe_unused]] const bool ce = pl.ce, xDirect = pl.xDirect, yDirect = pl.yDirect;
   b << "\n  // overlap: " << x.name << " (all_to_all) pipelined rank block by rank block with";
   for (int q : ch.run) b << " " << p_.stages[q].name << ",";
   b << " " << back.name << " (all_to_all):\n"
@@ -180,7 +204,16 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
     << ind << "  CHECK(cudaEventRecord(ovSteps_[i], comm2_), " << xn << ");\n"
     << ind << "}\n";
   if (ce) b << "    }\n";
-  const bool rows = emitOwnSplit(ch);
+}
+
+void Emitter::emitPipelineStep(const Pipeline& pl, bool rows) {
+  auto& b = body_;
+  const Chunked& ch = pl.ch;
+  [[maybe_unused]] const Stage &x = pl.x, &back = pl.back;
+  [[maybe_unused]] const int in = pl.in, last = pl.last;
+  [[maybe_unused]] const GroupInfo* gr = pl.gr;
+  [[maybe_unused]] const std::string &T = pl.T, &BT = pl.BT, &xn = pl.xn, &bn = pl.bn, &prog = pl.prog, &gi = pl.gi;
+  [[maybe_unused]] const bool ce = pl.ce, xDirect = pl.xDirect, yDirect = pl.yDirect;
   b << "    for (long long step = 0; step < G + parts - 1; ++step) {\n"
     << "      const long long i = step < G ? step : 0;  // step G: the rest of this rank's own block\n"
     << "      const long long r0 = step == G ? U1 : 0, r1 = step == 0 && parts == 2 ? U1 : U;  // the block's rows this step computes\n"
@@ -222,6 +255,16 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   }
   varAs_.erase(ch.producer);
   for (int q : ch.run) varAs_.erase(q);
+}
+
+void Emitter::emitPipelineReturn(const Pipeline& pl, bool rows) {
+  auto& b = body_;
+  const Chunked& ch = pl.ch;
+  [[maybe_unused]] const Stage &x = pl.x, &back = pl.back;
+  [[maybe_unused]] const int in = pl.in, last = pl.last;
+  [[maybe_unused]] const GroupInfo* gr = pl.gr;
+  [[maybe_unused]] const std::string &T = pl.T, &BT = pl.BT, &xn = pl.xn, &bn = pl.bn, &prog = pl.prog, &gi = pl.gi;
+  [[maybe_unused]] const bool ce = pl.ce, xDirect = pl.xDirect, yDirect = pl.yDirect;
   b << "      CHECK(cudaEventRecord(ovGemm_[0], stream_), " << bn << ");\n"
     << "      CHECK(cudaStreamWaitEvent(comm2_, ovGemm_[0], 0), " << bn << ");\n"
     << "      // the result goes back to rank blk; ours comes from rank me + i, which computed it at its step i\n";
@@ -235,7 +278,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
       << "), cudaMemcpyDeviceToDevice, comm2_), " << bn << ");\n"
       << "        continue;\n      }\n";
   }
-  ind = "      ";
+  std::string ind = "      ";
   if (ce) {
     ind = "        ";
     b << "      if (ce) {  // into slot me of rank blk's window; a barrier; what arrived in our slot me + i into place\n";
