@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 
+#include "interp/InterpreterImpl.h"
+
 namespace coconet::interp {
 
 using namespace ir;
@@ -164,707 +166,480 @@ std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
   return s;
 }
 
-// ---- The machine ---------------------------------------------------------------------------
-namespace {
+// ---- The machine (InterpreterImpl.h; element-wise stages in Elementwise.cpp) ---------------
+namespace detail {
 
-// The types computed in 64-bit integers (literals compute in double, as the other operand's
-// type when they meet one).
-bool integral(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I32 || t == DType::I64; }
-
-// A value inside a compute stage: an integer exactly (`isInt`), or a double.
-struct Num {
-  double d = 0;
-  int64_t i = 0;
-  bool isInt = false;
-  static Num of(int64_t v) { return {static_cast<double>(v), v, true}; }
-  static Num of(double v) { return {v, 0, false}; }
-  double f() const { return isInt ? static_cast<double>(i) : d; }
-  int64_t n() const { return isInt ? i : toInt64(d); }
-};
-
-// Two's complement arithmetic without undefined behaviour.
-int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
-int64_t iadd(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t isub(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t imul(int64_t a, int64_t b) { return wrap(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-int64_t ineg(int64_t a) { return wrap(0 - static_cast<uint64_t>(a)); }
-int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? ineg(a) : a / b; }
-int64_t imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
-
-bool floatish(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::LitFloat; }
-
-std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
-  return s;
+Result Machine::run(const Values& in) {
+  checkRequirements();
+  for (size_t i = 0; i < p_.stages.size(); ++i) {
+    const Stage& s = p_.stages[i];
+    try {
+      vals_[i] = stage(s, in);
+      checkExact(s, vals_[i]);
+    } catch (const RunError& e) {
+      throw RunError("in stage '" + s.name + "': " + e.what());
+    }
+  }
+  Result r;
+  for (int o : p_.outputs) r.outputs.push_back(vals_[o]);
+  for (auto& st : p_.states) r.states[st.name] = toLayout(vals_[st.exit], p_.stages[st.exit].type, st.type);
+  return r;
 }
 
-int64_t numelOf(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (auto d : shape)
-    if (__builtin_mul_overflow(n, d, &n)) throw RunError("a value's element count overflows 64 bits");
-  return n;
+void Machine::checkRequirements() {
+  auto env = sizeEnv(c_);
+  for (auto& r : p_.requirements) {
+    std::optional<int64_t> l, rr;
+    try {
+      l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+    } catch (const ast::SizeOverflow&) {
+      throw RunError("requirement " + r.str() + " overflows 64 bits for these sizes");
+    }
+    if (!l || !rr) throw RunError("cannot evaluate requirement " + r.str());
+    bool ok = false;
+    switch (r.op) {
+      case ast::BinaryOp::Eq: ok = *l == *rr; break;
+      case ast::BinaryOp::Ne: ok = *l != *rr; break;
+      case ast::BinaryOp::Lt: ok = *l < *rr; break;
+      case ast::BinaryOp::Le: ok = *l <= *rr; break;
+      case ast::BinaryOp::Gt: ok = *l > *rr; break;
+      case ast::BinaryOp::Ge: ok = *l >= *rr; break;
+      default: break;
+    }
+    if (!ok)
+      throw RunError("requirement " + r.str() + " does not hold (" + r.reason + "): " + std::to_string(*l) + " vs " + std::to_string(*rr));
+  }
 }
 
-class Machine {
-public:
-  Machine(const Program& p, const Config& c) : p_(p), c_(c), vals_(p.stages.size()) {}
+Tensor Machine::zeros(const TensorType& t, int r) {
+  Tensor x;
+  x.shape = localShape(t, c_, r);
+  x.data.assign(numelOf(x.shape), 0.0);
+  if (keepsExact(t.dtype)) x.exact.assign(x.data.size(), 0);
+  return x;
+}
 
-  Result run(const Values& in) {
-    checkRequirements();
-    for (size_t i = 0; i < p_.stages.size(); ++i) {
-      const Stage& s = p_.stages[i];
-      try {
-        vals_[i] = stage(s, in);
-        checkExact(s, vals_[i]);
-      } catch (const RunError& e) {
-        throw RunError("in stage '" + s.name + "': " + e.what());
-      }
+// Every i64 value keeps its elements exactly beside their doubles: a stage that wrote one and
+// not the other is a bug of the interpreter.
+void Machine::checkExact(const Stage& s, const PerRank& v) const {
+  if (!keepsExact(s.type.dtype)) return;
+  for (auto& t : v) {
+    COCONET_ASSERT(t.exact.size() == t.data.size(), "interpreter: i64 stage '" + s.name + "' lost its exact values");
+    for (size_t i = 0; i < t.data.size(); ++i)
+      COCONET_ASSERT(t.data[i] == static_cast<double>(t.exact[i]), "interpreter: i64 stage '" + s.name + "' has inexact values");
+  }
+}
+
+// Offset of rank r's slice along the sliced dimension (0 when not sliced).
+int64_t Machine::sliceOffset(const TensorType& t, int r, int64_t localExtent) {
+  if (!t.group || t.layout.kind != Layout::Sliced) return 0;
+  return groupCoord(t.group, c_, r).pos * localExtent;
+}
+
+PerRank Machine::toLayout(const PerRank& v, const TensorType& from, const TensorType& to) {
+  if (from.layout == to.layout || !to.group || to.layout.kind != Layout::Sliced) return v;
+  if (from.group && from.layout.kind == Layout::Sliced)
+    internalError("interpreter: cannot store a " + from.layout.str() + " value in " + to.layout.str() + " state");
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) out.push_back(storageOf(v[r], to, c_, r));
+  return out;
+}
+
+PerRank Machine::stage(const Stage& s, const Values& in) {
+  switch (s.kind) {
+    case StageKind::Input:
+    case StageKind::State: {
+      const std::string& key = s.kind == StageKind::State ? s.state : s.name;
+      auto it = in.inputs.find(key);
+      if (it == in.inputs.end()) throw RunError("no value given for '" + key + "'");
+      if (static_cast<int>(it->second.size()) != c_.ranks)
+        throw RunError("'" + key + "' has values for " + std::to_string(it->second.size()) + " ranks, not " + std::to_string(c_.ranks));
+      for (int r = 0; r < c_.ranks; ++r)
+        if (it->second[r].shape != localShape(s.type, c_, r))
+          throw RunError("the value of '" + key + "' on rank " + std::to_string(r) + " has the wrong shape");
+      return it->second;
     }
-    Result r;
-    for (int o : p_.outputs) r.outputs.push_back(vals_[o]);
-    for (auto& st : p_.states) r.states[st.name] = toLayout(vals_[st.exit], p_.stages[st.exit].type, st.type);
-    return r;
+    case StageKind::Compute: return compute(s);
+    case StageKind::Reduce: return reduce(s);
+    case StageKind::Softmax:
+    case StageKind::Layernorm:
+    case StageKind::Rmsnorm: return rowwise(s);
+    case StageKind::Matmul:
+    case StageKind::Gemv: return matmul(s);
+    case StageKind::Embedding: return embedding(s);
+    default: return collective(s);
   }
+}
 
-private:
-  const Program& p_;
-  const Config& c_;
-  std::vector<PerRank> vals_;
-
-  void checkRequirements() {
-    auto env = sizeEnv(c_);
-    for (auto& r : p_.requirements) {
-      std::optional<int64_t> l, rr;
-      try {
-        l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
-      } catch (const ast::SizeOverflow&) {
-        throw RunError("requirement " + r.str() + " overflows 64 bits for these sizes");
-      }
-      if (!l || !rr) throw RunError("cannot evaluate requirement " + r.str());
-      bool ok = false;
-      switch (r.op) {
-        case ast::BinaryOp::Eq: ok = *l == *rr; break;
-        case ast::BinaryOp::Ne: ok = *l != *rr; break;
-        case ast::BinaryOp::Lt: ok = *l < *rr; break;
-        case ast::BinaryOp::Le: ok = *l <= *rr; break;
-        case ast::BinaryOp::Gt: ok = *l > *rr; break;
-        case ast::BinaryOp::Ge: ok = *l >= *rr; break;
-        default: break;
-      }
-      if (!ok)
-        throw RunError("requirement " + r.str() + " does not hold (" + r.reason + "): " + std::to_string(*l) + " vs " +
-                       std::to_string(*rr));
-    }
-  }
-
-  // Rounds a stored value to its dtype (floating-point values stay exact in exact mode).
-  double store(DType t, double v) const { return c_.exact && ast::isFloat(t) ? v : roundTo(t, v); }
-  // Stores element i of y, a value of type t: a double rounded as store() does, or an integer
-  // exactly (saturated to t's range).
-  void put(Tensor& y, int64_t i, DType t, double v) const {
-    if (keepsExact(t))
-      y.setInteger(i, toInt64(v));
-    else
-      y.data[i] = store(t, v);
-  }
-  void put(Tensor& y, int64_t i, DType t, Num v) const {
-    if (v.isInt && (integral(t) || t == DType::Bool))
-      y.setInteger(i, saturateInteger(t, v.i));
-    else
-      put(y, i, t, v.f());
-  }
-
-  Tensor zeros(const TensorType& t, int r) {
-    Tensor x;
-    x.shape = localShape(t, c_, r);
-    x.data.assign(numelOf(x.shape), 0.0);
-    if (keepsExact(t.dtype)) x.exact.assign(x.data.size(), 0);
-    return x;
-  }
-
-  // Every i64 value keeps its elements exactly beside their doubles: a stage that wrote one and
-  // not the other is a bug of the interpreter.
-  void checkExact(const Stage& s, const PerRank& v) const {
-    if (!keepsExact(s.type.dtype)) return;
-    for (auto& t : v) {
-      COCONET_ASSERT(t.exact.size() == t.data.size(), "interpreter: i64 stage '" + s.name + "' lost its exact values");
-      for (size_t i = 0; i < t.data.size(); ++i)
-        COCONET_ASSERT(t.data[i] == static_cast<double>(t.exact[i]), "interpreter: i64 stage '" + s.name + "' has inexact values");
-    }
-  }
-
-  // Offset of rank r's slice along the sliced dimension (0 when not sliced).
-  int64_t sliceOffset(const TensorType& t, int r, int64_t localExtent) {
-    if (!t.group || t.layout.kind != Layout::Sliced) return 0;
-    return groupCoord(t.group, c_, r).pos * localExtent;
-  }
-
-  PerRank toLayout(const PerRank& v, const TensorType& from, const TensorType& to) {
-    if (from.layout == to.layout || !to.group || to.layout.kind != Layout::Sliced) return v;
-    if (from.group && from.layout.kind == Layout::Sliced)
-      internalError("interpreter: cannot store a " + from.layout.str() + " value in " + to.layout.str() + " state");
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) out.push_back(storageOf(v[r], to, c_, r));
-    return out;
-  }
-
-  PerRank stage(const Stage& s, const Values& in) {
-    switch (s.kind) {
-      case StageKind::Input:
-      case StageKind::State: {
-        const std::string& key = s.kind == StageKind::State ? s.state : s.name;
-        auto it = in.inputs.find(key);
-        if (it == in.inputs.end()) throw RunError("no value given for '" + key + "'");
-        if (static_cast<int>(it->second.size()) != c_.ranks)
-          throw RunError("'" + key + "' has values for " + std::to_string(it->second.size()) + " ranks, not " + std::to_string(c_.ranks));
-        for (int r = 0; r < c_.ranks; ++r)
-          if (it->second[r].shape != localShape(s.type, c_, r))
-            throw RunError("the value of '" + key + "' on rank " + std::to_string(r) + " has the wrong shape");
-        return it->second;
-      }
-      case StageKind::Compute: return compute(s);
-      case StageKind::Reduce: return reduce(s);
-      case StageKind::Softmax:
-      case StageKind::Layernorm:
-      case StageKind::Rmsnorm: return rowwise(s);
-      case StageKind::Matmul:
-      case StageKind::Gemv: return matmul(s);
-      case StageKind::Embedding: return embedding(s);
-      default: return collective(s);
-    }
-  }
-
-  // ---- Element-wise ----
-  PerRank compute(const Stage& s) {
-    PerRank out;
-    std::vector<Num> node(s.expr.nodes.size());
-    for (int r = 0; r < c_.ranks; ++r) {
-      Tensor y = zeros(s.type, r);
-      int rank = static_cast<int>(y.shape.size());
-      std::vector<int64_t> gshape;
-      for (auto& d : s.type.shape) gshape.push_back(evalSize(d, c_, "a dimension"));
-      int sd = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
-      int64_t off = sd >= 0 ? sliceOffset(s.type, r, y.shape[sd]) : 0;
-      auto ys = strides(y.shape), gs = strides(gshape);
-      // Operand index maps: for each operand, its local shape/strides and slice offset.
-      struct Opnd {
-        const Tensor* t;
-        std::vector<int64_t> gshape, strides;
-        int rank, sd;
-        int64_t off;
-        bool integer;  // of an integer or bool type: read exactly
-      };
-      std::vector<Opnd> ops;
-      for (int o : s.operands) {
-        const Stage& os = p_.stages[o];
-        Opnd x;
-        x.t = &vals_[o][r];
-        for (auto& d : os.type.shape) x.gshape.push_back(evalSize(d, c_, "a dimension"));
-        x.strides = strides(x.t->shape);
-        x.rank = static_cast<int>(x.gshape.size());
-        x.sd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
-        x.off = x.sd >= 0 ? sliceOffset(os.type, r, x.t->shape[x.sd]) : 0;
-        x.integer = integral(os.type.dtype) || os.type.dtype == DType::Bool;
-        ops.push_back(std::move(x));
-      }
-      GroupCoord gc = groupCoord(s.type.group, c_, r);
-      bool local = s.type.group && s.type.layout.kind == Layout::Local;
-      std::vector<int64_t> g(rank);
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        int64_t rem = i, gidx = 0;
+// ---- Reductions and row-wise operations ----
+PerRank Machine::reduce(const Stage& s) {
+  const Stage& xs = p_.stages[s.operands[0]];
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& x = vals_[s.operands[0]][r];
+    Tensor y = zeros(s.type, r);
+    int rank = static_cast<int>(x.shape.size());
+    // Global count of reduced elements (mean divides by it).
+    int64_t count = 1;
+    for (int k = 0; k < rank; ++k)
+      if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
+    auto xst = strides(x.shape);
+    // The kept dimensions' strides in the result (whose type may keep the reduced one with
+    // length 1: the same order of elements).
+    std::vector<int64_t> kept;
+    for (int k = 0; k < rank; ++k)
+      if (k != s.dim) kept.push_back(x.shape[k]);
+    auto yst = strides(kept);
+    int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
+    const bool perturbed = !c_.perturb.empty() && s.name == c_.perturb;
+    for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
+      // Output element o: its coordinates over the kept dimensions.
+      int64_t base = 0;
+      if (s.dim >= 0) {
+        int64_t rem = o;
+        int yk = 0;
         for (int k = 0; k < rank; ++k) {
-          g[k] = rem / ys[k] + (k == sd ? off : 0);
-          rem %= ys[k];
-          gidx += g[k] * gs[k];
+          if (k == s.dim) continue;
+          int64_t coord = rem / yst[yk];
+          rem %= yst[yk];
+          ++yk;
+          base += coord * xst[k];
         }
-        uint64_t key =
-            static_cast<uint64_t>(gidx) ^ (static_cast<uint64_t>(gc.instance) << 48) ^ (local ? static_cast<uint64_t>(r + 1) << 40 : 0);
-        auto operand = [&](int idx) {
-          const Opnd& x = ops[idx];
-          int64_t li = 0;
-          for (int k = 0; k < x.rank; ++k) {
-            int64_t coord = x.gshape[k] == 1 ? 0 : g[k + rank - x.rank];
-            if (k == x.sd) coord -= x.off;
-            li += coord * x.strides[k];
-          }
-          return x.integer ? Num::of(x.t->integer(li)) : Num::of(x.t->data[li]);
-        };
-        for (size_t n = 0; n < s.expr.nodes.size(); ++n) {
-          const ENode& e = s.expr.nodes[n];
-          Num v = eval(e, node, operand, r, key);
-          // Integer-valued nodes hold integers, the others doubles (ENode::integerValued: the
-          // generated code's types).
-          node[n] = e.integerValued() ? (v.isInt ? v : Num::of(toInt64(v.d))) : (v.isInt ? Num::of(v.f()) : v);
-        }
-        put(y, i, s.type.dtype, node.back());
       }
-      out.push_back(std::move(y));
-    }
-    return out;
-  }
-
-  double param(const std::string& name, DType t) { return paramNum(name, t).f(); }
-  Num paramNum(const std::string& name, DType t) {
-    if (auto it = c_.integerScalars.find(name); it != c_.integerScalars.end()) return Num::of(saturateInteger(t, it->second));
-    if (auto it = c_.scalars.find(name); it != c_.scalars.end()) return Num::of(roundTo(t, it->second));
-    if (auto it = c_.sizes.find(name); it != c_.sizes.end()) return Num::of(it->second);
-    throw RunError("no value for parameter '" + name + "'");
-  }
-
-  // One node of a compute stage: integer types in 64-bit integers (two's complement), f16, bf16
-  // and f32 in float (f64 in exact mode), f64 and literals in double.
-  template <class F> Num eval(const ENode& n, const std::vector<Num>& v, F&& operand, int r, uint64_t key) {
-    auto a = [&](int k) -> const Num& { return v[n.args[k]]; };
-    auto d = [&](int k) { return a(k).f(); };
-    auto i = [&](int k) { return a(k).n(); };
-    DType t = n.dtype;
-    bool fl = floatish(t) && t != DType::LitFloat && !c_.exact;
-    bool integer = integral(t);
-    // An operand in float: an integer converts directly (as the generated code's casts do).
-    auto fv = [&](int k) { return a(k).isInt ? static_cast<float>(a(k).i) : static_cast<float>(a(k).d); };
-    auto arith = [&](auto opf, auto opd, auto opi) -> Num {
-      if (integer) return Num::of(static_cast<int64_t>(opi(i(0), i(1))));
-      if (fl) return Num::of(static_cast<double>(opf(fv(0), fv(1))));
-      return Num::of(static_cast<double>(opd(d(0), d(1))));
-    };
-    auto unary = [&](auto opf, auto opd) -> Num { return Num::of(fl ? static_cast<double>(opf(fv(0))) : static_cast<double>(opd(d(0)))); };
-    // Comparisons, min and max: exactly where both operands are integers.
-    auto bothInt = [&] { return a(0).isInt && a(1).isInt; };
-    auto less = [&](int x, int y) { return bothInt() ? i(x) < i(y) : d(x) < d(y); };
-    auto pick = [&](bool first) -> Num {
-      const Num& p = a(first ? 0 : 1);
-      return integer ? Num::of(p.n()) : Num::of(p.f());
-    };
-    switch (n.op) {
-      case EOp::Operand: return operand(n.index);
-      case EOp::Const: return n.integerConst() ? Num::of(n.ivalue) : Num::of(n.value);
-      case EOp::Param: return paramNum(n.name, t);
-      case EOp::Rank: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).pos));
-      case EOp::GroupIndex: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).instance));
-      case EOp::GroupSize: return Num::of(static_cast<int64_t>(groupCoord(n.group, c_, r).size));
-      case EOp::Neg:
-        if (integer) return Num::of(ineg(i(0)));
-        return Num::of(fl ? static_cast<double>(-fv(0)) : -d(0));
-      case EOp::Not: return Num::of(static_cast<int64_t>(d(0) == 0));
-      case EOp::Add: return arith([](float x, float y) { return x + y; }, [](double x, double y) { return x + y; }, iadd);
-      case EOp::Sub: return arith([](float x, float y) { return x - y; }, [](double x, double y) { return x - y; }, isub);
-      case EOp::Mul: return arith([](float x, float y) { return x * y; }, [](double x, double y) { return x * y; }, imul);
-      case EOp::Div: return arith([](float x, float y) { return x / y; }, [](double x, double y) { return x / y; }, idiv);
-      case EOp::Mod:
-        return arith([](float x, float y) { return std::fmod(x, y); }, [](double x, double y) { return std::fmod(x, y); }, imod);
-      case EOp::Lt: return Num::of(static_cast<int64_t>(less(0, 1)));
-      case EOp::Le: return Num::of(static_cast<int64_t>(!less(1, 0)));
-      case EOp::Gt: return Num::of(static_cast<int64_t>(less(1, 0)));
-      case EOp::Ge: return Num::of(static_cast<int64_t>(!less(0, 1)));
-      case EOp::Eq: return Num::of(static_cast<int64_t>(bothInt() ? i(0) == i(1) : d(0) == d(1)));
-      case EOp::Ne: return Num::of(static_cast<int64_t>(bothInt() ? i(0) != i(1) : d(0) != d(1)));
-      case EOp::And: return Num::of(static_cast<int64_t>(d(0) != 0 && d(1) != 0));
-      case EOp::Or: return Num::of(static_cast<int64_t>(d(0) != 0 || d(1) != 0));
-#define COCONET_UNARY_MATH(k, s, f32, f64, ...) \
-  case EOp::k:                                  \
-    return unary([](float x) { return f32; }, [](double x) { return f64; });
-#include "ast/UnaryMath.def"
-#undef COCONET_UNARY_MATH
-      case EOp::Abs:
-        if (integer) return Num::of(i(0) < 0 ? ineg(i(0)) : i(0));
-        return Num::of(std::fabs(fl ? static_cast<double>(fv(0)) : d(0)));
-      case EOp::Relu:
-        if (integer) return Num::of(std::max<int64_t>(i(0), 0));
-        return Num::of(d(0) > 0 ? (fl ? static_cast<double>(fv(0)) : d(0)) : 0.0);
-      case EOp::Pow:
-        return arith([](float x, float y) { return std::pow(x, y); }, [](double x, double y) { return std::pow(x, y); }, integerPow);
-      case EOp::Min: return pick(!less(1, 0));
-      case EOp::Max: return pick(!less(0, 1));
-      case EOp::Select: return d(0) != 0 ? a(1) : a(2);
-      case EOp::Cast:
-        if (integral(t) || t == DType::Bool) return Num::of(a(0).isInt ? saturateInteger(t, a(0).i) : toInt64(store(t, a(0).f())));
-        if (a(0).isInt && t != DType::F64 && !c_.exact) return Num::of(store(t, static_cast<double>(fv(0))));
-        return Num::of(store(t, d(0)));
-      case EOp::Dropout: {
-        float p = fv(1);
-        uint64_t seed = n.args.size() > 2 ? static_cast<uint64_t>(i(2)) : c_.seed;
-        float u = dropoutUniform(seed, n.salt, key);
-        if (u < p) return Num::of(0.0);
-        if (!fl) return Num::of(d(0) / (1.0 - d(1)));  // f64 (and exact mode) in f64
-        return Num::of(static_cast<double>(fv(0) * (1.0f / (1.0f - p))));
-      }
-    }
-    return Num::of(0.0);
-  }
-
-  // ---- Reductions and row-wise operations ----
-  bool accFloat(DType t) const { return t != DType::F64 && !ast::isInteger(t) && !c_.exact; }
-
-  PerRank reduce(const Stage& s) {
-    const Stage& xs = p_.stages[s.operands[0]];
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) {
-      const Tensor& x = vals_[s.operands[0]][r];
-      Tensor y = zeros(s.type, r);
-      int rank = static_cast<int>(x.shape.size());
-      // Global count of reduced elements (mean divides by it).
-      int64_t count = 1;
-      for (int k = 0; k < rank; ++k)
-        if (s.dim < 0 || k == s.dim) count *= evalSize(xs.type.shape[k], c_, "a dimension");
-      auto xst = strides(x.shape);
-      // The kept dimensions' strides in the result (whose type may keep the reduced one with
-      // length 1: the same order of elements).
-      std::vector<int64_t> kept;
-      for (int k = 0; k < rank; ++k)
-        if (k != s.dim) kept.push_back(x.shape[k]);
-      auto yst = strides(kept);
-      int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
-      const bool perturbed = !c_.perturb.empty() && s.name == c_.perturb;
-      for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
-        // Output element o: its coordinates over the kept dimensions.
-        int64_t base = 0;
-        if (s.dim >= 0) {
-          int64_t rem = o;
-          int yk = 0;
-          for (int k = 0; k < rank; ++k) {
-            if (k == s.dim) continue;
-            int64_t coord = rem / yst[yk];
-            rem %= yst[yk];
-            ++yk;
-            base += coord * xst[k];
-          }
-        }
-        int64_t step = s.dim < 0 ? 1 : xst[s.dim];
-        // f32 (and f16/bf16) sums and squared norms accumulate in double and round to f32 once, as
-        // the row-wise operations do: a sequential float sum of n terms errs by up to ~n ulp, the
-        // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway
-        // (rounding is monotone), so every kind rounds its double result once.
-        if (integral(xs.type.dtype) && integral(s.type.dtype) && s.reduce != ReduceKind::Norm) {
-          // Integers: exactly, in 64 bits (a sum wraps as the generated code's does).
-          int64_t acc = s.reduce == ReduceKind::Max ? INT64_MIN : s.reduce == ReduceKind::Min ? INT64_MAX : 0;
-          for (int64_t i = 0; i < inner; ++i) {
-            int64_t v = x.integer(base + i * step);
-            acc = s.reduce == ReduceKind::Max ? std::max(acc, v) : s.reduce == ReduceKind::Min ? std::min(acc, v) : iadd(acc, v);
-          }
-          if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) acc = 0;
-          if (s.reduce == ReduceKind::Mean) acc = idiv(acc, count);
-          y.setInteger(o, saturateInteger(s.type.dtype, acc));
-          continue;
-        }
-        bool useF = accFloat(s.type.dtype);
-        double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
-        double mag = 0;  // the sum of the terms' magnitudes (for `perturbed`)
+      int64_t step = s.dim < 0 ? 1 : xst[s.dim];
+      // f32 (and f16/bf16) sums and squared norms accumulate in double and round to f32 once, as
+      // the row-wise operations do: a sequential float sum of n terms errs by up to ~n ulp, the
+      // GPU's per-thread partial sums combined in a tree by ~log n; max and min are exact anyway
+      // (rounding is monotone), so every kind rounds its double result once.
+      if (integral(xs.type.dtype) && integral(s.type.dtype) && s.reduce != ReduceKind::Norm) {
+        // Integers: exactly, in 64 bits (a sum wraps as the generated code's does).
+        int64_t acc = s.reduce == ReduceKind::Max ? INT64_MIN : s.reduce == ReduceKind::Min ? INT64_MAX : 0;
         for (int64_t i = 0; i < inner; ++i) {
-          double v = x.data[base + i * step];
-          if (perturbed) mag += std::fabs(v);
-          if (useF) v = static_cast<float>(v);
-          switch (s.reduce) {
-            case ReduceKind::Sum:
-            case ReduceKind::Mean: ad += v; break;
-            case ReduceKind::Norm: ad += v * v; break;
-            case ReduceKind::Max: ad = std::max(ad, v); break;
-            case ReduceKind::Min: ad = std::min(ad, v); break;
-          }
+          int64_t v = x.integer(base + i * step);
+          acc = s.reduce == ReduceKind::Max ? std::max(acc, v) : s.reduce == ReduceKind::Min ? std::min(acc, v) : iadd(acc, v);
         }
-        const float af = static_cast<float>(ad);
-        double res = useF ? static_cast<double>(af) : ad;
-        if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
-        if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
-        if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
-        if (perturbed) {
-          if (s.reduce == ReduceKind::Sum) res += c_.perturbGamma * mag;
-          if (s.reduce == ReduceKind::Mean) res += c_.perturbGamma * mag / static_cast<double>(count);
-          if (s.reduce == ReduceKind::Norm) res += c_.perturbGamma * std::fabs(res);
-        }
-        put(y, o, s.type.dtype, res);
+        if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) acc = 0;
+        if (s.reduce == ReduceKind::Mean) acc = idiv(acc, count);
+        y.setInteger(o, saturateInteger(s.type.dtype, acc));
+        continue;
       }
-      out.push_back(std::move(y));
+      bool useF = accFloat(s.type.dtype);
+      double ad = s.reduce == ReduceKind::Max ? -INFINITY : s.reduce == ReduceKind::Min ? INFINITY : 0.0;
+      double mag = 0;  // the sum of the terms' magnitudes (for `perturbed`)
+      for (int64_t i = 0; i < inner; ++i) {
+        double v = x.data[base + i * step];
+        if (perturbed) mag += std::fabs(v);
+        if (useF) v = static_cast<float>(v);
+        switch (s.reduce) {
+          case ReduceKind::Sum:
+          case ReduceKind::Mean: ad += v; break;
+          case ReduceKind::Norm: ad += v * v; break;
+          case ReduceKind::Max: ad = std::max(ad, v); break;
+          case ReduceKind::Min: ad = std::min(ad, v); break;
+        }
+      }
+      const float af = static_cast<float>(ad);
+      double res = useF ? static_cast<double>(af) : ad;
+      if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
+      if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
+      if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
+      if (perturbed) {
+        if (s.reduce == ReduceKind::Sum) res += c_.perturbGamma * mag;
+        if (s.reduce == ReduceKind::Mean) res += c_.perturbGamma * mag / static_cast<double>(count);
+        if (s.reduce == ReduceKind::Norm) res += c_.perturbGamma * std::fabs(res);
+      }
+      put(y, o, s.type.dtype, res);
     }
-    return out;
+    out.push_back(std::move(y));
   }
+  return out;
+}
 
-  PerRank rowwise(const Stage& s) {
-    if (c_.exact || s.type.dtype == DType::F64) return rowwiseIn<double>(s);
-    return rowwiseIn<float>(s);
+PerRank Machine::rowwise(const Stage& s) {
+  if (c_.exact || s.type.dtype == DType::F64) return rowwiseIn<double>(s);
+  return rowwiseIn<float>(s);
+}
+
+// Softmax, layernorm and rmsnorm over the last dimension, computed in T (f32, or f64 when exact);
+// their sums accumulate in double, then round to T: a row's sequential float sum errs by ~n ulp
+// (1.7e-4 relative for softmax over 40000 integers in {0..3}), where the GPU's per-thread sums
+// combined in a tree err by ~1e-7.
+template <class T> PerRank Machine::rowwiseIn(const Stage& s) {
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& x = vals_[s.operands[0]][r];
+    Tensor y = zeros(s.type, r);
+    int64_t n = x.shape.empty() ? 1 : x.shape.back();
+    int64_t rows = n ? x.numel() / n : 0;
+    T eps = static_cast<T>(s.eps.param.empty() ? s.eps.value : param(s.eps.param, DType::F32));
+    for (int64_t row = 0; row < rows; ++row) {
+      const double* xr = &x.data[row * n];
+      double* yr = &y.data[row * n];
+      if (s.kind == StageKind::Softmax) {
+        T mx = -INFINITY;
+        double acc = 0;
+        for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<T>(xr[i]));
+        for (int64_t i = 0; i < n; ++i) acc += std::exp(static_cast<T>(xr[i]) - mx);
+        const T sum = static_cast<T>(acc);
+        for (int64_t i = 0; i < n; ++i) yr[i] = store(s.type.dtype, std::exp(static_cast<T>(xr[i]) - mx) / sum);
+      } else if (s.kind == StageKind::Rmsnorm) {
+        // x / sqrt(mean(x^2) + eps) [* gamma]
+        double acc = 0;
+        for (int64_t i = 0; i < n; ++i) acc += static_cast<T>(xr[i]) * static_cast<T>(xr[i]);
+        const T ss = static_cast<T>(acc);
+        T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+        for (int64_t i = 0; i < n; ++i) {
+          T v = static_cast<T>(xr[i]) * inv;
+          if (s.operands.size() == 2) v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]);
+          yr[i] = store(s.type.dtype, v);
+        }
+      } else {
+        double acc = 0;
+        for (int64_t i = 0; i < n; ++i) acc += static_cast<T>(xr[i]);
+        const T mean = static_cast<T>(acc) / static_cast<T>(n);
+        acc = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          T d = static_cast<T>(xr[i]) - mean;
+          acc += d * d;
+        }
+        const T var = static_cast<T>(acc) / static_cast<T>(n);
+        T inv = T(1) / std::sqrt(var + eps);
+        for (int64_t i = 0; i < n; ++i) {
+          T v = (static_cast<T>(xr[i]) - mean) * inv;
+          if (s.operands.size() == 3)
+            v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]) + static_cast<T>(vals_[s.operands[2]][r].data[i]);
+          yr[i] = store(s.type.dtype, v);
+        }
+      }
+    }
+    out.push_back(std::move(y));
   }
+  return out;
+}
 
-  // Softmax, layernorm and rmsnorm over the last dimension, computed in T (f32, or f64 when exact);
-  // their sums accumulate in double, then round to T: a row's sequential float sum errs by ~n ulp
-  // (1.7e-4 relative for softmax over 40000 integers in {0..3}), where the GPU's per-thread sums
-  // combined in a tree err by ~1e-7.
-  template <class T> PerRank rowwiseIn(const Stage& s) {
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) {
-      const Tensor& x = vals_[s.operands[0]][r];
-      Tensor y = zeros(s.type, r);
-      int64_t n = x.shape.empty() ? 1 : x.shape.back();
-      int64_t rows = n ? x.numel() / n : 0;
-      T eps = static_cast<T>(s.eps.param.empty() ? s.eps.value : param(s.eps.param, DType::F32));
-      for (int64_t row = 0; row < rows; ++row) {
-        const double* xr = &x.data[row * n];
-        double* yr = &y.data[row * n];
-        if (s.kind == StageKind::Softmax) {
-          T mx = -INFINITY;
+// ---- Matrix operations (on each rank's local storage; the layout rules make that right) ----
+// A gemv is a matmul whose right operand and result have one column.
+PerRank Machine::matmul(const Stage& s) {
+  bool gemv = s.kind == StageKind::Gemv;
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& a = vals_[s.operands[0]][r];
+    Tensor column;
+    if (gemv) {
+      column = vals_[s.operands[1]][r];
+      column.shape.push_back(1);
+    }
+    const Tensor& b = gemv ? column : vals_[s.operands[1]][r];
+    Tensor y = zeros(s.type, r);
+    if (gemv) y.shape.push_back(1);
+    int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()), rb = static_cast<int>(b.shape.size());
+    int64_t M = y.shape[ry - 2], N = y.shape[ry - 1], K = a.shape[ra - 1];
+    if (b.shape[rb - 2] != K || a.shape[ra - 2] != M || b.shape[rb - 1] != N)
+      throw RunError("matmul operands do not fit on rank " + std::to_string(r));
+    auto as = strides(a.shape), bs = strides(b.shape), ys = strides(y.shape);
+    int ySliced = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
+    int64_t yOff = ySliced >= 0 && ySliced < ry - 2 ? sliceOffset(s.type, r, y.shape[ySliced]) : 0;
+    bool wide = c_.exact || s.type.dtype == DType::F64;  // f64 accumulates in f64
+    int64_t batches = 1;
+    for (int k = 0; k < ry - 2; ++k) batches *= y.shape[k];
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      // Batch coordinates, broadcast onto a and b.
+      int64_t aoff = 0, boff = 0, yoff = 0, rem = bi;
+      for (int k = 0; k < ry - 2; ++k) {
+        int64_t inner = 1;
+        for (int j = k + 1; j < ry - 2; ++j) inner *= y.shape[j];
+        int64_t coord = rem / inner;
+        rem %= inner;
+        yoff += coord * ys[k];
+        // The result may be sliced along this batch dimension while an operand holds it whole.
+        int64_t gcoord = coord + (k == ySliced ? yOff : 0);
+        int ka = k - (ry - ra), kb = k - (ry - rb);
+        if (ka >= 0 && a.shape[ka] != 1) aoff += (a.shape[ka] == y.shape[k] ? coord : gcoord) * as[ka];
+        if (kb >= 0 && b.shape[kb] != 1) boff += (b.shape[kb] == y.shape[k] ? coord : gcoord) * bs[kb];
+      }
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          // Products of f32 (or narrower) operands are exact in double; their sum rounds to f32
+          // once (see reduce()).
           double acc = 0;
-          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<T>(xr[i]));
-          for (int64_t i = 0; i < n; ++i) acc += std::exp(static_cast<T>(xr[i]) - mx);
-          const T sum = static_cast<T>(acc);
-          for (int64_t i = 0; i < n; ++i) yr[i] = store(s.type.dtype, std::exp(static_cast<T>(xr[i]) - mx) / sum);
-        } else if (s.kind == StageKind::Rmsnorm) {
-          // x / sqrt(mean(x^2) + eps) [* gamma]
-          double acc = 0;
-          for (int64_t i = 0; i < n; ++i) acc += static_cast<T>(xr[i]) * static_cast<T>(xr[i]);
-          const T ss = static_cast<T>(acc);
-          T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
-          for (int64_t i = 0; i < n; ++i) {
-            T v = static_cast<T>(xr[i]) * inv;
-            if (s.operands.size() == 2) v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]);
-            yr[i] = store(s.type.dtype, v);
+          for (int64_t k = 0; k < K; ++k) {
+            double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
+            if (wide)
+              acc += x * w;
+            else
+              acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
           }
-        } else {
-          double acc = 0;
-          for (int64_t i = 0; i < n; ++i) acc += static_cast<T>(xr[i]);
-          const T mean = static_cast<T>(acc) / static_cast<T>(n);
-          acc = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            T d = static_cast<T>(xr[i]) - mean;
-            acc += d * d;
-          }
-          const T var = static_cast<T>(acc) / static_cast<T>(n);
-          T inv = T(1) / std::sqrt(var + eps);
-          for (int64_t i = 0; i < n; ++i) {
-            T v = (static_cast<T>(xr[i]) - mean) * inv;
-            if (s.operands.size() == 3)
-              v = v * static_cast<T>(vals_[s.operands[1]][r].data[i]) + static_cast<T>(vals_[s.operands[2]][r].data[i]);
-            yr[i] = store(s.type.dtype, v);
-          }
+          put(y, yoff + m * ys[ry - 2] + n, s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
         }
-      }
-      out.push_back(std::move(y));
     }
-    return out;
+    if (gemv) y.shape.pop_back();
+    out.push_back(std::move(y));
   }
+  return out;
+}
 
-  // ---- Matrix operations (on each rank's local storage; the layout rules make that right) ----
-  // A gemv is a matmul whose right operand and result have one column.
-  PerRank matmul(const Stage& s) {
-    bool gemv = s.kind == StageKind::Gemv;
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) {
-      const Tensor& a = vals_[s.operands[0]][r];
-      Tensor column;
-      if (gemv) {
-        column = vals_[s.operands[1]][r];
-        column.shape.push_back(1);
+PerRank Machine::embedding(const Stage& s) {
+  const Stage& ts = p_.stages[s.operands[0]];
+  int64_t rowsGlobal = evalSize(ts.type.shape[0], c_, "the table's rows");
+  bool rowSliced = ts.type.group && ts.type.layout.kind == Layout::Sliced && ts.type.layout.dim == 0;
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& t = vals_[s.operands[0]][r];
+    const Tensor& idx = vals_[s.operands[1]][r];
+    Tensor y = zeros(s.type, r);
+    int64_t R = t.shape[0], D = t.shape[1];
+    int64_t off = rowSliced ? sliceOffset(ts.type, r, R) : 0;
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      int64_t v = idx.integer(i);
+      if (v < 0 || v >= rowsGlobal)
+        throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) + ") of table '" + ts.name +
+                       "'");
+      int64_t lr = v - off;
+      if (lr < 0 || lr >= R) continue;  // a row another rank owns: zero here
+      for (int64_t d = 0; d < D; ++d) {
+        y.data[i * D + d] = t.data[lr * D + d];
+        if (!y.exact.empty()) y.exact[i * D + d] = t.exact[lr * D + d];
       }
-      const Tensor& b = gemv ? column : vals_[s.operands[1]][r];
-      Tensor y = zeros(s.type, r);
-      if (gemv) y.shape.push_back(1);
-      int ry = static_cast<int>(y.shape.size()), ra = static_cast<int>(a.shape.size()), rb = static_cast<int>(b.shape.size());
-      int64_t M = y.shape[ry - 2], N = y.shape[ry - 1], K = a.shape[ra - 1];
-      if (b.shape[rb - 2] != K || a.shape[ra - 2] != M || b.shape[rb - 1] != N)
-        throw RunError("matmul operands do not fit on rank " + std::to_string(r));
-      auto as = strides(a.shape), bs = strides(b.shape), ys = strides(y.shape);
-      int ySliced = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
-      int64_t yOff = ySliced >= 0 && ySliced < ry - 2 ? sliceOffset(s.type, r, y.shape[ySliced]) : 0;
-      bool wide = c_.exact || s.type.dtype == DType::F64;  // f64 accumulates in f64
-      int64_t batches = 1;
-      for (int k = 0; k < ry - 2; ++k) batches *= y.shape[k];
-      for (int64_t bi = 0; bi < batches; ++bi) {
-        // Batch coordinates, broadcast onto a and b.
-        int64_t aoff = 0, boff = 0, yoff = 0, rem = bi;
-        for (int k = 0; k < ry - 2; ++k) {
-          int64_t inner = 1;
-          for (int j = k + 1; j < ry - 2; ++j) inner *= y.shape[j];
-          int64_t coord = rem / inner;
-          rem %= inner;
-          yoff += coord * ys[k];
-          // The result may be sliced along this batch dimension while an operand holds it whole.
-          int64_t gcoord = coord + (k == ySliced ? yOff : 0);
-          int ka = k - (ry - ra), kb = k - (ry - rb);
-          if (ka >= 0 && a.shape[ka] != 1) aoff += (a.shape[ka] == y.shape[k] ? coord : gcoord) * as[ka];
-          if (kb >= 0 && b.shape[kb] != 1) boff += (b.shape[kb] == y.shape[k] ? coord : gcoord) * bs[kb];
-        }
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            // Products of f32 (or narrower) operands are exact in double; their sum rounds to f32
-            // once (see reduce()).
-            double acc = 0;
-            for (int64_t k = 0; k < K; ++k) {
-              double x = a.data[aoff + m * as[ra - 2] + k], w = b.data[boff + k * bs[rb - 2] + n];
-              if (wide)
-                acc += x * w;
-              else
-                acc += static_cast<double>(static_cast<float>(x)) * static_cast<double>(static_cast<float>(w));
-            }
-            put(y, yoff + m * ys[ry - 2] + n, s.type.dtype, wide ? acc : static_cast<double>(static_cast<float>(acc)));
-          }
-      }
-      if (gemv) y.shape.pop_back();
-      out.push_back(std::move(y));
     }
-    return out;
+    out.push_back(std::move(y));
   }
+  return out;
+}
 
-  PerRank embedding(const Stage& s) {
-    const Stage& ts = p_.stages[s.operands[0]];
-    int64_t rowsGlobal = evalSize(ts.type.shape[0], c_, "the table's rows");
-    bool rowSliced = ts.type.group && ts.type.layout.kind == Layout::Sliced && ts.type.layout.dim == 0;
-    PerRank out;
-    for (int r = 0; r < c_.ranks; ++r) {
-      const Tensor& t = vals_[s.operands[0]][r];
-      const Tensor& idx = vals_[s.operands[1]][r];
-      Tensor y = zeros(s.type, r);
-      int64_t R = t.shape[0], D = t.shape[1];
-      int64_t off = rowSliced ? sliceOffset(ts.type, r, R) : 0;
-      for (int64_t i = 0; i < idx.numel(); ++i) {
-        int64_t v = idx.integer(i);
-        if (v < 0 || v >= rowsGlobal)
-          throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) + ") of table '" + ts.name +
-                         "'");
-        int64_t lr = v - off;
-        if (lr < 0 || lr >= R) continue;  // a row another rank owns: zero here
-        for (int64_t d = 0; d < D; ++d) {
-          y.data[i * D + d] = t.data[lr * D + d];
-          if (!y.exact.empty()) y.exact[i * D + d] = t.exact[lr * D + d];
-        }
-      }
-      out.push_back(std::move(y));
-    }
-    return out;
+// ---- Communication ----
+// Ranks of each instance of a group, in position order.
+std::vector<std::vector<int>> Machine::instances(const GroupInfo* g) {
+  std::map<int, std::vector<std::pair<int, int>>> by;
+  for (int r = 0; r < c_.ranks; ++r) {
+    GroupCoord gc = groupCoord(g, c_, r);
+    by[gc.instance].push_back({gc.pos, r});
   }
-
-  // ---- Communication ----
-  // Ranks of each instance of a group, in position order.
-  std::vector<std::vector<int>> instances(const GroupInfo* g) {
-    std::map<int, std::vector<std::pair<int, int>>> by;
-    for (int r = 0; r < c_.ranks; ++r) {
-      GroupCoord gc = groupCoord(g, c_, r);
-      by[gc.instance].push_back({gc.pos, r});
-    }
-    std::vector<std::vector<int>> out;
-    for (auto& [i, v] : by) {
-      std::sort(v.begin(), v.end());
-      std::vector<int> ranks;
-      for (auto& pr : v) ranks.push_back(pr.second);
-      out.push_back(ranks);
-    }
-    return out;
+  std::vector<std::vector<int>> out;
+  for (auto& [i, v] : by) {
+    std::sort(v.begin(), v.end());
+    std::vector<int> ranks;
+    for (auto& pr : v) ranks.push_back(pr.second);
+    out.push_back(ranks);
   }
+  return out;
+}
 
-  double combine(ReduceOp op, DType t, double acc, double v) {
-    bool f = accFloat(t);
-    switch (op) {
-      case ReduceOp::Sum: return f ? static_cast<double>(static_cast<float>(acc) + static_cast<float>(v)) : acc + v;
-      case ReduceOp::Prod: return f ? static_cast<double>(static_cast<float>(acc) * static_cast<float>(v)) : acc * v;
-      case ReduceOp::Max: return std::max(acc, v);
-      case ReduceOp::Min: return std::min(acc, v);
-    }
-    return acc;
+double Machine::combine(ReduceOp op, DType t, double acc, double v) {
+  bool f = accFloat(t);
+  switch (op) {
+    case ReduceOp::Sum: return f ? static_cast<double>(static_cast<float>(acc) + static_cast<float>(v)) : acc + v;
+    case ReduceOp::Prod: return f ? static_cast<double>(static_cast<float>(acc) * static_cast<float>(v)) : acc * v;
+    case ReduceOp::Max: return std::max(acc, v);
+    case ReduceOp::Min: return std::min(acc, v);
   }
+  return acc;
+}
 
-  Tensor reduceAcross(const std::vector<int>& ranks, int operand, ReduceOp op, DType t) {
-    Tensor acc = vals_[operand][ranks[0]];
-    if (integral(t)) {  // exactly, in 64 bits (sums and products wrap), then saturated to t
-      for (size_t i = 1; i < ranks.size(); ++i) {
-        const Tensor& x = vals_[operand][ranks[i]];
-        for (int64_t e = 0; e < acc.numel(); ++e) {
-          int64_t u = acc.integer(e), v = x.integer(e);
-          acc.setInteger(e, op == ReduceOp::Sum    ? iadd(u, v)
-                            : op == ReduceOp::Prod ? imul(u, v)
-                            : op == ReduceOp::Max  ? std::max(u, v)
-                                                   : std::min(u, v));
-        }
-      }
-      for (int64_t e = 0; e < acc.numel(); ++e) acc.setInteger(e, saturateInteger(t, acc.integer(e)));
-      return acc;
-    }
+Tensor Machine::reduceAcross(const std::vector<int>& ranks, int operand, ReduceOp op, DType t) {
+  Tensor acc = vals_[operand][ranks[0]];
+  if (integral(t)) {  // exactly, in 64 bits (sums and products wrap), then saturated to t
     for (size_t i = 1; i < ranks.size(); ++i) {
       const Tensor& x = vals_[operand][ranks[i]];
-      for (int64_t e = 0; e < acc.numel(); ++e) acc.data[e] = combine(op, t, acc.data[e], x.data[e]);
-    }
-    for (auto& v : acc.data) v = store(t, v);
-    return acc;
-  }
-
-  PerRank collective(const Stage& s) {
-    int x = s.operands[0];
-    const Stage& xs = p_.stages[x];
-    PerRank out(c_.ranks);
-    auto groups = instances(s.type.group);
-    for (size_t gi = 0; gi < groups.size(); ++gi) {
-      const auto& ranks = groups[gi];
-      int n = static_cast<int>(ranks.size());
-      switch (s.kind) {
-        case StageKind::AllReduce: {
-          Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
-          for (int r : ranks) out[r] = red;
-          break;
-        }
-        case StageKind::ReduceScatter: {
-          Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
-          for (int r : ranks) out[r] = storageOf(red, s.type, c_, r);
-          break;
-        }
-        case StageKind::AllGather: {
-          Tensor full = wholeOf(vals_[x], xs.type, c_, ranks[0]);
-          for (int r : ranks) out[r] = full;
-          break;
-        }
-        case StageKind::Broadcast:
-        case StageKind::Reduce1: {
-          double rootv = s.root.param.empty() ? s.root.value : param(s.root.param, DType::I64);
-          int root = static_cast<int>(rootv);
-          if (rootv < 0 || root >= n)
-            throw RunError("root " + std::to_string(static_cast<int64_t>(rootv)) + " is not a rank of group '" + s.type.group->name +
-                           "' (" + std::to_string(n) + " ranks)");
-          if (s.kind == StageKind::Broadcast) {
-            for (int r : ranks) out[r] = vals_[x][ranks[root]];
-          } else {
-            Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
-            for (int r : ranks) out[r] = r == ranks[root] ? red : zeros(s.type, r);
-          }
-          break;
-        }
-        case StageKind::AllToAll: {
-          for (int j = 0; j < n; ++j) {
-            Tensor y = zeros(s.type, ranks[j]);
-            int64_t chunk = y.numel() / n;
-            for (int i = 0; i < n; ++i) {
-              const Tensor& src = vals_[x][ranks[i]];
-              std::copy(src.data.begin() + j * chunk, src.data.begin() + (j + 1) * chunk, y.data.begin() + i * chunk);
-              if (!y.exact.empty())
-                std::copy(src.exact.begin() + j * chunk, src.exact.begin() + (j + 1) * chunk, y.exact.begin() + i * chunk);
-            }
-            out[ranks[j]] = std::move(y);
-          }
-          break;
-        }
-        case StageKind::Send: {
-          if (s.peer == Peer::NextRank || s.peer == Peer::PrevRank) {
-            for (int i = 0; i < n; ++i) {
-              int from = s.peer == Peer::NextRank ? (i + n - 1) % n : (i + 1) % n;
-              out[ranks[i]] = vals_[x][ranks[from]];
-            }
-          } else {
-            int count = static_cast<int>(groups.size());
-            int from = s.peer == Peer::NextGroup ? (static_cast<int>(gi) + count - 1) % count : (static_cast<int>(gi) + 1) % count;
-            for (int i = 0; i < n; ++i) out[ranks[i]] = vals_[x][groups[from][i]];
-          }
-          break;
-        }
-        default: internalError(std::string("interpreter: unexpected stage kind ") + stageKindName(s.kind));
+      for (int64_t e = 0; e < acc.numel(); ++e) {
+        int64_t u = acc.integer(e), v = x.integer(e);
+        acc.setInteger(e, op == ReduceOp::Sum    ? iadd(u, v)
+                          : op == ReduceOp::Prod ? imul(u, v)
+                          : op == ReduceOp::Max  ? std::max(u, v)
+                                                 : std::min(u, v));
       }
     }
-    return out;
+    for (int64_t e = 0; e < acc.numel(); ++e) acc.setInteger(e, saturateInteger(t, acc.integer(e)));
+    return acc;
   }
-};
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    const Tensor& x = vals_[operand][ranks[i]];
+    for (int64_t e = 0; e < acc.numel(); ++e) acc.data[e] = combine(op, t, acc.data[e], x.data[e]);
+  }
+  for (auto& v : acc.data) v = store(t, v);
+  return acc;
+}
 
-}  // namespace
+PerRank Machine::collective(const Stage& s) {
+  int x = s.operands[0];
+  const Stage& xs = p_.stages[x];
+  PerRank out(c_.ranks);
+  auto groups = instances(s.type.group);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& ranks = groups[gi];
+    int n = static_cast<int>(ranks.size());
+    switch (s.kind) {
+      case StageKind::AllReduce: {
+        Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+        for (int r : ranks) out[r] = red;
+        break;
+      }
+      case StageKind::ReduceScatter: {
+        Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+        for (int r : ranks) out[r] = storageOf(red, s.type, c_, r);
+        break;
+      }
+      case StageKind::AllGather: {
+        Tensor full = wholeOf(vals_[x], xs.type, c_, ranks[0]);
+        for (int r : ranks) out[r] = full;
+        break;
+      }
+      case StageKind::Broadcast:
+      case StageKind::Reduce1: {
+        double rootv = s.root.param.empty() ? s.root.value : param(s.root.param, DType::I64);
+        int root = static_cast<int>(rootv);
+        if (rootv < 0 || root >= n)
+          throw RunError("root " + std::to_string(static_cast<int64_t>(rootv)) + " is not a rank of group '" + s.type.group->name + "' (" +
+                         std::to_string(n) + " ranks)");
+        if (s.kind == StageKind::Broadcast) {
+          for (int r : ranks) out[r] = vals_[x][ranks[root]];
+        } else {
+          Tensor red = reduceAcross(ranks, x, s.op, s.type.dtype);
+          for (int r : ranks) out[r] = r == ranks[root] ? red : zeros(s.type, r);
+        }
+        break;
+      }
+      case StageKind::AllToAll: {
+        for (int j = 0; j < n; ++j) {
+          Tensor y = zeros(s.type, ranks[j]);
+          int64_t chunk = y.numel() / n;
+          for (int i = 0; i < n; ++i) {
+            const Tensor& src = vals_[x][ranks[i]];
+            std::copy(src.data.begin() + j * chunk, src.data.begin() + (j + 1) * chunk, y.data.begin() + i * chunk);
+            if (!y.exact.empty())
+              std::copy(src.exact.begin() + j * chunk, src.exact.begin() + (j + 1) * chunk, y.exact.begin() + i * chunk);
+          }
+          out[ranks[j]] = std::move(y);
+        }
+        break;
+      }
+      case StageKind::Send: {
+        if (s.peer == Peer::NextRank || s.peer == Peer::PrevRank) {
+          for (int i = 0; i < n; ++i) {
+            int from = s.peer == Peer::NextRank ? (i + n - 1) % n : (i + 1) % n;
+            out[ranks[i]] = vals_[x][ranks[from]];
+          }
+        } else {
+          int count = static_cast<int>(groups.size());
+          int from = s.peer == Peer::NextGroup ? (static_cast<int>(gi) + count - 1) % count : (static_cast<int>(gi) + 1) % count;
+          for (int i = 0; i < n; ++i) out[ranks[i]] = vals_[x][groups[from][i]];
+        }
+        break;
+      }
+      default: internalError(std::string("interpreter: unexpected stage kind ") + stageKindName(s.kind));
+    }
+  }
+  return out;
+}
 
-Result run(const Program& p, const Config& c, const Values& in) { return Machine(p, c).run(in); }
+}  // namespace detail
+
+Result run(const Program& p, const Config& c, const Values& in) { return detail::Machine(p, c).run(in); }
 
 // Maps between a whole tensor and one rank's slice of it along dimension d, starting at `off`.
 template <class F>
 static void forSliceElements(const std::vector<int64_t>& wholeShape, const std::vector<int64_t>& sliceShape, int d, int64_t off, F&& f) {
-  auto ws = strides(wholeShape), ss = strides(sliceShape);
-  int64_t n = numelOf(sliceShape);
+  auto ws = detail::strides(wholeShape), ss = detail::strides(sliceShape);
+  int64_t n = detail::numelOf(sliceShape);
   for (int64_t i = 0; i < n; ++i) {
     int64_t rem = i, w = 0;
     for (size_t k = 0; k < sliceShape.size(); ++k) {
@@ -880,7 +655,7 @@ Tensor storageOf(const Tensor& whole, const TensorType& t, const Config& c, int 
   if (!t.group || t.layout.kind != Layout::Sliced) return whole;
   Tensor x;
   x.shape = localShape(t, c, r);
-  x.data.resize(numelOf(x.shape));
+  x.data.resize(detail::numelOf(x.shape));
   if (!whole.exact.empty()) x.exact.resize(x.data.size());
   int64_t off = groupCoord(t.group, c, r).pos * x.shape[t.layout.dim];
   forSliceElements(whole.shape, x.shape, t.layout.dim, off, [&](int64_t i, int64_t w) {
@@ -894,7 +669,7 @@ Tensor wholeOf(const PerRank& v, const TensorType& t, const Config& c, int r) {
   if (!t.group || t.layout.kind != Layout::Sliced) return v[r];
   Tensor whole;
   for (auto& d : t.shape) whole.shape.push_back(evalSize(d, c, "a dimension"));
-  whole.data.assign(numelOf(whole.shape), 0.0);
+  whole.data.assign(detail::numelOf(whole.shape), 0.0);
   if (keepsExact(t.dtype)) whole.exact.assign(whole.data.size(), 0);
   int me = groupCoord(t.group, c, r).instance;
   for (int q = 0; q < c.ranks; ++q) {

@@ -520,188 +520,232 @@ void dump(const std::filesystem::path& dir, const Program& p, const Config& c, c
   writeFile((dir / "manifest.txt").string(), t.str());
 }
 
+// One verification of a schedule: the two programs, the options and streams, and what the rank
+// counts run so far found.
+class Verification {
+public:
+  Verification(const Program& base, const Program& sched, const Options& opts, std::ostream& out, std::ostream& err)
+      : base_(base), sched_(sched), opts_(opts), out_(out), err_(err), rng_(opts.seed) {
+    for (auto& s : sched.stages)
+      if (!s.reassociates.empty()) reassoc_ += (reassoc_.empty() ? "" : "; ") + s.reassociates;
+    allGiven_ = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) { return prm.isSize && !prm.value; });
+    fallback_ = ir::unscheduledFallback(base, sched).possible;
+  }
+
+  bool ranks(int P);
+  int report();
+
+private:
+  const Program& base_;
+  const Program& sched_;
+  const Options& opts_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::mt19937_64 rng_;
+  std::string reassoc_;  // why the schedule re-associates reductions ("; "-separated), or empty
+  bool allGiven_ = false, fallback_ = false;
+  bool allOk_ = true, anyRun_ = false, anyTolerance_ = false;
+  std::vector<int> skipped_;
+
+  bool compare(const Config& c, const interp::Values& inA, const interp::Result& ra, const interp::Result& rb,
+               std::vector<std::string>& notes);
+};
+
+// Runs both programs with P ranks and prints the line for P: the comparison, a skip, or the
+// unscheduled run. Returns false after an error (reported to err), which ends the verification.
+bool Verification::ranks(int P) {
+  Config c;
+  c.ranks = P;
+  c.seed = rng_();
+  std::string why;
+  // Sizes given that meet the program's requirements but not the schedule's: the generated code
+  // runs the program without its schedule (CompileOptions::unscheduled), whose values are
+  // dumped for its GPU check; there is nothing to compare.
+  const bool found = chooseSizes(base_, sched_, c, rng_, &why);
+  const bool unscheduled = !found && allGiven_ && fallback_ && requirementsHold(base_, c, kMaxBoundElements);
+  if (!found && !unscheduled) {
+    std::string reqs;
+    for (auto& r : sched_.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
+    if (!why.empty() && allGiven_)  // every size was given: say what rules them out
+      out_ << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
+    else if (!why.empty())
+      out_ << "  ranks " << P << ": skipped: no sizes run with " << P << " ranks: " << why << "\n";
+    else
+      out_ << "  ranks " << P << ": skipped: no sizes meet the requirements" << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P
+           << " ranks\n";
+    skipped_.push_back(P);
+    return true;
+  }
+  chooseScalars(base_, c, rng_);
+  int64_t need = interpreterBytes(base_, c);
+  if (!unscheduled && __builtin_add_overflow(need, interpreterBytes(sched_, c), &need)) need = INT64_MAX;
+  if (need > kMaxVerifyBytes) {
+    err_ << "coconetc: error: verifying " << base_.name << " with " << P << " ranks (" << sizesStr(base_, c).substr(1) << ") needs about "
+         << gib(need) << " of memory for the interpreter's values, past verify's bound of " << gib(kMaxVerifyBytes)
+         << "; give smaller sizes with -D\n";
+    return false;
+  }
+  auto logical = drawInputs(base_, c, rng_);
+  interp::Values inA = storageFor(base_, logical, c);
+  interp::Result ra, rb;
+  try {
+    ra = interp::run(base_, c, inA);
+  } catch (const interp::RunError& e) {
+    err_ << "coconetc: error: " << base_.name << " fails with " << P << " ranks (" << sizesStr(base_, c).substr(1) << "): " << e.what()
+         << "\n";
+    return false;
+  }
+  anyRun_ = true;
+  if (unscheduled) {
+    if (!opts_.dumpDir.empty()) dump(std::filesystem::path(opts_.dumpDir) / ("ranks" + std::to_string(P)), base_, c, inA, ra);
+    out_ << "  ranks " << P << ":" << sizesStr(base_, c) << ": runs without its schedule (the schedule's " << why
+         << "; the program's hold): nothing to compare\n";
+    return true;
+  }
+  interp::Values inB = storageFor(sched_, logical, c);
+  try {
+    rb = interp::run(sched_, c, inB);
+  } catch (const interp::RunError& e) {
+    err_ << "coconetc: error: the scheduled " << sched_.name << " fails with " << P << " ranks (" << sizesStr(base_, c).substr(1)
+         << ") where the original runs: " << e.what() << "\n";
+    return false;
+  }
+  std::vector<std::string> notes;
+  bool ok = compare(c, inA, ra, rb, notes);
+  // Dumped after the comparison passes: the scheduled program's storage (what its CUDA code
+  // reads and writes, e.g. states kept sliced) holding values equal to the original's.
+  if (ok && !opts_.dumpDir.empty()) dump(std::filesystem::path(opts_.dumpDir) / ("ranks" + std::to_string(P)), sched_, c, inB, rb);
+  out_ << "  ranks " << P << ":" << sizesStr(base_, c) << ": " << (ok ? "ok" : "FAILED");
+  for (size_t i = 0; i < notes.size(); ++i) out_ << (i ? ", " : ": ") << notes[i];
+  out_ << "\n";
+  allOk_ = allOk_ && ok;
+  return true;
+}
+
+// Compares every output and final state of the original run `ra` with the scheduled run `rb`:
+// bit-exact, or (when the schedule re-associates a reduction) within tolerance of the original
+// evaluated exactly. Adds a note per value; returns whether all passed.
+bool Verification::compare(const Config& c, const interp::Values& inA, const interp::Result& ra, const interp::Result& rb,
+                           std::vector<std::string>& notes) {
+  bool ok = true;
+  // gamma: n u for the longest re-associated reduction of this run.
+  double gamma = 0;
+  for (auto& st : sched_.stages) {
+    if (st.reassociates.empty() || st.operands.empty()) continue;
+    const Stage& part = sched_.stages[st.operands[0]];
+    if (part.operands.empty()) continue;
+    int64_t n = 1;
+    for (auto& d : sched_.stages[part.operands[0]].type.shape) n *= interp::evalSize(d, c, "a dimension");
+    double u = st.type.dtype == DType::F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+    gamma = std::max(gamma, static_cast<double>(n) * u);
+  }
+  // The original evaluated exactly, computed when a comparison needs it.
+  std::optional<interp::Result> exactRun;
+  auto reference = [&]() -> const interp::Result& {
+    if (!exactRun) {
+      Config ce = c;
+      ce.exact = true;
+      exactRun = interp::run(base_, ce, inA);
+    }
+    return *exactRun;
+  };
+  // The original evaluated exactly with each sum, mean or norm moved by gamma times its terms'
+  // magnitudes: the re-associated ones, by what another order rounds; the others, because
+  // their terms may now differ by rounding each (from a re-associated value before them), which
+  // a sum that cancels adds up to as much.
+  std::vector<std::string> sums;
+  for (auto& st : base_.stages)
+    if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min && !ast::isInteger(st.type.dtype))
+      sums.push_back(st.name);
+  std::optional<std::vector<interp::Result>> movedRuns;
+  auto moved = [&]() -> const std::vector<interp::Result>& {
+    if (!movedRuns) {
+      movedRuns.emplace();
+      for (auto& n : sums) {
+        Config ce = c;
+        ce.exact = true;
+        ce.perturb = n;
+        ce.perturbGamma = gamma;
+        movedRuns->push_back(interp::run(base_, ce, inA));
+      }
+    }
+    return *movedRuns;
+  };
+  auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb, const PerRank& vb,
+                   const std::function<const PerRank&(const interp::Result&)>& pickRef) {
+    auto la = logicalView(va, ta, c), lb = logicalView(vb, tb, c);
+    Compare exact = compareExact(la, lb);
+    if (exact.exact()) {
+      notes.push_back(what + " exact");
+      return;
+    }
+    std::ostringstream os;
+    os.precision(3);
+    if (!reassoc_.empty()) {
+      auto lr = logicalView(pickRef(reference()), ta, c);
+      std::vector<std::vector<Tensor>> lm;
+      for (auto& m : moved()) lm.push_back(logicalView(pickRef(m), ta, c));
+      Tolerance tol = compareToReference(la, lb, lr, ta.dtype, gamma, lm);
+      if (tol.outside == 0) {
+        anyTolerance_ = true;
+        os << what << " within tolerance (" << exact.mismatches << " of " << exact.elements << " elements differ, max rel " << exact.maxRel
+           << "; original's own error " << tol.originalError << ")";
+        notes.push_back(os.str());
+        return;
+      }
+    }
+    ok = false;
+    os << what << " DIFFERS in " << exact.mismatches << " of " << exact.elements << " elements (max abs " << exact.maxAbs << ", max rel "
+       << exact.maxRel << ")";
+    notes.push_back(os.str());
+  };
+  for (size_t i = 0; i < base_.outputs.size(); ++i) {
+    auto it = std::find(sched_.outputNames.begin(), sched_.outputNames.end(), base_.outputNames[i]);
+    if (it == sched_.outputNames.end()) internalError("verify: scheduled program lost output " + base_.outputNames[i]);
+    size_t j = static_cast<size_t>(it - sched_.outputNames.begin());
+    check("'" + base_.outputNames[i] + "'", base_.stages[base_.outputs[i]].type, ra.outputs[i], sched_.stages[sched_.outputs[j]].type,
+          rb.outputs[j], [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; });
+  }
+  for (auto& st : base_.states) {
+    const StateInfo* sb = nullptr;
+    for (auto& x : sched_.states)
+      if (x.name == st.name) sb = &x;
+    if (!sb) internalError("verify: scheduled program lost state " + st.name);
+    std::string name = st.name;
+    check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name),
+          [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); });
+  }
+  return ok;
+}
+
+// The lines after every rank count's: the skipped counts, the tolerance used, the verdict.
+int Verification::report() {
+  if (!skipped_.empty()) {
+    out_ << "  skipped rank counts:";
+    for (int P : skipped_) out_ << " " << P;
+    out_ << " (no sizes run with them: see each line)\n";
+  }
+  if (!anyRun_) {
+    err_ << "coconetc: error: " << base_.name << " could not run with any of the rank counts given\n";
+    return 1;
+  }
+  if (anyTolerance_)
+    out_ << "  tolerance: " << reassoc_ << ", so results may differ by rounding; each differing element of the "
+         << "scheduled program is within 4 E + 2 ulp + n u |x| of the original evaluated exactly in f64 (x), "
+         << "where E is the original's own largest rounding error on that value and n u the bound for summing "
+         << "the n terms of the re-associated reduction in any order, plus twice what moving each sum, mean "
+         << "or norm by n u times its terms' magnitudes moves that element\n";
+  out_ << (allOk_ ? "verified" : "NOT verified") << "\n";
+  return allOk_ ? 0 : 1;
+}
+
 }  // namespace
 
 int verify(const Program& base, const Program& sched, const Options& opts, std::ostream& out, std::ostream& err) {
-  std::mt19937_64 rng(opts.seed);
-  bool allOk = true, anyRun = false, anyTolerance = false;
-  std::string reassoc;
-  std::vector<int> skipped;
-  for (auto& s : sched.stages)
-    if (!s.reassociates.empty()) reassoc += (reassoc.empty() ? "" : "; ") + s.reassociates;
-  const bool allGiven = std::none_of(base.params.begin(), base.params.end(), [](const ir::Param& prm) { return prm.isSize && !prm.value; });
-  const bool fallback = ir::unscheduledFallback(base, sched).possible;
-  for (int P : opts.ranks) {
-    Config c;
-    c.ranks = P;
-    c.seed = rng();
-    std::string why;
-    // Sizes given that meet the program's requirements but not the schedule's: the generated code
-    // runs the program without its schedule (CompileOptions::unscheduled), whose values are
-    // dumped for its GPU check; there is nothing to compare.
-    const bool found = chooseSizes(base, sched, c, rng, &why);
-    const bool unscheduled = !found && allGiven && fallback && requirementsHold(base, c, kMaxBoundElements);
-    if (!found && !unscheduled) {
-      std::string reqs;
-      for (auto& r : sched.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
-      if (!why.empty() && allGiven)  // every size was given: say what rules them out
-        out << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
-      else if (!why.empty())
-        out << "  ranks " << P << ": skipped: no sizes run with " << P << " ranks: " << why << "\n";
-      else
-        out << "  ranks " << P << ": skipped: no sizes meet the requirements" << (reqs.empty() ? "" : " (" + reqs + ")") << " with " << P
-            << " ranks\n";
-      skipped.push_back(P);
-      continue;
-    }
-    chooseScalars(base, c, rng);
-    int64_t need = interpreterBytes(base, c);
-    if (!unscheduled && __builtin_add_overflow(need, interpreterBytes(sched, c), &need)) need = INT64_MAX;
-    if (need > kMaxVerifyBytes) {
-      err << "coconetc: error: verifying " << base.name << " with " << P << " ranks (" << sizesStr(base, c).substr(1) << ") needs about "
-          << gib(need) << " of memory for the interpreter's values, past verify's bound of " << gib(kMaxVerifyBytes)
-          << "; give smaller sizes with -D\n";
-      return 1;
-    }
-    auto logical = drawInputs(base, c, rng);
-    interp::Values inA = storageFor(base, logical, c);
-    interp::Result ra, rb;
-    try {
-      ra = interp::run(base, c, inA);
-    } catch (const interp::RunError& e) {
-      err << "coconetc: error: " << base.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1) << "): " << e.what()
-          << "\n";
-      return 1;
-    }
-    anyRun = true;
-    if (unscheduled) {
-      if (!opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), base, c, inA, ra);
-      out << "  ranks " << P << ":" << sizesStr(base, c) << ": runs without its schedule (the schedule's " << why
-          << "; the program's hold): nothing to compare\n";
-      continue;
-    }
-    interp::Values inB = storageFor(sched, logical, c);
-    try {
-      rb = interp::run(sched, c, inB);
-    } catch (const interp::RunError& e) {
-      err << "coconetc: error: the scheduled " << sched.name << " fails with " << P << " ranks (" << sizesStr(base, c).substr(1)
-          << ") where the original runs: " << e.what() << "\n";
-      return 1;
-    }
-    // Dumped after the comparison passes: the scheduled program's storage (what its CUDA code
-    // reads and writes, e.g. states kept sliced) holding values equal to the original's.
-    std::vector<std::string> notes;
-    bool ok = true;
-    // gamma: n u for the longest re-associated reduction of this run.
-    double gamma = 0;
-    for (auto& st : sched.stages) {
-      if (st.reassociates.empty() || st.operands.empty()) continue;
-      const Stage& part = sched.stages[st.operands[0]];
-      if (part.operands.empty()) continue;
-      int64_t n = 1;
-      for (auto& d : sched.stages[part.operands[0]].type.shape) n *= interp::evalSize(d, c, "a dimension");
-      double u = st.type.dtype == DType::F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
-      gamma = std::max(gamma, static_cast<double>(n) * u);
-    }
-    // The original evaluated exactly, computed when a comparison needs it.
-    std::optional<interp::Result> exactRun;
-    auto reference = [&]() -> const interp::Result& {
-      if (!exactRun) {
-        Config ce = c;
-        ce.exact = true;
-        exactRun = interp::run(base, ce, inA);
-      }
-      return *exactRun;
-    };
-    // The original evaluated exactly with each sum, mean or norm moved by gamma times its terms'
-    // magnitudes: the re-associated ones, by what another order rounds; the others, because
-    // their terms may now differ by rounding each (from a re-associated value before them), which
-    // a sum that cancels adds up to as much.
-    std::vector<std::string> sums;
-    for (auto& st : base.stages)
-      if (st.kind == StageKind::Reduce && st.reduce != ReduceKind::Max && st.reduce != ReduceKind::Min && !ast::isInteger(st.type.dtype))
-        sums.push_back(st.name);
-    std::optional<std::vector<interp::Result>> movedRuns;
-    auto moved = [&]() -> const std::vector<interp::Result>& {
-      if (!movedRuns) {
-        movedRuns.emplace();
-        for (auto& n : sums) {
-          Config ce = c;
-          ce.exact = true;
-          ce.perturb = n;
-          ce.perturbGamma = gamma;
-          movedRuns->push_back(interp::run(base, ce, inA));
-        }
-      }
-      return *movedRuns;
-    };
-    auto check = [&](const std::string& what, const TensorType& ta, const PerRank& va, const TensorType& tb, const PerRank& vb,
-                     const std::function<const PerRank&(const interp::Result&)>& pickRef) {
-      auto la = logicalView(va, ta, c), lb = logicalView(vb, tb, c);
-      Compare exact = compareExact(la, lb);
-      if (exact.exact()) {
-        notes.push_back(what + " exact");
-        return;
-      }
-      std::ostringstream os;
-      os.precision(3);
-      if (!reassoc.empty()) {
-        auto lr = logicalView(pickRef(reference()), ta, c);
-        std::vector<std::vector<Tensor>> lm;
-        for (auto& m : moved()) lm.push_back(logicalView(pickRef(m), ta, c));
-        Tolerance tol = compareToReference(la, lb, lr, ta.dtype, gamma, lm);
-        if (tol.outside == 0) {
-          anyTolerance = true;
-          os << what << " within tolerance (" << exact.mismatches << " of " << exact.elements << " elements differ, max rel "
-             << exact.maxRel << "; original's own error " << tol.originalError << ")";
-          notes.push_back(os.str());
-          return;
-        }
-      }
-      ok = false;
-      os << what << " DIFFERS in " << exact.mismatches << " of " << exact.elements << " elements (max abs " << exact.maxAbs << ", max rel "
-         << exact.maxRel << ")";
-      notes.push_back(os.str());
-    };
-    for (size_t i = 0; i < base.outputs.size(); ++i) {
-      auto it = std::find(sched.outputNames.begin(), sched.outputNames.end(), base.outputNames[i]);
-      if (it == sched.outputNames.end()) internalError("verify: scheduled program lost output " + base.outputNames[i]);
-      size_t j = static_cast<size_t>(it - sched.outputNames.begin());
-      check("'" + base.outputNames[i] + "'", base.stages[base.outputs[i]].type, ra.outputs[i], sched.stages[sched.outputs[j]].type,
-            rb.outputs[j], [i](const interp::Result& r) -> const PerRank& { return r.outputs[i]; });
-    }
-    for (auto& st : base.states) {
-      const StateInfo* sb = nullptr;
-      for (auto& x : sched.states)
-        if (x.name == st.name) sb = &x;
-      if (!sb) internalError("verify: scheduled program lost state " + st.name);
-      std::string name = st.name;
-      check("state '" + st.name + "'", st.type, ra.states.at(st.name), sb->type, rb.states.at(st.name),
-            [name](const interp::Result& r) -> const PerRank& { return r.states.at(name); });
-    }
-    if (ok && !opts.dumpDir.empty()) dump(std::filesystem::path(opts.dumpDir) / ("ranks" + std::to_string(P)), sched, c, inB, rb);
-    out << "  ranks " << P << ":" << sizesStr(base, c) << ": " << (ok ? "ok" : "FAILED");
-    for (size_t i = 0; i < notes.size(); ++i) out << (i ? ", " : ": ") << notes[i];
-    out << "\n";
-    allOk = allOk && ok;
-  }
-  if (!skipped.empty()) {
-    out << "  skipped rank counts:";
-    for (int P : skipped) out << " " << P;
-    out << " (no sizes run with them: see each line)\n";
-  }
-  if (!anyRun) {
-    err << "coconetc: error: " << base.name << " could not run with any of the rank counts given\n";
-    return 1;
-  }
-  if (anyTolerance)
-    out << "  tolerance: " << reassoc << ", so results may differ by rounding; each differing element of the "
-        << "scheduled program is within 4 E + 2 ulp + n u |x| of the original evaluated exactly in f64 (x), "
-        << "where E is the original's own largest rounding error on that value and n u the bound for summing "
-        << "the n terms of the re-associated reduction in any order, plus twice what moving each sum, mean "
-        << "or norm by n u times its terms' magnitudes moves that element\n";
-  out << (allOk ? "verified" : "NOT verified") << "\n";
-  return allOk ? 0 : 1;
+  Verification v(base, sched, opts, out, err);
+  for (int P : opts.ranks)
+    if (!v.ranks(P)) return 1;
+  return v.report();
 }
 
 }  // namespace coconet::verify
