@@ -593,6 +593,13 @@ private:
   bool hasExchangePipeline() const;
 
   void emitChunked(const Chunked& ch);
+  // An overlap's chunk count C, rows per rank and chunk, and a chunk's staging bytes (`merge`:
+  // coconet_rt::mergedOverlapChunks, else overlapChunks), as declarations `ind` deep; chunk c's
+  // GEMM on stream_ into stage_[k] (rows [lo, lo + rows) of every rank's block, P GEMMs in one
+  // call); and the overlap over NCCL's device API (emitChunked's device path).
+  std::string chunkDecls(const Chunked& ch, const std::string& ind, bool merge) const;
+  std::string chunkGemm(const Chunked& ch, const std::string& lo, const std::string& rows, const std::string& range) const;
+  void emitChunkedDevice(const Chunked& ch);
 
   // ---- Results written where the caller wants them ----
   // A state's new value is computed straight into the state's storage when nothing reads the
