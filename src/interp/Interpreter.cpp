@@ -166,7 +166,7 @@ std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
   return s;
 }
 
-// ---- The machine (InterpreterImpl.h; element-wise stages in Elementwise.cpp) ---------------
+// ---- The machine (InterpreterImpl.h; element-wise stages in Compute.cpp) ---------------
 namespace detail {
 
 Result Machine::run(const Values& in) {

@@ -1,5 +1,5 @@
 // The interpreter's machine, which runs a program's stages rank by rank, and the helpers its
-// files share (Interpreter.cpp, Elementwise.cpp); included only by src/interp.
+// files share (Interpreter.cpp, Compute.cpp); included only by src/interp.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +86,7 @@ private:
   PerRank toLayout(const PerRank& v, const ir::TensorType& from, const ir::TensorType& to);
   PerRank stage(const ir::Stage& s, const Values& in);
 
-  // ---- Element-wise (Elementwise.cpp) ----
+  // ---- Element-wise (Compute.cpp) ----
   PerRank compute(const ir::Stage& s);
   double param(const std::string& name, ir::DType t) { return paramNum(name, t).f(); }
   Num paramNum(const std::string& name, ir::DType t);
