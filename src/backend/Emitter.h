@@ -667,7 +667,63 @@ private:
   // Warns at each fused group with a reduction that runs as a kernel a stage (no row group, and
   // no other form took it).
   void warnUnfusedRowGroups();
+  // A row group's kernel and its launch: the kernel's signature, its passes over the row, the
+  // row's code (hoisting what is the same for every element), then the kernel and run()'s launch.
   void emitRowGroup(const RowGroup& rg);
+  // What the phases of a row group's kernel share (emit/RowGroup.cpp).
+  struct RowKernel {
+    explicit RowKernel(const RowGroup& g) : rg(g) {}
+    const RowGroup& rg;
+    // Operand indices for runMembers: outside operands by their index, members by kRowValue + id
+    // (their values r<id>: a row value's at the row's scope, an element member's computed before
+    // its readers in the element's).
+    static constexpr int kRowValue = 1 << 20;
+    std::map<int, int> index;
+    std::string kname;
+    // The exit and entry of each state whose new value is written into the storage of its entry,
+    // which the group reads (neither array is __restrict__; the entry is read with load_vec_rw).
+    std::set<int> shared;
+    std::vector<std::string> params, hostArgs;  // the kernel's parameters, run()'s arguments
+    std::vector<int> outElems, outRows;         // the members written, element members and row values
+    struct Pass {
+      std::vector<int> run;  // the element members it computes
+      std::set<int> ks;      // the outside operands it reads
+    };
+    std::vector<Pass> passes;
+    size_t next = 0;                       // the next pass rowCode writes
+    std::vector<int> cached;               // the outside operands kept in registers (the cached instance)
+    int K = 8;                             // the cached instance's packs a thread
+    const std::string ind = "          ";  // element code's indentation
+    bool isCached(int k) const { return std::find(cached.begin(), cached.end(), k) != cached.end(); }
+  };
+  // The kernel's parameters and run()'s arguments (params, hostArgs, shared).
+  void rowSignature(RowKernel& rk) const;
+  // The element members, in order, that element code computes for `wanted` (through element
+  // members only); the outside operands a run of them reads (and `extra`'s).
+  std::vector<int> rowClosure(const RowGroup& rg, const std::vector<int>& wanted) const;
+  std::set<int> rowExtOf(const RowGroup& rg, const std::vector<int>& run, int extra) const;
+  // The passes over the row (outElems, outRows, passes) and the operands kept in registers (cached, K).
+  void rowPasses(RowKernel& rk) const;
+  // One pass's loop over each thread's packs of its row, `body` once per element, `stores` written.
+  std::string rowElementLoop(const RowKernel& rk, const std::set<int>& ks, const std::string& body, const std::vector<int>& stores) const;
+  // Operand k (RowKernel::index) in element code; a normalization's accumulation type and its
+  // operand k in that type.
+  std::string rowElementOperand(const RowKernel& rk, int k) const;
+  std::string rowNormType(int id) const;
+  std::string rowNormOperand(const RowKernel& rk, int id, size_t k) const;
+  // The element code of a run of element members, in order.
+  std::string rowElementCode(const RowKernel& rk, const std::vector<int>& run);
+  // The code of one row (the kernel's row loop's body): the operands' row pointers and registers
+  // (rowPointers), each row value, normalization's statistics (rowNormStats) and reduction
+  // (rowReduce), then the members written.
+  std::string rowCode(RowKernel& rk);
+  std::string rowPointers(const RowKernel& rk) const;
+  std::string rowNormStats(RowKernel& rk, int id);
+  std::string rowReduce(RowKernel& rk, int id);
+  // The kernel (its members' comments, signature and row loop around `rows`), into kernels_.
+  void emitRowKernel(const RowKernel& rk, const std::string& prologue, const std::string& rows);
+  // run()'s launch: the vector width, the cached instance's threads a row, the instance launched.
+  void emitRowLaunch(const RowKernel& rk);
 
   // ---- Reductions folded into a device group's kernel ----
   // A reduction of every element of a tensor shaped like a device group's slice (a norm's sum of
