@@ -343,6 +343,52 @@ private:
   // Emits the kernel of a device group (once); returns its name. With `oneShot`, its one-shot
   // form (oneShotMode) instead.
   std::string emitDevKernel(const DevGroup& dg, bool oneShot = false);
+  // What the phases of a device group's kernel share (emit/DeviceKernel.cpp).
+  struct DevKernel {
+    DevKernel(const DevGroup& g, bool os) : dg(g), oneShot(os) {}
+    const DevGroup& dg;
+    const bool oneShot;
+    bool head = false, tail = false;
+    int src = -1, rsk = -1, V = 1;  // the gathered slice's source, the reduced slice's operand index, the vector width
+    std::string XT, RT, ST;         // the storage types of the pushed input, the reduced slice, the gathered slice
+    std::string kname;
+    std::vector<std::string> params;   // the kernel's parameters (devSignature)
+    std::vector<int> others;           // the operands other than the reduced slice (indices into dg.ext)
+    std::vector<std::string> foldOps;  // the folded reductions' operator structs
+    std::set<int> calcSet, fromChain;  // the members computed; the values the scalar chain makes
+    // The kernel's forms (devKernelSignature, devKernelSetup): the one-rank instantiation, roles
+    // split into movers and workers, every block computing chunk 0.
+    bool solo = false, roles = false, joinChunk0 = false;
+    std::string barrier;  // the statement making a block's barrier session
+    // The statements the rounds take (devKernelChunks): a chunk's push (by the movers: moversPush),
+    // its pull, a flags-pulling tail's claimed pulls; the blocks' partial results of the folds.
+    std::string push, moversPush, pull, pullTilesCall, folds;
+    const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+    // tune(f, barriers = split): a round's barrier as its two phases (the same orders as sync)
+    const std::string arrive = "bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+    const std::string wait = "bar.wait(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
+    bool split = false;
+  };
+  // The kernel's comment (its members and phases); its template, signature and opening
+  // statements (solo, roles, barrier); the scalar chain, this block's part, the slots and
+  // accumulators (fromChain, joinChunk0).
+  void devKernelComment(const DevKernel& dk);
+  void devKernelSignature(DevKernel& dk);
+  void devKernelSetup(DevKernel& dk);
+  // compute(lo, hi): the element code (what it hoists before it) of elements [lo, hi).
+  void devKernelCompute(const DevKernel& dk);
+  // Folds element i's value (`operand`: how an operand reads it) into each folded reduction.
+  std::string devFold(const DevKernel& dk, const std::string& ind, const std::function<std::string(int)>& operand) const;
+  // The chunks' edges, and the push, pull and fold statements the rounds take.
+  void devKernelChunks(DevKernel& dk);
+  // A push of elements `range` of every slice (byMovers: the movers' own), a pull of the other ranks' slices.
+  std::string devPushOf(const DevKernel& dk, const std::string& range, bool byMovers) const;
+  std::string devPullOf(const DevKernel& dk, const std::string& range) const;
+  // With roles split: the workers' loop over the chunks, then the movers'.
+  void devKernelWorkers(const DevKernel& dk);
+  void devKernelMovers(const DevKernel& dk);
+  // The rounds without roles split (or with movers = 0): push, compute and pull, with barriers.
+  void devKernelRounds(const DevKernel& dk);
 
   // A full group [reduce_scatter, members..., all_gather] has a one-shot form where every rank
   // can compute every slice: its members read, besides the reduced values, only replicated (or

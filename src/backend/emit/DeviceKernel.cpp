@@ -193,36 +193,82 @@ std::string Emitter::devRounds(const DevGroup& dg) const {
   return dg.epilogueRounds ? "coconet_rt::epilogueAutoRounds(" + bytes + ", P_)" : "coconet_rt::devAutoRounds(" + bytes + ")";
 }
 
+namespace {
+
+std::string indent(const std::string& t) {  // two more spaces on every line
+  std::string o;
+  std::istringstream in(t);
+  for (std::string line; std::getline(in, line);) o += "  " + line + "\n";
+  return o;
+}
+// A device group's role counters of chunk r: ready (the movers' pushes), done (the workers' results).
+std::string ready(const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; }
+std::string done(const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; }
+
+}  // namespace
+
 std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
-  const bool head = dg.head(), tail = dg.tail();
-  const int src = tail ? agSrc(dg) : -1;
-  const std::string XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
-  const std::string RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
-  const std::string ST = tail ? storageType(p_.stages[src].type.dtype) : "";
-  std::string kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + (oneShot ? "_oneshot" : "_device") + dg.kernelTag;
-  const int V = devVecWidth(dg);
-  std::vector<std::string> params, hostArgs;
-  std::vector<int> others;
+  DevKernel dk(dg, oneShot);
+  dk.head = dg.head();
+  dk.tail = dg.tail();
+  const bool head = dk.head, tail = dk.tail;
+  dk.src = tail ? agSrc(dg) : -1;
+  dk.XT = head ? storageType(p_.stages[p_.stages[dg.rs].operands[0]].type.dtype) : "";
+  dk.RT = head ? storageType(p_.stages[dg.rs].type.dtype) : "";
+  dk.ST = tail ? storageType(p_.stages[dk.src].type.dtype) : "";
+  dk.kname = "k_" + std::to_string(dg.first()) + "_" + ident(dg.name) + (oneShot ? "_oneshot" : "_device") + dg.kernelTag;
+  dk.V = devVecWidth(dg);
+  std::vector<std::string> hostArgs;
   DevLaunch sig{"", "", "0", ""};
   sig.oneShot = oneShot;
-  devSignature(dg, sig, params, hostArgs, others);
-  auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
-  const int rsk = head ? dg.extIndex.at(dg.rs) : -1;
-  std::vector<std::string> foldOps;
-  for (int f : dg.folds) foldOps.push_back(emitReduceOp(f));
-  const std::set<int> calcSet(dg.calc.begin(), dg.calc.end());
-  // Folds element i's value (`operand`: how an operand of the group reads it) into each folded reduction.
-  auto fold = [&](const std::string& ind, const std::function<std::string(int)>& operand) {
-    std::string t;
-    for (size_t q = 0; q < dg.folds.size(); ++q) {
-      const int x = p_.stages[dg.folds[q]].operands[0];
-      const std::string v = calcSet.count(x) ? "r" + std::to_string(x) : operand(dg.extIndex.at(x));
-      t += ind + "acc" + std::to_string(dg.folds[q]) + " = " + foldOps[q] + "::combine(acc" + std::to_string(dg.folds[q]) + ", " +
-           foldOps[q] + "::element(static_cast<" + foldOps[q] + "::Acc>(" + v + ")));\n";
-    }
-    return t;
-  };
-  // The kernel.
+  devSignature(dg, sig, dk.params, hostArgs, dk.others);
+  dk.rsk = head ? dg.extIndex.at(dg.rs) : -1;
+  for (int f : dg.folds) dk.foldOps.push_back(emitReduceOp(f));
+  dk.calcSet.insert(dg.calc.begin(), dg.calc.end());
+  // The kernel: its comment, signature and setup, compute() (the element code), the chunks'
+  // edges, then the one-rank branch, the roles' loops and the rounds.
+  devKernelComment(dk);
+  devKernelSignature(dk);
+  devKernelSetup(dk);
+  devKernelCompute(dk);
+  devKernelChunks(dk);
+  auto& K = kernels_;
+  if (dk.solo) {
+    K << "  if constexpr (kSolo) {\n"
+      << "    // one rank: nothing to move and no barrier; the blocks compute the slice in one pass\n"
+      << "    compute(0, nSlice);\n"
+      << dk.folds << "    return;\n  }\n";
+    if (!dk.roles) K << "  " << dk.barrier;
+  }
+  // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
+  // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
+  if (dk.roles) {
+    devKernelWorkers(dk);
+    devKernelMovers(dk);
+  }
+  devKernelRounds(dk);
+  K << dk.folds << "}\n\n";
+  return dk.kname;
+}
+
+// Folds element i's value (`operand`: how an operand of the group reads it) into each folded reduction.
+std::string Emitter::devFold(const DevKernel& dk, const std::string& ind, const std::function<std::string(int)>& operand) const {
+  const DevGroup& dg = dk.dg;
+  const std::vector<std::string>& foldOps = dk.foldOps;
+  const std::set<int>& calcSet = dk.calcSet;
+  std::string t;
+  for (size_t q = 0; q < dg.folds.size(); ++q) {
+    const int x = p_.stages[dg.folds[q]].operands[0];
+    const std::string v = calcSet.count(x) ? "r" + std::to_string(x) : operand(dg.extIndex.at(x));
+    t += ind + "acc" + std::to_string(dg.folds[q]) + " = " + foldOps[q] + "::combine(acc" + std::to_string(dg.folds[q]) + ", " +
+         foldOps[q] + "::element(static_cast<" + foldOps[q] + "::Acc>(" + v + ")));\n";
+  }
+  return t;
+}
+
+void Emitter::devKernelComment(const DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot, head = dk.head, tail = dk.tail;
   auto& K = kernels_;
   K << "// fused group '" << dg.name << "': ";
   if (head) K << p_.stages[dg.rs].name << (dg.arHead ? " (allreduce), " : " (reduce_scatter), ");
@@ -268,6 +314,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         K << ",\n//   " << p_.stages[c].name << " = " << exprTextFor(p_.stages[c]);
     K << "\n";
   }
+}
+
+void Emitter::devKernelSignature(DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot;
+  auto& K = kernels_;
   // tune(f, occupancy = K): ptxas fits K blocks of kDevThreads per SM (spilling registers if it
   // must), so that a split kernel's roleBlocks finds room for K times the workers; with
   // occupancy = auto a template over K, instantiated for 1 and 2 (the launch picks one). K = 1
@@ -287,7 +339,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // its own instantiation, kTiles: with both in one kernel LAMB's `apply` (64 registers) spilled
   // 152 / 404 bytes (stores / loads) where the fixed parts alone spill 72 / 192, in the form that 8
   // and 16 rounds take (ptxas for sm_90a).
-  const bool solo = !oneShot && dg.soloForm();
+  const bool solo = dk.solo = !oneShot && dg.soloForm();
   const bool occupancyByRanks = !oneShot && dg.occupancyByRanks();
   const bool tilesForm = !oneShot && flagsPulls(dg);  // (a flags-pulling tail has the one-rank form)
   const std::string tilesParam = tilesForm ? ", bool kTiles" : "";
@@ -301,23 +353,31 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     << (occupancyByRanks   ? std::string(", kOccupancy > 1 ? kOccupancy : 0")
         : dg.occupancy > 1 ? ", " + std::to_string(dg.occupancy)
                            : "")
-    << ") " << kname << "(";
-  for (size_t k = 0; k < params.size(); ++k) K << (k ? ", " : "") << params[k];
+    << ") " << dk.kname << "(";
+  for (size_t k = 0; k < dk.params.size(); ++k) K << (k ? ", " : "") << dk.params[k];
   // Block b's LSA barrier is barrier b, and the device communicator has kDevBarriers of them: a
   // session reads its barrier's epoch when made and writes it back when destroyed, so only blocks
   // with a barrier may make one. Without roles the grid is at most kDevMaxBlocks (barrierBlocks);
   // with roles the workers (block indices up to the resident limit) take none and leave before it
   // is made.
-  const std::string barrier = "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
-  const bool roles = !oneShot && !dg.preloaded && dg.splitRoles();
+  const std::string& barrier = dk.barrier =
+      "ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x};\n";
+  const bool roles = dk.roles = !oneShot && !dg.preloaded && dg.splitRoles();
   // (the kernels with a one-rank form make their barrier sessions after its branch)
   K << ") {\n  (void)seed;\n"
     << "  // launched to overlap the previous kernel's end: wait for it, then let the next one be scheduled\n"
     << "  coconet_rt::pdlWait();\n  coconet_rt::pdlLaunchDependents();\n"
     << (roles || solo || oneShot ? "" : "  " + barrier) << "  const int P = dc.lsaSize, me = dc.lsaRank;\n  (void)P;\n  (void)me;\n"
-    << "  constexpr int V = " << V << ";\n";
+    << "  constexpr int V = " << dk.V << ";\n";
+}
+
+void Emitter::devKernelSetup(DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot, head = dk.head, tail = dk.tail, roles = dk.roles;
+  const std::string &XT = dk.XT, &ST = dk.ST;
+  auto& K = kernels_;
   // The scalar chain computed first (planChainPrologues): the values it makes that the group reads.
-  std::set<int> fromChain;
+  std::set<int>& fromChain = dk.fromChain;
   if (dg.chain >= 0) {
     const ScalarChain& sc = plan_.scalarChains.at(dg.chain);
     fromChain.insert(sc.written.begin(), sc.written.end());
@@ -336,7 +396,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   // A flags-pulling tail without folds (whose partial results would be per worker block) has every
   // block compute chunk 0 (joinChunk0): compute() takes its part from `cpt`, the grid's for that
   // chunk, else pt.
-  const bool joinChunk0 = roles && flagsPulls(dg) && dg.folds.empty();
+  const bool joinChunk0 = dk.joinChunk0 = roles && flagsPulls(dg) && dg.folds.empty();
   if (joinChunk0) K << "  coconet_rt::Part cpt = pt;  // the part compute() takes (the grid's for chunk 0)\n";
   if (oneShot)
     K << "  const auto slots = coconet_rt::oneShotSlots<kProto>(stageWin, stageOff, me, rsIn, nSlice, llFlag);\n"
@@ -357,9 +417,20 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
   if (tail && !oneShot)
     K << "  " << ST << "* mine = static_cast<" << ST << "*>(ncclGetLocalPointer(sliceWin, sliceOff));\n"
       << "  " << ST << "* own = gathered + static_cast<long long>(me) * gstride + off;\n";
-  const std::string publish = solo ? "if (!kSolo) " : "";
   for (size_t q = 0; q < dg.folds.size(); ++q)
-    K << "  " << foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << foldOps[q] << "::init();\n";
+    K << "  " << dk.foldOps[q] << "::Acc acc" << dg.folds[q] << " = " << dk.foldOps[q] << "::init();\n";
+}
+
+void Emitter::devKernelCompute(const DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot, head = dk.head, tail = dk.tail, joinChunk0 = dk.joinChunk0;
+  const int src = dk.src, rsk = dk.rsk;
+  const std::string &XT = dk.XT, &RT = dk.RT, &ST = dk.ST;
+  const std::set<int>& fromChain = dk.fromChain;
+  auto index = [&](size_t k, const std::string& i) { return fastIndex(dg.acc[k], k, i, "(off + " + i + ")"); };
+  auto fold = [&](const std::string& ind, const std::function<std::string(int)>& operand) { return devFold(dk, ind, operand); };
+  const std::string publish = dk.solo ? "if (!kSolo) " : "";
+  auto& K = kernels_;
   // The element code is made first: the values it hoists (hoist_) go before it.
   Hoisted hoisted;
   HoistScope hoisting(hoist_, hoisted);
@@ -404,7 +475,7 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
     << "  // partition either way), then the elements after the last unit.\n"
     << "  coconet_rt::forUnits<V>(" << (joinChunk0 ? "cpt" : "pt") << ", lo, hi, vec, [&](long long i0) {\n";
   if (head) K << "    float sum[V];\n    coconet_rt::sumSlots<" << XT << ", V>(slots, nSlice, P, i0, sum);\n";
-  for (int k : others) {
+  for (int k : dk.others) {
     std::string kk = std::to_string(k), T = storageType(p_.stages[dg.ext[k]].type.dtype);
     if (dg.acc[k] == Access::Scalar && fromChain.count(dg.ext[k]))
       K << "    const " << T << " x" << kk << " = s" << dg.ext[k] << ";  // made by the chain above\n";
@@ -426,6 +497,12 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "    coconet_rt::store_vec(own + i0, o" << src << ");\n";
   K << "  }, elem);\n"
     << "  };\n";
+}
+
+void Emitter::devKernelChunks(DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot, head = dk.head;
+  auto& K = kernels_;
   // the chunks' edges (chunkLo): alike, or tapered as the schedule says (the kernel's arguments),
   // then from a table the block fills once (fillTaperEdges), up to kTaperTableRounds rounds
   if (!dg.preloaded && !oneShot) {
@@ -437,25 +514,16 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
         << "  auto edge = [&](int c) { return rounds <= coconet_rt::kTaperTableRounds ? edgeTab[c] : coconet_rt::chunkLo(c, rounds, "
            "nSlice, V); };\n";
   }
-  // (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
-  // (byMovers: the movers' push, with roles split, which then asks L2 for the own slice's part)
-  auto pushOf = [&](const std::string& range, bool byMovers) {
-    if (byMovers) return "coconet_rt::pushSlicesPrefetchOwn<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
-    return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
-  };
-  const std::string push = pushOf("edge(r), edge(r + 1)", false);
-  const std::string moversPush = pushOf("edge(r), edge(r + 1)", true);
-  auto pullOf = [&](const std::string& range) {
-    return "coconet_rt::pullSlices<" + ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
-  };
-  const std::string pull = pullOf(head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
+  dk.push = devPushOf(dk, "edge(r), edge(r + 1)", false);
+  dk.moversPush = devPushOf(dk, "edge(r), edge(r + 1)", true);
+  dk.pull = devPullOf(dk, head ? "edge(r - 2), edge(r - 1)" : "edge(r - 1), edge(r)");
   // a flagsPulls tail's claimed pulls of chunk r
-  const std::string pullTilesCall = "coconet_rt::pullTiles<" + ST +
-                                    ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
-                                    "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
+  dk.pullTilesCall = "coconet_rt::pullTiles<" + dk.ST +
+                     ", V>(coconet_rt::roleClaimed(roles, r), pulled, sliceWin, sliceOff, P, me, gathered + off, "
+                     "gstride, edge(r), edge(r + 1), vec, flagWin, flagOff, flagEpoch, r, &known)";
   // the blocks' partial results of the folded reductions: one tree pass for all of them
   // (blockReduceEach: each value's own tree, the barriers shared), then thread 0 stores them
-  std::string folds;
+  std::string& folds = dk.folds;
   if (!dg.folds.empty()) {
     std::string names, stores;
     for (size_t q = 0; q < dg.folds.size(); ++q) {
@@ -464,178 +532,191 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       stores += " part" + f + "[pt.index] = acc" + f + ";";
     }
     folds = "  {\n    // this block's partial result" + std::string(dg.folds.size() > 1 ? "s" : "") + " of " + names + "\n" +
-            blockReduceEachCode(dg.folds, foldOps, "    ") + "    if (threadIdx.x == 0) {" + stores + " }\n  }\n";
+            blockReduceEachCode(dg.folds, dk.foldOps, "    ") + "    if (threadIdx.x == 0) {" + stores + " }\n  }\n";
   }
-  const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-  // tune(f, barriers = split): a round's barrier as its two phases (the same orders as sync)
-  const std::string arrive = "bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-  const std::string wait = "bar.wait(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-  const bool split = dg.barriers == DevGroup::Barriers::Split;
-  // With roles split (movers > 0): the first `movers` blocks move the chunks, the others compute
-  // them; they hand chunk r over through the counters roleReady(roles, r) and roleDone(roles, r).
-  if (solo) {
-    K << "  if constexpr (kSolo) {\n"
-      << "    // one rank: nothing to move and no barrier; the blocks compute the slice in one pass\n"
-      << "    compute(0, nSlice);\n"
-      << folds << "    return;\n  }\n";
-    if (!roles) K << "  " << barrier;
-  }
-  if (roles) {
-    auto indent = [](const std::string& t) {  // two more spaces on every line
-      std::string o;
-      std::istringstream in(t);
-      for (std::string line; std::getline(in, line);) o += "  " + line + "\n";
-      return o;
-    };
-    auto ready = [](const std::string& r) { return "coconet_rt::roleReady(roles, " + r + ")"; };
-    auto done = [](const std::string& r) { return "coconet_rt::roleDone(roles, " + r + ")"; };
-    // (A flagsPulls tail's workers wait for each other's chunk 0 (Emitter.h): safe, as every block
-    // of a split grid is resident at once, roleBlocks. Where every block computes chunk 0
-    // (joinChunk0) that wait also keeps a later chunk's count from being published before chunk 0
-    // is whole: workerDone's last worker of chunk r stands for every chunk before r.)
-    if (joinChunk0)
-      K << "  if (movers > 0) {\n"
-        << "    // chunk 0, which every pull waits for, by every block (the movers have nothing to pull before\n"
-        << "    // it); all gridDim.x blocks count it\n"
-        << "    cpt = coconet_rt::gridPart();\n"
-        << "    compute(edge(0), edge(1));\n"
-        << "    cpt = pt;\n"
-        << "    coconet_rt::workerDone(roles, 0, gridDim.x, flagWin, flagOff, P, me, flagEpoch);\n"
-        << "  }\n";
-    K << "  if (movers > 0 && !mover) {\n"
-      << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n";
-    if (joinChunk0)
-      K << "    // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
-        << "    coconet_rt::roleWait(" << done("0") << ", gridDim.x);\n";
-    K << "    for (int r = " << (joinChunk0 ? 1 : 0) << "; r < rounds; ++r) {\n"
-      << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
-      << "      compute(edge(r), edge(r + 1));\n"
-      << (!flagsPulls(dg)
-              ? "      coconet_rt::roleSignal(" + done("r") + ");\n"
-              : "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n" +
-                    std::string(joinChunk0
-                                    ? ""
-                                    : "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
-                                      "      if (r == 0) coconet_rt::roleWait(" +
-                                          done("0") + ", gridDim.x - movers);\n"))
+  dk.split = dg.barriers == DevGroup::Barriers::Split;
+}
+
+// (never on one rank: the kernel has left by the one-rank branch, reading rsIn as its slot)
+// (byMovers: the movers' push, with roles split, which then asks L2 for the own slice's part)
+std::string Emitter::devPushOf(const DevKernel& dk, const std::string& range, bool byMovers) const {
+  const std::string& XT = dk.XT;
+  if (byMovers) return "coconet_rt::pushSlicesPrefetchOwn<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+  return "coconet_rt::pushSlices<" + XT + ", V>(pt, stageWin, 0, P, me, rsIn, nSlice, " + range + ", vec)";
+}
+
+std::string Emitter::devPullOf(const DevKernel& dk, const std::string& range) const {
+  return "coconet_rt::pullSlices<" + dk.ST + ", V>(pt, sliceWin, sliceOff, P, me, gathered + off, gstride, " + range + ", vec)";
+}
+
+void Emitter::devKernelWorkers(const DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool head = dk.head, tail = dk.tail, joinChunk0 = dk.joinChunk0;
+  auto& K = kernels_;
+  // (A flagsPulls tail's workers wait for each other's chunk 0 (Emitter.h): safe, as every block
+  // of a split grid is resident at once, roleBlocks. Where every block computes chunk 0
+  // (joinChunk0) that wait also keeps a later chunk's count from being published before chunk 0
+  // is whole: workerDone's last worker of chunk r stands for every chunk before r.)
+  if (joinChunk0)
+    K << "  if (movers > 0) {\n"
+      << "    // chunk 0, which every pull waits for, by every block (the movers have nothing to pull before\n"
+      << "    // it); all gridDim.x blocks count it\n"
+      << "    cpt = coconet_rt::gridPart();\n"
+      << "    compute(edge(0), edge(1));\n"
+      << "    cpt = pt;\n"
+      << "    coconet_rt::workerDone(roles, 0, gridDim.x, flagWin, flagOff, P, me, flagEpoch);\n"
+      << "  }\n";
+  K << "  if (movers > 0 && !mover) {\n"
+    << "    // a worker: compute chunk r" << (head ? " once every mover counted it ready" : "") << (tail ? "; publish it" : "") << "\n";
+  if (joinChunk0)
+    K << "    // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+      << "    coconet_rt::roleWait(" << done("0") << ", gridDim.x);\n";
+  K << "    for (int r = " << (joinChunk0 ? 1 : 0) << "; r < rounds; ++r) {\n"
+    << (head ? "      coconet_rt::roleWait(" + ready("r") + ", static_cast<unsigned>(movers));\n" : "")
+    << "      compute(edge(r), edge(r + 1));\n"
+    << (!flagsPulls(dg)
+            ? "      coconet_rt::roleSignal(" + done("r") + ");\n"
+            : "      coconet_rt::workerDone(roles, r, gridDim.x - movers, flagWin, flagOff, P, me, flagEpoch);\n" +
+                  std::string(joinChunk0
+                                  ? ""
+                                  : "      // every pull waits for chunk 0: no worker takes memory bandwidth from it for a later chunk\n"
+                                    "      if (r == 0) coconet_rt::roleWait(" +
+                                        done("0") + ", gridDim.x - movers);\n"))
+    << "    }\n"
+    << indent(dk.folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
+}
+
+void Emitter::devKernelMovers(const DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool head = dk.head, joinChunk0 = dk.joinChunk0, split = dk.split;
+  const std::string &XT = dk.XT, &barrier = dk.barrier, &sync = dk.sync, &arrive = dk.arrive, &wait = dk.wait;
+  const std::string &moversPush = dk.moversPush, &pullTilesCall = dk.pullTilesCall;
+  auto pullOf = [&](const std::string& range) { return devPullOf(dk, range); };
+  auto pushOf = [&](const std::string& range, bool byMovers) { return devPushOf(dk, range, byMovers); };
+  auto& K = kernels_;
+  K << "  // the blocks that take barriers: the movers, or every block without roles\n"
+    << "  " << barrier << "  if (movers > 0) {\n"
+    << "    const unsigned workers = gridDim.x - movers;\n";
+  if (dg.full() && split)
+    K << "    // push chunk r; once every worker published chunk r-1, arrive; pull chunk r-2 (ready since the\n"
+      << "    // last round) while the arrivals land; wait: chunk r is ready\n"
+      << "    for (int r = 0; r <= rounds + 1; ++r) {\n"
+      << "      if (r < rounds) " << moversPush << ";\n"
+      << "      if (r >= 1 && r <= rounds) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
+      << "      // (every rank pushed chunk r and published chunk r-1 of this part, once all arrived)\n"
+      << "      if (r <= rounds) " << arrive << "      if (r >= 2) " << pullOf("edge(r - 2), edge(r - 1)") << ";\n"
+      << "      if (r <= rounds) {\n"
+      << "        " << wait << "        if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
+      << "      }\n"
+      << "    }\n";
+  else if (dg.full())
+    K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
+      << "    for (int r = 0; r <= rounds; ++r) {\n"
+      << "      if (r < rounds) " << moversPush << ";\n"
+      << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
+      << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
+      << "      " << sync << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
+      << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
+      << "    }\n";
+  else if (head && split)
+    K << "    // push chunk r's first half; wait for chunk r-1's arrivals (landing meanwhile): chunk r-1 is\n"
+      << "    // ready (the workers start it half a push sooner than after all of chunk r); push the second half, arrive\n"
+      << "    for (int r = 0; r < rounds; ++r) {\n"
+      << "      const long long mid = edge(r) + (edge(r + 1) - edge(r)) / (2 * V) * V;\n"
+      << "      " << pushOf("edge(r), mid", true) << ";\n"
+      << "      if (r >= 1) {\n"
+      << "        // every rank pushed chunk r-1 of this part\n"
+      << "        " << wait << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
+      << "      }\n"
+      << "      " << pushOf("mid, edge(r + 1)", true) << ";\n"
+      << "      " << arrive << "    }\n"
+      << "    " << wait << "    coconet_rt::roleSignal(" << ready("rounds - 1") << ");\n"
+      << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
+      << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
+      << "    if (lastBarrier) {\n"
+      << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
+      << "      " << sync << "    }\n";
+  else if (head)
+    K << "    if (claimed) {\n"
+      << "      // push tiles (`claimed` units per thread) of chunk r as claimed; once every mover pushed its tiles,\n"
+      << "      // block 0: barrier; chunk r is ready\n"
+      << "      for (int r = 0; r < rounds; ++r) {\n"
+      << "        coconet_rt::pushTilesPrefetchOwn<" << XT
+      << ", V>(coconet_rt::roleClaimed(roles, r), claimed, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
+      << "        coconet_rt::moverPushed(coconet_rt::rolePushed(roles, r));\n"
+      << "        if (blockIdx.x == 0) {\n"
+      << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"
+      << "          // every rank pushed chunk r\n"
+      << "          " << sync << "          coconet_rt::roleSignal(" << ready("r") << ", static_cast<unsigned>(movers));\n"
+      << "        }\n"
+      << "      }\n"
+      << "    } else {\n"
+      << "      // push chunk r; barrier; chunk r is ready\n"
+      << "      for (int r = 0; r < rounds; ++r) {\n"
+      << "        " << moversPush << ";\n"
+      << "        // every rank pushed chunk r of this part\n"
+      << "        " << sync << "        coconet_rt::roleSignal(" << ready("r") << ");\n"
+      << "      }\n"
       << "    }\n"
-      << indent(folds) << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n"
-      << "  // the blocks that take barriers: the movers, or every block without roles\n"
-      << "  " << barrier << "  if (movers > 0) {\n"
-      << "    const unsigned workers = gridDim.x - movers;\n";
-    if (dg.full() && split)
-      K << "    // push chunk r; once every worker published chunk r-1, arrive; pull chunk r-2 (ready since the\n"
-        << "    // last round) while the arrivals land; wait: chunk r is ready\n"
-        << "    for (int r = 0; r <= rounds + 1; ++r) {\n"
-        << "      if (r < rounds) " << moversPush << ";\n"
-        << "      if (r >= 1 && r <= rounds) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
-        << "      // (every rank pushed chunk r and published chunk r-1 of this part, once all arrived)\n"
-        << "      if (r <= rounds) " << arrive << "      if (r >= 2) " << pullOf("edge(r - 2), edge(r - 1)") << ";\n"
-        << "      if (r <= rounds) {\n"
-        << "        " << wait << "        if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
-        << "      }\n"
-        << "    }\n";
-    else if (dg.full())
-      K << "    // push chunk r; once every worker published chunk r-1, barrier; chunk r is ready; pull chunk r-1\n"
-        << "    for (int r = 0; r <= rounds; ++r) {\n"
-        << "      if (r < rounds) " << moversPush << ";\n"
-        << "      if (r >= 1) coconet_rt::roleWait(" << done("r - 1") << ", workers);\n"
-        << "      // every rank pushed chunk r and published chunk r-1 of this part\n"
-        << "      " << sync << "      if (r < rounds) coconet_rt::roleSignal(" << ready("r") << ");\n"
-        << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
-        << "    }\n";
-    else if (head && split)
-      K << "    // push chunk r's first half; wait for chunk r-1's arrivals (landing meanwhile): chunk r-1 is\n"
-        << "    // ready (the workers start it half a push sooner than after all of chunk r); push the second half, arrive\n"
-        << "    for (int r = 0; r < rounds; ++r) {\n"
-        << "      const long long mid = edge(r) + (edge(r + 1) - edge(r)) / (2 * V) * V;\n"
-        << "      " << pushOf("edge(r), mid", true) << ";\n"
-        << "      if (r >= 1) {\n"
-        << "        // every rank pushed chunk r-1 of this part\n"
-        << "        " << wait << "        coconet_rt::roleSignal(" << ready("r - 1") << ");\n"
-        << "      }\n"
-        << "      " << pushOf("mid, edge(r + 1)", true) << ";\n"
-        << "      " << arrive << "    }\n"
-        << "    " << wait << "    coconet_rt::roleSignal(" << ready("rounds - 1") << ");\n"
-        << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
-        << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
-        << "    if (lastBarrier) {\n"
-        << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
-        << "      " << sync << "    }\n";
-    else if (head)
-      K << "    if (claimed) {\n"
-        << "      // push tiles (`claimed` units per thread) of chunk r as claimed; once every mover pushed its tiles,\n"
-        << "      // block 0: barrier; chunk r is ready\n"
-        << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        coconet_rt::pushTilesPrefetchOwn<" << XT
-        << ", V>(coconet_rt::roleClaimed(roles, r), claimed, stageWin, 0, P, me, rsIn, nSlice, edge(r), edge(r + 1), vec);\n"
-        << "        coconet_rt::moverPushed(coconet_rt::rolePushed(roles, r));\n"
-        << "        if (blockIdx.x == 0) {\n"
-        << "          coconet_rt::roleWait(coconet_rt::rolePushed(roles, r), static_cast<unsigned>(movers));\n"
-        << "          // every rank pushed chunk r\n"
-        << "          " << sync << "          coconet_rt::roleSignal(" << ready("r") << ", static_cast<unsigned>(movers));\n"
+      << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
+      << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
+      << "    if (lastBarrier && (!claimed || blockIdx.x == 0)) {\n"
+      << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
+      << "      " << sync << "    }\n";
+  else if (split)
+    K << "    // once every worker published chunk r, arrive; pull chunk r-1 while the arrivals land; wait\n"
+      << "    for (int r = 0; r <= rounds; ++r) {\n"
+      << "      if (r < rounds) {\n"
+      << "        coconet_rt::roleWait(" << done("r") << ", workers);\n"
+      << "        " << arrive << "      }\n"
+      << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
+      << "      // every rank published chunk r of this part\n"
+      << "      if (r < rounds) " << wait << "    }\n";
+  else {
+    // once every worker published chunk r, a barrier per round (every tail without flags, and under
+    // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
+    const std::string barrierPulls =
+        "// once every worker published chunk r, barrier; pull chunk r\n"
+        "for (int r = 0; r < rounds; ++r) {\n"
+        "  coconet_rt::roleWait(" +
+        done("r") + (joinChunk0 ? ", r == 0 ? gridDim.x : workers);\n" : ", workers);\n") +
+        "  // every rank published chunk r of this part\n"
+        "  " +
+        sync + "  " + pullOf("edge(r), edge(r + 1)") +
+        ";\n"
+        "}\n";
+    if (flagsPulls(dg))
+      K << "    if (flagEpoch) {\n"
+        << "      // pull chunk r once every rank counted it (the last worker of each chunk counts it in every\n"
+        << "      // rank's flags); `known`: the fewest chunks any rank had counted when last read\n"
+        << "      __shared__ unsigned known;\n"
+        << "      if (threadIdx.x == 0) known = 0;\n"
+        << "      __syncthreads();\n"
+        << "      if constexpr (kTiles) {\n"
+        << "        // tiles of chunk r as claimed (pullTiles)\n"
+        << "        for (int r = 0; r < rounds; ++r) {\n"
+        << "          " << pullTilesCall << ";\n"
+        << "        }\n"
+        << "      } else {\n"
+        << "        for (int r = 0; r < rounds; ++r) {\n"
+        << "          coconet_rt::needChunk(flagWin, flagOff, P, me, flagEpoch, r, &known);\n"
+        << "          " << pullOf("edge(r), edge(r + 1)") << ";\n"
         << "        }\n"
         << "      }\n"
         << "    } else {\n"
-        << "      // push chunk r; barrier; chunk r is ready\n"
-        << "      for (int r = 0; r < rounds; ++r) {\n"
-        << "        " << moversPush << ";\n"
-        << "        // every rank pushed chunk r of this part\n"
-        << "        " << sync << "        coconet_rt::roleSignal(" << ready("r") << ");\n"
-        << "      }\n"
-        << "    }\n"
-        << "    // every worker read its slots (each computes the rounds in order: done with the last, done\n"
-        << "    // with all); then every rank's (before any rank's next call pushes), unless a later group orders that\n"
-        << "    if (lastBarrier && (!claimed || blockIdx.x == 0)) {\n"
-        << "      coconet_rt::roleWait(" << done("rounds - 1") << ", workers);\n"
-        << "      " << sync << "    }\n";
-    else if (split)
-      K << "    // once every worker published chunk r, arrive; pull chunk r-1 while the arrivals land; wait\n"
-        << "    for (int r = 0; r <= rounds; ++r) {\n"
-        << "      if (r < rounds) {\n"
-        << "        coconet_rt::roleWait(" << done("r") << ", workers);\n"
-        << "        " << arrive << "      }\n"
-        << "      if (r >= 1) " << pullOf("edge(r - 1), edge(r)") << ";\n"
-        << "      // every rank published chunk r of this part\n"
-        << "      if (r < rounds) " << wait << "    }\n";
-    else {
-      // once every worker published chunk r, a barrier per round (every tail without flags, and under
-      // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
-      const std::string barrierPulls =
-          "// once every worker published chunk r, barrier; pull chunk r\n"
-          "for (int r = 0; r < rounds; ++r) {\n"
-          "  coconet_rt::roleWait(" +
-          done("r") + (joinChunk0 ? ", r == 0 ? gridDim.x : workers);\n" : ", workers);\n") +
-          "  // every rank published chunk r of this part\n"
-          "  " +
-          sync + "  " + pullOf("edge(r), edge(r + 1)") +
-          ";\n"
-          "}\n";
-      if (flagsPulls(dg))
-        K << "    if (flagEpoch) {\n"
-          << "      // pull chunk r once every rank counted it (the last worker of each chunk counts it in every\n"
-          << "      // rank's flags); `known`: the fewest chunks any rank had counted when last read\n"
-          << "      __shared__ unsigned known;\n"
-          << "      if (threadIdx.x == 0) known = 0;\n"
-          << "      __syncthreads();\n"
-          << "      if constexpr (kTiles) {\n"
-          << "        // tiles of chunk r as claimed (pullTiles)\n"
-          << "        for (int r = 0; r < rounds; ++r) {\n"
-          << "          " << pullTilesCall << ";\n"
-          << "        }\n"
-          << "      } else {\n"
-          << "        for (int r = 0; r < rounds; ++r) {\n"
-          << "          coconet_rt::needChunk(flagWin, flagOff, P, me, flagEpoch, r, &known);\n"
-          << "          " << pullOf("edge(r), edge(r + 1)") << ";\n"
-          << "        }\n"
-          << "      }\n"
-          << "    } else {\n"
-          << indent(indent(indent(barrierPulls))) << "    }\n";
-      else
-        K << indent(indent(barrierPulls));
-    }
-    K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
+        << indent(indent(indent(barrierPulls))) << "    }\n";
+    else
+      K << indent(indent(barrierPulls));
   }
+  K << "    coconet_rt::roleExit(roles, rounds);\n    return;\n  }\n";
+}
+
+void Emitter::devKernelRounds(const DevKernel& dk) {
+  const DevGroup& dg = dk.dg;
+  const bool oneShot = dk.oneShot, head = dk.head, tail = dk.tail, split = dk.split;
+  const std::string &XT = dk.XT, &ST = dk.ST, &barrier = dk.barrier, &sync = dk.sync, &arrive = dk.arrive, &wait = dk.wait;
+  const std::string &push = dk.push, &pull = dk.pull;
+  auto& K = kernels_;
   if (oneShot)
     K << "  if constexpr (kProto == coconet_rt::kProtoLL) {\n"
       << "    coconet_rt::pushWholeLL<" << XT << ">(pt, stageWin, stageOff, P, me, rsIn, nSlice, llFlag);\n"
@@ -709,8 +790,6 @@ std::string Emitter::emitDevKernel(const DevGroup& dg, bool oneShot) {
       << "    if (r >= 1) " << pull << ";\n"
       << "    // every rank published chunk r of this block's elements\n"
       << "    if (r < rounds) bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n  }\n";
-  K << folds << "}\n\n";
-  return kname;
 }
 
 void Emitter::emitDevVec(const DevGroup& dg, const DevLaunch& L, const std::vector<int>& others, const std::string& ind) {
