@@ -37,7 +37,7 @@ std::string program(const std::string& fn, const std::string& type) {
 
 }  // namespace
 
-TEST_CASE("every unary math function types, lowers, interprets and compiles", "[unary-math]") {
+TEST_CASE("every unary math function types and lowers and interprets and compiles", "[unary-math]") {
   REQUIRE(functions().size() >= 7);
   for (const MathFn& f : functions()) {
     INFO(f.name);
