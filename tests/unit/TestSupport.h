@@ -4,6 +4,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -16,6 +17,16 @@
 #include "support/Diagnostics.h"
 
 namespace coconet::test {
+
+// A file of the source tree (`rel` from the repository root: docs/language.md, src/...) as text.
+inline std::string sourceFile(const std::string& rel) {
+  std::ifstream in(std::string(COCONETC_SOURCE_STDLIB) + "/../" + rel);
+  INFO("reading " << rel);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // A checked program. Not movable: the diagnostics engine refers to the sources and the stream.
 struct Checked {

@@ -3,6 +3,8 @@
 // documentation in docs/language.md section 19.4, and no other place in the runtime reading one.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,13 +22,7 @@ using namespace coconet_rt;
 
 namespace {
 
-std::string sourceFile(const std::string& rel) {
-  std::ifstream in(std::string(COCONETC_SOURCE_STDLIB) + "/../" + rel);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using coconet::test::sourceFile;
 
 // envValue(id, fallback) with the variable set to `text` (nullptr: unset), and what it wrote to stderr.
 long long valueWith(Env id, const char* text, long long fallback, std::string& err) {

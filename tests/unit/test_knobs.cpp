@@ -2,6 +2,8 @@
 // knob and word it takes documented in docs/language.md's `tune` section.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -39,11 +41,7 @@ TEST_CASE("a target's knobs print by name with their values and places", "[knobs
 }
 
 TEST_CASE("docs/language.md documents every knob and word", "[knobs]") {
-  std::ifstream in(std::string(COCONETC_SOURCE_STDLIB) + "/../docs/language.md");
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string doc = ss.str();
+  const std::string doc = coconet::test::sourceFile("docs/language.md");
   const size_t at = doc.find("#### 17.3.6 `tune`");
   REQUIRE(at != std::string::npos);
   const std::string section = doc.substr(at, doc.find("\n#### ", at + 1) - at);

@@ -3,6 +3,8 @@
 // include), and that every entry is read somewhere.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,13 +15,7 @@ using namespace coconet::backend;
 
 namespace {
 
-std::string sourceFile(const std::string& rel) {
-  std::ifstream in(std::string(COCONETC_SOURCE_STDLIB) + "/../" + rel);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using coconet::test::sourceFile;
 
 std::string parseError(const std::string& json) {
   try {
