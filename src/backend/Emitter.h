@@ -17,10 +17,11 @@
 //     Reduce.cpp, Rowwise.cpp   reductions and embedding bags; softmax, layernorm, rmsnorm
 //     RowGroup.cpp         row groups' kernels
 //     Overlap.cpp          overlaps' chunked pipelines
-//     DeviceKernel.cpp, DeviceGroup.cpp, DeviceAllReduce.cpp, ScalarChain.cpp   device-API kernels
-//                          and their launches
+//     DeviceKernel.cpp, DeviceRounds.cpp, DeviceGroup.cpp, DeviceAllReduce.cpp, ScalarChain.cpp
+//                          device-API kernels and their launches
 //     Interface.cpp        the header's C++ API, the C interface, the fallback's call
 //     Build.cpp            the driver program, CMakeLists.txt and manifest.json
+//     Kernels.h            what the phases of one lowering share (a device group's kernel, ...)
 //     Spelling.{h,cpp}     types, names, numbers and sizes as generated code spells them
 #pragma once
 
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "backend/CudaEmitter.h"
+#include "backend/emit/Kernels.h"
 #include "backend/emit/Spelling.h"
 #include "backend/plan/Forms.h"
 #include "backend/plan/Plan.h"
@@ -223,40 +225,11 @@ private:
   std::string runMembers(const std::vector<int>& run, const std::map<int, int>& extIndex, const std::vector<int>& written,
                          const std::string& ind, const std::function<std::string(int)>& operand,
                          const std::function<std::string(int)>& store, bool uniqueNames = false);
-  // Values that are the same for every element (constants, program parameters, group
-  // coordinates and what only they make, e.g. `1 - pow(beta1, t)`): where a kernel sets
-  // hoist_, runMembers computes each of them once, at the kernel's start (hoist_->code, which
-  // the kernel writes before its loops), and its element code reads the result. nvcc does not
-  // take such values out of the loops itself where they branch (powf: LAMB's `moments` computed
-  // two powf per element). The same statements, evaluated once: the results are unchanged.
-  struct Hoisted {
-    std::ostringstream code;
-    std::set<std::string> names;
-    // What the kernel writes before its loops ("" when nothing was hoisted).
-    std::string prologue() const { return names.empty() ? "" : "  // the same for every element\n" + code.str(); }
-  };
+  // Values hoisted out of a kernel's loops while hoist_ is set (Hoisted, HoistScope: emit/Kernels.h).
   Hoisted* hoist_ = nullptr;
-  // Sets hoist_ to `h` for the element code made until end() (or its end of life).
-  struct HoistScope {
-    Hoisted*& slot;
-    HoistScope(Hoisted*& s, Hoisted& h) : slot(s) { slot = &h; }
-    ~HoistScope() { end(); }
-    void end() { slot = nullptr; }
-    HoistScope(const HoistScope&) = delete;
-    HoistScope& operator=(const HoistScope&) = delete;
-  };
 
   void emitComputeRun(const std::vector<int>& run, const std::string& stream = "stream_", const std::string& first = "",
                       const std::string& count = "");
-  // An element-wise run's kernel as emitComputeRun plans it: its outside operands and how each is
-  // read, the members it writes, whether every access is linear (vector steps) and its width.
-  struct RunShape {
-    std::vector<int> ext, written;
-    std::map<int, int> extIndex;
-    std::vector<Access> acc;
-    bool fast = true, rows = false;
-    int V = 1;
-  };
   RunShape runShape(const std::vector<int>& run) const;
   // The kernel's loops: through the coordinates, or linear in vector steps with a scalar tail.
   std::string runLoops(const std::vector<int>& run, const RunShape& r);
@@ -316,23 +289,6 @@ private:
 
   void planDeviceChunked();
 
-  // How one launch of a device group's kernel is fed: host expressions for the reduce-scatter's
-  // input (P slices of nSlice elements), the slice length, the offset of this launch's elements
-  // in the rank's slice (a chunk of an overlap), the distance between ranks' parts of the
-  // gathered output, and the byte offset of the half of the slice window in use.
-  struct DevLaunch {
-    std::string rsIn, nSlice, off = "0", gstride, sliceOff = "0";
-    std::string lo = "0", hi = "", pull = "1";  // a preloaded group's launch: its elements [lo, hi), and whether it pulls
-    std::string partOff = "";                   // the launch's first partial result of each fold (default: the first)
-    // The one-shot form's launch (oneShotMode): rsIn is the whole input (nSlice elements, the
-    // whole tensor), stageOff the byte offset of the half of the one-shot window in use.
-    bool oneShot = false;
-    std::string stageOff = "0";
-    // and the window it uses (the one-shot window, or the LL or LL128 window) and the lines' flag
-    // (0 in the barrier form)
-    std::string stageWin = "", llFlag = "0";
-  };
-
   int devVecWidth(const DevGroup& dg) const;
 
   // The kernel's parameters and, for launch L, the host's arguments; `others` gets the external
@@ -343,32 +299,6 @@ private:
   // Emits the kernel of a device group (once); returns its name. With `oneShot`, its one-shot
   // form (oneShotMode) instead.
   std::string emitDevKernel(const DevGroup& dg, bool oneShot = false);
-  // What the phases of a device group's kernel share (emit/DeviceKernel.cpp).
-  struct DevKernel {
-    DevKernel(const DevGroup& g, bool os) : dg(g), oneShot(os) {}
-    const DevGroup& dg;
-    const bool oneShot;
-    bool head = false, tail = false;
-    int src = -1, rsk = -1, V = 1;  // the gathered slice's source, the reduced slice's operand index, the vector width
-    std::string XT, RT, ST;         // the storage types of the pushed input, the reduced slice, the gathered slice
-    std::string kname;
-    std::vector<std::string> params;   // the kernel's parameters (devSignature)
-    std::vector<int> others;           // the operands other than the reduced slice (indices into dg.ext)
-    std::vector<std::string> foldOps;  // the folded reductions' operator structs
-    std::set<int> calcSet, fromChain;  // the members computed; the values the scalar chain makes
-    // The kernel's forms (devKernelSignature, devKernelSetup): the one-rank instantiation, roles
-    // split into movers and workers, every block computing chunk 0.
-    bool solo = false, roles = false, joinChunk0 = false;
-    std::string barrier;  // the statement making a block's barrier session
-    // The statements the rounds take (devKernelChunks): a chunk's push (by the movers: moversPush),
-    // its pull, a flags-pulling tail's claimed pulls; the blocks' partial results of the folds.
-    std::string push, moversPush, pull, pullTilesCall, folds;
-    const std::string sync = "bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-    // tune(f, barriers = split): a round's barrier as its two phases (the same orders as sync)
-    const std::string arrive = "bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-    const std::string wait = "bar.wait(ncclCoopCta(), cuda::memory_order_acq_rel);\n";
-    bool split = false;
-  };
   // The kernel's comment (its members and phases); its template, signature and opening
   // statements (solo, roles, barrier); the scalar chain, this block's part, the slots and
   // accumulators (fromChain, joinChunk0).
@@ -517,11 +447,6 @@ private:
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }
-  // A copy stream's rounds: the generated text of a round's extent, copies, stream_'s work, and
-  // of the pulls of the round before (emitCopyRounds).
-  struct CopyRounds {
-    std::string bounds, push, compute, pullNote, pullBounds, pull;
-  };
   void emitCopyRounds(const CopyRounds& c, const std::string& stage);
   void emitCopyEngineGroup(const DevGroup& dg, const std::string& kname, const std::string& grid, const DevLaunch& L);
   // Some allreduce may run by copy engines (by size or asked for), or a device group does: they
@@ -609,17 +534,6 @@ private:
   bool pipelineOnly(const Chunked& ch, int id) const;
   std::vector<std::vector<int>> users_;  // p_.users(), for the pipelines' plans
   void emitExchangePipeline(const Chunked& ch);
-  // The names an all_to_all pipeline's code uses, and whether x's blocks and the result's are read
-  // where they arrive (only the pipeline reads them: xDirect, yDirect).
-  struct Pipeline {
-    Pipeline(const Chunked& c, const Stage& xs, const Stage& bs) : ch(c), x(xs), back(bs) {}
-    const Chunked& ch;
-    const Stage &x, &back;
-    int in = -1, last = -1;
-    const GroupInfo* gr = nullptr;
-    std::string T, BT, xn, bn, prog, gi;
-    bool ce = false, xDirect = false, yDirect = false;
-  };
   Pipeline pipelineOf(const Chunked& ch) const;
   // Its parts: the windows and every step's incoming block; a step's stages on its block; a
   // step's result back to its rank (the step loop opens in the second and closes in the third).
@@ -646,6 +560,16 @@ private:
   std::string chunkDecls(const Chunked& ch, const std::string& ind, bool merge) const;
   std::string chunkGemm(const Chunked& ch, const std::string& lo, const std::string& rows, const std::string& range) const;
   void emitChunkedDevice(const Chunked& ch);
+  // Its parts: the kernels, launches and names (ChunkedDevice); a launch of the group's kernel
+  // and the copy engines' pulls of the other ranks' parts; the windows and the chunk count; the
+  // epilogues (per chunk, or by copies); one chunk alone (onePass); the chunk loop and its end.
+  ChunkedDevice chunkedDevice(const Chunked& ch);
+  std::string chunkedLaunch(const ChunkedDevice& cd, const std::vector<std::string>& args, const char* stream) const;
+  std::string chunkedPulls(const ChunkedDevice& cd, const std::string& off, const std::string& count, const char* stream) const;
+  void emitChunkedDeviceSetup(const ChunkedDevice& cd);
+  void emitChunkedDeviceEpilogues(const ChunkedDevice& cd);
+  void emitChunkedDeviceOneChunk(const ChunkedDevice& cd);
+  void emitChunkedDeviceLoop(const ChunkedDevice& cd);
 
   // ---- Results written where the caller wants them ----
   // A state's new value is computed straight into the state's storage when nothing reads the
@@ -716,32 +640,6 @@ private:
   // A row group's kernel and its launch: the kernel's signature, its passes over the row, the
   // row's code (hoisting what is the same for every element), then the kernel and run()'s launch.
   void emitRowGroup(const RowGroup& rg);
-  // What the phases of a row group's kernel share (emit/RowGroup.cpp).
-  struct RowKernel {
-    explicit RowKernel(const RowGroup& g) : rg(g) {}
-    const RowGroup& rg;
-    // Operand indices for runMembers: outside operands by their index, members by kRowValue + id
-    // (their values r<id>: a row value's at the row's scope, an element member's computed before
-    // its readers in the element's).
-    static constexpr int kRowValue = 1 << 20;
-    std::map<int, int> index;
-    std::string kname;
-    // The exit and entry of each state whose new value is written into the storage of its entry,
-    // which the group reads (neither array is __restrict__; the entry is read with load_vec_rw).
-    std::set<int> shared;
-    std::vector<std::string> params, hostArgs;  // the kernel's parameters, run()'s arguments
-    std::vector<int> outElems, outRows;         // the members written, element members and row values
-    struct Pass {
-      std::vector<int> run;  // the element members it computes
-      std::set<int> ks;      // the outside operands it reads
-    };
-    std::vector<Pass> passes;
-    size_t next = 0;                       // the next pass rowCode writes
-    std::vector<int> cached;               // the outside operands kept in registers (the cached instance)
-    int K = 8;                             // the cached instance's packs a thread
-    const std::string ind = "          ";  // element code's indentation
-    bool isCached(int k) const { return std::find(cached.begin(), cached.end(), k) != cached.end(); }
-  };
   // The kernel's parameters and run()'s arguments (params, hostArgs, shared).
   void rowSignature(RowKernel& rk) const;
   // The element members, in order, that element code computes for `wanted` (through element
@@ -796,19 +694,7 @@ private:
   // operator() is element i of the reduced tensor) and the host's instance of it; returns its name.
   std::string emitReduceSource(int id, const InlineSrc& is);
 
-  // softmax, layernorm and rmsnorm over the last dimension: the kernel that keeps rows in
-  // registers (`_reg`), the ones for longer rows (`_long`: a block a row; `_split_*`: a row over
-  // blocks), and the host's choice between them.
-  struct RowwiseKernel {
-    int id = -1;
-    bool softmax = false, rms = false, scaled = false, shifted = false;  // scaled: gamma; shifted: beta
-    std::string T, XT, GT, BT;                                           // storage types of y, x, gamma, beta
-    std::string A;                                                       // accumulation type
-    std::string name, params;                                            // kernel name prefix; its parameters up to eps
-    int V = 1;                                                           // elements of x in a pack of 16 bytes (at most 8)
-    int minBlocks = 1;                                                   // __launch_bounds__(512, minBlocks): 2 caps the registers at 64
-    std::string stats;  // the one-pass statistics: coconet_rt::MaxSumT<A>, SumSqT<A> or WelfordT<A>
-  };
+  // softmax, layernorm and rmsnorm over the last dimension (RowwiseKernel: emit/Kernels.h).
   RowwiseKernel rowwiseKernel(int id) const;
   // run()'s check that a normalization's eps given by a scalar parameter is positive ("" for a constant).
   std::string epsCheck(const Stage& s) const;

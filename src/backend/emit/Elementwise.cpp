@@ -403,7 +403,7 @@ void Emitter::emitComputeRun(const std::vector<int>& run, const std::string& str
   emitRunLaunch(run, r, kname, hostArgs, rowLength, stream, first, count);
 }
 
-Emitter::RunShape Emitter::runShape(const std::vector<int>& run) const {
+RunShape Emitter::runShape(const std::vector<int>& run) const {
   int ref = run.front();
   const Stage& r0 = p_.stages[ref];
   std::set<int> inRun(run.begin(), run.end());

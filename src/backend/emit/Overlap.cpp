@@ -106,7 +106,7 @@ void Emitter::emitExchangePipeline(const Chunked& ch) {
   emitPipelineReturn(pl, rows);
 }
 
-Emitter::Pipeline Emitter::pipelineOf(const Chunked& ch) const {
+Pipeline Emitter::pipelineOf(const Chunked& ch) const {
   const Stage& x = p_.stages[ch.producer];
   const Stage& back = p_.stages[ch.back];
   Pipeline pl(ch, x, back);
@@ -542,67 +542,87 @@ std::string Emitter::chunkGemm(const Chunked& ch, const std::string& lo, const s
          handOff(name);
 }
 
-void Emitter::emitChunkedDevice(const Chunked& ch) {
-  auto& b = body_;
-  [[maybe_unused]] const Stage& ps = p_.stages[ch.producer];
-  [[maybe_unused]] const Stage& rs = p_.stages[ch.rs];
-  [[maybe_unused]] const int a = ps.operands[0], w = ps.operands[1];
-  [[maybe_unused]] const std::string T = storageType(ps.type.dtype), name = "\"" + ps.name + "\"", Cs = std::to_string(ch.chunks);
-  const DevGroup& dg = plan_.devChunked.at(ch.producer);
-  const std::string kname = emitDevKernel(dg);
+ChunkedDevice Emitter::chunkedDevice(const Chunked& ch) {
+  ChunkedDevice cd(ch, plan_.devChunked.at(ch.producer));
+  const DevGroup& dg = cd.dg;
+  const Stage& ps = p_.stages[ch.producer];
+  const Stage& rs = p_.stages[ch.rs];
+  cd.T = storageType(ps.type.dtype);
+  cd.name = "\"" + ps.name + "\"";
+  cd.Cs = std::to_string(ch.chunks);
+  cd.kname = emitDevKernel(dg);
   // one chunk (below) may run the group's one-shot form (oneShotMode; -1 with copy_engines: dg.ceGather)
-  const int oneShot = oneShotMode(dg);
-  const std::string k1 = oneShot >= 0 ? emitDevKernel(dg, true) : "";
-  const std::string gi = std::to_string(dg.index), prog = "\"" + p_.name + "\"", gname = "\"" + dg.name + "\"";
+  cd.oneShot = oneShotMode(dg);
+  cd.k1 = cd.oneShot >= 0 ? emitDevKernel(dg, true) : "";
+  cd.gi = std::to_string(dg.index);
+  cd.prog = "\"" + p_.name + "\"";
+  cd.gname = "\"" + dg.name + "\"";
   const Stage& ag = p_.stages[ch.ag];
-  const std::string ST = storageType(p_.stages[ag.operands[0]].type.dtype), pos = g(rs.type.group, "pos");
+  cd.ST = storageType(p_.stages[ag.operands[0]].type.dtype);
+  cd.pos = g(rs.type.group, "pos");
   // Once over this rank's whole block after the last chunk's copies (and its pulls), or per chunk
   // (elements [cc rg N, (cc+1) rg N) of the block; copy engines pull the other ranks' parts).
   // With tune(f, tail = T) the loop runs over pieces: chunks 0 .. C-2, then the last chunk's T
   // pieces (lo(c), rows(c): their first row and row count in each rank's block).
-  const bool split = dg.tailPieces > 1;
-  const std::string cLo = split ? "lo(c)" : "c * rg", cRows = split ? "rows(c)" : "rg";
-  const std::string ccLo = split ? "lo(cc)" : "cc * rg", ccRows = split ? "rows(cc)" : "rg";
-  const std::string cRange = split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)";
-  DevLaunch whole{"", "(M / P) * N", "0", "(M / P) * N"}, part = whole;
-  part.lo = ccLo + " * N";
+  cd.split = dg.tailPieces > 1;
+  const bool split = cd.split;
+  cd.cLo = split ? "lo(c)" : "c * rg";
+  cd.cRows = split ? "rows(c)" : "rg";
+  cd.ccLo = split ? "lo(cc)" : "cc * rg";
+  cd.ccRows = split ? "rows(cc)" : "rg";
+  cd.cRange = split ? "[lo(c), lo(c) + rows(c))" : "[c rg, (c+1) rg)";
+  cd.whole = DevLaunch{"", "(M / P) * N", "0", "(M / P) * N"};
+  DevLaunch part = cd.whole;
+  part.lo = cd.ccLo + " * N";
   part.hi = split ? "(lo(cc) + rows(cc)) * N" : "(cc + 1) * rg * N";
   part.pull = "0";
-  DevLaunch wholeNoPull = whole;  // after the last chunk with the pulls left to copy engines
+  DevLaunch wholeNoPull = cd.whole;  // after the last chunk with the pulls left to copy engines
   wholeNoPull.pull = "0";
   // One chunk: the group's kernel in the form that pushes the GEMM's result itself, in rounds
   // (onePassForm), over the whole product (every rank's block contiguous in the staging buffer).
-  const bool onePass = !dg.ceGather;
-  const DevGroup pg = onePass ? onePassForm(dg) : DevGroup{};
-  const std::string kPass = onePass ? emitDevKernel(pg) : "";
-  DevLaunch wholePush = whole;
-  wholePush.rsIn = "static_cast<const " + T + "*>(stage_[0].ptr)";
-  std::vector<std::string> params, wholeArgs, partArgs, wholeNoPullArgs, wholePushArgs;
-  std::vector<int> others;
-  if (onePass) devSignature(pg, wholePush, params, wholePushArgs, others);
-  devSignature(dg, whole, params, wholeArgs, others);
-  devSignature(dg, part, params, partArgs, others);
-  devSignature(dg, wholeNoPull, params, wholeNoPullArgs, others);
-  auto launch = [&](const std::vector<std::string>& args, const char* stream) {
-    std::string t = kname + "<<<" + std::to_string(dg.blocks) + ", coconet_rt::kDevThreads, 0, " + stream + ">>>(";
-    for (size_t q = 0; q < args.size(); ++q) t += (q ? ", " : "") + args[q];
-    return t + ");\n";
-  };
-  const std::string V = std::to_string(devVecWidth(dg));
-  // Copy engines pull elements [off, off + count) of each other rank's block from its slice
-  // window into the output on `stream` (off: "" for the block's start, else " + expr").
-  auto pulls = [&](const std::string& off, const std::string& count, const char* stream) {
-    return "        for (long long j = 1; j < P; ++j) {\n"
-           "          const long long q = (" +
-           pos +
-           " + j) % P;\n"
-           "          CHECK(cudaMemcpyAsync(" +
-           var(ch.ag) + " + q * (M / P) * N" + off + ", static_cast<const " + ST + "*>(slices[q])" + off + ", static_cast<size_t>(" +
-           count + ") * sizeof(" + ST + "), cudaMemcpyDeviceToDevice, " + stream + "), \"" + ag.name +
-           "\");\n"
-           "        }\n";
-  };
-  b << "    if (devReady(" << gname << ")) {\n" << oneShotNote(dg, "      ");
+  cd.onePass = !dg.ceGather;
+  if (cd.onePass) cd.pg = onePassForm(dg);
+  cd.kPass = cd.onePass ? emitDevKernel(cd.pg) : "";
+  cd.wholePush = cd.whole;
+  cd.wholePush.rsIn = "static_cast<const " + cd.T + "*>(stage_[0].ptr)";
+  std::vector<std::string> params;
+  if (cd.onePass) devSignature(cd.pg, cd.wholePush, params, cd.wholePushArgs, cd.others);
+  devSignature(dg, cd.whole, params, cd.wholeArgs, cd.others);
+  devSignature(dg, part, params, cd.partArgs, cd.others);
+  devSignature(dg, wholeNoPull, params, cd.wholeNoPullArgs, cd.others);
+  cd.V = std::to_string(devVecWidth(dg));
+  cd.mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
+  // One chunk (a decode-sized product, merged) in the group's one-shot form needs only its
+  // one-shot window: the staging and slice windows are made where another form runs.
+  cd.one = "C == 1" + std::string(cd.mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
+  return cd;
+}
+
+std::string Emitter::chunkedLaunch(const ChunkedDevice& cd, const std::vector<std::string>& args, const char* stream) const {
+  std::string t = cd.kname + "<<<" + std::to_string(cd.dg.blocks) + ", coconet_rt::kDevThreads, 0, " + stream + ">>>(";
+  for (size_t q = 0; q < args.size(); ++q) t += (q ? ", " : "") + args[q];
+  return t + ");\n";
+}
+
+std::string Emitter::chunkedPulls(const ChunkedDevice& cd, const std::string& off, const std::string& count, const char* stream) const {
+  const Stage& ag = p_.stages[cd.ch.ag];
+  return "        for (long long j = 1; j < P; ++j) {\n"
+         "          const long long q = (" +
+         cd.pos +
+         " + j) % P;\n"
+         "          CHECK(cudaMemcpyAsync(" +
+         var(cd.ch.ag) + " + q * (M / P) * N" + off + ", static_cast<const " + cd.ST + "*>(slices[q])" + off + ", static_cast<size_t>(" +
+         count + ") * sizeof(" + cd.ST + "), cudaMemcpyDeviceToDevice, " + stream + "), \"" + ag.name +
+         "\");\n"
+         "        }\n";
+}
+
+void Emitter::emitChunkedDeviceSetup(const ChunkedDevice& cd) {
+  auto& b = body_;
+  const Chunked& ch = cd.ch;
+  const DevGroup& dg = cd.dg;
+  const std::string &T = cd.T, &Cs = cd.Cs, &V = cd.V;
+  b << "    if (devReady(" << cd.gname << ")) {\n" << oneShotNote(dg, "      ");
   if (dg.mergeChunks)
     b << "      // up to " << Cs << " chunks dividing this rank's rows, fewer where a chunk's copy to each peer would be under 8 MiB,\n"
       << "      // one on more than two ranks where this rank's block to a peer is under 32 MiB\n"
@@ -610,8 +630,7 @@ void Emitter::emitChunkedDevice(const Chunked& ch) {
   else
     b << "      // up to " << Cs << " chunks dividing this rank's rows, at every size (tune(f, merge = never))\n"
       << chunkDecls(ch, "      ", false);
-  const bool mayPipe = dg.gather != 0;  // tune(f, gather = after): only the form after the last chunk
-  if (split) {
+  if (cd.split) {
     const std::string t = std::to_string(dg.tailPieces);
     b << "      // the last chunk in " << t << " pieces (tune(f, tail = " << t << ")) where its rows split into whole vectors;\n"
       << "      // piece c is rows [lo(c), lo(c) + rows(c)) of every rank's block\n"
@@ -622,7 +641,7 @@ void Emitter::emitChunkedDevice(const Chunked& ch) {
   }
   // Per chunk on two ranks where the GEMM is long against the transfers (gatherFlopsPerByte_)
   // and the product large enough to pay for a kernel per chunk.
-  if (mayPipe)
+  if (cd.mayPipe)
     b << "      // the epilogue and all-gather per chunk "
       << (dg.gather < 0 ? "on two ranks where the GEMM's flops per byte that crosses NVLink,\n"
                           "      // K P / ((P - 1) e), reach " +
@@ -635,78 +654,93 @@ void Emitter::emitChunkedDevice(const Chunked& ch) {
                               ".0 * (P - 1) * sizeof(" + T + ") && static_cast<size_t>(M * N) * sizeof(" + T + ") >= (size_t{16} << 20)"
                         : "")
       << ";\n";
-  // One chunk (a decode-sized product, merged) in the group's one-shot form needs only its
-  // one-shot window: the staging and slice windows are made where another form runs.
-  const std::string one = "C == 1" + std::string(mayPipe ? " && !pipelined" : "") + (split ? " && tp == 1" : "");
-  if (oneShot >= 0)
+  if (cd.oneShot >= 0)
     b << "      // one chunk in the group's one-shot form (oneShotMaxBytes(P), or as tune(f, algorithm = one_shot | ll) asks)\n"
-      << "      const bool oneShotNow = " << one
-      << (oneShot ? "" : " && static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ";\n";
+      << "      const bool oneShotNow = " << cd.one
+      << (cd.oneShot ? "" : " && static_cast<size_t>(M * N) * sizeof(" + T + ") <= coconet_rt::oneShotMaxBytes(P)") << ";\n";
   b << "      // the staging window holds every rank's partial sums of this rank's block (slot q: rank q's)\n"
-    << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << prog << ", " << name << ");\n";
-  if (oneShot >= 0) b << "      if (!oneShotNow) {\n";
-  const std::string in2 = oneShot >= 0 ? "        " : "      ";
-  b << in2 << "const bool grew = dev_->stage[" << gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
-    << prog << ", " << gname << ");\n"
-    << in2 << "if (dev_->slice[" << gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << ST << "), " << prog
-    << ", " << gname << ") || grew)\n"
-    << in2 << "  dev_->dc.refresh(comm_, stream_, " << prog << ", " << gname << ");\n";
-  if (oneShot >= 0) b << "      }\n";
+    << "      for (int k = 0; k < 2; ++k) stage_[k].ensure(slot, " << cd.prog << ", " << cd.name << ");\n";
+  if (cd.oneShot >= 0) b << "      if (!oneShotNow) {\n";
+  const std::string in2 = cd.oneShot >= 0 ? "        " : "      ";
+  b << in2 << "const bool grew = dev_->stage[" << cd.gi << "].ensure(comm_, stream_, static_cast<size_t>(M * N) * sizeof(" << T << "), "
+    << cd.prog << ", " << cd.gname << ");\n"
+    << in2 << "if (dev_->slice[" << cd.gi << "].ensure(comm_, stream_, static_cast<size_t>((M / P) * N) * sizeof(" << cd.ST << "), "
+    << cd.prog << ", " << cd.gname << ") || grew)\n"
+    << in2 << "  dev_->dc.refresh(comm_, stream_, " << cd.prog << ", " << cd.gname << ");\n";
+  if (cd.oneShot >= 0) b << "      }\n";
   auto bases = [&](const char* var, const char* window) {
     const std::string call =
-        "dev_->" + std::string(window) + "[" + gi + "].peerBases(static_cast<int>(P), stream_, " + prog + ", " + gname + ")";
+        "dev_->" + std::string(window) + "[" + cd.gi + "].peerBases(static_cast<int>(P), stream_, " + cd.prog + ", " + cd.gname + ")";
     b << "      const std::vector<void*>& " << var << " = "
-      << (oneShot >= 0 ? "!oneShotNow ? " + call + " : coconet_rt::kNoPeerBases" : call) << ";\n";
+      << (cd.oneShot >= 0 ? "!oneShotNow ? " + call + " : coconet_rt::kNoPeerBases" : call) << ";\n";
   };
   bases("slots", "stage");
-  if (mayPipe || dg.ceGather) bases("slices", "slice");
+  if (cd.mayPipe || dg.ceGather) bases("slices", "slice");
   emitDevMaps(dg, "      ");
-  emitDevVec(dg, whole, others, "      ");
-  if (mayPipe) {
+  emitDevVec(dg, cd.whole, cd.others, "      ");
+}
+
+void Emitter::emitChunkedDeviceEpilogues(const ChunkedDevice& cd) {
+  auto& b = body_;
+  const std::string &name = cd.name, &gname = cd.gname;
+  if (cd.mayPipe) {
     b << "      // chunk cc's epilogue: the group's kernel over its rows of this rank's block on stream_ (after the\n"
       << "      // next chunk's GEMM, on every SM); then copy engines pull the other ranks' parts of it (comm3_)\n"
       << "      auto finish = [&](long long cc) {\n"
       << "        CHECK(cudaStreamWaitEvent(stream_, ovFree_[cc % 2], 0), " << name << ");\n"
-      << "        " << launch(partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+      << "        " << chunkedLaunch(cd, cd.partArgs, "stream_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
       << tlMark("        ", "stream_", "epilogue", "cc") << "        CHECK(cudaEventRecord(ovRed_, stream_), " << name << ");\n"
       << "        CHECK(cudaStreamWaitEvent(comm3_, ovRed_, 0), " << name << ");\n"
-      << pulls(" + " + ccLo + " * N", ccRows + " * N", "comm3_") << tlMark("        ", "comm3_", "gather", "cc") << "      };\n";
+      << chunkedPulls(cd, " + " + cd.ccLo + " * N", cd.ccRows + " * N", "comm3_") << tlMark("        ", "comm3_", "gather", "cc")
+      << "      };\n";
   } else {
     b << "      // the epilogue and all-gather once after the last chunk (tune(f, gather = after))\n";
   }
-  if (dg.ceGather) {
+  if (cd.dg.ceGather) {
     b << "      // after the last chunk: the kernel over the whole block without its pulls, then copy engines\n"
       << "      // pull the other ranks' blocks (tune(f, algorithm = copy_engines)), both on comm2_\n"
       << "      auto gatherByCopies = [&]() {\n"
-      << "        " << launch(wholeNoPullArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
-      << tlMark("        ", "comm2_", "epilogue") << pulls("", "(M / P) * N", "comm2_") << tlMark("        ", "comm2_", "gather")
+      << "        " << chunkedLaunch(cd, cd.wholeNoPullArgs, "comm2_") << "        CHECK(cudaGetLastError(), " << gname << ");\n"
+      << tlMark("        ", "comm2_", "epilogue") << chunkedPulls(cd, "", "(M / P) * N", "comm2_") << tlMark("        ", "comm2_", "gather")
       << "      };\n";
   }
-  // One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
-  // copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
-  // kernel on stream_ in the form that pushes the partial sums into the peers' staging windows
-  // itself, in rounds on blocks by size (onePassForm: a preloaded kernel's one pass on
-  // devOverlapBlocks_ blocks ran 5% behind it on 2 H200 at 16 MiB), or its one-shot form (the
-  // whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
-  if (onePass) {
-    b << "      if (" << one << ") {\n"
-      << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
-      << "      // every rank's block (one chunk: the blocks' rows are contiguous in x and in the staging\n"
-      << "      // buffer, so one GEMM of M rows rather than P of M / P, which would each read the whole weight)\n"
-      << "      " << gemmCall(ps.type.dtype, "M", var(w), "0", var(a), "M * K", "st", "M * N", "1", name)
-      << tlMark("      ", "stream_", "gemm");
-    if (oneShot >= 0) {
-      b << "      if (oneShotNow) {\n";
-      emitDevOneShot(dg, k1, "st", "M * N", "        ");
-      b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
-    }
-    // (`vec` as above: the staging buffer, rsIn here, is cudaMalloc'd and so 16-byte aligned)
-    emitDevLaunch(pg, kPass, wholePush, wholePushArgs, "      ");
-    b << tlMark("      ", "stream_", "push+epilogue+gather") << (oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
+}
+
+// One chunk (a decode-sized product, merged): nothing to overlap, so no copy engines (each
+// copy's fixed start outweighs these bytes) and no second stream: the GEMM, then the group's
+// kernel on stream_ in the form that pushes the partial sums into the peers' staging windows
+// itself, in rounds on blocks by size (onePassForm: a preloaded kernel's one pass on
+// devOverlapBlocks_ blocks ran 5% behind it on 2 H200 at 16 MiB), or its one-shot form (the
+// whole product to every rank) up to oneShotMaxBytes(P) (oneShotNow).
+void Emitter::emitChunkedDeviceOneChunk(const ChunkedDevice& cd) {
+  auto& b = body_;
+  const Stage& ps = p_.stages[cd.ch.producer];
+  const int a = ps.operands[0], w = ps.operands[1];
+  const std::string& T = cd.T;
+  b << "      if (" << cd.one << ") {\n"
+    << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
+    << "      // every rank's block (one chunk: the blocks' rows are contiguous in x and in the staging\n"
+    << "      // buffer, so one GEMM of M rows rather than P of M / P, which would each read the whole weight)\n"
+    << "      " << gemmCall(ps.type.dtype, "M", var(w), "0", var(a), "M * K", "st", "M * N", "1", cd.name)
+    << tlMark("      ", "stream_", "gemm");
+  if (cd.oneShot >= 0) {
+    b << "      if (oneShotNow) {\n";
+    emitDevOneShot(cd.dg, cd.k1, "st", "M * N", "        ");
+    b << tlMark("        ", "stream_", "push+epilogue") << "      } else {\n";
   }
+  // (`vec` as above: the staging buffer, rsIn here, is cudaMalloc'd and so 16-byte aligned)
+  emitDevLaunch(cd.pg, cd.kPass, cd.wholePush, cd.wholePushArgs, "      ");
+  b << tlMark("      ", "stream_", "push+epilogue+gather") << (cd.oneShot >= 0 ? "      }\n" : "") << "      } else {\n";
+}
+
+void Emitter::emitChunkedDeviceLoop(const ChunkedDevice& cd) {
+  auto& b = body_;
+  const Chunked& ch = cd.ch;
+  const std::string &T = cd.T, &name = cd.name, &gname = cd.gname, &pos = cd.pos, &cLo = cd.cLo, &cRows = cd.cRows;
+  const bool mayPipe = cd.mayPipe, split = cd.split;
   b << forkComm(name) << "      for (long long c = 0; c < " << (split ? "NC" : "C")
     << "; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
-    << chunkGemm(ch, cLo, cRows, cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cRange
+    << chunkGemm(ch, cLo, cRows, cd.cRange) << tlMark("      ", "stream_", "gemm", "c") << "      // copy engines: rows " << cd.cRange
     << " of rank q's block into this rank's slot of rank q's staging window\n"
     << "      for (long long j = 1; j <= P; ++j) {\n"
     << "        const long long q = (" << pos << " + j) % P;\n"
@@ -723,16 +757,24 @@ void Emitter::emitChunkedDevice(const Chunked& ch) {
       << "        CHECK(cudaEventRecord(ovDone_, comm3_), " << name << ");\n"
       << "        CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
       << "      } else {\n";
-  if (dg.ceGather)
+  if (cd.dg.ceGather)
     b << in << "gatherByCopies();\n";
   else
-    b << in << launch(wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
+    b << in << chunkedLaunch(cd, cd.wholeArgs, "comm2_") << in << "CHECK(cudaGetLastError(), " << gname << ");\n"
       << tlMark(in, "comm2_", "epilogue+gather");
   b << in << "CHECK(cudaEventRecord(ovDone_, comm2_), " << name << ");\n"
     << in << "CHECK(cudaStreamWaitEvent(stream_, ovDone_, 0), " << name << ");\n"
-    << (mayPipe ? "      }\n" : "") << (onePass ? "      }\n" : "")
-    << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << Cs << " chunks dividing this rank's rows\n"
+    << (mayPipe ? "      }\n" : "") << (cd.onePass ? "      }\n" : "")
+    << "    } else {\n      // not every rank is load/store reachable: NCCL calls, up to " << cd.Cs << " chunks dividing this rank's rows\n"
     << chunkDecls(ch, "    ", false);
+}
+
+void Emitter::emitChunkedDevice(const Chunked& ch) {
+  const ChunkedDevice cd = chunkedDevice(ch);
+  emitChunkedDeviceSetup(cd);
+  emitChunkedDeviceEpilogues(cd);
+  if (cd.onePass) emitChunkedDeviceOneChunk(cd);
+  emitChunkedDeviceLoop(cd);
 }
 
 }  // namespace coconet::backend::detail

@@ -10,7 +10,7 @@ std::string Emitter::epsCheck(const Stage& s) const {
          s.eps.param + "\");\n";
 }
 
-Emitter::RowwiseKernel Emitter::rowwiseKernel(int id) const {
+RowwiseKernel Emitter::rowwiseKernel(int id) const {
   const Stage& s = p_.stages[id];
   RowwiseKernel k;
   k.id = id;
