@@ -137,6 +137,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         vo.ranks = inv.ranks;
         vo.seed = inv.seed;
         vo.dumpDir = inv.dumpDir;
+        vo.allowSkips = inv.allowSkips;
+        vo.scheduled = !trace.empty();
         if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
         break;
       }

@@ -1,7 +1,7 @@
 // coconetc: the command-line driver.
 //   coconetc check PROG.cnet [-D NAME=VALUE]...
 //   coconetc emit --stage ast|ir|sched|plan PROG.cnet [-D NAME=VALUE]...
-//   coconetc verify PROG.cnet [--ranks 1,2,4] [--dump DIR]
+//   coconetc verify PROG.cnet [--ranks 1,2,4] [--dump DIR] [--allow-skips]
 //   coconetc compile PROG.cnet -o DIR
 #include <CLI/CLI.hpp>
 #include <cctype>
@@ -78,6 +78,9 @@ static int command(int argc, char** argv) {
   std::string seed = "1";
   verify->add_option("--seed", seed, "random seed for sizes, inputs and dropout, 0 to 2^64 - 1")->capture_default_str();
   verify->add_option("--dump", inv.dumpDir, "write inputs and expected results per rank count to DIR")->type_name("DIR");
+  verify->add_flag("--allow-skips", inv.allowSkips,
+                   "pass although some rank counts compare nothing (no sizes run with them, or only the program without its "
+                   "schedule does); by default such a rank count fails the verification");
 
   auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
   addCommon(compile);

@@ -545,7 +545,7 @@ private:
   std::string reassoc_;  // why the schedule re-associates reductions ("; "-separated), or empty
   bool allGiven_ = false, fallback_ = false;
   bool allOk_ = true, anyRun_ = false, anyTolerance_ = false;
-  std::vector<int> skipped_;
+  std::vector<int> compared_, skipped_, unscheduled_;  // rank counts compared; with no sizes; run without the schedule
 
   bool compare(const Config& c, const interp::Values& inA, const interp::Result& ra, const interp::Result& rb,
                std::vector<std::string>& notes);
@@ -600,6 +600,7 @@ bool Verification::ranks(int P) {
     if (!opts_.dumpDir.empty()) dump(std::filesystem::path(opts_.dumpDir) / ("ranks" + std::to_string(P)), base_, c, inA, ra);
     out_ << "  ranks " << P << ":" << sizesStr(base_, c) << ": runs without its schedule (the schedule's " << why
          << "; the program's hold): nothing to compare\n";
+    unscheduled_.push_back(P);
     return true;
   }
   interp::Values inB = storageFor(sched_, logical, c);
@@ -619,6 +620,7 @@ bool Verification::ranks(int P) {
   for (size_t i = 0; i < notes.size(); ++i) out_ << (i ? ", " : ": ") << notes[i];
   out_ << "\n";
   allOk_ = allOk_ && ok;
+  compared_.push_back(P);
   return true;
 }
 
@@ -718,15 +720,19 @@ bool Verification::compare(const Config& c, const interp::Values& inA, const int
   return ok;
 }
 
-// The lines after every rank count's: the skipped counts, the tolerance used, the verdict.
+// "1, 2, 4"
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int P : ranks) s += (s.empty() ? "" : ", ") + std::to_string(P);
+  return s;
+}
+
+// The lines after every rank count's: the tolerance used, then the verdict, which names what was
+// compared and what was not.
 int Verification::report() {
-  if (!skipped_.empty()) {
-    out_ << "  skipped rank counts:";
-    for (int P : skipped_) out_ << " " << P;
-    out_ << " (no sizes run with them: see each line)\n";
-  }
   if (!anyRun_) {
     err_ << "coconetc: error: " << base_.name << " could not run with any of the rank counts given\n";
+    out_ << "NOT verified: no rank count ran (" << rankList(opts_.ranks) << ")\n";
     return 1;
   }
   if (anyTolerance_)
@@ -735,8 +741,36 @@ int Verification::report() {
          << "where E is the original's own largest rounding error on that value and n u the bound for summing "
          << "the n terms of the re-associated reduction in any order, plus twice what moving each sum, mean "
          << "or norm by n u times its terms' magnitudes moves that element\n";
-  out_ << (allOk_ ? "verified" : "NOT verified") << "\n";
-  return allOk_ ? 0 : 1;
+  // What compared nothing: rank counts with no sizes to run, and ones that ran only the program
+  // without its schedule.
+  std::string nothing;
+  if (!skipped_.empty()) nothing = "no sizes run with ranks " + rankList(skipped_);
+  if (!unscheduled_.empty())
+    nothing +=
+        (nothing.empty() ? "" : "; ") + std::string("only the program without its schedule runs with ranks ") + rankList(unscheduled_);
+  std::string values;
+  for (auto& n : base_.outputNames) values += (values.empty() ? "'" : ", '") + n + "'";
+  for (auto& st : base_.states) values += (values.empty() ? "state '" : ", state '") + st.name + "'";
+  if (values.empty()) values = "no outputs or states:";
+  if (!allOk_) {
+    out_ << "NOT verified: the scheduled program differs" << (nothing.empty() ? "" : " (and " + nothing + ")") << "\n";
+    return 1;
+  }
+  if (compared_.empty()) {
+    out_ << "NOT verified: nothing compared: " << nothing << "\n";
+    return 1;
+  }
+  if (!nothing.empty() && !opts_.allowSkips) {
+    out_ << "NOT verified: " << nothing << ", so nothing was compared there (--allow-skips accepts that; or give other sizes or rank "
+         << "counts)\n";
+    return 1;
+  }
+  if (!opts_.scheduled)
+    out_ << "verified: no schedule; the program ran with ranks " << rankList(compared_);
+  else
+    out_ << "verified: " << values << " compared with ranks " << rankList(compared_);
+  out_ << (nothing.empty() ? "" : "; skipped (--allow-skips): " + nothing) << "\n";
+  return 0;
 }
 
 }  // namespace

@@ -21,9 +21,16 @@ struct Options {
   std::vector<int> ranks{1, 2, 3, 4, 8};
   uint64_t seed = 1;
   std::string dumpDir;  // when set: inputs and expected results per rank, for GPU tests
+  // A rank count that compares nothing (no sizes run with it, or only the program without its
+  // schedule does) fails the verification unless this is set; a verification that compares at
+  // no rank count fails even then.
+  bool allowSkips = false;
+  bool scheduled = true;  // false: no schedule (the program is compared with itself: it runs)
 };
 
-// Returns 0 when every comparison passed, 1 when one failed or the program could not run.
+// Returns 0 when every requested rank count compared and every comparison passed (or, with
+// allowSkips, some rank counts compared and passed), 1 otherwise. The last line it prints is
+// "verified: ..." (what was compared) or "NOT verified: ..." (why not).
 int verify(const ir::Program& base, const ir::Program& scheduled, const Options& opts, std::ostream& out, std::ostream& err);
 
 }  // namespace coconet::verify

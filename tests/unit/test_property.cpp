@@ -185,6 +185,7 @@ std::pair<int, std::string> verifyAt(const ir::Program& base, const ir::Program&
   verify::Options vo;
   vo.ranks = std::move(ranks);
   vo.seed = seed;
+  vo.allowSkips = true;  // (a rank count no sizes run with is no schedule's fault)
   std::ostringstream out, err;
   const int rc = verify::verify(base, sched, vo, out, err);
   return {rc, out.str() + err.str()};
@@ -222,7 +223,7 @@ TEST_CASE("verify notices a schedule that changes the result", "[property]") {
   std::ostringstream out, err;
   CHECK(verify::verify(base, broken, vo, out, err) == 1);
   CHECK(out.str().find("DIFFERS") != std::string::npos);
-  CHECK(out.str().find("NOT verified") != std::string::npos);
+  CHECK(out.str().find("NOT verified: the scheduled program differs") != std::string::npos);
 }
 
 TEST_CASE("a re-associated sum that cancels is bounded by its terms' magnitudes", "[property]") {
