@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <unistd.h>
 
 #include "sema/TypedASTPrinter.h"
 #include "ir/Lower.h"
@@ -19,6 +20,12 @@
 
 namespace coconet::driver {
 namespace {
+
+// Whether standard error is a terminal that takes colours (as clang decides: not TERM=dumb).
+bool stderrIsTerminal() {
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDERR_FILENO) && !(term && std::string(term) == "dumb");
+}
 
 constexpr size_t kCompilerStack = size_t(1) << 30;  // reserved, touched only as used
 
@@ -61,6 +68,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   } keep{inv.exitAfter, owned};
   DiagnosticEngine diags(comp.sources, err);
   diags.setErrorLimit(inv.errorLimit);
+  diags.setColor(inv.color == "always" || (inv.color == "auto" && &err == &std::cerr && stderrIsTerminal()));
   sema::Options opts;
   opts.defines = inv.defines;
   LoadOptions load;
@@ -75,7 +83,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
 
   // Lower, then apply the schedule.
   std::string schedPath = inv.schedule;
-  if (schedPath.empty()) {
+  if (schedPath.empty() && inv.input != "-") {
     auto beside = std::filesystem::path(inv.input).replace_extension(".sched");
     std::error_code ec;
     if (std::filesystem::is_regular_file(beside, ec)) schedPath = beside.string();

@@ -20,6 +20,8 @@ struct Invocation {
   // Schedules: "" means NAME.sched beside the program if it exists; "none" means none.
   std::string schedule;
   bool printAfterAll = false;
+  // Diagnostics in colour: "always", "never", or "auto" (where standard error is a terminal).
+  std::string color = "auto";
   // verify
   std::vector<int> ranks{1, 2, 3, 4, 8};
   uint64_t seed = 1;

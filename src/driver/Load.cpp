@@ -9,11 +9,13 @@ namespace coconet::driver {
 
 void checkFile(sema::Compilation& c, const std::string& path, const sema::Options& opts, const LoadOptions& load, DiagnosticEngine& diags) {
   std::string text, err;
-  if (!readFileBounded(path, kMaxSourceBytes, text, err)) {
-    diags.error({}, err);
+  // "-": the program from standard input, named <stdin> in diagnostics.
+  const bool stdinInput = path == "-";
+  if (!readFileBounded(stdinInput ? "/dev/stdin" : path, kMaxSourceBytes, text, err)) {
+    diags.error({}, stdinInput ? "cannot read the program from standard input: " + err : err);
     return;
   }
-  checkSource(c, path, std::move(text), opts, load, diags);
+  checkSource(c, stdinInput ? "<stdin>" : path, std::move(text), opts, load, diags);
 }
 
 void checkSource(sema::Compilation& c, const std::string& path, std::string text, const sema::Options& opts, const LoadOptions& load,

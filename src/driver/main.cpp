@@ -12,6 +12,7 @@
 #include "driver/Compiler.h"
 #include "support/Diagnostics.h"
 #include "support/Files.h"
+#include "support/Strings.h"
 
 using namespace coconet::driver;
 
@@ -37,6 +38,76 @@ int finish(int rc) {
   return rc;
 }
 
+// The option an argument names ("--ranks" of "--ranks=2", "-D" of "-DN=4"), or "" for a value.
+std::string optionName(const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-') return "";
+  if (arg[1] == '-') return arg.substr(0, arg.find('='));
+  return arg.substr(0, 2);
+}
+
+bool takes(const CLI::App* app, const std::string& option) {
+  for (const CLI::Option* o : app->get_options()) {
+    for (auto& n : o->get_lnames())
+      if ("--" + n == option) return true;
+    for (auto& n : o->get_snames())
+      if ("-" + n == option) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> optionNames(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app->get_options())
+    for (auto& n : o->get_lnames()) names.push_back("--" + n);
+  return names;
+}
+
+// What is wrong with a command line that CLI11 refused, in the user's words: an unknown command
+// or option named, with the nearest one; an option of another command said to be that one's.
+// "" where CLI11's own message says it better (a missing value, a value out of range).
+std::string usageProblem(CLI::App& app, const std::vector<std::string>& args) {
+  const std::vector<CLI::App*> subs = app.get_subcommands([](CLI::App*) { return true; });
+  std::vector<std::string> commands;
+  for (auto* s : subs) commands.push_back(s->get_name());
+  std::string list;
+  for (size_t i = 0; i < commands.size(); ++i) list += (i ? (i + 1 == commands.size() ? " or " : ", ") : "") + commands[i];
+  auto ownerOf = [&](const std::string& option) -> std::string {
+    for (auto* s : subs)
+      if (takes(s, option)) return s->get_name();
+    return "";
+  };
+  size_t i = 0;
+  while (i < args.size() && (args[i] == "-h" || args[i] == "--help" || args[i] == "--version")) ++i;
+  if (i == args.size()) return "no command given: coconetc COMMAND PROG.cnet [OPTIONS], where COMMAND is " + list;
+  const std::string& first = args[i];
+  if (first != "-" && first[0] == '-') {
+    const std::string opt = optionName(first), owner = ownerOf(opt);
+    if (!owner.empty())
+      return "'" + coconet::printable(opt) + "' is an option of '" + owner + "': it follows the command (coconetc " + owner +
+             " PROG.cnet " + coconet::printable(opt) + " ...)";
+    const std::string near = coconet::closestMatch(opt, optionNames(&app));
+    return "unknown option '" + coconet::printable(opt) + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?");
+  }
+  CLI::App* sub = nullptr;
+  for (auto* s : subs)
+    if (s->get_name() == first) sub = s;
+  if (!sub) {
+    const std::string near = coconet::closestMatch(first, commands);
+    return "unknown command '" + coconet::printable(first) + "'" +
+           (near.empty() ? "; the commands are " + list : "; did you mean '" + near + "'?");
+  }
+  for (size_t k = i + 1; k < args.size(); ++k) {
+    const std::string opt = optionName(args[k]);
+    if (opt.empty() || takes(sub, opt) || takes(&app, opt)) continue;
+    const std::string owner = ownerOf(opt);
+    if (!owner.empty()) return "'" + coconet::printable(opt) + "' is an option of '" + owner + "', not of '" + sub->get_name() + "'";
+    const std::string near = coconet::closestMatch(opt, optionNames(sub));
+    return "unknown option '" + coconet::printable(opt) + "' of '" + sub->get_name() + "'" +
+           (near.empty() ? "" : "; did you mean '" + near + "'?");
+  }
+  return "";
+}
+
 }  // namespace
 
 static int command(int argc, char** argv) {
@@ -48,13 +119,16 @@ static int command(int argc, char** argv) {
   inv.exitAfter = true;
   std::vector<std::string> defines;
   auto addCommon = [&](CLI::App* sub) {
-    sub->add_option("input", inv.input, "the .cnet program")->required();
+    sub->add_option("input", inv.input, "the .cnet program ('-': read it from standard input)")->required();
     sub->add_option("-D,--define", defines, "bind a program parameter: -D NAME=VALUE")->type_name("NAME=VALUE");
     sub->add_option("-I,--stdlib", inv.moduleDirs, "search this folder for imported modules first")->type_name("DIR");
     sub->add_option("--error-limit", inv.errorLimit, "stop after this many errors (0: no limit)");
     sub->add_option("--schedule", inv.schedule, "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
         ->type_name("FILE|none");
     sub->add_flag("--print-after-all", inv.printAfterAll, "print the IR after lowering and after every schedule step");
+    sub->add_option("--color", inv.color, "diagnostics in colour: auto (where standard error is a terminal), always or never")
+        ->type_name("WHEN")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
   };
   auto* check = app.add_subcommand("check", "parse and type-check a program; silent when it is correct");
   addCommon(check);
@@ -102,7 +176,9 @@ static int command(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "coconetc: error: " << coconet::printable(e.what()) << "\nRun 'coconetc --help' for usage.\n";
+    const std::string problem = usageProblem(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::cerr << "coconetc: error: " << (problem.empty() ? coconet::printable(e.what()) : problem) << "\n"
+              << "Run 'coconetc --help' for usage.\n";
     return kExitUsage;
   }
   for (auto& d : defines) {

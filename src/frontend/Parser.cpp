@@ -1,6 +1,8 @@
 // The ANTLR-owning front end class, the diagnostic error listener, and the pre-parse checks.
 #include "frontend/Parser.h"
 
+#include <cctype>
+#include <set>
 #include <sstream>
 
 #include "CnetLexer.h"
@@ -44,6 +46,9 @@ public:
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line, size_t col, const std::string& msg,
                    std::exception_ptr) override {
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
+    // What the parser's recovery finds after a keyword used as a name, on that line, follows
+    // from it: the one error says it.
+    if (keywordLine_ && line == keywordLine_) return;
     SyntaxErrorPlace place = placeSyntaxError(file_, parser, offending, line, col);
     std::string text;
     if (parser) {
@@ -51,6 +56,20 @@ public:
       try {
         expected = parser->getExpectedTokens();
       } catch (...) {}
+      // A keyword where a name may stand (`in local : ...`, then `local * 2.0`): said once per
+      // keyword, at its first misuse.
+      // A keyword assigned to (`state = x * 2.0;`) is one too: the '=' after it is the offence.
+      antlr4::Token* word = offending;
+      if (offending && offending->getText() == "=" && offending->getTokenIndex() > 0)
+        word = parser->getTokenStream()->get(offending->getTokenIndex() - 1);
+      const bool asName = word == offending ? expected.contains(static_cast<size_t>(CnetParser::IDENT)) : word != nullptr;
+      if (word && asName && isKeyword(parser->getVocabulary(), word->getType())) {
+        keywordLine_ = line;
+        if (!keywordsNamed_.insert(word->getText()).second) return;
+        diags_.error(locOf(file_, word), quote(word->getText()) + " is a keyword; it cannot be used as a name",
+                     static_cast<uint32_t>(word->getText().size()));
+        return;
+      }
       std::vector<std::string> names;
       for (size_t t : expected.toList()) {
         if (t == CnetParser::BAD_CHAR || t == CnetParser::UNTERMINATED_COMMENT) continue;
@@ -71,8 +90,15 @@ public:
   }
 
 private:
+  // A token spelled as a word in the grammar ('local', 'state', 'f32', ...).
+  static bool isKeyword(const antlr4::dfa::Vocabulary& vocab, size_t type) {
+    const std::string lit = vocab.getLiteralName(type);
+    return lit.size() > 2 && std::isalpha(static_cast<unsigned char>(lit[1]));
+  }
   uint32_t file_;
   DiagnosticEngine& diags_;
+  std::set<std::string> keywordsNamed_;
+  size_t keywordLine_ = 0;
 };
 
 // Rejects lexical problems and excessive nesting before the parser sees the tokens.

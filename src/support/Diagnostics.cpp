@@ -37,7 +37,15 @@ SourceLoc SourceManager::locOfOffset(uint32_t file, size_t offset) const {
 
 // Prints a source line with a caret under code-point column `col`. Very long lines are cut to
 // a window around the column so that a 1 MB line prints as one short line.
-static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, uint32_t length) {
+// ANSI escapes of clang's diagnostic colours.
+constexpr const char* kReset = "\033[0m";
+constexpr const char* kBold = "\033[1m";
+constexpr const char* kCaret = "\033[0;1;32m";  // green
+static const char* severityColor(Severity sev) {
+  return sev == Severity::Error ? "\033[0;1;31m" : sev == Severity::Warning ? "\033[0;1;35m" : "\033[0;1;30m";
+}
+
+static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, uint32_t length, bool color) {
   // Split into code points (byte ranges).
   std::vector<std::pair<size_t, size_t>> cps;
   for (size_t i = 0; i < text.size();) {
@@ -75,7 +83,10 @@ static void printSnippet(std::ostream& os, std::string_view text, uint32_t col, 
   marks += '^';
   size_t underline = std::min<size_t>(length ? length - 1 : 0, last > c + 1 ? last - c - 1 : 0);
   marks.append(underline, '~');
-  os << line << '\n' << marks << '\n';
+  if (color)
+    os << line << '\n' << kCaret << marks << kReset << '\n';
+  else
+    os << line << '\n' << marks << '\n';
 }
 
 void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& msg, uint32_t length) {
@@ -95,12 +106,13 @@ void DiagnosticEngine::report(Severity sev, SourceLoc loc, const std::string& ms
   suppressingNotes_ = false;
   bool atLimit = sev == Severity::Error && limit_ && errors_ == limit_;
   const char* word = sev == Severity::Error ? "error" : sev == Severity::Warning ? "warning" : "note";
-  if (loc.valid()) {
-    os_ << printable(sm_.name(loc.file)) << ':' << loc.line << ':' << loc.col << ": " << word << ": " << printable(msg) << '\n';
-    printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length);
-  } else {
-    os_ << "coconetc: " << word << ": " << printable(msg) << '\n';
-  }
+  const std::string where =
+      loc.valid() ? printable(sm_.name(loc.file)) + ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col) : "coconetc";
+  if (color_)
+    os_ << kBold << where << ": " << severityColor(sev) << word << ": " << kReset << kBold << printable(msg) << kReset << '\n';
+  else
+    os_ << where << ": " << word << ": " << printable(msg) << '\n';
+  if (loc.valid()) printSnippet(os_, sm_.line(loc.file, loc.line), loc.col, length, color_);
   if (atLimit && !announcedLimit_) {
     os_ << "error: too many errors emitted, stopping now\n";
     announcedLimit_ = true;

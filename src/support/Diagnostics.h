@@ -60,6 +60,9 @@ public:
   bool hasErrors() const { return errors_ != 0; }
   // After this many errors, the rest are dropped and one line says so.
   void setErrorLimit(unsigned n) { limit_ = n; }
+  // Colours as clang's on a terminal: the place and message bold, the severity in its colour,
+  // the caret line green.
+  void setColor(bool on) { color_ = on; }
   bool tooManyErrors() const { return limit_ && errors_ >= limit_; }
   // Whether an error may search for a "did you mean" suggestion: each search scans every name in
   // scope, so a run makes at most kMaxSuggestions of them (as clang's spell-checking limit does),
@@ -75,7 +78,7 @@ private:
   const SourceManager& sm_;
   std::ostream& os_;
   unsigned errors_ = 0, warnings_ = 0, limit_ = 20, suggestions_ = 0;
-  bool suppressingNotes_ = false, announcedLimit_ = false;
+  bool suppressingNotes_ = false, announcedLimit_ = false, color_ = false;
 };
 
 // A compiler bug. The driver prints it as an internal error and exits with code 3.
