@@ -1,5 +1,6 @@
 #include "driver/Compiler.h"
 #include "driver/Load.h"
+#include "driver/Output.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -169,7 +170,9 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
           if (inv.action == Action::EmitPlan) {
             out << backend::planText(sched, co);
           } else {
-            auto files = backend::emitCuda(sched, co);
+            OutputFolder folder(inv.outDir, inv.force);
+            co.outDir = folder.scratch();
+            auto files = folder.commit(backend::emitCuda(sched, co));
             out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
           }
         } catch (const std::runtime_error& e) {

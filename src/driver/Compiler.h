@@ -30,6 +30,7 @@ struct Invocation {
   // compile
   std::string outDir;
   std::string arch = "sm_90a";
+  bool force = false;             // compile: write into a folder that holds files not of an earlier compile
   bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
   bool timeline = false;          // compile: events at the stages, rounds and chunks of one call, printed (--timeline)
   // The process ends after this run: its programs are left to the OS rather than freed (the

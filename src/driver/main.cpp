@@ -158,7 +158,12 @@ static int command(int argc, char** argv) {
 
   auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
   addCommon(compile);
-  compile->add_option("-o,--output", inv.outDir, "output folder")->required();
+  compile
+      ->add_option("-o,--output", inv.outDir,
+                   "output folder: new, empty, or an earlier compile's (whose files this one replaces or removes)")
+      ->required()
+      ->type_name("DIR");
+  compile->add_flag("--force", inv.force, "write into an output folder that holds other files (same-named ones are replaced)");
   compile->add_option("--arch", inv.arch, "GPU architecture")
       ->capture_default_str()
       ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));

@@ -19,6 +19,8 @@ if not coconetc:
     lit_config.fatal("pass --param coconetc=PATH/TO/coconetc")
 
 config.environment["PATH"] = os.pathsep.join([tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+# (the build folder first: "%coconetc" is a prefix of it)
+config.substitutions.append(("%coconetc_dir", os.path.dirname(os.path.abspath(coconetc))))
 config.substitutions.append(("%coconetc", coconetc))
 config.substitutions.append(("%samples", os.path.join(source_root, "samples")))
 config.substitutions.append(("%bench", os.path.join(source_root, "tools", "bench")))
