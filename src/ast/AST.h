@@ -38,16 +38,25 @@ enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne,
 const char* unaryOpSpelling(UnaryOp op);
 const char* binaryOpSpelling(BinaryOp op);
 
-// A condition on sizes that must hold at run time, lhs op rhs: stated by `requires`, implied by a
-// layout (a sliced dimension divisible by its group's size) or added by a schedule. Sema collects
-// them, the IR carries them, the backend checks them in run().
+// A condition on sizes that must hold at run time, lhs op rhs: stated by `requires`, implied by
+// the program (a group split into parts, an all_to_all's blocks) or added by a schedule. Sema
+// collects them, the IR carries them, the backend checks them in run().
+//
+// An `even` one says that a sliced dimension divides evenly among its group's ranks (a sliced
+// declaration, reduce_scatter, split, slice). The language does not need it: a sliced dimension
+// is cut into blocks as ir::sliceBlock says, evenly or not, and the interpreter and verify take
+// any size. The CUDA code does (its slices are even), so the backend checks it as any other,
+// and runs the program without its schedule where only the schedule's even ones fail.
 struct Requirement {
   SizeExpr lhs;
   BinaryOp op = BinaryOp::Eq;
   SizeExpr rhs;
   std::string reason;  // "stated", or what implies it
   SourceLoc loc;
+  bool even = false;
   std::string str() const;
+  // How `emit` prints it: the condition, the reason, and for an even one that the CUDA code needs it.
+  std::string described() const { return str() + "  (" + reason + (even ? "; the CUDA code's slices are even" : "") + ")"; }
   // The same condition (the reason and place aside).
   bool sameCondition(const Requirement& o) const { return op == o.op && lhs == o.lhs && rhs == o.rhs; }
 };

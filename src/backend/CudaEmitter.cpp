@@ -51,6 +51,37 @@ void Emitter::makePlan() {
   warnKnobsWithoutDevice();
 }
 
+void Emitter::warnEvenSizes() const {
+  if (!o_.diags) return;
+  for (auto& r : p_.requirements) {
+    if (!r.even || scheduleOwn(r)) continue;  // (the fallback runs where a schedule's own one fails)
+    // The rank counts of one node (2, 4, 8) it rules out, and those up to 64 it admits, where
+    // the sizes are known (the requirement depends on world.size alone).
+    std::vector<int> fails, runs;
+    bool known = true;
+    for (int P = 1; P <= 64 && known; ++P) {
+      const std::map<std::string, int64_t> env{{"world.size", P}};
+      std::optional<int64_t> l, rr;
+      try {
+        l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+      } catch (const ast::SizeOverflow&) {
+        known = false;
+      }
+      if (!l || !rr) known = false;
+      if (!known) break;
+      const bool holds = *l == *rr;  // (an even requirement is a remainder equal to 0)
+      if (holds) runs.push_back(P);
+      if (!holds && (P == 2 || P == 4 || P == 8)) fails.push_back(P);
+    }
+    if (!known || fails.empty()) continue;
+    std::string failList, runList;
+    for (size_t i = 0; i < fails.size(); ++i) failList += (i ? (i + 1 == fails.size() ? " or " : ", ") : "") + std::to_string(fails[i]);
+    for (size_t i = 0; i < runs.size(); ++i) runList += (i ? ", " : "") + std::to_string(runs[i]);
+    o_.diags->warning(r.loc, "with these sizes the CUDA code cannot run on " + failList + " ranks: " + r.str() + " (" + r.reason +
+                                 "; the CUDA code's slices are even); of 1 to 64 ranks it runs on " + runList);
+  }
+}
+
 void Emitter::findFallback() {
   for (auto& r : p_.requirements)
     if (scheduleOwn(r)) fallbackWhenNot_.push_back(&r);
@@ -95,6 +126,7 @@ void Emitter::run(std::vector<std::string>& files) {
     return;
   }
   findFallback();
+  warnEvenSizes();
   if (!fallbackWhenNot_.empty() || !fallbackWhen_.empty()) {
     const CompileOptions fo = fallbackOptions();
     Emitter fallback(*o_.unscheduled, fo);

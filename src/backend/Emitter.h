@@ -97,6 +97,10 @@ private:
   std::vector<std::pair<std::string, std::string>> unprofitable() const;  // (C++ condition, in words)
   // run()'s call of the fallback where the schedule's own requirements do not hold or it does not pay.
   void emitFallbackCall();
+  // A warning at each even requirement (ast::Requirement::even) that sizes known at compile time
+  // break on 2, 4 or 8 ranks, naming the rank counts it admits; the language runs any size, the
+  // CUDA code's slices are even.
+  void warnEvenSizes() const;
   // Finds fallbackWhenNot_ and fallbackWhen_; the options the fallback's emitter takes.
   void findFallback();
   CompileOptions fallbackOptions() const;

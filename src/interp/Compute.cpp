@@ -18,7 +18,7 @@ PerRank Machine::compute(const Stage& s) {
     std::vector<int64_t> gshape;
     for (auto& d : s.type.shape) gshape.push_back(evalSize(d, c_, "a dimension"));
     int sd = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
-    int64_t off = sd >= 0 ? sliceOffset(s.type, r, y.shape[sd]) : 0;
+    int64_t off = sd >= 0 ? sliceOffset(s.type, r) : 0;
     auto ys = strides(y.shape), gs = strides(gshape);
     // Operand index maps: for each operand, its local shape/strides and slice offset.
     struct Opnd {
@@ -37,7 +37,7 @@ PerRank Machine::compute(const Stage& s) {
       x.strides = strides(x.t->shape);
       x.rank = static_cast<int>(x.gshape.size());
       x.sd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
-      x.off = x.sd >= 0 ? sliceOffset(os.type, r, x.t->shape[x.sd]) : 0;
+      x.off = x.sd >= 0 ? sliceOffset(os.type, r) : 0;
       x.integer = integral(os.type.dtype) || os.type.dtype == DType::Bool;
       ops.push_back(std::move(x));
     }

@@ -155,15 +155,14 @@ GroupCoord groupCoord(const GroupInfo* g, const Config& c, int r) {
 std::vector<int64_t> localShape(const TensorType& t, const Config& c, int r) {
   std::vector<int64_t> s;
   for (auto& d : t.shape) s.push_back(evalSize(d, c, "a dimension"));
-  if (t.group && t.layout.kind == Layout::Sliced) {
-    GroupCoord gc = groupCoord(t.group, c, r);
-    int64_t& d = s[t.layout.dim];
-    if (d % gc.size != 0)
-      throw RunError("dimension " + std::to_string(t.layout.dim) + " (" + std::to_string(d) + ") is not divisible by the " +
-                     std::to_string(gc.size) + " ranks of group '" + t.group->name + "'");
-    d /= gc.size;
-  }
+  if (t.group && t.layout.kind == Layout::Sliced) s[t.layout.dim] = sliceRange(t, c, r).extent;
   return s;
+}
+
+Block sliceRange(const TensorType& t, const Config& c, int r) {
+  if (!t.group || t.layout.kind != Layout::Sliced) return {};
+  const GroupCoord gc = groupCoord(t.group, c, r);
+  return sliceBlock(evalSize(t.shape[t.layout.dim], c, "a dimension"), gc.size, gc.pos);
 }
 
 // ---- The machine (InterpreterImpl.h; element-wise stages in Compute.cpp) ---------------
@@ -189,6 +188,7 @@ Result Machine::run(const Values& in) {
 void Machine::checkRequirements() {
   auto env = sizeEnv(c_);
   for (auto& r : p_.requirements) {
+    if (r.even) continue;  // (uneven blocks are the language's: ir::sliceBlock)
     std::optional<int64_t> l, rr;
     try {
       l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
@@ -231,10 +231,7 @@ void Machine::checkExact(const Stage& s, const PerRank& v) const {
 }
 
 // Offset of rank r's slice along the sliced dimension (0 when not sliced).
-int64_t Machine::sliceOffset(const TensorType& t, int r, int64_t localExtent) {
-  if (!t.group || t.layout.kind != Layout::Sliced) return 0;
-  return groupCoord(t.group, c_, r).pos * localExtent;
-}
+int64_t Machine::sliceOffset(const TensorType& t, int r) { return sliceRange(t, c_, r).offset; }
 
 PerRank Machine::toLayout(const PerRank& v, const TensorType& from, const TensorType& to) {
   if (from.layout == to.layout || !to.group || to.layout.kind != Layout::Sliced) return v;
@@ -292,7 +289,10 @@ PerRank Machine::reduce(const Stage& s) {
     auto yst = strides(kept);
     int64_t inner = s.dim < 0 ? x.numel() : x.shape[s.dim];
     const bool perturbed = !c_.perturb.empty() && s.name == c_.perturb;
-    for (int64_t o = 0; o < std::max<int64_t>(y.numel(), 1); ++o) {
+    // (an empty result where a kept dimension is an empty block of an uneven slice; a block
+    // reduced over nothing holds the operation's identity: 0, or -inf / +inf for max / min, or
+    // the integer type's least / greatest value)
+    for (int64_t o = 0; o < y.numel(); ++o) {
       // Output element o: its coordinates over the kept dimensions.
       int64_t base = 0;
       if (s.dim >= 0) {
@@ -318,7 +318,6 @@ PerRank Machine::reduce(const Stage& s) {
           int64_t v = x.integer(base + i * step);
           acc = s.reduce == ReduceKind::Max ? std::max(acc, v) : s.reduce == ReduceKind::Min ? std::min(acc, v) : iadd(acc, v);
         }
-        if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) acc = 0;
         if (s.reduce == ReduceKind::Mean) acc = idiv(acc, count);
         y.setInteger(o, saturateInteger(s.type.dtype, acc));
         continue;
@@ -342,7 +341,6 @@ PerRank Machine::reduce(const Stage& s) {
       double res = useF ? static_cast<double>(af) : ad;
       if (s.reduce == ReduceKind::Mean) res = useF ? static_cast<double>(af / static_cast<float>(count)) : ad / count;
       if (s.reduce == ReduceKind::Norm) res = useF ? static_cast<double>(std::sqrt(af)) : std::sqrt(ad);
-      if (inner == 0 && (s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min)) res = 0;
       if (perturbed) {
         if (s.reduce == ReduceKind::Sum) res += c_.perturbGamma * mag;
         if (s.reduce == ReduceKind::Mean) res += c_.perturbGamma * mag / static_cast<double>(count);
@@ -438,7 +436,7 @@ PerRank Machine::matmul(const Stage& s) {
       throw RunError("matmul operands do not fit on rank " + std::to_string(r));
     auto as = strides(a.shape), bs = strides(b.shape), ys = strides(y.shape);
     int ySliced = s.type.group && s.type.layout.kind == Layout::Sliced ? s.type.layout.dim : -1;
-    int64_t yOff = ySliced >= 0 && ySliced < ry - 2 ? sliceOffset(s.type, r, y.shape[ySliced]) : 0;
+    int64_t yOff = ySliced >= 0 && ySliced < ry - 2 ? sliceOffset(s.type, r) : 0;
     bool wide = c_.exact || s.type.dtype == DType::F64;  // f64 accumulates in f64
     int64_t batches = 1;
     for (int k = 0; k < ry - 2; ++k) batches *= y.shape[k];
@@ -488,7 +486,7 @@ PerRank Machine::embedding(const Stage& s) {
     const Tensor& idx = vals_[s.operands[1]][r];
     Tensor y = zeros(s.type, r);
     int64_t R = t.shape[0], D = t.shape[1];
-    int64_t off = rowSliced ? sliceOffset(ts.type, r, R) : 0;
+    int64_t off = rowSliced ? sliceOffset(ts.type, r) : 0;
     for (int64_t i = 0; i < idx.numel(); ++i) {
       int64_t v = idx.integer(i);
       if (v < 0 || v >= rowsGlobal)
@@ -657,8 +655,7 @@ Tensor storageOf(const Tensor& whole, const TensorType& t, const Config& c, int 
   x.shape = localShape(t, c, r);
   x.data.resize(detail::numelOf(x.shape));
   if (!whole.exact.empty()) x.exact.resize(x.data.size());
-  int64_t off = groupCoord(t.group, c, r).pos * x.shape[t.layout.dim];
-  forSliceElements(whole.shape, x.shape, t.layout.dim, off, [&](int64_t i, int64_t w) {
+  forSliceElements(whole.shape, x.shape, t.layout.dim, sliceRange(t, c, r).offset, [&](int64_t i, int64_t w) {
     x.data[i] = whole.data[w];
     if (!x.exact.empty()) x.exact[i] = whole.exact[w];
   });
@@ -676,7 +673,7 @@ Tensor wholeOf(const PerRank& v, const TensorType& t, const Config& c, int r) {
     GroupCoord gc = groupCoord(t.group, c, q);
     if (gc.instance != me) continue;
     const Tensor& part = v[q];
-    forSliceElements(whole.shape, part.shape, t.layout.dim, gc.pos * part.shape[t.layout.dim], [&](int64_t i, int64_t w) {
+    forSliceElements(whole.shape, part.shape, t.layout.dim, sliceRange(t, c, q).offset, [&](int64_t i, int64_t w) {
       whole.data[w] = part.data[i];
       if (!whole.exact.empty()) whole.exact[w] = part.exact[i];
     });

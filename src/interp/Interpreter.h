@@ -76,8 +76,11 @@ public:
 std::map<std::string, int64_t> sizeEnv(const Config& c);
 int64_t evalSize(const ir::SizeExpr& e, const Config& c, const std::string& what);
 
-// Per-rank storage shape of a value of type `t` on world rank `r`.
+// Per-rank storage shape of a value of type `t` on world rank `r`: a sliced dimension is the
+// rank's block of it (ir::sliceBlock: uneven sizes give shorter or empty last blocks).
 std::vector<int64_t> localShape(const ir::TensorType& t, const Config& c, int r);
+// Rank r's block of t's sliced dimension ({0, 0} unless t is sliced). (GroupCoord below.)
+ir::Block sliceRange(const ir::TensorType& t, const Config& c, int r);
 
 // Where rank r sits in group g: which instance (0..count-1 over the world), its position in
 // the instance, and the instance's size.

@@ -82,7 +82,7 @@ private:
 
   Tensor zeros(const ir::TensorType& t, int r);
   void checkExact(const ir::Stage& s, const PerRank& v) const;
-  int64_t sliceOffset(const ir::TensorType& t, int r, int64_t localExtent);
+  int64_t sliceOffset(const ir::TensorType& t, int r);
   PerRank toLayout(const PerRank& v, const ir::TensorType& from, const ir::TensorType& to);
   PerRank stage(const ir::Stage& s, const Values& in);
 

@@ -7,6 +7,12 @@
 
 namespace coconet::ir {
 
+Block sliceBlock(int64_t n, int64_t parts, int64_t pos) {
+  const int64_t b = parts > 0 ? (n + parts - 1) / parts : n;
+  const int64_t offset = std::min(pos * b, n);
+  return {offset, std::min(b, n - offset)};
+}
+
 std::string TensorType::str() const {
   std::string s = ast::dtypeName(dtype);
   if (!shape.empty()) s += ast::shapeStr(shape);
@@ -347,7 +353,7 @@ std::string print(const Program& p) {
   os << "\n";
   for (auto& st : p.states)
     if (st.exit != st.entry) os << "  update " << st.name << " = " << p.stages[st.exit].name << " : " << st.type.str() << "\n";
-  for (auto& r : p.requirements) os << "  require " << r.str() << "  (" << r.reason << ")\n";
+  for (auto& r : p.requirements) os << "  require " << r.described() << "\n";
   return os.str();
 }
 

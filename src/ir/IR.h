@@ -48,6 +48,15 @@ struct TensorType {
   std::string str() const;
 };
 
+// Rank `pos`'s block of a dimension of `n` elements sliced over `parts` ranks, as torch.chunk
+// (and so DTensor's Shard) cuts it: blocks of ceil(n / parts) elements from the first rank on,
+// the last ones shorter or empty (10 over 4: 3, 3, 3, 1; 5 over 4: 2, 2, 1, 0). Even where
+// parts divides n.
+struct Block {
+  int64_t offset = 0, extent = 0;
+};
+Block sliceBlock(int64_t n, int64_t parts, int64_t pos);
+
 // ---- Element-wise expressions (inside compute stages) -------------------------------------
 // clang-format off
 #define COCONET_EOPS(X)                                                                  \

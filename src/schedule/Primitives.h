@@ -31,7 +31,9 @@ struct StepContext {
 };
 
 // Adds `value % divisor == 0` as a requirement unless it holds for every size.
-void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor, const std::string& reason, SourceLoc loc);
+// (even: an even split of a sliced dimension, ast::Requirement::even)
+void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor, const std::string& reason, SourceLoc loc,
+                      bool even = false);
 
 // rs, ag = split(ar): an allreduce becomes a reduce_scatter (sliced(0)) followed by an
 // all_gather; readers of the allreduce read the all_gather.

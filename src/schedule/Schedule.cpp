@@ -358,12 +358,16 @@ std::string printScript(const std::vector<Step>& steps) {
 
 namespace coconet::schedule {
 
-void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor, const std::string& reason, SourceLoc loc) {
+void requireDivisible(ir::Program& p, const ir::SizeExpr& value, const ir::SizeExpr& divisor, const std::string& reason, SourceLoc loc,
+                      bool even) {
   ir::SizeExpr rem = ir::SizeExpr::mod(value, divisor);
   if (rem.constantValue() == 0) return;
   for (auto& r : p.requirements)
-    if (r.lhs == rem && r.op == ast::BinaryOp::Eq && r.rhs == ir::SizeExpr::constant(0)) return;
-  p.requirements.push_back({rem, ast::BinaryOp::Eq, ir::SizeExpr::constant(0), reason, loc});
+    if (r.lhs == rem && r.op == ast::BinaryOp::Eq && r.rhs == ir::SizeExpr::constant(0)) {
+      r.even = r.even && even;
+      return;
+    }
+  p.requirements.push_back({rem, ast::BinaryOp::Eq, ir::SizeExpr::constant(0), reason, loc, even});
 }
 
 }  // namespace coconet::schedule

@@ -63,7 +63,8 @@ bool sliceState(StepContext& c) {
     ch.st->type.layout = Layout::sliced(0);
     p.stages[ch.st->entry].type.layout = Layout::sliced(0);
     if (ch.st->exit != ch.st->entry) ch.st->exit = ch.newExit;
-    requireDivisible(p, ch.st->type.shape[0], p.world()->size, "state " + quote(ch.st->name) + " is sliced over 'world'", c.step.loc);
+    requireDivisible(p, ch.st->type.shape[0], p.world()->size, "state " + quote(ch.st->name) + " is sliced over 'world'", c.step.loc,
+                     /*even=*/true);
   }
   return true;
 }

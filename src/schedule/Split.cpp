@@ -49,7 +49,7 @@ bool split(StepContext& c) {
   replaceUses(c.p, id, id + 1, {id + 1});
   if (old != rsName && old != agName) c.p.aliases[old] = agName;
   requireDivisible(c.p, rows, groupSize, "split of " + quote(old) + " scatters dimension 0 over " + quote(c.p.stages[id].type.group->name),
-                   c.step.loc);
+                   c.step.loc, /*even=*/true);
   c.made = {rsName, agName};
   return true;
 }

@@ -551,7 +551,7 @@ Type BuiltinCall::reduceCollective() {
     error(x->loc, "'reduce_scatter' cannot scatter a scalar", x->length);
     return Type::error();
   }
-  ck.requireDivisible(t.shape[0], t.group, "'reduce_scatter' splits dimension 0 over " + quote(t.group->name), c.loc);
+  ck.requireDivisible(t.shape[0], t.group, "'reduce_scatter' splits dimension 0 over " + quote(t.group->name), c.loc, /*even=*/true);
   return Type::tensor(t.dtype, t.shape, Layout::sliced(0), t.group);
 }
 
@@ -592,7 +592,8 @@ Type BuiltinCall::allToAll() {
     error(x->loc, "'all_to_all' needs a local or replicated tensor of rank 1 or more; " + describe(*x) + " is " + x->type.str(), x->length);
     return Type::error();
   }
-  ck.requireDivisible(x->type.shape[0], x->type.group, "'all_to_all' splits dimension 0 over " + quote(x->type.group->name), c.loc);
+  ck.requireDivisible(x->type.shape[0], x->type.group, "'all_to_all' splits dimension 0 over " + quote(x->type.group->name), c.loc,
+                      /*even=*/false);
   return Type::tensor(x->type.dtype, x->type.shape, Layout::local(), x->type.group);
 }
 

@@ -236,19 +236,22 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
   }
 }
 
-void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc) {
+void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc, bool even) {
   for (auto& r : out_.requirements)
-    if (r.lhs == lhs && r.op == op && r.rhs == rhs) return;
-  out_.requirements.push_back({std::move(lhs), op, std::move(rhs), std::move(reason), loc});
+    if (r.lhs == lhs && r.op == op && r.rhs == rhs) {
+      r.even = r.even && even;  // (the language's need outweighs the CUDA code's)
+      return;
+    }
+  out_.requirements.push_back({std::move(lhs), op, std::move(rhs), std::move(reason), loc, even});
 }
 
-void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc) {
+void Checker::requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc, bool even) {
   if (!g) return;
   SizeExpr rem = SizeExpr::mod(n, g->size);
   if (auto c = rem.constantValue()) {
     if (*c == 0) return;
   }
-  addRequirement(rem, BinaryOp::Eq, SizeExpr::constant(0), what, loc);
+  addRequirement(rem, BinaryOp::Eq, SizeExpr::constant(0), what, loc, even);
 }
 
 // ---- Def instantiation -------------------------------------------------------------------

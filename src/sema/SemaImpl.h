@@ -43,8 +43,9 @@ public:
   Type checkName(NameRef& e, Scope& scope);
   Type instantiate(Call& call, const DefDecl& def, const ModuleContext& ctx, Scope& scope);
   std::optional<SizeExpr> toSize(const Expr& e, Scope& scope, bool report = true);
-  void addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc);
-  void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc);
+  void addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc, bool even = false);
+  // (even: an even split of a sliced dimension, ast::Requirement::even)
+  void requireDivisible(const SizeExpr& n, const GroupInfo* g, const std::string& what, SourceLoc loc, bool even);
 
   // ---- Stmts.cpp ----
   void checkStmt(Stmt& s, Scope& scope, bool inDef);

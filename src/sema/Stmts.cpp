@@ -106,7 +106,7 @@ void Checker::checkDecl(DeclStmt& d, Scope& scope) {
   if (ok && layout.kind == Layout::Sliced)
     requireDivisible(shape[layout.dim], group,
                      "dimension " + std::to_string(layout.dim) + " of " + quote(d.name.name) + " is sliced over " + quote(group->name),
-                     d.name.loc);
+                     d.name.loc, /*even=*/true);
 }
 
 void Checker::checkGroup(GroupStmt& g, Scope& scope) {

@@ -24,7 +24,7 @@ public:
     for (auto& s : p.body.stmts) stmt(*s, 1);
     if (!cp.requirements.empty()) {
       os_ << "  requires\n";
-      for (auto& r : cp.requirements) os_ << "    " << r.str() << "  (" << r.reason << ") " << at(r.loc) << "\n";
+      for (auto& r : cp.requirements) os_ << "    " << r.described() << " " << at(r.loc) << "\n";
     }
   }
 

@@ -64,6 +64,7 @@ int64_t interpreterBytes(const Program& p, const Config& c) {
 bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, std::string* why = nullptr) {
   auto env = interp::sizeEnv(c);
   for (auto& r : p.requirements) {
+    if (r.even) continue;  // the CUDA code's: the interpreter runs uneven blocks
     std::optional<int64_t> l, rr;
     try {
       l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
@@ -91,7 +92,7 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
         auto shape = interp::localShape(s.type, c, r);
         n = 1;
         for (auto d : shape) {
-          if (d <= 0) return false;
+          if (d < 0) return false;                              // (0: an empty last block of an uneven slice)
           if (__builtin_mul_overflow(n, d, &n)) n = INT64_MAX;  // past any bound
         }
         if (n > maxElements) {
@@ -565,7 +566,8 @@ bool Verification::ranks(int P) {
   const bool unscheduled = !found && allGiven_ && fallback_ && requirementsHold(base_, c, kMaxBoundElements);
   if (!found && !unscheduled) {
     std::string reqs;
-    for (auto& r : sched_.requirements) reqs += (reqs.empty() ? "" : ", ") + r.str();
+    for (auto& r : sched_.requirements)
+      if (!r.even) reqs += (reqs.empty() ? "" : ", ") + r.str();
     if (!why.empty() && allGiven_)  // every size was given: say what rules them out
       out_ << "  ranks " << P << ": skipped: the sizes given do not run with " << P << " ranks: " << why << "\n";
     else if (!why.empty())

@@ -296,5 +296,6 @@ TEST_CASE("a later sum of terms that round differently is bounded by its own sen
   auto [rc, report] = verifyAt(sc.base, sc.sched, {1, 2, 3, 4}, 337 + 2010);  // as the property test drew it
   INFO(report);
   CHECK(rc == 0);
-  CHECK(report.find("ranks 2: N=8 M=5 K=2: ok") != std::string::npos);
+  // (this seed draws N = 5 at 2 ranks: uneven blocks of t0's rows, each re-associated sum within tolerance)
+  CHECK(report.find("ranks 2: N=5 M=4 K=12: ok") != std::string::npos);
 }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "ast/Types.h"
+#include "ir/IR.h"
 
 using namespace coconet::ast;
 
@@ -102,4 +103,30 @@ TEST_CASE("element types promote like PyTorch", "[types]") {
   CHECK(concrete(DType::LitFloat) == DType::F32);
   CHECK(dtypeFromName("bf16") == DType::BF16);
   CHECK_FALSE(dtypeFromName("int literal").has_value());
+}
+
+TEST_CASE("a sliced dimension is cut as torch.chunk cuts it", "[sizes]") {
+  using coconet::ir::sliceBlock;
+  auto blocks = [](int64_t n, int64_t parts) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int64_t r = 0; r < parts; ++r) out.push_back({sliceBlock(n, parts, r).offset, sliceBlock(n, parts, r).extent});
+    return out;
+  };
+  using V = std::vector<std::pair<int64_t, int64_t>>;
+  CHECK(blocks(8, 4) == V{{0, 2}, {2, 2}, {4, 2}, {6, 2}});
+  CHECK(blocks(10, 4) == V{{0, 3}, {3, 3}, {6, 3}, {9, 1}});
+  CHECK(blocks(5, 4) == V{{0, 2}, {2, 2}, {4, 1}, {5, 0}});
+  CHECK(blocks(1, 3) == V{{0, 1}, {1, 0}, {1, 0}});
+  CHECK(blocks(7, 1) == V{{0, 7}});
+  // Every element in exactly one block, in rank order.
+  for (int64_t n : {1, 2, 3, 33, 1001, 50257})
+    for (int64_t parts : {1, 2, 3, 4, 5, 7, 8, 64}) {
+      int64_t next = 0;
+      for (auto [off, ext] : blocks(n, parts)) {
+        CHECK(off == next);
+        CHECK(ext >= 0);
+        next = off + ext;
+      }
+      CHECK(next == n);
+    }
 }

@@ -136,7 +136,7 @@ void Emitter::emitRequirementChecks() {
     if (scheduleOwn(r)) continue;  // emitFallbackCall
     std::string op = ast::binaryOpSpelling(r.op);
     b << "  if (!(" << cxx(r.lhs) << " " << op << " " << cxx(r.rhs) << ")) throw coconet_rt::Error(\"" << p_.name << ": requirement "
-      << r.str() << " does not hold (" << jsonEscape(r.reason) << "): \"";
+      << r.str() << " does not hold (" << jsonEscape(r.reason) << (r.even ? "; the CUDA code's slices are even" : "") << "): \"";
     // A divisibility requirement (a % b == 0) says which sizes: "H = 4097 is not a multiple of world.size = 4".
     const auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder() : std::nullopt;
     if (rem) {
