@@ -206,6 +206,17 @@ builds moe_gemm@x1 'moe_gemm moe_gemm@nccl'
 # keep the pipeline: their GEMMs' weights are a few elements).
 vectors moe_gemm@decode "$root/samples/moe_gemm/moe_gemm.cnet" -D X=2 -D C=4 -D H=64 -D F=128
 vectors a2a_ffn@odd "$root/tests/gpu/programs/a2a_ffn.cnet" --schedule "$root/tests/gpu/programs/a2a_ffn.sched" -D T=5
+# Odd sizes of real models: N = 1001 parameters, H = 33 features, a vocabulary of 50257 rows. At
+# one rank only: on more, such sizes cut uneven blocks, which the language takes and the CUDA
+# code (its slices even) refuses.
+for s in adam lamb sgd; do vectors "$s@n1001" "$root/samples/$s/$s.cnet" -D N=1001 --ranks 1; done
+for s in megatron_row decode_gemv moe_gemm pipeline; do vectors "$s@h33" "$root/samples/$s/$s.cnet" -D H=33 --ranks 1; done
+vectors megatron_mlp@h33 "$root/samples/megatron_mlp/megatron_mlp.cnet" -D H=33 -D F=50 --ranks 1
+vectors dlrm_embedding@vocab "$root/samples/dlrm_embedding/dlrm_embedding.cnet" -D B=8 -D T=4 -D L=3 -D R=50257 -D D=16 --ranks 1
+vectors adamw_clip@n1001 "$root/tests/gpu/programs/adamw_clip.cnet" -D N=1001 --ranks 1
+vectors fsdp_step@odd "$root/tests/gpu/programs/fsdp_step.cnet" -D B=5 -D I=1001 -D O=33 --ranks 1
+vectors sp_attention_out@odd "$root/tests/gpu/programs/sp_attention_out.cnet" -D S=33 -D B=3 -D H=66 --ranks 1
+vectors mlp_col_row@odd "$root/tests/gpu/programs/mlp_col_row.cnet" -D T=33 -D H=64 -D F=50 --ranks 1
 wait
 bad=0
 for name in "${made[@]}"; do
