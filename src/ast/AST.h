@@ -151,7 +151,7 @@ struct Arg {
   X(Gemv, "gemv")                                                                        \
   X(Embedding, "embedding") X(AllReduce, "allreduce") X(ReduceScatter, "reduce_scatter")  \
   X(AllGather, "all_gather") X(Broadcast, "broadcast") X(Reduce, "reduce")                \
-  X(AllToAll, "all_to_all") X(Send, "send")
+  X(AllToAll, "all_to_all") X(Send, "send") X(Transpose, "transpose")
 // clang-format on
 
 enum class BuiltinOp : uint8_t {
@@ -179,7 +179,8 @@ struct Call : Expr {
   BuiltinOp op = BuiltinOp::None;
   DType castTo = DType::F32;           // Cast
   ReduceOp reduceOp = ReduceOp::Sum;   // collectives and reductions that take one
-  int dim = -1;                        // reductions over one dimension; -1: whole tensor
+  int dim = -1;                        // reductions over one dimension; -1: whole tensor; transpose: dim0
+  int dim1 = -1;                       // transpose: the dimension swapped with `dim`
   bool keepdim = false;                // reductions: the reduced dimensions stay, with length 1
   const DefDecl* def = nullptr;        // a call of a def: its instantiated body follows
   std::vector<StmtPtr> body;           // the def's statements, typed for this call

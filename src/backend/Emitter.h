@@ -14,6 +14,7 @@
 //     Body.cpp             run()'s checks and storage, then each stage's code as the plan says
 //     Elementwise.cpp      element-wise kernels and runs, expression nodes, index maps
 //     Gemm.cpp             cuBLAS GEMMs, embeddings
+//     Shape.cpp            shape operations (transpose)
 //     Reduce.cpp, Rowwise.cpp   reductions and embedding bags; softmax, layernorm, rmsnorm
 //     RowGroup.cpp         row groups' kernels
 //     Overlap.cpp          overlaps' chunked pipelines
@@ -723,6 +724,8 @@ private:
                        const std::string& stage) const;
 
   void emitEmbedding(int id);
+  // transpose: a kernel that writes this rank's block with the two dimensions swapped (emit/Shape.cpp).
+  void emitTranspose(int id);
 
   // Why a launch takes the form it does, as `emit --stage plan` prints it (plan/Assemble.cpp).
   std::string devGroupWhy(const DevGroup& dg) const;

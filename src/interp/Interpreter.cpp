@@ -264,8 +264,32 @@ PerRank Machine::stage(const Stage& s, const Values& in) {
     case StageKind::Matmul:
     case StageKind::Gemv: return matmul(s);
     case StageKind::Embedding: return embedding(s);
+    case StageKind::Transpose: return transpose(s);
     default: return collective(s);
   }
+}
+
+// Each rank's storage with dimensions dim and dim1 swapped (a sliced one moves with its data).
+PerRank Machine::transpose(const Stage& s) {
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& x = vals_[s.operands[0]][r];
+    Tensor y = zeros(s.type, r);
+    auto xs = strides(x.shape), ys = strides(y.shape);
+    const int rank = static_cast<int>(y.shape.size());
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      int64_t rem = i, off = 0;
+      for (int k = 0; k < rank; ++k) {
+        const int64_t coord = rem / ys[k];
+        rem %= ys[k];
+        off += coord * xs[k == s.dim ? s.dim1 : k == s.dim1 ? s.dim : k];
+      }
+      y.data[i] = x.data[off];
+      if (!y.exact.empty()) y.exact[i] = x.exact[off];
+    }
+    out.push_back(std::move(y));
+  }
+  return out;
 }
 
 // ---- Reductions and row-wise operations ----

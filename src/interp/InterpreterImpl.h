@@ -101,6 +101,7 @@ private:
   // ---- Matrix operations ----
   PerRank matmul(const ir::Stage& s);
   PerRank embedding(const ir::Stage& s);
+  PerRank transpose(const ir::Stage& s);
 
   // ---- Communication ----
   std::vector<std::vector<int>> instances(const ir::GroupInfo* g);

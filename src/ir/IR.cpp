@@ -323,6 +323,7 @@ std::string print(const Program& p) {
         for (auto& n : names) args.push_back(n);
         if (s.kind == StageKind::Reduce && s.dim >= 0) args.push_back("dim = " + std::to_string(s.dim));
         if (s.kind == StageKind::Reduce && s.keepdim) args.push_back("keepdim = true");
+        if (s.kind == StageKind::Transpose) args.push_back("dim0 = " + std::to_string(s.dim) + ", dim1 = " + std::to_string(s.dim1));
         if (s.kind == StageKind::Broadcast || s.kind == StageKind::Reduce1) args.push_back("root = " + s.root.str());
         if (s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) args.push_back("eps = " + s.eps.str());
         if (s.kind == StageKind::Send) {

@@ -143,7 +143,8 @@ struct Expr {
   X(Broadcast, "broadcast")                                                              \
   X(Reduce1, "reduce_to_root") /* reduce(op, x, root)                                 */ \
   X(AllToAll, "all_to_all")                                                              \
-  X(Send, "send")
+  X(Send, "send")                                                                        \
+  X(Transpose, "transpose") /* dimensions dim and dim1 swapped (each rank's block)     */
 // clang-format on
 
 enum class StageKind : uint8_t {
@@ -179,7 +180,8 @@ struct Stage {
   Expr expr;                            // Compute
   ReduceOp op = ReduceOp::Sum;          // AllReduce, ReduceScatter, Reduce1
   ReduceKind reduce = ReduceKind::Sum;  // Reduce
-  int dim = -1;                         // Reduce: -1 for all; ReduceScatter/AllGather: the dim
+  int dim = -1;                         // Reduce: -1 for all; ReduceScatter/AllGather: the dim; Transpose: dim0
+  int dim1 = -1;                        // Transpose: the dimension swapped with `dim`
   bool keepdim = false;                 // Reduce: the reduced dimensions stay in the type, with length 1
   ScalarRef root;                       // Broadcast, Reduce1
   ScalarRef eps{1e-5, ""};              // Layernorm, Rmsnorm

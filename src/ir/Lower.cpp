@@ -445,6 +445,12 @@ private:
         st.kind = StageKind::Gemv;
         st.operands = {in(0), in(1)};
         break;
+      case BuiltinOp::Transpose:
+        st.kind = StageKind::Transpose;
+        st.dim = c.dim;
+        st.dim1 = c.dim1;
+        st.operands = {in(0)};
+        break;
       case BuiltinOp::Embedding:
         st.kind = StageKind::Embedding;
         st.operands = {in(0), in(1)};

@@ -30,7 +30,7 @@ struct BuiltinCall {
   bool constOrParam(Expr* e, const char* what);
   bool scalarArg(Expr* e, const char* what, bool integer);
   std::optional<DType> floatOperand(Expr* e);
-  bool dimArg(const Type& x, int& dim);
+  bool dimArg(const Type& x, int& dim, const char* key = "dim");
   bool collectiveInput(Expr* e);
 
   Type mathFunction();
@@ -47,6 +47,7 @@ struct BuiltinCall {
   Type broadcastCollective();
   Type allToAll();
   Type send();
+  Type transpose();
 };
 
 bool BuiltinCall::checkArguments(Scope& scope) {
@@ -158,10 +159,11 @@ std::optional<DType> BuiltinCall::floatOperand(Expr* e) {
   return t;
 }
 
-// A reduction's `dim = d` argument, resolved against the rank; -1 (whole tensor) if absent.
-bool BuiltinCall::dimArg(const Type& x, int& dim) {
+// A reduction's `dim = d` argument (or transpose's `dim0`, `dim1`: `key`), resolved against the
+// rank; -1 (whole tensor) if absent.
+bool BuiltinCall::dimArg(const Type& x, int& dim, const char* key) {
   dim = -1;
-  auto it = named.find("dim");
+  auto it = named.find(key);
   if (it == named.end()) return true;
   Expr* e = it->second;
   int64_t v = 0;
@@ -171,7 +173,7 @@ bool BuiltinCall::dimArg(const Type& x, int& dim) {
   else if (auto* u = e->as<Unary>(); u && u->op == UnaryOp::Neg)
     if (auto* il2 = u->operand->as<IntLit>()) v = -il2->value, lit = true;
   if (!lit) {
-    error(e->loc, "'dim' must be an integer literal", e->length);
+    error(e->loc, quote(key) + " must be an integer literal", e->length);
     return false;
   }
   if (v < -x.rank() || v >= x.rank()) {
@@ -609,8 +611,15 @@ Type BuiltinCall::send() {
   }
   Type t = x->type;
   if (peer->type.peer == PeerKind::NextRank || peer->type.peer == PeerKind::PrevRank) {
-    // Rank i receives rank i-1's value (i+1 for prev): a slice is no longer at its place.
-    if (t.layout.kind == Layout::Sliced) t.layout = Layout::local();
+    // Rank i receives rank i-1's value (i+1 for prev): a block would no longer be at its place,
+    // and no layout says where it is.
+    if (t.layout.kind == Layout::Sliced) {
+      error(x->loc,
+            "'send' to the next or previous rank takes a local or replicated value; " + describe(*x) + " is " + t.layout.str() +
+                " (all_gather it first, or send it to the next group, where each block keeps its place)",
+            x->length);
+      return Type::error();
+    }
     return t;
   }
   if (peer->type.group != t.group) {
@@ -620,6 +629,29 @@ Type BuiltinCall::send() {
           peer->length);
     return Type::error();
   }
+  return t;
+}
+
+// transpose(x[, dim0 = a, dim1 = b]): x with dimensions a and b swapped (the last two by
+// default). Each rank transposes what it holds: a sliced dimension moves with its data.
+Type BuiltinCall::transpose() {
+  const Type& x = pos[0]->type;
+  if (x.rank() < 2) {
+    error(pos[0]->loc, name + " needs a tensor of rank 2 or more; " + describe(*pos[0]) + " is " + x.tensorTypeStr(), pos[0]->length);
+    return Type::error();
+  }
+  int a = -1, b = -1;
+  if (!dimArg(x, a, "dim0") || !dimArg(x, b, "dim1")) return Type::error();
+  if ((a < 0) != (b < 0)) {
+    error(c.loc, name + " takes both 'dim0' and 'dim1', or neither (the last two dimensions)", len);
+    return Type::error();
+  }
+  if (a < 0) a = x.rank() - 2, b = x.rank() - 1;
+  c.dim = a;
+  c.dim1 = b;
+  Type t = x;
+  std::swap(t.shape[a], t.shape[b]);
+  if (t.layout.kind == Layout::Sliced && (t.layout.dim == a || t.layout.dim == b)) t.layout = Layout::sliced(t.layout.dim == a ? b : a);
   return t;
 }
 
@@ -658,6 +690,7 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     case BuiltinOp::Broadcast: return b.broadcastCollective();
     case BuiltinOp::AllToAll: return b.allToAll();
     case BuiltinOp::Send: return b.send();
+    case BuiltinOp::Transpose: return b.transpose();
     case BuiltinOp::Cast:
     case BuiltinOp::None: break;
   }

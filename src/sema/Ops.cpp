@@ -54,6 +54,7 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::Reduce, "reduce", 2, 3, {"root"}},
       {BuiltinOp::AllToAll, "all_to_all", 1, 1, {}},
       {BuiltinOp::Send, "send", 2, 2, {}},
+      {BuiltinOp::Transpose, "transpose", 1, 1, {"dim0", "dim1"}},
   };
   return sigs;
 }

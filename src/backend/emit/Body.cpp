@@ -365,6 +365,7 @@ void Emitter::emitStage(int id) {
     case StageKind::Matmul:
     case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
+    case StageKind::Transpose: emitTranspose(id); break;
     case StageKind::AllReduce:
       b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
         << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
