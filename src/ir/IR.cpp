@@ -321,7 +321,8 @@ std::string print(const Program& p) {
         if (s.kind == StageKind::AllReduce || s.kind == StageKind::ReduceScatter || s.kind == StageKind::Reduce1)
           args.push_back(ast::reduceOpName(s.op));
         for (auto& n : names) args.push_back(n);
-        if (s.kind == StageKind::Reduce && s.dim >= 0) args.push_back("dim = " + std::to_string(s.dim));
+        if ((s.kind == StageKind::Reduce && s.dim >= 0) || (s.kind == StageKind::ReduceScatter && s.dim > 0))
+          args.push_back("dim = " + std::to_string(s.dim));
         if (s.kind == StageKind::Reduce && s.keepdim) args.push_back("keepdim = true");
         if (s.kind == StageKind::Transpose) args.push_back("dim0 = " + std::to_string(s.dim) + ", dim1 = " + std::to_string(s.dim1));
         if (s.kind == StageKind::Broadcast || s.kind == StageKind::Reduce1) args.push_back("root = " + s.root.str());

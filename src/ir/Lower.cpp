@@ -463,7 +463,7 @@ private:
       case BuiltinOp::ReduceScatter:
         st.kind = StageKind::ReduceScatter;
         st.op = c.reduceOp;
-        st.dim = 0;
+        st.dim = c.dim;
         st.operands = {in(0)};
         break;
       case BuiltinOp::AllGather:

@@ -553,8 +553,14 @@ Type BuiltinCall::reduceCollective() {
     error(x->loc, "'reduce_scatter' cannot scatter a scalar", x->length);
     return Type::error();
   }
-  ck.requireDivisible(t.shape[0], t.group, "'reduce_scatter' splits dimension 0 over " + quote(t.group->name), c.loc, /*even=*/true);
-  return Type::tensor(t.dtype, t.shape, Layout::sliced(0), t.group);
+  // `dim = d`: the dimension it scatters (0 by default).
+  int dim;
+  if (!dimArg(t, dim)) return Type::error();
+  if (dim < 0) dim = 0;
+  c.dim = dim;
+  ck.requireDivisible(t.shape[dim], t.group, "'reduce_scatter' splits dimension " + std::to_string(dim) + " over " + quote(t.group->name),
+                      c.loc, /*even=*/true);
+  return Type::tensor(t.dtype, t.shape, Layout::sliced(dim), t.group);
 }
 
 Type BuiltinCall::allGather() {

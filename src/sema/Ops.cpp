@@ -48,7 +48,7 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::Gemv, "gemv", 2, 2, {}},
       {BuiltinOp::Embedding, "embedding", 2, 2, {}},
       {BuiltinOp::AllReduce, "allreduce", 2, 2, {}},
-      {BuiltinOp::ReduceScatter, "reduce_scatter", 2, 2, {}},
+      {BuiltinOp::ReduceScatter, "reduce_scatter", 2, 2, {"dim"}},
       {BuiltinOp::AllGather, "all_gather", 1, 1, {}},
       {BuiltinOp::Broadcast, "broadcast", 1, 2, {"root"}},
       {BuiltinOp::Reduce, "reduce", 2, 3, {"root"}},

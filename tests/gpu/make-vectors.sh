@@ -218,6 +218,7 @@ vectors fsdp_step@odd "$root/tests/gpu/programs/fsdp_step.cnet" -D B=5 -D I=1001
 vectors sp_attention_out@odd "$root/tests/gpu/programs/sp_attention_out.cnet" -D S=33 -D B=3 -D H=66 --ranks 1
 vectors mlp_col_row@odd "$root/tests/gpu/programs/mlp_col_row.cnet" -D T=33 -D H=64 -D F=50 --ranks 1
 vectors transposes@odd "$root/tests/gpu/programs/transposes.cnet" -D R=33 -D C=5 -D B=3 --ranks 1
+vectors sp_bsh@odd "$root/tests/gpu/programs/sp_bsh.cnet" -D B=3 -D S=33 -D H=66 --ranks 1
 wait
 bad=0
 for name in "${made[@]}"; do

@@ -370,10 +370,36 @@ void Emitter::emitStage(int id) {
       b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
         << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
       break;
-    case StageKind::ReduceScatter:
-      b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
+    case StageKind::ReduceScatter: {
+      const int d = s.type.layout.dim;
+      if (d == 0) {
+        b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
+          << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
+        break;
+      }
+      // Each rank's part of dimension d made contiguous, one after another (rank q's part at q
+      // slices), then one reduce-scatter of that.
+      std::string kname = "k_slice_" + std::to_string(id);
+      kernels_ << "// " << s.name << ": lays out the parts of dimension " << d << " one after another for the reduce-scatter.\n"
+               << "__global__ void " << kname << "(const " << T << "* __restrict__ x, " << T
+               << "* __restrict__ tmp, OutputMap om, long long slice, long long localExtent) {\n"
+               << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * "
+                  "blockDim.x) {\n"
+               << "    long long rem = i, dst = 0, mul = 1, part = 0;\n"
+               << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
+               << "      long long ext = om.shape[k];\n      if (k == " << d
+               << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
+               << "      dst += c * mul;\n      mul *= ext;\n    }\n    tmp[part * slice + dst] = x[i];\n  }\n}\n\n";
+      b << "    gatherTmp_.ensure(static_cast<size_t>(" << nIn(0) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name << ");\n"
+        << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << nIn(0) << ";\n"
+        << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(s.operands[0]) << "[k];\n"
+        << "    " << kname << "<<<" << launch(nIn(0)) << ">>>(" << in(0) << ", static_cast<" << T << "*>(gatherTmp_.ptr), om, "
+        << countVar(id) << ", " << shapeVar(id) << "[" << d << "]);\n"
+        << "    CHECK(cudaGetLastError(), " << name << ");\n"
+        << "    CHECK(ncclReduceScatter(gatherTmp_.ptr, " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
         << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
       break;
+    }
     case StageKind::AllGather: {
       int d = inT(0).layout.dim;
       if (d == 0) {

@@ -102,6 +102,8 @@ void Emitter::planOverlaps() {
           ch.a2a = members.front(), ch.dim = o.dim;
       } else if (o.dim != 0)
         why = "only dimension 0 is chunked for a reduce_scatter or allreduce consumer";
+      else if (first.kind == StageKind::ReduceScatter && first.dim != 0)
+        why = "the reduce_scatter scatters dimension " + std::to_string(first.dim) + ", not the rows the product is chunked by";
       else if (first.kind == StageKind::ReduceScatter && matrix)
         ch.rs = members.front();
       else if (first.kind == StageKind::AllReduce && (matrix || ps.kind == StageKind::Gemv))
