@@ -390,6 +390,22 @@ private:
     internalError("lowering: expected a constant or a parameter");
   }
 
+  // A transpose of stage x's dimensions a and b (a sliced one moves with its data).
+  Stage transposeOf(int x, int a, int b, const std::string& name, SourceLoc loc) const {
+    Stage t;
+    t.kind = StageKind::Transpose;
+    t.name = name;
+    t.loc = loc;
+    t.type = p_.stages[x].type;
+    std::swap(t.type.shape[a], t.type.shape[b]);
+    if (t.type.layout.kind == Layout::Sliced && (t.type.layout.dim == a || t.type.layout.dim == b))
+      t.type.layout = Layout::sliced(t.type.layout.dim == a ? b : a);
+    t.dim = a;
+    t.dim1 = b;
+    t.operands = {x};
+    return t;
+  }
+
   int operation(const Call& c, const std::string& name) {
     Stage st;
     st.name = name;
@@ -424,19 +440,25 @@ private:
         st.operands = {in(0)};
         break;
       case BuiltinOp::Softmax:
-        st.kind = StageKind::Softmax;
-        st.operands = {in(0)};
-        break;
       case BuiltinOp::Layernorm:
-        st.kind = StageKind::Layernorm;
+      case BuiltinOp::Rmsnorm: {
+        st.kind = c.op == BuiltinOp::Softmax     ? StageKind::Softmax
+                  : c.op == BuiltinOp::Layernorm ? StageKind::Layernorm
+                                                 : StageKind::Rmsnorm;
         for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
-        if (eps) st.eps = scalar(*eps);
-        break;
-      case BuiltinOp::Rmsnorm:
-        st.kind = StageKind::Rmsnorm;
-        for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
-        st.eps = eps ? scalar(*eps) : ScalarRef{1e-6, ""};
-        break;
+        if (c.op == BuiltinOp::Layernorm && eps) st.eps = scalar(*eps);
+        if (c.op == BuiltinOp::Rmsnorm) st.eps = eps ? scalar(*eps) : ScalarRef{1e-6, ""};
+        // `dim = d` other than the last: the stage normalizes the last dimension of x with d
+        // moved there, and a transpose moves it back.
+        const int last = st.type.rank() - 1;
+        if (c.dim < 0 || c.dim == last) break;
+        st.operands[0] = addStage(transposeOf(st.operands[0], c.dim, last, name + ".dim_in", c.loc));
+        st.type = p_.stages[st.operands[0]].type;
+        st.type.dtype = typeOf(c.type).dtype;
+        st.name = name + ".rows";
+        const int rows = addStage(std::move(st));
+        return addStage(transposeOf(rows, c.dim, last, name, c.loc));
+      }
       case BuiltinOp::Matmul:
         st.kind = StageKind::Matmul;
         st.operands = {in(0), in(1)};

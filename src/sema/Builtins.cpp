@@ -339,8 +339,16 @@ Type BuiltinCall::normalization() {
     error(pos[0]->loc, name + " needs a tensor of rank 1 or more, got a scalar", pos[0]->length);
     return Type::error();
   }
-  if (x.group && x.layout.kind == Layout::Sliced && x.layout.dim == x.rank() - 1) {
-    error(c.loc, name + " normalizes the last dimension, which is sliced in " + describe(*pos[0]) + "; gather it first", len);
+  // `dim = d`: the dimension it normalizes (the last by default).
+  int dim;
+  if (!dimArg(x, dim)) return Type::error();
+  if (dim < 0) dim = x.rank() - 1;
+  c.dim = dim;
+  if (x.group && x.layout.kind == Layout::Sliced && x.layout.dim == dim) {
+    error(c.loc,
+          name + " normalizes " + (dim == x.rank() - 1 ? std::string("the last dimension") : "dimension " + std::to_string(dim)) +
+              ", which is sliced in " + describe(*pos[0]) + "; gather it first",
+          len);
     return Type::error();
   }
   if (op == BuiltinOp::Layernorm || op == BuiltinOp::Rmsnorm) {
@@ -350,9 +358,9 @@ Type BuiltinCall::normalization() {
     }
     for (size_t i = 1; i < pos.size(); ++i) {
       const Type& g = pos[i]->type;
-      if (g.rank() != 1 || g.shape[0] != x.shape.back()) {
+      if (g.rank() != 1 || g.shape[0] != x.shape[dim]) {
         error(pos[i]->loc,
-              std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must have shape [" + x.shape.back().str() + "], got " +
+              std::string(i == 1 ? "gamma" : "beta") + " of " + name + " must have shape [" + x.shape[dim].str() + "], got " +
                   shapeStr(g.shape),
               pos[i]->length);
         return Type::error();
