@@ -151,7 +151,8 @@ struct Arg {
   X(Gemv, "gemv")                                                                        \
   X(Embedding, "embedding") X(AllReduce, "allreduce") X(ReduceScatter, "reduce_scatter")  \
   X(AllGather, "all_gather") X(Broadcast, "broadcast") X(Reduce, "reduce")                \
-  X(AllToAll, "all_to_all") X(Send, "send") X(Transpose, "transpose")
+  X(AllToAll, "all_to_all") X(Send, "send") X(Transpose, "transpose")   \
+  X(Unsqueeze, "unsqueeze") X(Squeeze, "squeeze")
 // clang-format on
 
 enum class BuiltinOp : uint8_t {

@@ -265,6 +265,11 @@ PerRank Machine::stage(const Stage& s, const Values& in) {
     case StageKind::Gemv: return matmul(s);
     case StageKind::Embedding: return embedding(s);
     case StageKind::Transpose: return transpose(s);
+    case StageKind::Reshape: {  // the same elements, the type's local shape
+      PerRank out = vals_[s.operands[0]];
+      for (int r = 0; r < c_.ranks; ++r) out[r].shape = localShape(s.type, c_, r);
+      return out;
+    }
     default: return collective(s);
   }
 }

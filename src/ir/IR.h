@@ -144,7 +144,8 @@ struct Expr {
   X(Reduce1, "reduce_to_root") /* reduce(op, x, root)                                 */ \
   X(AllToAll, "all_to_all")                                                              \
   X(Send, "send")                                                                        \
-  X(Transpose, "transpose") /* dimensions dim and dim1 swapped (each rank's block)     */
+  X(Transpose, "transpose") /* dimensions dim and dim1 swapped (each rank's block)     */ \
+  X(Reshape, "reshape")     /* the same elements in row-major order, its type's shape  */
 // clang-format on
 
 enum class StageKind : uint8_t {

@@ -467,6 +467,11 @@ private:
         st.kind = StageKind::Gemv;
         st.operands = {in(0), in(1)};
         break;
+      case BuiltinOp::Unsqueeze:
+      case BuiltinOp::Squeeze:
+        st.kind = StageKind::Reshape;
+        st.operands = {in(0)};
+        break;
       case BuiltinOp::Transpose:
         st.kind = StageKind::Transpose;
         st.dim = c.dim;

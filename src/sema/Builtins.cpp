@@ -48,6 +48,7 @@ struct BuiltinCall {
   Type allToAll();
   Type send();
   Type transpose();
+  Type squeeze();
 };
 
 bool BuiltinCall::checkArguments(Scope& scope) {
@@ -669,6 +670,44 @@ Type BuiltinCall::transpose() {
   return t;
 }
 
+// unsqueeze(x, dim = d): a dimension of length 1 inserted at d (0 to x's rank; negative counts
+// from the end of the result); squeeze(x, dim = d): dimension d, of length 1, removed. The same
+// elements in the same order: a sliced dimension keeps its data and shifts its index.
+Type BuiltinCall::squeeze() {
+  const Type& x = pos[0]->type;
+  const bool add = op == BuiltinOp::Unsqueeze;
+  auto it = named.find("dim");
+  if (it == named.end()) {
+    error(c.loc, name + " needs the dimension: " + name.substr(1, name.size() - 2) + "(x, dim = d)", len);
+    return Type::error();
+  }
+  Type shape = x;
+  if (add) shape.shape.push_back(SizeExpr::constant(1));  // (dim ranges over the result's rank)
+  int d;
+  if (!dimArg(shape, d)) return Type::error();
+  c.dim = d;
+  Type t = x;
+  if (add) {
+    t.shape.insert(t.shape.begin() + d, SizeExpr::constant(1));
+    if (t.layout.kind == Layout::Sliced && t.layout.dim >= d) t.layout = Layout::sliced(t.layout.dim + 1);
+    return t;
+  }
+  if (x.shape[d].constantValue() != std::optional<int64_t>(1)) {
+    error(
+        it->second->loc,
+        name + " removes a dimension of length 1; dimension " + std::to_string(d) + " of " + describe(*pos[0]) + " is " + x.shape[d].str(),
+        it->second->length);
+    return Type::error();
+  }
+  if (t.layout.kind == Layout::Sliced && t.layout.dim == d) {
+    error(it->second->loc, name + " cannot remove the sliced dimension of " + describe(*pos[0]), it->second->length);
+    return Type::error();
+  }
+  t.shape.erase(t.shape.begin() + d);
+  if (t.layout.kind == Layout::Sliced && t.layout.dim > d) t.layout = Layout::sliced(t.layout.dim - 1);
+  return t;
+}
+
 }  // namespace
 
 Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
@@ -705,6 +744,8 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     case BuiltinOp::AllToAll: return b.allToAll();
     case BuiltinOp::Send: return b.send();
     case BuiltinOp::Transpose: return b.transpose();
+    case BuiltinOp::Unsqueeze:
+    case BuiltinOp::Squeeze: return b.squeeze();
     case BuiltinOp::Cast:
     case BuiltinOp::None: break;
   }

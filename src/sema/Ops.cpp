@@ -55,6 +55,8 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::AllToAll, "all_to_all", 1, 1, {}},
       {BuiltinOp::Send, "send", 2, 2, {}},
       {BuiltinOp::Transpose, "transpose", 1, 1, {"dim0", "dim1"}},
+      {BuiltinOp::Unsqueeze, "unsqueeze", 1, 1, {"dim"}},
+      {BuiltinOp::Squeeze, "squeeze", 1, 1, {"dim"}},
   };
   return sigs;
 }

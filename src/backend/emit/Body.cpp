@@ -366,6 +366,10 @@ void Emitter::emitStage(int id) {
     case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
     case StageKind::Transpose: emitTranspose(id); break;
+    case StageKind::Reshape:  // (the same elements: a copy)
+      b << "    CHECK(cudaMemcpyAsync(" << var(id) << ", " << in(0) << ", static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T
+        << "), cudaMemcpyDeviceToDevice, stream_), " << name << ");\n";
+      break;
     case StageKind::AllReduce:
       b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
         << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";

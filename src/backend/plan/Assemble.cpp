@@ -243,6 +243,7 @@ std::string Emitter::stageWhy(int id) const {
     case StageKind::Gemv: why = "cuBLAS GEMM"; break;
     case StageKind::Embedding: why = "embedding lookup kernel"; break;
     case StageKind::Transpose: why = "transpose kernel (this rank's block)"; break;
+    case StageKind::Reshape: why = "copy (the same elements in a new shape)"; break;
     case StageKind::Send:
       why = plan_.devSend.count(id) ? "send over NCCL's device API (NCCL send/recv where the ranks are not all load/store reachable)"
                                     : "NCCL send/recv";
