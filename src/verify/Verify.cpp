@@ -194,6 +194,8 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
     for (auto& n : free)
       if (roots.count(n)) c.sizes[n] = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max(smallest - 1, 1)));
   };
+  bool boundOnly = true;  // every draw failed on verify's bound on a tensor's elements
+  std::string lastBound;
   for (int t = 0; t < kSizeTries; ++t) {
     int cap = t < kSizeTries / 2 ? 3 : 1;  // later tries look at smaller sizes
     for (auto& n : free) {
@@ -217,7 +219,15 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
     std::string w;
     if (requirementsHold(a, c, most, &w) && requirementsHold(b, c, most, &w)) return true;
     if (why && w.rfind("the root of", 0) == 0) *why = w;  // a reason no draw of the sizes changes
+    const bool bound = w.find("(verify's bound is") != std::string::npos;
+    boundOnly = boundOnly && bound;
+    if (bound) lastBound = w;
   }
+  // Draws that held a tensor past the bound (a bound size makes it large): say so, and how to
+  // raise the bound.
+  if (why && why->empty() && !lastBound.empty())
+    *why = (boundOnly ? "" : "no draw met the requirements within verify's bound on a tensor's elements; the last past it: ") +
+           lastBound + "; with every size given (-D) the bound is " + std::to_string(kMaxBoundElements);
   return false;
 }
 
