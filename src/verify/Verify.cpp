@@ -226,8 +226,8 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
   // Draws that held a tensor past the bound (a bound size makes it large): say so, and how to
   // raise the bound.
   if (why && why->empty() && !lastBound.empty())
-    *why = (boundOnly ? "" : "no draw met the requirements within verify's bound on a tensor's elements; the last past it: ") +
-           lastBound + "; with every size given (-D) the bound is " + std::to_string(kMaxBoundElements);
+    *why = (boundOnly ? "" : "no draw met the requirements within verify's bound on a tensor's elements; the last past it: ") + lastBound +
+           "; with every size given (-D) the bound is " + std::to_string(kMaxBoundElements);
   return false;
 }
 
