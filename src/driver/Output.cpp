@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <stdlib.h>
 #include <system_error>
@@ -23,9 +22,10 @@ bool plainName(const std::string& n) { return !n.empty() && n != "." && n != "..
 // The files an earlier compile's manifest.json in `dir` lists, with the manifest itself; false
 // where there is no such manifest (none, unreadable, or not coconetc's).
 bool earlierOutput(const fs::path& dir, std::vector<std::string>& files) {
-  std::ifstream in(dir / "manifest.json");
-  if (!in) return false;
-  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  // (read as sources are: bounded, and a FIFO of that name does not block)
+  std::string text, error;
+  if (!readFileBounded((dir / "manifest.json").string(), kMaxSourceBytes, text, error)) return false;
+  nlohmann::json m = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!m.is_object() || !m.contains("compiler") || !m["compiler"].is_string() ||
       m["compiler"].get<std::string>().rfind("coconetc", 0) != 0 || !m.contains("files") || !m["files"].is_array())
     return false;
