@@ -175,6 +175,11 @@ private:
   // Allocation of stage id's buffer: countVar(id) elements, or `count` (an expression) when given.
   std::string bufferEnsure(int id, const std::string& count = "") const;
 
+  // The kernel between a tensor sliced along dimension d and its P parts one after another (part
+  // q at q slices): toParts writes the parts from the tensor (before a reduce-scatter of another
+  // dimension than 0), else the tensor from the gathered parts (after such an all-gather).
+  static std::string partsKernel(const std::string& kname, const std::string& T, int d, bool toParts);
+
   void emitStage(int id);
   void emitAllToAll(int id);  // emitStage's all_to_all
   void emitSend(int id);      // and send

@@ -151,6 +151,20 @@ void Emitter::emitRequirementChecks() {
   }
 }
 
+std::string Emitter::partsKernel(const std::string& kname, const std::string& T, int d, bool toParts) {
+  const char* at = toParts ? "dst" : "src";  // the element's place among the parts
+  std::ostringstream k;
+  k << "__global__ void " << kname << "(const " << T << "* __restrict__ " << (toParts ? "x" : "tmp") << ", " << T << "* __restrict__ "
+    << (toParts ? "tmp" : "out") << ", OutputMap om, long long slice, long long localExtent) {\n"
+    << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
+    << "    long long rem = i, " << at << " = 0, mul = 1, part = 0;\n"
+    << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
+    << "      long long ext = om.shape[k];\n      if (k == " << d << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
+    << "      " << at << " += c * mul;\n      mul *= ext;\n    }\n"
+    << (toParts ? "    tmp[part * slice + dst] = x[i];\n" : "    out[i] = tmp[part * slice + src];\n") << "  }\n}\n\n";
+  return k.str();
+}
+
 // Every value's local shape and element count, the caller's tensors checked, and each value's
 // storage as the plan decided.
 void Emitter::emitStorage() {
@@ -385,15 +399,7 @@ void Emitter::emitStage(int id) {
       // slices), then one reduce-scatter of that.
       std::string kname = "k_slice_" + std::to_string(id);
       kernels_ << "// " << s.name << ": lays out the parts of dimension " << d << " one after another for the reduce-scatter.\n"
-               << "__global__ void " << kname << "(const " << T << "* __restrict__ x, " << T
-               << "* __restrict__ tmp, OutputMap om, long long slice, long long localExtent) {\n"
-               << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * "
-                  "blockDim.x) {\n"
-               << "    long long rem = i, dst = 0, mul = 1, part = 0;\n"
-               << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
-               << "      long long ext = om.shape[k];\n      if (k == " << d
-               << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
-               << "      dst += c * mul;\n      mul *= ext;\n    }\n    tmp[part * slice + dst] = x[i];\n  }\n}\n\n";
+               << partsKernel(kname, T, d, /*toParts=*/true);
       b << "    gatherTmp_.ensure(static_cast<size_t>(" << nIn(0) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name << ");\n"
         << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << nIn(0) << ";\n"
         << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(s.operands[0]) << "[k];\n"
@@ -413,15 +419,7 @@ void Emitter::emitStage(int id) {
         // Gather the slices one after another, then put each where dimension d says.
         std::string kname = "k_unslice_" + std::to_string(id);
         kernels_ << "// " << s.name << ": places the gathered slices along dimension " << d << ".\n"
-                 << "__global__ void " << kname << "(const " << T << "* __restrict__ tmp, " << T
-                 << "* __restrict__ out, OutputMap om, long long slice, long long localExtent) {\n"
-                 << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * "
-                    "blockDim.x) {\n"
-                 << "    long long rem = i, src = 0, mul = 1, part = 0;\n"
-                 << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
-                 << "      long long ext = om.shape[k];\n      if (k == " << d
-                 << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
-                 << "      src += c * mul;\n      mul *= ext;\n    }\n    out[i] = tmp[part * slice + src];\n  }\n}\n\n";
+                 << partsKernel(kname, T, d, /*toParts=*/false);
         b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name
           << ");\n"
           << "    CHECK(ncclAllGather(" << in(0) << ", gatherTmp_.ptr, " << nIn(0) << ", " << ncclType(s.type.dtype) << ", " << commOf(gr)
