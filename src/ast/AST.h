@@ -152,7 +152,8 @@ struct Arg {
   X(Embedding, "embedding") X(AllReduce, "allreduce") X(ReduceScatter, "reduce_scatter")  \
   X(AllGather, "all_gather") X(Broadcast, "broadcast") X(Reduce, "reduce")                \
   X(AllToAll, "all_to_all") X(Send, "send") X(Transpose, "transpose")   \
-  X(Unsqueeze, "unsqueeze") X(Squeeze, "squeeze")
+  X(Unsqueeze, "unsqueeze") X(Squeeze, "squeeze") X(Permute, "permute")                  \
+  X(Reshape, "reshape") X(View, "view") X(Concat, "concat") X(Narrow, "narrow")
 // clang-format on
 
 enum class BuiltinOp : uint8_t {
@@ -180,8 +181,9 @@ struct Call : Expr {
   BuiltinOp op = BuiltinOp::None;
   DType castTo = DType::F32;           // Cast
   ReduceOp reduceOp = ReduceOp::Sum;   // collectives and reductions that take one
-  int dim = -1;                        // reductions over one dimension; -1: whole tensor; transpose: dim0
-  int dim1 = -1;                       // transpose: the dimension swapped with `dim`
+  int dim = -1;                        // reductions, concat, narrow, all_to_all: the dimension; -1: whole tensor
+  std::vector<int> perm;               // transpose, permute: result dimension k is operand dimension perm[k]
+  SizeExpr start;                      // narrow: the first index taken
   bool keepdim = false;                // reductions: the reduced dimensions stay, with length 1
   const DefDecl* def = nullptr;        // a call of a def: its instantiated body follows
   std::vector<StmtPtr> body;           // the def's statements, typed for this call

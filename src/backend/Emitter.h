@@ -14,7 +14,7 @@
 //     Body.cpp             run()'s checks and storage, then each stage's code as the plan says
 //     Elementwise.cpp      element-wise kernels and runs, expression nodes, index maps
 //     Gemm.cpp             cuBLAS GEMMs, embeddings
-//     Shape.cpp            shape operations (transpose)
+//     Shape.cpp            shape operations (permute, concat, narrow)
 //     Reduce.cpp, Rowwise.cpp   reductions and embedding bags; softmax, layernorm, rmsnorm
 //     RowGroup.cpp         row groups' kernels
 //     Overlap.cpp          overlaps' chunked pipelines
@@ -729,8 +729,10 @@ private:
                        const std::string& stage) const;
 
   void emitEmbedding(int id);
-  // transpose: a kernel that writes this rank's block with the two dimensions swapped (emit/Shape.cpp).
-  void emitTranspose(int id);
+  // permute (transpose): a kernel that writes this rank's block with its dimensions permuted;
+  // concat, narrow: row copies along their dimension (emit/Shape.cpp).
+  void emitPermute(int id);
+  void emitRowCopy(int id, const std::string& what);
 
   // Why a launch takes the form it does, as `emit --stage plan` prints it (plan/Assemble.cpp).
   std::string devGroupWhy(const DevGroup& dg) const;

@@ -264,7 +264,9 @@ PerRank Machine::stage(const Stage& s, const Values& in) {
     case StageKind::Matmul:
     case StageKind::Gemv: return matmul(s);
     case StageKind::Embedding: return embedding(s);
-    case StageKind::Transpose: return transpose(s);
+    case StageKind::Permute: return permute(s);
+    case StageKind::Concat: return concat(s);
+    case StageKind::Narrow: return narrow(s);
     case StageKind::Reshape: {  // the same elements, the type's local shape
       PerRank out = vals_[s.operands[0]];
       for (int r = 0; r < c_.ranks; ++r) out[r].shape = localShape(s.type, c_, r);
@@ -274,8 +276,8 @@ PerRank Machine::stage(const Stage& s, const Values& in) {
   }
 }
 
-// Each rank's storage with dimensions dim and dim1 swapped (a sliced one moves with its data).
-PerRank Machine::transpose(const Stage& s) {
+// Each rank's storage with its dimensions permuted (a sliced one moves with its data).
+PerRank Machine::permute(const Stage& s) {
   PerRank out;
   for (int r = 0; r < c_.ranks; ++r) {
     const Tensor& x = vals_[s.operands[0]][r];
@@ -285,13 +287,63 @@ PerRank Machine::transpose(const Stage& s) {
     for (int64_t i = 0; i < y.numel(); ++i) {
       int64_t rem = i, off = 0;
       for (int k = 0; k < rank; ++k) {
-        const int64_t coord = rem / ys[k];
+        off += rem / ys[k] * xs[s.perm[k]];
         rem %= ys[k];
-        off += coord * xs[k == s.dim ? s.dim1 : k == s.dim1 ? s.dim : k];
       }
       y.data[i] = x.data[off];
       if (!y.exact.empty()) y.exact[i] = x.exact[off];
     }
+    out.push_back(std::move(y));
+  }
+  return out;
+}
+
+// Each rank's blocks one after another along dimension dim (none is sliced along it).
+PerRank Machine::concat(const Stage& s) {
+  PerRank out;
+  const int d = s.dim;
+  for (int r = 0; r < c_.ranks; ++r) {
+    Tensor y = zeros(s.type, r);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d; ++k) outer *= y.shape[k];
+    for (size_t k = d + 1; k < y.shape.size(); ++k) inner *= y.shape[k];
+    int64_t at = 0;  // where this operand starts along dim
+    for (int o : s.operands) {
+      const Tensor& x = vals_[o][r];
+      const int64_t len = x.shape[d];
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t j = 0; j < len * inner; ++j) {
+          const int64_t to = (a * y.shape[d] + at) * inner + j, from = a * len * inner + j;
+          y.data[to] = x.data[from];
+          if (!y.exact.empty()) y.exact[to] = x.exact[from];
+        }
+      at += len;
+    }
+    out.push_back(std::move(y));
+  }
+  return out;
+}
+
+// Indices start to start + length - 1 of dimension dim, on each rank.
+PerRank Machine::narrow(const Stage& s) {
+  PerRank out;
+  const int d = s.dim;
+  const int64_t start = evalSize(s.start, c_, "the start of 'narrow'");
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& x = vals_[s.operands[0]][r];
+    Tensor y = zeros(s.type, r);
+    if (start + y.shape[d] > x.shape[d])
+      throw RunError("'narrow' takes indices " + std::to_string(start) + " to " + std::to_string(start + y.shape[d] - 1) +
+                     " of dimension " + std::to_string(d) + ", which has " + std::to_string(x.shape[d]));
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d; ++k) outer *= y.shape[k];
+    for (size_t k = d + 1; k < y.shape.size(); ++k) inner *= y.shape[k];
+    for (int64_t a = 0; a < outer; ++a)
+      for (int64_t j = 0; j < y.shape[d] * inner; ++j) {
+        const int64_t to = a * y.shape[d] * inner + j, from = (a * x.shape[d] + start) * inner + j;
+        y.data[to] = x.data[from];
+        if (!y.exact.empty()) y.exact[to] = x.exact[from];
+      }
     out.push_back(std::move(y));
   }
   return out;

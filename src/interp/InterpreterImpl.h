@@ -101,7 +101,9 @@ private:
   // ---- Matrix operations ----
   PerRank matmul(const ir::Stage& s);
   PerRank embedding(const ir::Stage& s);
-  PerRank transpose(const ir::Stage& s);
+  PerRank permute(const ir::Stage& s);
+  PerRank concat(const ir::Stage& s);
+  PerRank narrow(const ir::Stage& s);
 
   // ---- Communication ----
   std::vector<std::vector<int>> instances(const ir::GroupInfo* g);

@@ -324,7 +324,13 @@ std::string print(const Program& p) {
         if ((s.kind == StageKind::Reduce && s.dim >= 0) || (s.kind == StageKind::ReduceScatter && s.dim > 0))
           args.push_back("dim = " + std::to_string(s.dim));
         if (s.kind == StageKind::Reduce && s.keepdim) args.push_back("keepdim = true");
-        if (s.kind == StageKind::Transpose) args.push_back("dim0 = " + std::to_string(s.dim) + ", dim1 = " + std::to_string(s.dim1));
+        if (s.kind == StageKind::Permute) {
+          std::string d;
+          for (size_t k = 0; k < s.perm.size(); ++k) d += (k ? ", " : "") + std::to_string(s.perm[k]);
+          args.push_back("dims = [" + d + "]");
+        }
+        if (s.kind == StageKind::Concat) args.push_back("dim = " + std::to_string(s.dim));
+        if (s.kind == StageKind::Narrow) args.push_back("dim = " + std::to_string(s.dim) + ", start = " + s.start.str());
         if (s.kind == StageKind::Broadcast || s.kind == StageKind::Reduce1) args.push_back("root = " + s.root.str());
         if (s.kind == StageKind::Layernorm || s.kind == StageKind::Rmsnorm) args.push_back("eps = " + s.eps.str());
         if (s.kind == StageKind::Send) {

@@ -144,8 +144,10 @@ struct Expr {
   X(Reduce1, "reduce_to_root") /* reduce(op, x, root)                                 */ \
   X(AllToAll, "all_to_all")                                                              \
   X(Send, "send")                                                                        \
-  X(Transpose, "transpose") /* dimensions dim and dim1 swapped (each rank's block)     */ \
-  X(Reshape, "reshape")     /* the same elements in row-major order, its type's shape  */
+  X(Permute, "permute")     /* output dimension k is input dimension perm[k] (blocks)  */ \
+  X(Reshape, "reshape")     /* the same elements in row-major order, its type's shape  */ \
+  X(Concat, "concat")       /* the operands one after another along dimension dim      */ \
+  X(Narrow, "narrow")       /* dimension dim's range [start, start + its length)       */
 // clang-format on
 
 enum class StageKind : uint8_t {
@@ -181,8 +183,9 @@ struct Stage {
   Expr expr;                            // Compute
   ReduceOp op = ReduceOp::Sum;          // AllReduce, ReduceScatter, Reduce1
   ReduceKind reduce = ReduceKind::Sum;  // Reduce
-  int dim = -1;                         // Reduce: -1 for all; ReduceScatter/AllGather: the dim; Transpose: dim0
-  int dim1 = -1;                        // Transpose: the dimension swapped with `dim`
+  int dim = -1;                         // Reduce: -1 for all; ReduceScatter/AllGather/Concat/Narrow: the dim
+  std::vector<int> perm;                // Permute: output dimension k is operand dimension perm[k]
+  SizeExpr start;                       // Narrow: the first index taken along `dim`
   bool keepdim = false;                 // Reduce: the reduced dimensions stay in the type, with length 1
   ScalarRef root;                       // Broadcast, Reduce1
   ScalarRef eps{1e-5, ""};              // Layernorm, Rmsnorm

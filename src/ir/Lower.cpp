@@ -390,20 +390,28 @@ private:
     internalError("lowering: expected a constant or a parameter");
   }
 
-  // A transpose of stage x's dimensions a and b (a sliced one moves with its data).
-  Stage transposeOf(int x, int a, int b, const std::string& name, SourceLoc loc) const {
+  // Stage x with its dimensions permuted (result dimension k is x's perm[k]; a sliced one moves
+  // with its data).
+  Stage permuteOf(int x, const std::vector<int>& perm, const std::string& name, SourceLoc loc) const {
     Stage t;
-    t.kind = StageKind::Transpose;
+    t.kind = StageKind::Permute;
     t.name = name;
     t.loc = loc;
-    t.type = p_.stages[x].type;
-    std::swap(t.type.shape[a], t.type.shape[b]);
-    if (t.type.layout.kind == Layout::Sliced && (t.type.layout.dim == a || t.type.layout.dim == b))
-      t.type.layout = Layout::sliced(t.type.layout.dim == a ? b : a);
-    t.dim = a;
-    t.dim1 = b;
+    const TensorType& xt = p_.stages[x].type;
+    t.type = xt;
+    for (size_t k = 0; k < perm.size(); ++k) {
+      t.type.shape[k] = xt.shape[perm[k]];
+      if (xt.layout.kind == Layout::Sliced && xt.layout.dim == perm[k]) t.type.layout = Layout::sliced(static_cast<int>(k));
+    }
+    t.perm = perm;
     t.operands = {x};
     return t;
+  }
+  // Stage x with dimensions a and b swapped.
+  Stage transposeOf(int x, int a, int b, const std::string& name, SourceLoc loc) const {
+    std::vector<int> perm(p_.stages[x].type.rank());
+    for (int k = 0; k < static_cast<int>(perm.size()); ++k) perm[k] = k == a ? b : k == b ? a : k;
+    return permuteOf(x, perm, name, loc);
   }
 
   int operation(const Call& c, const std::string& name) {
@@ -469,13 +477,26 @@ private:
         break;
       case BuiltinOp::Unsqueeze:
       case BuiltinOp::Squeeze:
+      case BuiltinOp::Reshape:
+      case BuiltinOp::View:
         st.kind = StageKind::Reshape;
         st.operands = {in(0)};
         break;
       case BuiltinOp::Transpose:
-        st.kind = StageKind::Transpose;
+      case BuiltinOp::Permute:
+        st.kind = StageKind::Permute;
+        st.perm = c.perm;
+        st.operands = {in(0)};
+        break;
+      case BuiltinOp::Concat:
+        st.kind = StageKind::Concat;
         st.dim = c.dim;
-        st.dim1 = c.dim1;
+        for (size_t i = 0; i < pos.size(); ++i) st.operands.push_back(in(i));
+        break;
+      case BuiltinOp::Narrow:
+        st.kind = StageKind::Narrow;
+        st.dim = c.dim;
+        st.start = c.start;
         st.operands = {in(0)};
         break;
       case BuiltinOp::Embedding:
@@ -509,10 +530,18 @@ private:
         st.root = scalar(pos.size() > 1 ? *pos[1] : *root);
         st.operands = {in(0)};
         break;
-      case BuiltinOp::AllToAll:
+      case BuiltinOp::AllToAll: {
         st.kind = StageKind::AllToAll;
         st.operands = {in(0)};
-        break;
+        // `dim = d` other than 0: the all_to_all of x with d moved to the front, moved back.
+        if (c.dim <= 0) break;
+        st.operands[0] = addStage(transposeOf(st.operands[0], 0, c.dim, name + ".dim_in", c.loc));
+        st.type = p_.stages[st.operands[0]].type;
+        st.type.layout = Layout::local();
+        st.name = name + ".front";
+        const int front = addStage(std::move(st));
+        return addStage(transposeOf(front, 0, c.dim, name, c.loc));
+      }
       case BuiltinOp::Send: {
         st.kind = StageKind::Send;
         static const Peer peers[] = {Peer::NextRank, Peer::PrevRank, Peer::NextGroup, Peer::PrevGroup};

@@ -1,55 +1,12 @@
 // Typing of the built-in operations: math functions, reductions, normalizations, matmul,
-// embedding and collectives, with the layout rules of docs/language.md ("Layouts").
-#include "sema/SemaImpl.h"
+// embedding and collectives, with the layout rules of docs/language.md ("Layouts"); shape
+// operations are in ShapeOps.cpp.
+#include "sema/BuiltinCall.h"
 #include "support/Strings.h"
 
 namespace coconet::sema {
 
-namespace {
-
-// A call of a built-in operation: its arguments, positional and named, and the checks that
-// several operations share. Each member function types one group of operations.
-struct BuiltinCall {
-  Checker& ck;
-  Call& c;
-  BuiltinOp op;
-  uint32_t len;
-  const std::string name;  // quoted, for messages
-  std::vector<Expr*> pos;
-  std::unordered_map<std::string, Expr*> named;
-
-  BuiltinCall(Checker& ck, Call& c, BuiltinOp op) : ck(ck), c(c), op(op), len(c.length), name(quote(c.callee)) {
-    for (auto& a : c.args) (a.name.empty() ? pos.push_back(a.value.get()) : void(named[a.name] = a.value.get()));
-  }
-
-  void error(SourceLoc loc, const std::string& msg, uint32_t length = 1) { ck.error(loc, msg, length); }
-
-  // Types the arguments: the reduction operator of allreduce, reduce_scatter and reduce, then
-  // every argument, each a tensor but send's peer. False after an error.
-  bool checkArguments(Scope& scope);
-  bool constOrParam(Expr* e, const char* what);
-  bool scalarArg(Expr* e, const char* what, bool integer);
-  std::optional<DType> floatOperand(Expr* e);
-  bool dimArg(const Type& x, int& dim, const char* key = "dim");
-  bool collectiveInput(Expr* e);
-
-  Type mathFunction();
-  Type absRelu();
-  Type binaryMath();
-  Type select();
-  Type dropout();
-  Type reduction();
-  Type normalization();
-  Type matmul();
-  Type embedding();
-  Type reduceCollective();
-  Type allGather();
-  Type broadcastCollective();
-  Type allToAll();
-  Type send();
-  Type transpose();
-  Type squeeze();
-};
+namespace builtin {
 
 bool BuiltinCall::checkArguments(Scope& scope) {
   bool takesOp = op == BuiltinOp::AllReduce || op == BuiltinOp::ReduceScatter || op == BuiltinOp::Reduce;
@@ -160,29 +117,43 @@ std::optional<DType> BuiltinCall::floatOperand(Expr* e) {
   return t;
 }
 
-// A reduction's `dim = d` argument (or transpose's `dim0`, `dim1`: `key`), resolved against the
+// An integer literal, or the negation of one; nullopt (after an error naming `what`) otherwise.
+std::optional<int64_t> BuiltinCall::intLiteral(const Expr* e, const std::string& what) {
+  if (auto* il = e->as<IntLit>()) return il->value;
+  if (auto* u = e->as<Unary>(); u && u->op == UnaryOp::Neg)
+    if (auto* il2 = u->operand->as<IntLit>()) return -il2->value;
+  error(e->loc, what + " must be an integer literal", e->length);
+  return std::nullopt;
+}
+
+// A reduction's `dim = d` argument (or another named dimension: `key`), resolved against the
 // rank; -1 (whole tensor) if absent.
 bool BuiltinCall::dimArg(const Type& x, int& dim, const char* key) {
   dim = -1;
   auto it = named.find(key);
   if (it == named.end()) return true;
   Expr* e = it->second;
-  int64_t v = 0;
-  bool lit = false;
-  if (auto* il = e->as<IntLit>())
-    v = il->value, lit = true;
-  else if (auto* u = e->as<Unary>(); u && u->op == UnaryOp::Neg)
-    if (auto* il2 = u->operand->as<IntLit>()) v = -il2->value, lit = true;
-  if (!lit) {
-    error(e->loc, quote(key) + " must be an integer literal", e->length);
+  auto v = intLiteral(e, quote(key));
+  if (!v) return false;
+  if (*v < -x.rank() || *v >= x.rank()) {
+    error(e->loc, "dimension " + std::to_string(*v) + " is out of range for a tensor of rank " + std::to_string(x.rank()), e->length);
     return false;
   }
-  if (v < -x.rank() || v >= x.rank()) {
-    error(e->loc, "dimension " + std::to_string(v) + " is out of range for a tensor of rank " + std::to_string(x.rank()), e->length);
-    return false;
-  }
-  dim = static_cast<int>(v < 0 ? v + x.rank() : v);
+  dim = static_cast<int>(*v < 0 ? *v + x.rank() : *v);
   return true;
+}
+
+// A size argument (reshape's dimensions, narrow's length): a size expression, positive (a
+// requirement where it is symbolic).
+std::optional<SizeExpr> BuiltinCall::positiveSize(Expr* e, const std::string& what) {
+  auto v = ck.toSize(*e, scope);
+  if (!v) return std::nullopt;
+  if (auto k = v->constantValue(); k && *k <= 0) {
+    error(e->loc, what + " must be positive; it is " + std::to_string(*k), e->length);
+    return std::nullopt;
+  }
+  if (!v->constantValue() && v->sign() <= 0) ck.addRequirement(*v, BinaryOp::Gt, SizeExpr::constant(0), what + " is positive", e->loc);
+  return v;
 }
 
 // The input of a collective lives on the ranks of a group.
@@ -609,7 +580,12 @@ Type BuiltinCall::allToAll() {
     error(x->loc, "'all_to_all' needs a local or replicated tensor of rank 1 or more; " + describe(*x) + " is " + x->type.str(), x->length);
     return Type::error();
   }
-  ck.requireDivisible(x->type.shape[0], x->type.group, "'all_to_all' splits dimension 0 over " + quote(x->type.group->name), c.loc,
+  // `dim = d`: the dimension it splits and joins (0 by default).
+  int d;
+  if (!dimArg(x->type, d)) return Type::error();
+  c.dim = d < 0 ? 0 : d;
+  ck.requireDivisible(x->type.shape[c.dim], x->type.group,
+                      "'all_to_all' splits dimension " + std::to_string(c.dim) + " over " + quote(x->type.group->name), c.loc,
                       /*even=*/false);
   return Type::tensor(x->type.dtype, x->type.shape, Layout::local(), x->type.group);
 }
@@ -647,71 +623,10 @@ Type BuiltinCall::send() {
   return t;
 }
 
-// transpose(x[, dim0 = a, dim1 = b]): x with dimensions a and b swapped (the last two by
-// default). Each rank transposes what it holds: a sliced dimension moves with its data.
-Type BuiltinCall::transpose() {
-  const Type& x = pos[0]->type;
-  if (x.rank() < 2) {
-    error(pos[0]->loc, name + " needs a tensor of rank 2 or more; " + describe(*pos[0]) + " is " + x.tensorTypeStr(), pos[0]->length);
-    return Type::error();
-  }
-  int a = -1, b = -1;
-  if (!dimArg(x, a, "dim0") || !dimArg(x, b, "dim1")) return Type::error();
-  if ((a < 0) != (b < 0)) {
-    error(c.loc, name + " takes both 'dim0' and 'dim1', or neither (the last two dimensions)", len);
-    return Type::error();
-  }
-  if (a < 0) a = x.rank() - 2, b = x.rank() - 1;
-  c.dim = a;
-  c.dim1 = b;
-  Type t = x;
-  std::swap(t.shape[a], t.shape[b]);
-  if (t.layout.kind == Layout::Sliced && (t.layout.dim == a || t.layout.dim == b)) t.layout = Layout::sliced(t.layout.dim == a ? b : a);
-  return t;
-}
-
-// unsqueeze(x, dim = d): a dimension of length 1 inserted at d (0 to x's rank; negative counts
-// from the end of the result); squeeze(x, dim = d): dimension d, of length 1, removed. The same
-// elements in the same order: a sliced dimension keeps its data and shifts its index.
-Type BuiltinCall::squeeze() {
-  const Type& x = pos[0]->type;
-  const bool add = op == BuiltinOp::Unsqueeze;
-  auto it = named.find("dim");
-  if (it == named.end()) {
-    error(c.loc, name + " needs the dimension: " + name.substr(1, name.size() - 2) + "(x, dim = d)", len);
-    return Type::error();
-  }
-  Type shape = x;
-  if (add) shape.shape.push_back(SizeExpr::constant(1));  // (dim ranges over the result's rank)
-  int d;
-  if (!dimArg(shape, d)) return Type::error();
-  c.dim = d;
-  Type t = x;
-  if (add) {
-    t.shape.insert(t.shape.begin() + d, SizeExpr::constant(1));
-    if (t.layout.kind == Layout::Sliced && t.layout.dim >= d) t.layout = Layout::sliced(t.layout.dim + 1);
-    return t;
-  }
-  if (x.shape[d].constantValue() != std::optional<int64_t>(1)) {
-    error(
-        it->second->loc,
-        name + " removes a dimension of length 1; dimension " + std::to_string(d) + " of " + describe(*pos[0]) + " is " + x.shape[d].str(),
-        it->second->length);
-    return Type::error();
-  }
-  if (t.layout.kind == Layout::Sliced && t.layout.dim == d) {
-    error(it->second->loc, name + " cannot remove the sliced dimension of " + describe(*pos[0]), it->second->length);
-    return Type::error();
-  }
-  t.shape.erase(t.shape.begin() + d);
-  if (t.layout.kind == Layout::Sliced && t.layout.dim > d) t.layout = Layout::sliced(t.layout.dim - 1);
-  return t;
-}
-
-}  // namespace
+}  // namespace builtin
 
 Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
-  BuiltinCall b(*this, c, op);
+  builtin::BuiltinCall b(*this, c, op, scope);
   if (!b.checkArguments(scope)) return Type::error();
   switch (op) {
 #define COCONET_UNARY_MATH(k, ...) case BuiltinOp::k:
@@ -744,6 +659,11 @@ Type Checker::checkBuiltin(Call& c, BuiltinOp op, Scope& scope) {
     case BuiltinOp::AllToAll: return b.allToAll();
     case BuiltinOp::Send: return b.send();
     case BuiltinOp::Transpose: return b.transpose();
+    case BuiltinOp::Permute: return b.permute();
+    case BuiltinOp::Reshape:
+    case BuiltinOp::View: return b.reshape();
+    case BuiltinOp::Concat: return b.concat();
+    case BuiltinOp::Narrow: return b.narrow();
     case BuiltinOp::Unsqueeze:
     case BuiltinOp::Squeeze: return b.squeeze();
     case BuiltinOp::Cast:

@@ -52,11 +52,16 @@ const std::vector<Signature>& signatures() {
       {BuiltinOp::AllGather, "all_gather", 1, 1, {}},
       {BuiltinOp::Broadcast, "broadcast", 1, 2, {"root"}},
       {BuiltinOp::Reduce, "reduce", 2, 3, {"root"}},
-      {BuiltinOp::AllToAll, "all_to_all", 1, 1, {}},
+      {BuiltinOp::AllToAll, "all_to_all", 1, 1, {"dim"}},
       {BuiltinOp::Send, "send", 2, 2, {}},
       {BuiltinOp::Transpose, "transpose", 1, 1, {"dim0", "dim1"}},
       {BuiltinOp::Unsqueeze, "unsqueeze", 1, 1, {"dim"}},
       {BuiltinOp::Squeeze, "squeeze", 1, 1, {"dim"}},
+      {BuiltinOp::Permute, "permute", 2, 9, {}},
+      {BuiltinOp::Reshape, "reshape", 2, 9, {}},
+      {BuiltinOp::View, "view", 2, 9, {}},
+      {BuiltinOp::Concat, "concat", 2, 16, {"dim"}},
+      {BuiltinOp::Narrow, "narrow", 1, 1, {"dim", "start", "length"}},
   };
   return sigs;
 }

@@ -239,7 +239,8 @@ std::optional<SizeExpr> Checker::toSize(const Expr& e, Scope& scope, bool report
 void Checker::addRequirement(SizeExpr lhs, BinaryOp op, SizeExpr rhs, std::string reason, SourceLoc loc, bool even) {
   for (auto& r : out_.requirements)
     if (r.lhs == lhs && r.op == op && r.rhs == rhs) {
-      r.even = r.even && even;  // (the language's need outweighs the CUDA code's)
+      if (r.even && !even) r.reason = std::move(reason), r.loc = loc;  // (the language's need outweighs
+      r.even = r.even && even;                                         //  the CUDA code's; name it)
       return;
     }
   out_.requirements.push_back({std::move(lhs), op, std::move(rhs), std::move(reason), loc, even});

@@ -219,6 +219,7 @@ vectors sp_attention_out@odd "$root/tests/gpu/programs/sp_attention_out.cnet" -D
 vectors mlp_col_row@odd "$root/tests/gpu/programs/mlp_col_row.cnet" -D T=33 -D H=64 -D F=50 --ranks 1
 vectors transposes@odd "$root/tests/gpu/programs/transposes.cnet" -D R=33 -D C=5 -D B=3 --ranks 1
 vectors sp_bsh@odd "$root/tests/gpu/programs/sp_bsh.cnet" -D B=3 -D S=33 -D H=66 --ranks 1
+vectors shape_ops@odd "$root/tests/gpu/programs/shape_ops.cnet" -D B=3 -D S=7 -D H=33 --ranks 1
 wait
 bad=0
 for name in "${made[@]}"; do

@@ -379,7 +379,9 @@ void Emitter::emitStage(int id) {
     case StageKind::Matmul:
     case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
-    case StageKind::Transpose: emitTranspose(id); break;
+    case StageKind::Permute: emitPermute(id); break;
+    case StageKind::Concat: emitRowCopy(id, "concat"); break;
+    case StageKind::Narrow: emitRowCopy(id, "narrow"); break;
     case StageKind::Reshape:  // (the same elements: a copy)
       b << "    CHECK(cudaMemcpyAsync(" << var(id) << ", " << in(0) << ", static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T
         << "), cudaMemcpyDeviceToDevice, stream_), " << name << ");\n";

@@ -242,7 +242,9 @@ std::string Emitter::stageWhy(int id) const {
     case StageKind::Matmul:
     case StageKind::Gemv: why = "cuBLAS GEMM"; break;
     case StageKind::Embedding: why = "embedding lookup kernel"; break;
-    case StageKind::Transpose: why = "transpose kernel (this rank's block)"; break;
+    case StageKind::Permute: why = "permute kernel (this rank's block)"; break;
+    case StageKind::Concat: why = "row copies, one kernel per operand"; break;
+    case StageKind::Narrow: why = "row copy of the range"; break;
     case StageKind::Reshape: why = "copy (the same elements in a new shape)"; break;
     case StageKind::Send:
       why = plan_.devSend.count(id) ? "send over NCCL's device API (NCCL send/recv where the ranks are not all load/store reachable)"
