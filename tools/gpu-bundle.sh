@@ -20,6 +20,13 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" compile "$prog" -o "$b/gen/$n" >/dev/null
 done
 
+# The PyTorch target (--target torch): torch/PROG, a package that tests/gpu/torch-run.sh installs
+# with pip and checks against PROG's vectors (an optimizer, layers with outputs, shape operations).
+for prog in "$root"/samples/{adam,megatron_row,decode_gemv,dlrm_embedding}/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; do
+  n=$(basename "$prog" .cnet)
+  "$root/build/coconetc" compile "$prog" --target torch -o "$b/torch/$n" >/dev/null
+done
+
 # The NCCL-only path (--no-device-collectives): gen/PROG@nccl, run with PROG's vectors (and its
 # variants'), for every program whose default code has device-API collectives.
 for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do

@@ -150,6 +150,7 @@ void Emitter::run(std::vector<std::string>& files) {
   write(cls_ + ".cu", source, files);
   write(cls_ + "_main.cu", driver, files);
   write("CMakeLists.txt", cmakeText(), files);
+  if (o_.torch) writeTorchPackage(files);
   write("manifest.json",
         manifestText(header + source + driver + fallbackText_ + kEnvHeader + tuningHeader + kRuntimeHeader +
                      (usesDeviceHeader() ? kDeviceHeader : "")),

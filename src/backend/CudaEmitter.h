@@ -54,6 +54,9 @@ struct CompileOptions {
   // and overlap chunk on the stream that did the work, in one call (coconet_rt::Timeline), and
   // prints them to stderr, in microseconds from the call's start, once that call finished.
   bool timeline = false;
+  // `coconetc compile --target torch`: also a Python package (setup.py, coconet_NAME.py, the
+  // operator's NAME_torch.cpp) that pip builds against the installed torch.
+  bool torch = false;
   // The program without its schedule, where the schedule keeps the caller's tensors as the program
   // declares them (ir::unscheduledFallback): written beside it as NAME_unscheduled.{h,cu}
   // where the schedule added size requirements of its own, or runs an all_to_all pipeline (its

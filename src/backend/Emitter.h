@@ -15,6 +15,7 @@
 //     Elementwise.cpp      element-wise kernels and runs, expression nodes, index maps
 //     Gemm.cpp             cuBLAS GEMMs, embeddings
 //     Shape.cpp            shape operations (permute, concat, narrow)
+//     Torch.cpp            the PyTorch target's package (operator, Python module, setup.py)
 //     Reduce.cpp, Rowwise.cpp   reductions and embedding bags; softmax, layernorm, rmsnorm
 //     RowGroup.cpp         row groups' kernels
 //     Overlap.cpp          overlaps' chunked pipelines
@@ -743,6 +744,9 @@ private:
   std::string driverText();
 
   std::string cmakeText();
+  // --target torch: the Python package beside the CUDA output (emit/Torch.cpp).
+  void writeTorchPackage(std::vector<std::string>& files);
+  std::vector<std::string> torchFiles() const;
 
   std::string manifestText(const std::string& allSources);
 };

@@ -158,6 +158,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         co.arch = inv.arch;
         co.deviceCollectives = inv.deviceCollectives;
         co.timeline = inv.timeline;
+        co.torch = inv.torchTarget;
         co.sourcePath = inv.input;
         co.schedulePath = schedPath;
         co.scheduleText = schedule::printScript(trace);

@@ -33,6 +33,7 @@ struct Invocation {
   bool force = false;             // compile: write into a folder that holds files not of an earlier compile
   bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
   bool timeline = false;          // compile: events at the stages, rounds and chunks of one call, printed (--timeline)
+  bool torchTarget = false;       // compile --target torch: also the PyTorch package
   // The process ends after this run: its programs are left to the OS rather than freed (the
   // command-line driver sets it).
   bool exitAfter = false;

@@ -172,6 +172,13 @@ static int command(int argc, char** argv) {
                     "element-wise -> all_gather groups (also overlapped), allreduces, fused reduce_scatter + "
                     "all_gather pairs, with NCCL calls as the run-time fallback (default: on; "
                     "--no-device-collectives emits NCCL calls only)");
+  static std::string target = "cuda";
+  compile
+      ->add_option("--target", target,
+                   "what to write: cuda (the program's CUDA library, C interface and driver) or torch (that, and a "
+                   "Python package pip builds against the installed torch: torch.ops.coconet.NAME)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cuda", "torch"}));
   compile->add_flag("--timeline", inv.timeline,
                     "record CUDA events after every stage, copy-engine round and overlap chunk of one call "
                     "(the COCONET_TIMELINE_CALL-th, default 10) and print their times to stderr");
@@ -196,6 +203,7 @@ static int command(int argc, char** argv) {
   }
   if (compile->parsed()) {
     inv.action = Action::Compile;
+    inv.torchTarget = target == "torch";
     return run(inv, std::cout, std::cerr);
   }
   if (verify->parsed()) {

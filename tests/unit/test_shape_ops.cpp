@@ -80,7 +80,7 @@ TEST_CASE("softmax and layernorm along dimension 0 normalize each column", "[sha
   }
 }
 
-TEST_CASE("permute of a rank-3 tensor reads x[perm] for each output index", "[shape]") {
+TEST_CASE("permute of a rank-3 tensor reads x at the permuted index", "[shape]") {
   auto c = coconet::test::checkText("p.cnet", R"(program p(A: size, B: size, C: size) {
   in x : f32[A, B, C] sliced(1);
   y = permute(x, 2, 0, 1);
@@ -105,7 +105,7 @@ TEST_CASE("permute of a rank-3 tensor reads x[perm] for each output index", "[sh
       for (int b = 0; b < B; ++b) CHECK(y.data[(k * A + a) * B + b] == (a * B + b) * C + k);
 }
 
-TEST_CASE("concat, narrow and reshape place elements as torch.cat, narrow and reshape do", "[shape]") {
+TEST_CASE("concat and narrow and reshape place elements as torch.cat and narrow and reshape do", "[shape]") {
   auto c = coconet::test::checkText("c.cnet", R"(program c(N: size, M: size) {
   in x : f32[N, M] sliced(0);
   in u : f32[N, 2] sliced(0);

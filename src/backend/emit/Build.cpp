@@ -117,6 +117,19 @@ std::string Emitter::cmakeText() {
     << "add_executable(" << cls_ << "_main " << cls_ << "_main.cu)\n"
     << "target_link_libraries(" << cls_ << "_main PRIVATE " << cls_ << ")\n"
     << "set_target_properties(" << cls_ << "_main PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n";
+  if (o_.torch)
+    c << "# --target torch: the operator library that setup.py builds (-DCOCONET_TORCH=ON with torch's paths).\n"
+      << "if(COCONET_TORCH)\n  add_library(_coconet_" << cls_ << " MODULE " << cls_ << "_torch.cpp $<TARGET_OBJECTS:" << cls_
+      << "_objects>)\n"
+      << "  set_target_properties(_coconet_" << cls_
+      << " PROPERTIES PREFIX \"\" SUFFIX \"${TORCH_EXT_SUFFIX}\" BUILD_RPATH \"${NCCL_LIBDIR};${TORCH_LIBRARY_DIRS}\")\n"
+      << "  target_include_directories(_coconet_" << cls_
+      << " PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR} ${TORCH_INCLUDE_DIRS})\n"
+      << "  target_compile_definitions(_coconet_" << cls_ << " PRIVATE _GLIBCXX_USE_CXX11_ABI=${TORCH_CXX11_ABI})\n"
+      << "  target_link_directories(_coconet_" << cls_ << " PRIVATE ${TORCH_LIBRARY_DIRS})\n"
+      << "  target_link_libraries(_coconet_" << cls_
+      << " PRIVATE torch torch_cpu torch_cuda c10 c10_cuda CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})\n"
+      << "endif()\n";
   return c.str();
 }
 
@@ -132,6 +145,9 @@ std::string Emitter::manifestText(const std::string& allSources) {
   m["files"] = {cls_ + ".h", cls_ + ".cu", cls_ + "_main.cu", "coconet_env.h", "coconet_tuning.h", "coconet_runtime.cuh", "CMakeLists.txt"};
   m["tuning"] = {{"table", tuning_.name}, {"measured_on", tuning_.measuredOn}, {"measured_for_arch", tuningMeasured_}};
   if (usesDeviceHeader()) m["files"].push_back("coconet_device.cuh");
+  m["target"] = o_.torch ? "torch" : "cuda";
+  if (o_.torch)
+    for (auto& f : torchFiles()) m["files"].push_back(f);
   if (!fallbackCls_.empty()) {
     m["files"].push_back(fallbackCls_ + ".h");
     m["files"].push_back(fallbackCls_ + ".cu");

@@ -56,6 +56,8 @@ std::string Emitter::headerText() {
     << "  void run(const " << cls_ << "_sizes& sizes, const " << cls_ << "_scalars& scalars, const " << cls_
     << "_tensors& tensors, unsigned long long seed);\n"
     << "  void finish(double timeoutSeconds);\n"
+    << "  // The stream later runs enqueue their work on (a PyTorch operator passes the current one).\n"
+    << "  void setStream(cudaStream_t stream);\n"
     << "  // Elements of a tensor's storage on this rank (for allocation); -1 for an unknown name.\n"
     << "  long long localElements(const char* tensor, const " << cls_ << "_sizes& sizes) const;\n"
     << "  // Its shape (this rank's storage): returns the rank and fills shape; -1 for an unknown name.\n"
@@ -163,6 +165,9 @@ std::string Emitter::sourceText() {
             : "  CHECK(cudaStreamCreateWithFlags(&ceCopy_, cudaStreamNonBlocking), \"setup\");\n"
               "  for (cudaEvent_t& e : ceEv_) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), \"setup\");\n")
     << (usesDevice() ? "  dev_ = new Dev_;\n" : "") << "}\n\n";
+  s << "void " << cls_ << "::setStream(cudaStream_t stream) {\n  if (stream == stream_) return;\n  stream_ = stream;\n"
+    << "  CHECK(cublasSetStream(blas_, stream_), \"setStream\");\n"
+    << (fallbackCls_.empty() ? "" : "  if (unscheduled_) unscheduled_->setStream(stream_);\n") << "}\n\n";
   s << cls_ << "::~" << cls_ << "() {\n"
     << (fallbackCls_.empty() ? "" : "  delete unscheduled_;\n")
     << (!usesDevice() ? "" :

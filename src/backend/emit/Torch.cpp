@@ -1,0 +1,451 @@
+// The PyTorch target (`coconetc compile --target torch`): beside the CUDA output, a Python package
+// that pip builds against the installed torch with CMake. NAME_torch.cpp registers the operator
+// torch.ops.coconet.NAME (TORCH_LIBRARY_FRAGMENT; its CUDA kernel checks every tensor and runs the
+// program on torch's current stream) and the communicator operators; coconet_NAME.py loads it,
+// registers its fake implementation (shapes for torch.compile), makes one NCCL communicator per
+// process group and reads the sizes from the tensors' shapes; setup.py and pyproject.toml build it.
+#include <set>
+
+#include "backend/Emitter.h"
+
+namespace coconet::backend::detail {
+
+namespace {
+
+// A tensor of the program's interface, in the order the operator takes them: inputs, then states
+// (changed in place), then outputs (returned).
+struct TorchTensor {
+  std::string name, arg;  // program name; Python/schema argument name
+  const char* role;       // "in", "state", "out"
+  TensorType type;
+};
+
+const char* atType(DType t) {
+  switch (t) {
+    case DType::F16: return "at::kHalf";
+    case DType::BF16: return "at::kBFloat16";
+    case DType::F32: return "at::kFloat";
+    case DType::F64: return "at::kDouble";
+    case DType::I8: return "at::kChar";
+    case DType::I32: return "at::kInt";
+    case DType::I64: return "at::kLong";
+    case DType::U8: return "at::kByte";
+    case DType::Bool: return "at::kBool";
+    default: return "at::kFloat";
+  }
+}
+
+const char* pyType(DType t) {
+  switch (t) {
+    case DType::F16: return "torch.float16";
+    case DType::BF16: return "torch.bfloat16";
+    case DType::F32: return "torch.float32";
+    case DType::F64: return "torch.float64";
+    case DType::I8: return "torch.int8";
+    case DType::I32: return "torch.int32";
+    case DType::I64: return "torch.int64";
+    case DType::U8: return "torch.uint8";
+    case DType::Bool: return "torch.bool";
+    default: return "torch.float32";
+  }
+}
+
+// A program name as a Python identifier and schema argument: Python's keywords and the wrapper's
+// own keyword arguments get a trailing underscore.
+std::string pyIdent(const std::string& n) {
+  static const std::set<std::string> taken = {
+      "False", "None",  "True",   "and",      "as",     "assert",  "async",  "await", "break",         "class", "continue",
+      "def",   "del",   "elif",   "else",     "except", "finally", "for",    "from",  "global",        "if",    "import",
+      "in",    "is",    "lambda", "nonlocal", "not",    "or",      "pass",   "raise", "return",        "try",   "while",
+      "with",  "yield", "torch",  "dist",     "seed",   "group",   "handle", "sizes", "process_group", "self"};
+  return taken.count(n) ? n + "_" : n;
+}
+
+// A size expression as Python over the sizes dict `s` and the group's rank count `P`.
+std::string py(const SizeExpr& e) {
+  static const SizeExpr::Spelling spelling{[](const std::string& n) { return n == "world.size" ? std::string("P") : "s[\"" + n + "\"]"; },
+                                           [](int64_t c) { return std::to_string(c); },
+                                           [](const std::string& a, const std::string& b) { return "(" + a + " + " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "(" + a + " * " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "(" + a + " // " + b + ")"; },
+                                           [](const std::string& a, const std::string& b) { return "(" + a + " % " + b + ")"; }};
+  return e.spell(spelling);
+}
+
+// The package's files, from the program's interface.
+struct TorchPackage {
+  const ir::Program& p_;
+  const std::string& cls_;
+  const CompileOptions& o_;
+  std::string N, mod, schema;
+  std::vector<TorchTensor> ts;
+  std::vector<const Param*> sizes, scalars;
+  int nOut = 0;
+
+  TorchPackage(const ir::Program& p, const std::string& cls, const CompileOptions& o);
+  std::string opSource() const;        // NAME_torch.cpp
+  std::string moduleHead() const;      // coconet_NAME.py: loading, communicators, shapes, sizes
+  std::string moduleFunction() const;  // coconet_NAME.py: the fake implementation and the function
+  std::string setupSource() const;     // setup.py
+  std::string pyproject() const;
+  std::string readme() const;
+  static const char* scalarSchema(const Param& p) { return p.dtype == DType::Bool ? "bool" : ast::isInteger(p.dtype) ? "int" : "float"; }
+};
+
+TorchPackage::TorchPackage(const ir::Program& p, const std::string& cls, const CompileOptions& o) : p_(p), cls_(cls), o_(o) {
+  N = p_.name;
+  mod = "coconet_" + cls_;
+  for (auto& st : p_.stages)
+    if (st.kind == StageKind::Input) ts.push_back({st.name, pyIdent(st.name), "in", st.type});
+  for (auto& st : p_.states) ts.push_back({st.name, pyIdent(st.name), "state", st.type});
+  for (size_t i = 0; i < p_.outputs.size(); ++i)
+    ts.push_back({p_.outputNames[i], pyIdent(p_.outputNames[i]), "out", p_.stages[p_.outputs[i]].type});
+  for (auto& prm : p_.params) (prm.isSize ? sizes : scalars).push_back(&prm);
+  for (auto& t : ts) nOut += std::string(t.role) == "out";
+
+  // ---- The schema: handle, sizes, tensors (states mutable), scalars, seed -> outputs ----
+  schema = cls_ + "(int handle, int[] sizes";
+  char alias = 'a';
+  for (auto& t : ts) {
+    if (std::string(t.role) == "out") continue;
+    schema += std::string(", Tensor") + (std::string(t.role) == "state" ? std::string("(") + alias++ + "!)" : "") + " " + t.arg;
+  }
+  for (auto* p : scalars) schema += std::string(", ") + scalarSchema(*p) + " " + pyIdent(p->name);
+  schema += ", int seed) -> ";
+  if (nOut == 1)
+    schema += "Tensor";
+  else {
+    schema += "(";
+    for (int k = 0; k < nOut; ++k) schema += k ? ", Tensor" : "Tensor";
+    schema += ")";
+  }
+}
+
+std::string TorchPackage::opSource() const {
+  // ---- NAME_torch.cpp ----
+  std::ostringstream c;
+  const std::string C = "coconet_gen::" + cls_;
+  c << "// " << cls_ << "_torch.cpp: generated by coconetc " << COCONETC_VERSION << " from " << commentText(o_.sourcePath)
+    << ". Do not edit.\n// PyTorch operators of " << N << ": torch.ops.coconet." << cls_ << " runs the program on torch's current\n"
+    << "// stream with torch's tensors (no copies); " << cls_ << "_unique_id, " << cls_ << "_create and " << cls_
+    << "_destroy make and end its\n// NCCL communicator (one per process group; " << mod << ".py calls them).\n"
+    << "#include <ATen/ATen.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n#include <torch/library.h>\n\n"
+    << "#include <cstring>\n#include <map>\n#include <memory>\n#include <mutex>\n#include <vector>\n\n#include \"" << cls_ << ".h\"\n\n"
+    << "namespace {\n\n// A communicator and the program made from it, on one device.\nstruct Instance {\n  ncclComm_t comm = nullptr;\n"
+    << "  std::unique_ptr<" << C << "> program;\n  int device = 0;\n"
+    << "  ~Instance() {\n    program.reset();\n    if (comm) ncclCommDestroy(comm);\n  }\n};\n\n"
+    << "std::mutex mutex_;\nstd::map<int64_t, std::unique_ptr<Instance>> instances_;  // by handle\nint64_t next_ = 1;\n\n"
+    << "Instance& instance(int64_t handle) {\n  std::lock_guard<std::mutex> lock(mutex_);\n  auto it = instances_.find(handle);\n"
+    << "  TORCH_CHECK(it != instances_.end(), \"" << N << ": \", handle, \" is not a live communicator handle (" << mod
+    << ".communicator() makes one)\");\n  return *it->second;\n}\n\n"
+    << "at::Tensor uniqueId() {\n  ncclUniqueId u;\n  ncclResult_t r = ncclGetUniqueId(&u);\n"
+    << "  TORCH_CHECK(r == ncclSuccess, \"" << N << ": ncclGetUniqueId: \", ncclGetErrorString(r));\n"
+    << "  at::Tensor id = at::empty({static_cast<int64_t>(sizeof u)}, at::kByte);\n  std::memcpy(id.data_ptr(), &u, sizeof u);\n"
+    << "  return id;\n}\n\n"
+    << "int64_t create(const at::Tensor& id, int64_t rank, int64_t nranks) {\n"
+    << "  TORCH_CHECK(id.device().is_cpu() && id.scalar_type() == at::kByte && id.numel() == static_cast<int64_t>(sizeof(ncclUniqueId)) "
+       "&&\n"
+    << "                  id.is_contiguous(),\n"
+    << "              \"" << N << ": the communicator id is a CPU uint8 tensor of \", sizeof(ncclUniqueId), \" elements\");\n"
+    << "  TORCH_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, \"" << N << ": rank \", rank, \" of \", nranks, \" ranks\");\n"
+    << "  auto in = std::make_unique<Instance>();\n  in->device = c10::cuda::current_device();\n  ncclUniqueId u;\n"
+    << "  std::memcpy(&u, id.data_ptr(), sizeof u);\n"
+    << "  ncclResult_t r = ncclCommInitRank(&in->comm, static_cast<int>(nranks), u, static_cast<int>(rank));\n"
+    << "  TORCH_CHECK(r == ncclSuccess, \"" << N << ": ncclCommInitRank: \", ncclGetErrorString(r));\n"
+    << "  try {\n    in->program = std::make_unique<" << C << ">(in->comm, at::cuda::getCurrentCUDAStream().stream());\n"
+    << "  } catch (const std::exception& e) {\n    TORCH_CHECK(false, e.what());\n  }\n"
+    << "  std::lock_guard<std::mutex> lock(mutex_);\n  const int64_t h = next_++;\n  instances_[h] = std::move(in);\n  return h;\n}\n\n"
+    << "void destroy(int64_t handle) {\n  std::unique_ptr<Instance> in;\n  {\n    std::lock_guard<std::mutex> lock(mutex_);\n"
+    << "    auto it = instances_.find(handle);\n    if (it == instances_.end()) return;\n    in = std::move(it->second);\n"
+    << "    instances_.erase(it);\n  }\n  c10::cuda::CUDAGuard guard(in->device);\n  in.reset();\n}\n\n"
+    << "// A tensor the program reads or writes: on the communicator's device, of its dtype, contiguous, of\n"
+    << "// this rank's shape.\n"
+    << "void check(const at::Tensor& t, const char* name, at::ScalarType dtype, const std::vector<int64_t>& shape, int device) {\n"
+    << "  TORCH_CHECK(t.is_cuda() && t.get_device() == device, \"" << N
+    << ": '\", name, \"' must be on cuda:\", device, \"; it is on \", t.device());\n"
+    << "  TORCH_CHECK(t.scalar_type() == dtype, \"" << N << ": '\", name, \"' must have dtype \", dtype, \"; it has \", t.scalar_type());\n"
+    << "  TORCH_CHECK(t.sizes() == at::IntArrayRef(shape), \"" << N << ": '\", name, \"' must have shape \", at::IntArrayRef(shape),\n"
+    << "              \" on this rank; it has \", t.sizes());\n"
+    << "  TORCH_CHECK(t.is_contiguous(), \"" << N << ": '\", name, \"' must be contiguous\");\n}\n\n";
+  // run
+  std::string ret = nOut == 0   ? "void"
+                    : nOut == 1 ? "at::Tensor"
+                                : "std::tuple<" +
+                                      [&] {
+                                        std::string r;
+                                        for (int k = 0; k < nOut; ++k) r += k ? ", at::Tensor" : "at::Tensor";
+                                        return r;
+                                      }() +
+                                      ">";
+  c << ret << " run(int64_t handle, at::IntArrayRef sizes";
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") c << ", " << (std::string(t.role) == "state" ? "at::Tensor& " : "const at::Tensor& ") << t.arg;
+  for (auto* p : scalars)
+    c << ", " << (p->dtype == DType::Bool ? "bool " : ast::isInteger(p->dtype) ? "int64_t " : "double ") << pyIdent(p->name);
+  c << ", int64_t seed) {\n  Instance& in = instance(handle);\n  c10::cuda::CUDAGuard guard(in.device);\n"
+    << "  TORCH_CHECK(sizes.size() == " << sizes.size() << ", \"" << N << ": \", sizes.size(), \" sizes given; the program has "
+    << sizes.size() << "\");\n  " << C << "_sizes sz;\n";
+  for (size_t k = 0; k < sizes.size(); ++k) c << "  sz.s_" << sizes[k]->name << " = sizes[" << k << "];\n";
+  c << "  auto shapeOf = [&](const char* name) {\n    long long sh[8];\n    const int r = in.program->localShape(name, sz, sh);\n"
+    << "    return std::vector<int64_t>(sh, sh + std::max(r, 0));\n  };\n";
+  for (auto& t : ts)
+    if (std::string(t.role) != "out")
+      c << "  check(" << t.arg << ", \"" << t.name << "\", " << atType(t.type.dtype) << ", shapeOf(\"" << t.name << "\"), in.device);\n";
+  c << "  const auto options = at::TensorOptions().device(at::kCUDA, in.device);\n  (void)options;\n";
+  for (auto& t : ts)
+    if (std::string(t.role) == "out")
+      c << "  at::Tensor " << t.arg << " = at::empty(shapeOf(\"" << t.name << "\"), options.dtype(" << atType(t.type.dtype) << "));\n";
+  c << "  " << C << "_tensors tt;\n";
+  for (auto& t : ts) c << "  tt." << ident(t.name) << " = " << t.arg << ".data_ptr();\n";
+  c << "  " << C << "_scalars sc;\n";
+  for (auto* p : scalars) c << "  sc." << ident(p->name) << " = " << pyIdent(p->name) << ";\n";
+  c << "  try {\n    in.program->setStream(at::cuda::getCurrentCUDAStream(in.device).stream());\n"
+    << "    in.program->run(sz, sc, tt, static_cast<unsigned long long>(seed));\n"
+    << "  } catch (const std::exception& e) {\n    TORCH_CHECK(false, e.what());\n  }\n";
+  if (nOut == 1) {
+    for (auto& t : ts)
+      if (std::string(t.role) == "out") c << "  return " << t.arg << ";\n";
+  } else if (nOut > 1) {
+    c << "  return {";
+    bool first = true;
+    for (auto& t : ts)
+      if (std::string(t.role) == "out") c << (first ? "" : ", ") << t.arg, first = false;
+    c << "};\n";
+  }
+  c << "}\n\n}  // namespace\n\n"
+    << "TORCH_LIBRARY_FRAGMENT(coconet, m) {\n"
+    << "  m.def(\"" << cls_ << "_unique_id() -> Tensor\", &uniqueId);\n"
+    << "  m.def(\"" << cls_ << "_create(Tensor id, int rank, int nranks) -> int\", &create);\n"
+    << "  m.def(\"" << cls_ << "_destroy(int handle) -> ()\", &destroy);\n"
+    << "  m.def(\"" << schema << "\");\n}\n\n"
+    << "TORCH_LIBRARY_IMPL(coconet, CUDA, m) {\n  m.impl(\"" << cls_ << "\", &run);\n}\n";
+  return c.str();
+}
+
+std::string TorchPackage::moduleHead() const {
+  // ---- coconet_NAME.py ----
+  std::ostringstream y;
+  y << "\"\"\"" << mod << ": the coconetc program " << N << " as a PyTorch operator, torch.ops.coconet." << cls_ << ".\n\n"
+    << "Generated by coconetc " << COCONETC_VERSION << " from " << commentText(o_.sourcePath)
+    << (o_.schedulePath.empty() ? "" : " with schedule " + commentText(o_.schedulePath)) << ". Do not edit.\n\"\"\"\n"
+    << "import glob\nimport os\n\nimport torch\nimport torch.distributed as dist\n\n"
+    << "_here = os.path.dirname(os.path.abspath(__file__))\n"
+    << "_libs = sorted(glob.glob(os.path.join(_here, \"_" << mod << "*.so\")))\nif not _libs:\n"
+    << "    raise ImportError(\"" << mod << ": the operator library _" << mod
+    << "*.so is not beside \" + __file__ + \" (install the package with pip)\")\n"
+    << "torch.ops.load_library(_libs[0])\n\n"
+    << "SIZES = (";
+  for (auto* p : sizes) y << "\"" << p->name << "\", ";
+  y << ")\n# Bound at compile time (-D): the only value each takes.\n_BOUND = {";
+  for (auto* p : sizes)
+    if (p->value) y << "\"" << p->name << "\": " << p->ivalue << ", ";
+  y << "}\n# Where each size is read from a tensor: (tensor, dimension, whether that dimension is sliced).\n_SIZE_FROM = {";
+  for (auto* p : sizes) {
+    const TorchTensor* best = nullptr;
+    int bestDim = -1;
+    bool bestSliced = true;
+    for (auto& t : ts) {
+      if (std::string(t.role) == "out") continue;
+      for (int k = 0; k < t.type.rank(); ++k) {
+        if (t.type.shape[k] != SizeExpr::symbol(p->name)) continue;
+        const bool sl = t.type.layout.kind == Layout::Sliced && t.type.layout.dim == k;
+        if (!best || (bestSliced && !sl)) best = &t, bestDim = k, bestSliced = sl;
+      }
+    }
+    if (best) y << "\"" << p->name << "\": (\"" << best->arg << "\", " << bestDim << ", " << (bestSliced ? "True" : "False") << "), ";
+  }
+  y << "}\n_handles = {}  # process group (None: one rank) -> (handle, rank, ranks)\n_groups = {}  # handle -> (rank, ranks)\n\n\n"
+    << "def communicator(group=None):\n"
+    << "    \"\"\"The NCCL communicator of the process group (the default group, or one rank where\n"
+    << "    torch.distributed is not initialized): made once per group, its id broadcast over the group.\n"
+    << "    Returns (handle, rank, ranks).\"\"\"\n"
+    << "    if group is None and dist.is_available() and dist.is_initialized():\n        group = dist.group.WORLD\n"
+    << "    if group in _handles:\n        return _handles[group]\n"
+    << "    if group is None:\n        rank, n = 0, 1\n        uid = torch.ops.coconet." << cls_ << "_unique_id()\n"
+    << "    else:\n        rank, n = dist.get_rank(group), dist.get_world_size(group)\n"
+    << "        obj = [torch.ops.coconet." << cls_ << "_unique_id().tolist() if rank == 0 else None]\n"
+    << "        dist.broadcast_object_list(obj, src=dist.get_global_rank(group, 0), group=group)\n"
+    << "        uid = torch.tensor(obj[0], dtype=torch.uint8)\n"
+    << "    handle = torch.ops.coconet." << cls_ << "_create(uid, rank, n)\n"
+    << "    _handles[group] = (handle, rank, n)\n    _groups[handle] = (rank, n)\n    return _handles[group]\n\n\n"
+    << "def close(group=None):\n    \"\"\"Ends the communicator of the group (communicator() makes a new one when called again).\"\"\"\n"
+    << "    if group is None and dist.is_available() and dist.is_initialized():\n        group = dist.group.WORLD\n"
+    << "    entry = _handles.pop(group, None)\n    if entry is not None:\n        _groups.pop(entry[0], None)\n"
+    << "        torch.ops.coconet." << cls_ << "_destroy(entry[0])\n\n\n"
+    << "def local_shape(name, sizes, ranks):\n"
+    << "    \"\"\"This rank's shape of tensor `name` (a sliced dimension: its block) for the sizes (a dict).\"\"\"\n"
+    << "    s, P = sizes, ranks\n";
+  for (auto& t : ts) {
+    y << "    if name == \"" << t.name << "\":\n        return [";
+    for (int k = 0; k < t.type.rank(); ++k) {
+      std::string d = py(t.type.shape[k]);
+      if (t.type.group && t.type.layout.kind == Layout::Sliced && t.type.layout.dim == k)
+        d = "(" + d + ") // (" + py(t.type.group->size) + ")";
+      y << (k ? ", " : "") << d;
+    }
+    y << "]\n";
+  }
+  y << "    raise KeyError(\"" << N << " has no tensor \" + repr(name))\n\n\n"
+    << "def _sizes(given, tensors, ranks):\n    out = []\n    for name in SIZES:\n        v = given.get(name)\n"
+    << "        if v is None and name in _SIZE_FROM:\n            t, d, sliced = _SIZE_FROM[name]\n"
+    << "            v = tensors[t].shape[d] * (ranks if sliced else 1)\n"
+    << "        if v is None:\n            v = _BOUND.get(name)\n"
+    << "        if v is None:\n            raise ValueError(\"" << N
+    << ": size '\" + name + \"' is not a dimension of any input; pass it: \" + name + \"=...\")\n"
+    << "        if name in _BOUND and v != _BOUND[name]:\n            raise ValueError(\"" << N
+    << ": size '\" + name + \"' was bound to \" + str(_BOUND[name]) + \" at compile time; got \" + str(v))\n"
+    << "        out.append(int(v))\n    return out\n\n\n";
+  return y.str();
+}
+
+std::string TorchPackage::moduleFunction() const {
+  std::ostringstream y;
+  // fake
+  y << "@torch.library.register_fake(\"coconet::" << cls_ << "\")\ndef _fake(handle, sizes";
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << ", " << t.arg;
+  for (auto* p : scalars) y << ", " << pyIdent(p->name);
+  y << ", seed):\n    _, ranks = _groups[handle]\n    s = dict(zip(SIZES, sizes))\n";
+  std::string anyIn;
+  for (auto& t : ts)
+    if (std::string(t.role) != "out" && anyIn.empty()) anyIn = t.arg;
+  std::vector<std::string> outs;
+  for (auto& t : ts)
+    if (std::string(t.role) == "out")
+      outs.push_back((anyIn.empty() ? "torch.empty(" : anyIn + ".new_empty(") + std::string("local_shape(\"") + t.name +
+                     "\", s, ranks), dtype=" + pyType(t.type.dtype) + ")");
+  if (outs.empty())
+    y << "    return None\n\n\n";
+  else if (outs.size() == 1)
+    y << "    return " << outs[0] << "\n\n\n";
+  else {
+    y << "    return (\n";
+    for (auto& o : outs) y << "        " << o << ",\n";
+    y << "    )\n\n\n";
+  }
+  // the function
+  y << "def " << pyIdent(cls_) << "(";
+  bool first = true;
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << (first ? "" : ", ") << t.arg, first = false;
+  y << (first ? "*" : ", *");
+  for (auto* p : scalars) {
+    y << ", " << pyIdent(p->name) << "=";
+    if (!p->value)
+      y << "None";
+    else if (p->dtype == DType::Bool)
+      y << (*p->value != 0 ? "True" : "False");
+    else if (ast::isInteger(p->dtype))
+      y << p->ivalue;
+    else
+      y << num(*p->value);
+  }
+  for (auto* p : sizes) y << ", " << p->name << "=None";
+  y << ", group=None, seed=0):\n    \"\"\"Runs " << N << " on torch's current stream.\n\n";
+  for (auto& t : ts) y << "    " << t.role << " " << t.name << ": " << t.type.str() << "\n";
+  y << "\n    Inputs and states are this rank's storage (a sliced tensor: its block); states are changed in\n"
+    << "    place and the outputs returned. Sizes come from the tensors' shapes unless given.\n    \"\"\"\n";
+  for (auto* p : scalars)
+    if (!p->value)
+      y << "    if " << pyIdent(p->name) << " is None:\n        raise TypeError(\"" << N << ": scalar '" << p->name
+        << "' has no default; pass it\")\n";
+  y << "    handle, _, ranks = communicator(group)\n    sizes = _sizes({";
+  for (auto* p : sizes) y << "\"" << p->name << "\": " << p->name << ", ";
+  y << "}, {";
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << "\"" << t.arg << "\": " << t.arg << ", ";
+  y << "}, ranks)\n    return torch.ops.coconet." << cls_ << "(handle, sizes";
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << ", " << t.arg;
+  for (auto* p : scalars) y << ", " << pyIdent(p->name);
+  y << ", seed)\n";
+  return y.str();
+}
+
+std::string TorchPackage::setupSource() const {
+  // ---- setup.py, pyproject.toml: pip builds the operator library with CMake ----
+  std::ostringstream su;
+  su << "# setup.py: generated by coconetc " << COCONETC_VERSION << ". Builds _" << mod
+     << " with CMake (COCONET_TORCH=ON) against the installed torch:\n"
+     << "#   pip install --no-build-isolation .   (NCCL_ROOT=... to pick an NCCL; CMAKE_CUDA_ARCHITECTURES=... another GPU)\n"
+     << "import os\nimport shutil\nimport subprocess\nimport sysconfig\n\nfrom setuptools import Extension, setup\n"
+     << "from setuptools.command.build_ext import build_ext\n\n\n"
+     << "class CMakeBuild(build_ext):\n    def build_extension(self, ext):\n        import torch.utils.cpp_extension as cpp\n\n"
+     << "        src = os.path.dirname(os.path.abspath(__file__))\n        tmp = os.path.abspath(self.build_temp)\n"
+     << "        os.makedirs(tmp, exist_ok=True)\n        cfg = [\n            \"cmake\", \"-S\", src, \"-B\", tmp, "
+        "\"-DCOCONET_TORCH=ON\",\n"
+     << "            \"-DTORCH_INCLUDE_DIRS=\" + \";\".join(cpp.include_paths()),\n"
+     << "            \"-DTORCH_LIBRARY_DIRS=\" + \";\".join(cpp.library_paths()),\n"
+     << "            \"-DTORCH_CXX11_ABI=\" + str(int(__import__(\"torch\")._C._GLIBCXX_USE_CXX11_ABI)),\n"
+     << "            \"-DTORCH_EXT_SUFFIX=\" + sysconfig.get_config_var(\"EXT_SUFFIX\"),\n        ]\n"
+     << "        nccl = os.environ.get(\"NCCL_ROOT\")\n"
+     << "        if not nccl:  # torch's own NCCL: the one the process loads first\n"
+     << "            try:\n                import nvidia.nccl\n\n                nccl = list(nvidia.nccl.__path__)[0]\n"
+     << "            except ImportError:\n                pass\n"
+     << "        if nccl:\n            cfg.append(\"-DNCCL_ROOT=\" + nccl)\n"
+     << "        if os.environ.get(\"CMAKE_CUDA_ARCHITECTURES\"):\n"
+     << "            cfg.append(\"-DCMAKE_CUDA_ARCHITECTURES=\" + os.environ[\"CMAKE_CUDA_ARCHITECTURES\"])\n"
+     << "        subprocess.check_call(cfg)\n"
+     << "        subprocess.check_call([\"cmake\", \"--build\", tmp, \"--target\", \"_" << mod << "\", \"-j\", str(os.cpu_count() or 2)])\n"
+     << "        built = os.path.join(tmp, \"_" << mod << "\" + sysconfig.get_config_var(\"EXT_SUFFIX\"))\n"
+     << "        os.makedirs(os.path.dirname(self.get_ext_fullpath(ext.name)), exist_ok=True)\n"
+     << "        shutil.copyfile(built, self.get_ext_fullpath(ext.name))\n\n\n"
+     << "setup(\n    name=\"" << mod << "\",\n    version=\"" << COCONETC_VERSION << "\",\n"
+     << "    description=\"The coconetc program " << N << " as a PyTorch operator\",\n    py_modules=[\"" << mod << "\"],\n"
+     << "    ext_modules=[Extension(\"_" << mod << "\", sources=[])],\n    cmdclass={\"build_ext\": CMakeBuild},\n)\n";
+  return su.str();
+}
+
+std::string TorchPackage::pyproject() const {
+  return "# Generated by coconetc " + std::string(COCONETC_VERSION) +
+         ". Install with: pip install --no-build-isolation .\n"
+         "[build-system]\nrequires = [\"setuptools>=64\", \"torch\", \"cmake>=3.24\"]\n"
+         "build-backend = \"setuptools.build_meta\"\n";
+}
+
+std::string TorchPackage::readme() const {
+  // ---- README.md ----
+  std::ostringstream rd;
+  rd << "# " << mod << "\n\nThe coconetc program `" << N << "` (" << o_.sourcePath
+     << (o_.schedulePath.empty() ? "" : ", schedule " + o_.schedulePath) << ") as a PyTorch operator, generated by coconetc "
+     << COCONETC_VERSION << ".\n\n## Install\n\n```sh\npip install --no-build-isolation "
+     << "DIR\n```\n\n"
+     << "This builds `_" << mod << "` with CMake and nvcc against the installed torch (it needs CUDA 12.8 or later, cuBLAS and\n"
+     << "NCCL 2.28 or later: `NCCL_ROOT=...` picks one; `CMAKE_CUDA_ARCHITECTURES=...` another GPU than " << o_.arch
+     << ").\n\n## Use\n\n```python\nimport torch\nimport " << mod << "\n\n"
+     << "outputs = " << mod << "." << pyIdent(cls_) << "(";
+  bool first = true;
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") rd << (first ? "" : ", ") << t.arg, first = false;
+  rd << ")\n```\n\nThe operator is `torch.ops.coconet." << cls_ << "`:\n\n```\n"
+     << schema << "\n```\n\n"
+     << "| tensor | role | type |\n|---|---|---|\n";
+  for (auto& t : ts) rd << "| `" << t.name << "` | " << t.role << " | `" << t.type.str() << "` |\n";
+  rd << "\nTensors are this rank's storage (a sliced tensor: its block), on the current CUDA device, contiguous, of\n"
+     << "the listed dtype; states are changed in place, outputs returned. The sizes come from the tensors' shapes\n"
+     << "(or keyword arguments); a tensor of the wrong device, dtype or shape raises a RuntimeError naming it and\n"
+     << "the expected value. The operator runs on torch's current stream and has a fake implementation, so\n"
+     << "`torch.compile(fullgraph=True)` traces through it.\n\n"
+     << "## Ranks\n\nLaunch one process per GPU with torchrun and initialize torch.distributed with the NCCL backend\n"
+     << "before the first call; the package makes one NCCL communicator per process group (`communicator(group)`),\n"
+     << "its id broadcast over the group, and `close(group)` ends it. Without torch.distributed it runs on one rank.\n\n"
+     << "```sh\ntorchrun --nproc-per-node 4 train.py\n```\n";
+  return rd.str();
+}
+
+}  // namespace
+
+std::vector<std::string> Emitter::torchFiles() const {
+  return {cls_ + "_torch.cpp", "coconet_" + cls_ + ".py", "setup.py", "pyproject.toml", "README.md"};
+}
+
+void Emitter::writeTorchPackage(std::vector<std::string>& files) {
+  const TorchPackage pk(p_, cls_, o_);
+  write(cls_ + "_torch.cpp", pk.opSource(), files);
+  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction(), files);
+  write("setup.py", pk.setupSource(), files);
+  write("pyproject.toml", pk.pyproject(), files);
+  write("README.md", pk.readme(), files);
+}
+
+}  // namespace coconet::backend::detail

@@ -1,0 +1,144 @@
+"""Each --target torch package's operator against `coconetc verify --dump` vectors at one rank.
+
+Usage: python3 tests/gpu/torch_ops.py DUMPS NAME [NAME ...]   (coconet_NAME importable: installed
+with pip by tests/gpu/torch-run.sh). For each NAME: its inputs and states from DUMPS/NAME/ranks1,
+the operator run (states changed in place, outputs returned), each output and final state compared
+with the expected values (relative Frobenius error within the tolerance of the least precise
+floating dtype of the program's tensors; integers exactly); then a tensor of the wrong dtype and
+one of the wrong shape (the last tensor argument) raise RuntimeError naming it; torch.compile(fullgraph=True) of a function
+that calls the operator gives the same values; and a CUDA graph captures the call and replays it.
+Prints one line per check; exits 1 if any failed.
+"""
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+DTYPES = {"f16": (np.float16, torch.float16), "bf16": (np.uint16, torch.bfloat16), "f32": (np.float32, torch.float32),
+          "f64": (np.float64, torch.float64), "i8": (np.int8, torch.int8), "i32": (np.int32, torch.int32),
+          "i64": (np.int64, torch.int64), "u8": (np.uint8, torch.uint8), "bool": (np.uint8, torch.bool)}
+TOLERANCE = {"f16": 1e-2, "bf16": 2e-2, "f32": 1e-4, "f64": 1e-10}
+failed = 0
+
+
+def report(ok, what):
+    global failed
+    failed += not ok
+    print(("ok: " if ok else "FAIL: ") + what, flush=True)
+
+
+def load(d, entry):
+    r = entry["ranks"][0]
+    np_t, t_t = DTYPES[entry["dtype"]]
+    a = np.fromfile(os.path.join(d, r["file"]), dtype=np_t).reshape(r["shape"])
+    t = torch.from_numpy(a.copy())
+    if entry["dtype"] == "bf16":
+        t = t.view(torch.bfloat16)
+    return t.to(t_t).cuda() if entry["dtype"] != "bf16" else t.cuda()
+
+
+def rel_error(got, want):
+    g, w = got.double().cpu(), want.double().cpu()
+    den = torch.linalg.vector_norm(w).item()
+    return torch.linalg.vector_norm(g - w).item() / (den if den > 0 else 1.0)
+
+
+def check_program(dumps, name):
+    mod = importlib.import_module("coconet_" + name)
+    d = os.path.join(dumps, name, "ranks1")
+    man = json.load(open(os.path.join(d, "manifest.json")))
+    ins = {e["name"]: e for e in man["inputs"]}
+    floats = [e["dtype"] for e in man["inputs"] + man.get("outputs", []) if e["dtype"] in TOLERANCE]
+    tol = max([TOLERANCE[t] for t in floats], default=0)
+    fn = getattr(mod, name if hasattr(mod, name) else name + "_")
+    # the operator's tensor arguments, in its order: the program's inputs and states by name
+    order = [a for a in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
+    code = fn.__code__
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    # (a scalar named like the wrapper's own keyword arguments, `seed`, is `seed_` there)
+    scalars = {(k + "_" if k + "_" in kwonly else k): v for k, v in man["scalars"].items()}
+
+    def fresh():
+        return [load(d, ins[a.rstrip("_") if a.rstrip("_") in ins else a]) for a in order]
+
+    def run(args):
+        out = fn(*args, seed=man["seed"], **scalars)
+        return out if isinstance(out, tuple) else (() if out is None else (out,))
+
+    args = fresh()
+    outs = run(args)
+    torch.cuda.synchronize()
+    results = {}
+    for k, e in enumerate(man.get("outputs", [])):
+        results[e["name"]] = (outs[k], e)
+    for e in man.get("states", []):
+        results[e["name"]] = (args[[a.rstrip("_") for a in order].index(e["name"])], e)
+    worst = 0.0
+    for nm, (got, e) in results.items():
+        want = load(d, e)
+        if e["dtype"] in TOLERANCE:
+            err = rel_error(got, want)
+            worst = max(worst, err)
+            report(err <= tol, "%s: '%s' relative error %.3g (limit %g)" % (name, nm, err, tol))
+        else:
+            report(torch.equal(got.cpu(), want.cpu()), "%s: '%s' exactly" % (name, nm))
+    # error paths: a wrong dtype and a wrong shape name the tensor
+    for what, change in (("dtype", lambda t: t.to(torch.float64 if t.dtype != torch.float64 else torch.float32)),
+                         ("shape", lambda t: torch.cat([t.reshape(-1), t.reshape(-1)[:1]]))):
+        bad = fresh()
+        bad[-1] = change(bad[-1])
+        try:
+            run(bad)
+            report(False, "%s: a tensor of the wrong %s ran" % (name, what))
+        except RuntimeError as ex:
+            report(("'" + order[-1].rstrip("_") + "'") in str(ex) and what in str(ex),
+                   "%s: wrong %s of '%s' raises: %s" % (name, what, order[-1], str(ex).splitlines()[0][:160]))
+    # torch.compile(fullgraph=True): the same values
+    args2 = fresh()
+    compiled = torch.compile(lambda *a: fn(*a, seed=man["seed"], **scalars), fullgraph=True)
+    outs2 = compiled(*args2)
+    outs2 = outs2 if isinstance(outs2, tuple) else (() if outs2 is None else (outs2,))
+    torch.cuda.synchronize()
+    same = all(torch.equal(a, b) for a, b in zip(outs, outs2)) and all(torch.equal(a, b) for a, b in zip(args, args2))
+    report(same, "%s: torch.compile(fullgraph=True) gives the same values" % name)
+    # CUDA graph: capture one call (after the warm-up above), replay it on fresh inputs
+    args3 = fresh()
+    static = [a.clone() for a in args3]
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        run(static)  # warm-up on the capture stream
+    torch.cuda.current_stream().wait_stream(s)
+    for st, a in zip(static, args3):
+        st.copy_(a)
+    with torch.cuda.graph(g):
+        gouts = run(static)
+    for st, a in zip(static, args3):
+        st.copy_(a)
+    g.replay()
+    torch.cuda.synchronize()
+    same = all(torch.equal(a, b) for a, b in zip(outs, gouts)) and all(torch.equal(a, b) for a, b in zip(args, static))
+    report(same, "%s: a CUDA graph of the call replays to the same values" % name)
+    return worst
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    torch.cuda.set_device(0)
+    for name in sys.argv[2:]:
+        try:
+            check_program(sys.argv[1], name)
+        except Exception as ex:  # one program's failure does not stop the others
+            report(False, "%s: %s: %s" % (name, type(ex).__name__, str(ex).splitlines()[0][:300] if str(ex) else ""))
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
