@@ -12,6 +12,7 @@ mkdir -p "$out"
 names=("$@")
 [ ${#names[@]} -gt 0 ] || for d in "$b"/torch/*/; do names+=("$(basename "$d")"); done
 site=$(mktemp -d)
+dumps=$(mktemp -d)  # (the vectors stay out of OUT: many files)
 res="$out/torch-results.txt"
 {
   echo "date: $(date -u +%F)"
@@ -20,16 +21,24 @@ res="$out/torch-results.txt"
   echo "command: bash tests/gpu/torch-run.sh ${names[*]}"
 } > "$res"
 COCONETC="$b/bin/coconetc" LD_LIBRARY_PATH="$b/lib" GPU_TESTS_ONLY="${names[*]}" \
-  bash "$root/tests/gpu/make-vectors.sh" "$out/dumps" > "$out/vectors.log" 2>&1 || echo "make-vectors failed (see vectors.log)" >> "$res"
+  bash "$root/tests/gpu/make-vectors.sh" "$dumps" > "$out/vectors.log" 2>&1 || echo "make-vectors failed (see vectors.log)" >> "$res"
 rc=0
+# (the packages build at once, each into its own site folder: pip's --target replaces a shared one's folders)
 for n in "${names[@]}"; do
-  if python3 -m pip install --no-build-isolation --no-deps --target "$site" "$b/torch/$n" > "$out/pip-$n.log" 2>&1; then
+  (python3 -m pip install --no-build-isolation --no-deps --target "$site/$n" "$b/torch/$n" > "$out/pip-$n.log" 2>&1
+   echo $? > "$out/pip-$n.rc") &
+done
+wait
+path=""
+for n in "${names[@]}"; do
+  if [ "$(cat "$out/pip-$n.rc")" = 0 ]; then
     echo "ok: $n: pip install --no-build-isolation built and installed coconet_$n" >> "$res"
   else
-    echo "FAIL: $n: pip install (see pip-$n.log): $(grep -m1 -i 'error' "$out/pip-$n.log")" >> "$res"
+    echo "FAIL: $n: pip install (see pip-$n.log): $(grep -m1 -E 'error:|Error' "$out/pip-$n.log")" >> "$res"
     rc=1
   fi
+  path="$path${path:+:}$site/$n"
 done
-PYTHONPATH="$site" python3 "$root/tests/gpu/torch_ops.py" "$out/dumps" "${names[@]}" >> "$res" 2>"$out/torch_ops.stderr" || rc=1
+PYTHONPATH="$path" python3 "$root/tests/gpu/torch_ops.py" "$dumps" "${names[@]}" >> "$res" 2>"$out/torch_ops.stderr" || rc=1
 cat "$res"
 exit $rc

@@ -321,6 +321,7 @@ std::string Emitter::cInterfaceDecls() const {
     << "int " << cfn("create") << "(const char id[128], int rank, int nranks, void* stream, void** handle);\n"
     << "int " << cfn("run") << "(void* handle, const long long* sizes, const coconet_scalar* scalars, void* const* tensors,\n"
     << "    unsigned long long seed);\n"
+    << "int " << cfn("set_stream") << "(void* handle, void* stream);\n"
     << "int " << cfn("finish") << "(void* handle, double timeout_seconds);\n"
     << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank);\n"
     << "int " << cfn("destroy") << "(void* handle);\n"
@@ -418,6 +419,8 @@ std::string Emitter::cInterfaceSource() const {
   for (size_t i = 0; i < p_.outputs.size(); ++i) s << "    t." << ident(p_.outputNames[i]) << " = tensors[" << k++ << "];\n";
   for (auto& st : p_.states) s << "    t." << ident(st.name) << " = tensors[" << k++ << "];\n";
   s << "    (void)tensors;\n    h->program->run(sizesFrom_(sizes), sc, t, seed);\n  });\n}\n\n";
+  s << "int " << cfn("set_stream") << "(void* handle, void* stream) {\n"
+    << "  return guarded_([&] { live_(handle)->program->setStream(static_cast<cudaStream_t>(stream)); });\n}\n\n";
   s << "int " << cfn("finish") << "(void* handle, double timeout_seconds) {\n"
     << "  return guarded_([&] { live_(handle)->program->finish(timeout_seconds); });\n}\n\n";
   s << "int " << cfn("local_shape") << "(void* handle, const char* tensor, const long long* sizes, long long shape[8], int* rank) {\n"
