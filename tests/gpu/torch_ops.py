@@ -7,6 +7,7 @@ with the expected values (relative Frobenius error within the tolerance of the l
 floating dtype of the program's tensors; integers exactly); then a tensor of the wrong dtype and
 one of the wrong shape (the last tensor argument) raise RuntimeError naming it; torch.compile(fullgraph=True) of a function
 that calls the operator gives the same values; and a CUDA graph captures the call and replays it.
+A package with an Optimizer class runs it against torch.optim.AdamW and round-trips its state_dict.
 Prints one line per check; exits 1 if any failed.
 """
 import importlib
@@ -126,6 +127,44 @@ def check_program(dumps, name):
     return worst
 
 
+def check_optimizer(name):
+    """coconet_NAME.Optimizer on an f16 parameter against torch.optim.AdamW on an f32 master copy
+    (the adam program: AdamW with bias correction), 5 steps; then a state_dict round trip: the
+    loaded optimizer's next step equals the original's exactly, its states keep their dtypes."""
+    mod = importlib.import_module("coconet_" + name)
+    torch.manual_seed(0)
+    n = 4099
+    p = torch.nn.Parameter(torch.randn(n, device="cuda").half())
+    master = p.detach().float().clone().requires_grad_(True)
+    hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.01)
+    opt = mod.Optimizer([p], **hyper)
+    ref = torch.optim.AdamW([master], lr=hyper["lr"], betas=(hyper["beta1"], hyper["beta2"]), eps=hyper["eps"],
+                            weight_decay=hyper["wd"])
+    for _ in range(5):
+        g = torch.randn(n, device="cuda").half()
+        p.grad, master.grad = g.clone(), g.float()
+        opt.step()
+        ref.step()
+    torch.cuda.synchronize()
+    err = rel_error(p.detach(), master.detach().half())
+    report(err <= 1e-2, "%s: Optimizer after 5 steps against torch.optim.AdamW (f32 master): relative error %.3g (limit 0.01)"
+           % (name, err))
+    # state_dict round trip
+    sd = opt.state_dict()
+    q = torch.nn.Parameter(p.detach().clone())
+    opt2 = mod.Optimizer([q], **hyper)
+    opt2.load_state_dict(sd)
+    dtypes_ok = all(opt2.state[q][k].dtype == opt.state[p][k].dtype for k in opt.state[p] if torch.is_tensor(opt.state[p][k]))
+    g = torch.randn(n, device="cuda").half()
+    p.grad, q.grad = g.clone(), g.clone()
+    opt.step()
+    opt2.step()
+    torch.cuda.synchronize()
+    report(dtypes_ok and torch.equal(p.detach(), q.detach()),
+           "%s: state_dict round trip: the loaded optimizer's step equals the original's (states keep their dtypes: %s)"
+           % (name, dtypes_ok))
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -134,6 +173,8 @@ def main():
     for name in sys.argv[2:]:
         try:
             check_program(sys.argv[1], name)
+            if hasattr(importlib.import_module("coconet_" + name), "Optimizer"):
+                check_optimizer(name)
         except Exception as ex:  # one program's failure does not stop the others
             report(False, "%s: %s: %s" % (name, type(ex).__name__, str(ex).splitlines()[0][:300] if str(ex) else ""))
     print("%d failed" % failed)

@@ -82,6 +82,11 @@ struct TorchPackage {
   std::vector<TorchTensor> ts;
   std::vector<const Param*> sizes, scalars;
   int nOut = 0;
+  // The optimizer class (a program with states and one input, the gradient): the state that is
+  // the model's parameter, the states that start as it (its master copies), the step scalar.
+  // Empty `param`: no optimizer class.
+  std::string grad, param, step;
+  std::set<std::string> masters;
 
   TorchPackage(const ir::Program& p, const std::string& cls, const CompileOptions& o, std::string cInterface);
   std::string opSource() const;        // NAME_torch.cpp
@@ -90,6 +95,8 @@ struct TorchPackage {
   std::string setupSource() const;     // setup.py
   std::string pyproject() const;
   std::string readme() const;
+  std::string optimizerClass() const;  // coconet_NAME.py: the torch.optim.Optimizer, if the program is one
+  void findOptimizerRoles();
   static const char* scalarSchema(const Param& p) { return p.dtype == DType::Bool ? "bool" : ast::isInteger(p.dtype) ? "int" : "float"; }
 };
 
@@ -104,6 +111,7 @@ TorchPackage::TorchPackage(const ir::Program& p, const std::string& cls, const C
     ts.push_back({p_.outputNames[i], pyIdent(p_.outputNames[i]), "out", p_.stages[p_.outputs[i]].type});
   for (auto& prm : p_.params) (prm.isSize ? sizes : scalars).push_back(&prm);
   for (auto& t : ts) nOut += std::string(t.role) == "out";
+  findOptimizerRoles();
 
   // ---- The schema: handle, sizes, tensors (states mutable), scalars, seed -> outputs ----
   schema = cls_ + "(int handle, int[] sizes";
@@ -121,6 +129,125 @@ TorchPackage::TorchPackage(const ir::Program& p, const std::string& cls, const C
     for (int k = 0; k < nOut; ++k) schema += k ? ", Tensor" : "Tensor";
     schema += ")";
   }
+}
+
+// An optimizer: one input (the gradient), states, no outputs. The parameter is the state no stage
+// reads (the model's weights the program writes, as adam's w16), else the one state of the
+// gradient's type; a master copy is a state whose new value the parameter's is, through casts and
+// all-gathers (adam's w: `update w16 = f16(w)`); the step is the integer scalar with no default.
+void TorchPackage::findOptimizerRoles() {
+  std::vector<const ir::Stage*> inputs;
+  for (auto& st : p_.stages)
+    if (st.kind == StageKind::Input) inputs.push_back(&st);
+  if (inputs.size() != 1 || p_.states.empty() || nOut != 0) return;
+  grad = inputs[0]->name;
+  std::vector<const ir::StateInfo*> unread, sameType;
+  for (auto& st : p_.states) {
+    bool read = false;
+    for (auto& s : p_.stages)
+      for (int o : s.operands) read |= o == st.entry;
+    if (!read) unread.push_back(&st);
+    if (st.type.dtype == inputs[0]->type.dtype && st.type.shape == inputs[0]->type.shape) sameType.push_back(&st);
+  }
+  const ir::StateInfo* pr = unread.size() == 1 ? unread[0] : sameType.size() == 1 ? sameType[0] : nullptr;
+  if (!pr) return;
+  param = pr->name;
+  // the parameter's new value, back through all-gathers and single-operand casts
+  int e = pr->exit;
+  for (;;) {
+    const ir::Stage& s = p_.stages[e];
+    const bool cast = s.kind == StageKind::Compute && s.operands.size() == 1 && s.expr.nodes.size() <= 2 &&
+                      s.expr.nodes[0].op == EOp::Operand && (s.expr.nodes.size() == 1 || s.expr.nodes[1].op == EOp::Cast);
+    if (s.kind != StageKind::AllGather && !cast) break;
+    e = s.operands[0];
+  }
+  for (auto& st : p_.states)
+    if (st.name != param && st.exit == e) masters.insert(st.name);
+  for (auto* prm : scalars)
+    if (ast::isInteger(prm->dtype) && !prm->value) step = prm->name;
+}
+
+// coconet_NAME.Optimizer: torch.optim.Optimizer over the program, one call per parameter.
+std::string TorchPackage::optimizerClass() const {
+  if (param.empty()) return "";
+  std::ostringstream y;
+  y << "\n\n# The optimizer: the parameter is '" << param << "', its gradient '" << grad << "'"
+    << (step.empty() ? "" : ", the step '" + step + "'") << ".\n_OPT_GRAD = \"" << grad << "\"\n_OPT_PARAM = \"" << param
+    << "\"\n_OPT_STEP = " << (step.empty() ? "None" : "\"" + pyIdent(step) + "\"") << "\n_OPT_MASTERS = (";
+  for (auto& m : masters) y << "\"" << m << "\", ";
+  y << ")\n_OPT_STATES = {";
+  for (auto& st : p_.states)
+    if (st.name != param) y << "\"" << st.name << "\": " << pyType(st.type.dtype) << ", ";
+  y << "}\n_OPT_HYPER = (";
+  for (auto* prm : scalars)
+    if (prm->name != step) y << "\"" << pyIdent(prm->name) << "\", ";
+  y << ")\n\n\nclass Optimizer(torch.optim.Optimizer):\n"
+    << "    \"\"\"torch.optim.Optimizer that runs " << N << " on each parameter with a gradient (flattened): the parameter is\n"
+    << "    '" << param << "', its gradient '" << grad << "'";
+  if (!masters.empty()) {
+    y << "; ";
+    for (auto& m : masters) y << "'" << m << "' ";
+    y << "starts as the parameter";
+  }
+  y << ", the other states at zero" << (step.empty() ? "" : "; '" + step + "' is the step, from 1") << ".\n"
+    << "    Hyperparameters are param-group options (LR schedulers change 'lr'); state_dict() holds each\n"
+    << "    parameter's states as this rank keeps them (a sliced state: its block) and loads back exactly.\"\"\"\n\n"
+    << "    def __init__(self, params";
+  for (auto* prm : scalars) {
+    if (prm->name == step) continue;
+    y << ", " << pyIdent(prm->name) << "=";
+    if (!prm->value)
+      y << "None";
+    else if (prm->dtype == DType::Bool)
+      y << (*prm->value != 0 ? "True" : "False");
+    else if (ast::isInteger(prm->dtype))
+      y << prm->ivalue;
+    else
+      y << num(*prm->value);
+  }
+  y << ", *, group=None):\n        defaults = dict(";
+  bool first = true;
+  for (auto* prm : scalars)
+    if (prm->name != step) y << (first ? "" : ", ") << pyIdent(prm->name) << "=" << pyIdent(prm->name), first = false;
+  y << ")\n        for k, v in defaults.items():\n            if v is None:\n"
+    << "                raise TypeError(\"" << N << ": hyperparameter '\" + k + \"' has no default; pass it\")\n"
+    << "        super().__init__(params, defaults)\n        self.group = group\n        self._exact = None\n"
+    << "        self.register_load_state_dict_pre_hook(Optimizer._keep_exact)\n"
+    << "        self.register_load_state_dict_post_hook(Optimizer._restore_exact)\n\n"
+    << "    def _new_state(self, p, rank, ranks):\n        flat = p.detach().reshape(-1)\n"
+    << "        s = dict(zip(SIZES, _sizes({}, {_OPT_GRAD: flat}, ranks)))\n        state = {\"step\": 0}\n"
+    << "        for name, dtype in _OPT_STATES.items():\n            shape = local_shape(name, s, ranks)\n"
+    << "            if name in _OPT_MASTERS:\n                n = 1\n                for d in shape:\n                    n *= d\n"
+    << "                start = rank * n if n < flat.numel() else 0  # (a sliced master: this rank's block)\n"
+    << "                state[name] = flat[start:start + n].to(dtype).reshape(shape).clone()\n"
+    << "            else:\n                state[name] = torch.zeros(shape, dtype=dtype, device=p.device)\n"
+    << "        return state\n\n"
+    << "    @torch.no_grad()\n    def step(self, closure=None):\n        loss = None\n        if closure is not None:\n"
+    << "            with torch.enable_grad():\n                loss = closure()\n"
+    << "        _, rank, ranks = communicator(self.group)\n        for g in self.param_groups:\n            for p in g[\"params\"]:\n"
+    << "                if p.grad is None:\n                    continue\n                state = self.state[p]\n"
+    << "                if not state:\n                    state.update(self._new_state(p, rank, ranks))\n"
+    << "                state[\"step\"] += 1\n                kw = {k: g[k] for k in _OPT_HYPER}\n"
+    << "                if _OPT_STEP is not None:\n                    kw[_OPT_STEP] = state[\"step\"]\n"
+    << "                tensors = dict(state)\n                tensors[_OPT_GRAD] = p.grad.reshape(-1)\n"
+    << "                tensors[_OPT_PARAM] = p.data.view(-1)\n"
+    << "                " << pyIdent(cls_) << "(";
+  first = true;
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << (first ? "" : ", ") << "tensors[\"" << t.name << "\"]", first = false;
+  y << ", group=self.group, **kw)\n        return loss\n\n"
+    << "    # torch.optim.Optimizer.load_state_dict casts floating state to the parameter's dtype; the states\n"
+    << "    # keep the program's (f32 moments of an f16 parameter): the values are kept before and put back after.\n"
+    << "    @staticmethod\n    def _keep_exact(optimizer, state_dict):\n"
+    << "        ids = [i for g in state_dict[\"param_groups\"] for i in g[\"params\"]]\n"
+    << "        optimizer._exact = [state_dict[\"state\"].get(i) for i in ids]\n\n"
+    << "    @staticmethod\n    def _restore_exact(optimizer):\n"
+    << "        params = [p for g in optimizer.param_groups for p in g[\"params\"]]\n"
+    << "        for p, saved in zip(params, optimizer._exact or []):\n            if saved is None:\n                continue\n"
+    << "            for k, v in saved.items():\n                if k in _OPT_STATES:\n"
+    << "                    optimizer.state[p][k] = v.detach().to(device=p.device, dtype=_OPT_STATES[k]).clone()\n"
+    << "        optimizer._exact = None\n";
+  return y.str();
 }
 
 std::string TorchPackage::opSource() const {
@@ -439,7 +566,7 @@ std::vector<std::string> Emitter::torchFiles() const {
 void Emitter::writeTorchPackage(std::vector<std::string>& files) {
   const TorchPackage pk(p_, cls_, o_, cInterfaceDecls());
   write(cls_ + "_torch.cpp", pk.opSource(), files);
-  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction(), files);
+  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction() + pk.optimizerClass(), files);
   write("setup.py", pk.setupSource(), files);
   write("pyproject.toml", pk.pyproject(), files);
   write("README.md", pk.readme(), files);
