@@ -7,7 +7,8 @@ with the expected values (relative Frobenius error within the tolerance of the l
 floating dtype of the program's tensors; integers exactly); then a tensor of the wrong dtype and
 one of the wrong shape (the last tensor argument) raise RuntimeError naming it; torch.compile(fullgraph=True) of a function
 that calls the operator gives the same values; and a CUDA graph captures the call and replays it.
-A package with an Optimizer class runs it against torch.optim.AdamW and round-trips its state_dict.
+A package with an Optimizer class runs it against torch.optim.AdamW and round-trips its state_dict;
+one with a Module class runs it under no_grad and checks that it refuses to run with gradients.
 Prints one line per check; exits 1 if any failed.
 """
 import importlib
@@ -97,6 +98,25 @@ def check_program(dumps, name):
         except RuntimeError as ex:
             report(("'" + order[-1].rstrip("_") + "'") in str(ex) and what in str(ex),
                    "%s: wrong %s of '%s' raises: %s" % (name, what, order[-1], str(ex).splitlines()[0][:160]))
+    # Module: the floating inputs after the first as parameters; forward under no_grad gives the
+    # function's values, and with gradients enabled it refuses (no backward program yet)
+    if hasattr(mod, "Module") and not man.get("states"):
+        first = fresh()
+        params = {a: t for a, t in zip(order[1:], first[1:]) if t.is_floating_point()}
+        m = mod.Module(seed=man["seed"], **params, **scalars)
+        rest = [t for a, t in zip(order, first) if a not in params]
+        with torch.no_grad():
+            mouts = m(*rest)
+        mouts = mouts if isinstance(mouts, tuple) else (mouts,)
+        torch.cuda.synchronize()
+        report(all(torch.equal(a, b) for a, b in zip(outs, mouts)),
+               "%s: Module (parameters %s) under no_grad gives the function's values" % (name, ", ".join(params) or "none"))
+        if params:
+            try:
+                m(*rest)
+                report(False, "%s: Module with parameters that require grad ran without a backward program" % name)
+            except RuntimeError as ex:
+                report("no backward program" in str(ex), "%s: Module with gradients enabled raises: %s" % (name, str(ex)[:100]))
     # torch.compile(fullgraph=True): the same values
     args2 = fresh()
     compiled = torch.compile(lambda *a: fn(*a, seed=man["seed"], **scalars), fullgraph=True)

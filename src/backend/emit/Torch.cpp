@@ -96,6 +96,7 @@ struct TorchPackage {
   std::string pyproject() const;
   std::string readme() const;
   std::string optimizerClass() const;  // coconet_NAME.py: the torch.optim.Optimizer, if the program is one
+  std::string moduleClass() const;     // coconet_NAME.py: the torch.nn.Module, if the program has outputs
   void findOptimizerRoles();
   static const char* scalarSchema(const Param& p) { return p.dtype == DType::Bool ? "bool" : ast::isInteger(p.dtype) ? "int" : "float"; }
 };
@@ -247,6 +248,53 @@ std::string TorchPackage::optimizerClass() const {
     << "            for k, v in saved.items():\n                if k in _OPT_STATES:\n"
     << "                    optimizer.state[p][k] = v.detach().to(device=p.device, dtype=_OPT_STATES[k]).clone()\n"
     << "        optimizer._exact = None\n";
+  return y.str();
+}
+
+// coconet_NAME.Module: torch.nn.Module over a program with outputs. The inputs given to the
+// constructor are its parameters, the states its buffers; forward() takes the other inputs.
+std::string TorchPackage::moduleClass() const {
+  if (nOut == 0) return "";
+  std::ostringstream y;
+  y << "\n\n_INPUTS = (";
+  for (auto& t : ts)
+    if (std::string(t.role) == "in") y << "\"" << t.arg << "\", ";
+  y << ")\n_STATES = (";
+  for (auto& t : ts)
+    if (std::string(t.role) == "state") y << "\"" << t.arg << "\", ";
+  y << ")\n_SCALARS = (";
+  for (auto* prm : scalars) y << "\"" << pyIdent(prm->name) << "\", ";
+  y << ")\n\n\nclass Module(torch.nn.Module):\n"
+    << "    \"\"\"torch.nn.Module over " << N << ": the inputs given to the constructor (this rank's storage) are its\n"
+    << "    parameters, the states its buffers, the scalars given there its settings; forward() takes the other\n"
+    << "    inputs, in the program's order or by name, and returns the outputs. " << N << " has no backward program yet:\n"
+    << "    forward() with gradients enabled and a tensor that requires them raises RuntimeError.\"\"\"\n\n"
+    << "    def __init__(self, *, group=None, seed=0, **given):\n        super().__init__()\n"
+    << "        self.group, self.seed, self.settings = group, seed, {}\n        for k, v in given.items():\n"
+    << "            if k in _INPUTS:\n                self.register_parameter(k, torch.nn.Parameter(v))\n"
+    << "            elif k in _STATES:\n                self.register_buffer(k, v)\n"
+    << "            elif k in _SCALARS:\n                self.settings[k] = v\n            else:\n"
+    << "                raise TypeError(\"" << N << ": no input, state or scalar named '\" + k + \"'\")\n"
+    << "        for k in _STATES:\n            if k not in given:\n"
+    << "                raise TypeError(\"" << N << ": state '\" + k + \"' must be given (it is a buffer of the module)\")\n\n"
+    << "    def forward(self, *args, **kwargs):\n"
+    << "        free = [k for k in _INPUTS if k not in self._parameters]\n"
+    << "        if len(args) > len(free):\n"
+    << "            raise TypeError(\"" << N
+    << ": forward() takes \" + str(len(free)) + \" inputs (\" + \", \".join(free) + \"), got \" + str(len(args)))\n"
+    << "        tensors = dict(zip(free, args))\n        tensors.update({k: v for k, v in kwargs.items() if k in free})\n"
+    << "        scalars = dict(self.settings)\n        scalars.update({k: v for k, v in kwargs.items() if k in _SCALARS})\n"
+    << "        for k in free:\n            if k not in tensors:\n"
+    << "                raise TypeError(\"" << N << ": forward() needs input '\" + k + \"'\")\n"
+    << "        tensors.update(self._parameters)\n        tensors.update(self._buffers)\n"
+    << "        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values()):\n"
+    << "            raise RuntimeError(\"" << N << " has no backward program yet: call it under torch.no_grad() (or with\"\n"
+    << "                               \" tensors that do not require grad)\")\n"
+    << "        return " << pyIdent(cls_) << "(";
+  bool first = true;
+  for (auto& t : ts)
+    if (std::string(t.role) != "out") y << (first ? "" : ", ") << "tensors[\"" << t.arg << "\"]", first = false;
+  y << ", group=self.group, seed=self.seed, **scalars)\n";
   return y.str();
 }
 
@@ -566,7 +614,7 @@ std::vector<std::string> Emitter::torchFiles() const {
 void Emitter::writeTorchPackage(std::vector<std::string>& files) {
   const TorchPackage pk(p_, cls_, o_, cInterfaceDecls());
   write(cls_ + "_torch.cpp", pk.opSource(), files);
-  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction() + pk.optimizerClass(), files);
+  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction() + pk.optimizerClass() + pk.moduleClass(), files);
   write("setup.py", pk.setupSource(), files);
   write("pyproject.toml", pk.pyproject(), files);
   write("README.md", pk.readme(), files);
