@@ -164,6 +164,7 @@ private:
   // InternalError where two passes took one stage into launches of their own (overlapAt: the
   // overlaps launched after their producer, at stage -> producer), or an overlap lost its launch.
   void checkOneOwner(const std::map<int, int>& overlapAt) const;
+  static bool aliasable(plan::Storage s);
   // run()'s code at stage i's place, as the plan says.
   void emitPlanned(int i);
 

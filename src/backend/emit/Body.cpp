@@ -241,6 +241,10 @@ void Emitter::emitStorage() {
       case Storage::Buffer:
         b << "  " << bufferEnsure(id) << "  " << T << "* " << var(id) << " = static_cast<" << T << "*>(buf" << i << "_.ptr);\n";
         break;
+      case Storage::Alias:
+        b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name
+          << ": the same elements as '" << p_.stages[d.from].name << "', in a new shape\n";
+        break;
     }
   }
 }
@@ -382,7 +386,11 @@ void Emitter::emitStage(int id) {
     case StageKind::Permute: emitPermute(id); break;
     case StageKind::Concat: emitRowCopy(id, "concat"); break;
     case StageKind::Narrow: emitRowCopy(id, "narrow"); break;
-    case StageKind::Reshape:  // (the same elements: a copy)
+    case StageKind::Reshape:  // the same elements: a copy unless the operand's storage serves
+      if (plan_.at(id).storage == Storage::Alias) {
+        b << "    // (no copy: '" << s.name << "' is '" << p_.stages[s.operands[0]].name << "''s storage)\n";
+        break;
+      }
       b << "    CHECK(cudaMemcpyAsync(" << var(id) << ", " << in(0) << ", static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T
         << "), cudaMemcpyDeviceToDevice, stream_), " << name << ");\n";
       break;

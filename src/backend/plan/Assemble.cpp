@@ -165,12 +165,21 @@ void Emitter::assemblePlan() {
         }
     } else if (plan_.devFallbackOnly.count(i))
       d.storage = Storage::FallbackOnly;
-    else
+    else if (s.kind == StageKind::Reshape && d.step == Step::Stage && aliasable(plan_.at(s.operands[0]).storage)) {
+      // The same elements in the same order: the operand's storage serves. (Not a state's value on
+      // entry: the state's update may write it in place before the reshape's readers run.)
+      d.storage = Storage::Alias;
+      d.from = s.operands[0];
+      d.why = "the operand's storage in a new shape (no copy)";
+    } else
       d.storage = Storage::Buffer;
   }
   plan_.checkComplete(p_);
   checkOneOwner(overlapAt);
 }
+
+// Storage a reshape can alias: written once, by its own stage (or given), and never again.
+bool Emitter::aliasable(Storage s) { return s == Storage::Input || s == Storage::Buffer || s == Storage::Direct || s == Storage::Alias; }
 
 void Emitter::checkOneOwner(const std::map<int, int>& overlapAt) const {
   // The passes that take a stage into a launch of their own kind. Nested decisions are one

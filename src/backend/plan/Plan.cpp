@@ -43,6 +43,7 @@ const char* storageName(Storage s) {
     case Storage::InKernel: return "in-kernel";
     case Storage::InChunks: return "in-chunks";
     case Storage::InReduction: return "in-reduction";
+    case Storage::Alias: return "alias";
   }
   return "?";
 }

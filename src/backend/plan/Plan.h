@@ -55,6 +55,7 @@ enum class Storage {
   InKernel,      // never stored: computed and used inside a fused group's kernel
   InChunks,      // never stored whole: computed chunk by chunk into an overlap's staging buffers
   InReduction,   // never stored: computed inside reduction `from` at each element
+  Alias,         // a reshape's value: the storage of its operand (`from`), in a new shape; no copy
 };
 
 const char* stepName(Step s);
@@ -74,7 +75,7 @@ struct Decision {
   Storage storage = Storage::Buffer;
   std::string into;      // Direct: the caller's tensor; BlockOnly: the rank group's size
   std::string intoWhat;  // Direct: what the tensor is ("output 'y'", "state 'm'"); BlockOnly: "world.size"
-  int from = -1;         // InBag, InReduction: the reduction
+  int from = -1;         // InBag, InReduction: the reduction; Alias: the operand
 };
 
 class Plan {
