@@ -222,15 +222,15 @@ Type BuiltinCall::narrow() {
     ck.addRequirement(*start, BinaryOp::Ge, SizeExpr::constant(0), "'start' of " + name + " is not negative", named["start"]->loc);
   auto length = positiveSize(named["length"], "'length' of " + name);
   if (!length) return Type::error();
-  const SizeExpr end = *start + *length, over = end - x.shape[d];  // (over > 0: past the end)
-  if (auto k = over.constantValue(); k && *k > 0) {
+  const SizeExpr end = *start + *length, over = end - x.shape[d];                 // (over > 0: past the end)
+  if (auto k = over.constantValue(); (k && *k > 0) || (!k && over.sign() > 0)) {  // (past the end for every size)
     error(c.loc,
           name + " takes indices " + start->str() + " to " + (end - SizeExpr::constant(1)).str() + " of dimension " + std::to_string(d) +
               ", which has " + x.shape[d].str(),
           len);
     return Type::error();
   }
-  if (!over.constantValue())
+  if (!over.constantValue() && over.sign() == 0)  // (sign < 0: inside for every size)
     ck.addRequirement(end, BinaryOp::Le, x.shape[d], "the range of " + name + " lies inside dimension " + std::to_string(d), c.loc);
   c.dim = d;
   c.start = *start;
