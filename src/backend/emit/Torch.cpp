@@ -54,10 +54,12 @@ const char* pyType(DType t) {
 // own keyword arguments get a trailing underscore.
 std::string pyIdent(const std::string& n) {
   static const std::set<std::string> taken = {
-      "False", "None",  "True",   "and",      "as",     "assert",  "async",  "await", "break",         "class", "continue",
-      "def",   "del",   "elif",   "else",     "except", "finally", "for",    "from",  "global",        "if",    "import",
-      "in",    "is",    "lambda", "nonlocal", "not",    "or",      "pass",   "raise", "return",        "try",   "while",
-      "with",  "yield", "torch",  "dist",     "seed",   "group",   "handle", "sizes", "process_group", "self"};
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
+      "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+      "return", "try", "while", "with", "yield", "torch", "dist", "seed", "group", "handle", "sizes", "process_group", "self",
+      // the names the function and the fake implementation use besides their parameters
+      "ranks", "s", "communicator", "close", "local_shape", "Optimizer", "Module", "SIZES", "dict", "zip", "int", "str", "TypeError",
+      "ValueError", "_sizes", "_groups", "_handles"};
   return taken.count(n) ? n + "_" : n;
 }
 
@@ -346,9 +348,10 @@ std::string TorchPackage::opSource() const {
   }
   c << ret << " run(int64_t handle, at::IntArrayRef sizes";
   for (auto& t : ts)
-    if (std::string(t.role) != "out") c << ", " << (std::string(t.role) == "state" ? "at::Tensor& " : "const at::Tensor& ") << t.arg;
+    if (std::string(t.role) != "out")
+      c << ", " << (std::string(t.role) == "state" ? "at::Tensor& " : "const at::Tensor& ") << "t_" << ident(t.name);
   for (auto* p : scalars)
-    c << ", " << (p->dtype == DType::Bool ? "bool " : ast::isInteger(p->dtype) ? "int64_t " : "double ") << pyIdent(p->name);
+    c << ", " << (p->dtype == DType::Bool ? "bool " : ast::isInteger(p->dtype) ? "int64_t " : "double ") << "s_" << ident(p->name);
   c << ", int64_t seed) {\n  const int device = deviceOf(handle);\n  c10::cuda::CUDAGuard guard(device);\n"
     << "  void* h = reinterpret_cast<void*>(handle);\n"
     << "  TORCH_CHECK(sizes.size() == " << sizes.size() << ", \"" << N << ": \", sizes.size(), \" sizes given; the program has "
@@ -358,30 +361,35 @@ std::string TorchPackage::opSource() const {
     << "    return std::vector<int64_t>(sh, sh + r);\n  };\n";
   for (auto& t : ts)
     if (std::string(t.role) != "out")
-      c << "  check(" << t.arg << ", \"" << t.name << "\", " << atType(t.type.dtype) << ", shapeOf(\"" << t.name << "\"), device);\n";
+      c << "  check("
+        << "t_" << ident(t.name) << ", \"" << t.name << "\", " << atType(t.type.dtype) << ", shapeOf(\"" << t.name << "\"), device);\n";
   c << "  const auto options = at::TensorOptions().device(at::kCUDA, device);\n  (void)options;\n";
   for (auto& t : ts)
     if (std::string(t.role) == "out")
-      c << "  at::Tensor " << t.arg << " = at::empty(shapeOf(\"" << t.name << "\"), options.dtype(" << atType(t.type.dtype) << "));\n";
+      c << "  at::Tensor "
+        << "t_" << ident(t.name) << " = at::empty(shapeOf(\"" << t.name << "\"), options.dtype(" << atType(t.type.dtype) << "));\n";
   c << "  std::vector<coconet_scalar> sc(" << scalars.size() << ");\n";
   for (size_t k = 0; k < scalars.size(); ++k)
-    c << "  sc[" << k << "]." << (ast::isInteger(scalars[k]->dtype) ? "i" : "f") << " = " << pyIdent(scalars[k]->name) << ";\n";
+    c << "  sc[" << k << "]." << (ast::isInteger(scalars[k]->dtype) ? "i" : "f") << " = "
+      << "s_" << ident(scalars[k]->name) << ";\n";
   // the C interface's order: inputs, outputs, states
   c << "  std::vector<void*> tt = {";
   bool first = true;
   for (const char* role : {"in", "out", "state"})
     for (auto& t : ts)
-      if (std::string(t.role) == role) c << (first ? "" : ", ") << t.arg << ".data_ptr()", first = false;
+      if (std::string(t.role) == role) c << (first ? "" : ", ") << "t_" << ident(t.name) << ".data_ptr()", first = false;
   c << "};\n  ok(" << F << "set_stream(h, at::cuda::getCurrentCUDAStream(device).stream()), \"set_stream\");\n"
     << "  ok(" << F << "run(h, sz.data(), sc.data(), tt.data(), static_cast<unsigned long long>(seed)), \"run\");\n";
   if (nOut == 1) {
     for (auto& t : ts)
-      if (std::string(t.role) == "out") c << "  return " << t.arg << ";\n";
+      if (std::string(t.role) == "out")
+        c << "  return "
+          << "t_" << ident(t.name) << ";\n";
   } else if (nOut > 1) {
     c << "  return {";
     first = true;
     for (auto& t : ts)
-      if (std::string(t.role) == "out") c << (first ? "" : ", ") << t.arg, first = false;
+      if (std::string(t.role) == "out") c << (first ? "" : ", ") << "t_" << ident(t.name), first = false;
     c << "};\n";
   }
   c << "}\n\n}  // namespace\n\n"
