@@ -63,6 +63,14 @@ std::string pyIdent(const std::string& n) {
   return taken.count(n) ? n + "_" : n;
 }
 
+// A scalar parameter's default as a Python literal ("None" where it has none).
+std::string pyDefault(const Param& p) {
+  if (!p.value) return "None";
+  if (p.dtype == DType::Bool) return *p.value != 0 ? "True" : "False";
+  if (ast::isInteger(p.dtype)) return std::to_string(p.ivalue);
+  return num(*p.value);
+}
+
 // A size expression as Python over the sizes dict `s` and the group's rank count `P`.
 std::string py(const SizeExpr& e) {
   static const SizeExpr::Spelling spelling{[](const std::string& n) { return n == "world.size" ? std::string("P") : "s[\"" + n + "\"]"; },
@@ -198,15 +206,7 @@ std::string TorchPackage::optimizerClass() const {
     << "    def __init__(self, params";
   for (auto* prm : scalars) {
     if (prm->name == step) continue;
-    y << ", " << pyIdent(prm->name) << "=";
-    if (!prm->value)
-      y << "None";
-    else if (prm->dtype == DType::Bool)
-      y << (*prm->value != 0 ? "True" : "False");
-    else if (ast::isInteger(prm->dtype))
-      y << prm->ivalue;
-    else
-      y << num(*prm->value);
+    y << ", " << pyIdent(prm->name) << "=" << pyDefault(*prm);
   }
   y << ", *, group=None):\n        defaults = dict(";
   bool first = true;
@@ -510,15 +510,7 @@ std::string TorchPackage::moduleFunction() const {
     if (std::string(t.role) != "out") y << (first ? "" : ", ") << t.arg, first = false;
   y << (first ? "*" : ", *");
   for (auto* p : scalars) {
-    y << ", " << pyIdent(p->name) << "=";
-    if (!p->value)
-      y << "None";
-    else if (p->dtype == DType::Bool)
-      y << (*p->value != 0 ? "True" : "False");
-    else if (ast::isInteger(p->dtype))
-      y << p->ivalue;
-    else
-      y << num(*p->value);
+    y << ", " << pyIdent(p->name) << "=" << pyDefault(*p);
   }
   for (auto* p : sizes) y << ", " << p->name << "=None";
   y << ", group=None, seed=0):\n    \"\"\"Runs " << N << " on torch's current stream.\n\n";
