@@ -16,7 +16,7 @@ namespace {
 // (changed in place), then outputs (returned).
 struct TorchTensor {
   std::string name, arg;  // program name; Python/schema argument name
-  const char* role;       // "in", "state", "out"
+  std::string role;       // "in", "state", "out"
   TensorType type;
 };
 
@@ -121,15 +121,15 @@ TorchPackage::TorchPackage(const ir::Program& p, const std::string& cls, const C
   for (size_t i = 0; i < p_.outputs.size(); ++i)
     ts.push_back({p_.outputNames[i], pyIdent(p_.outputNames[i]), "out", p_.stages[p_.outputs[i]].type});
   for (auto& prm : p_.params) (prm.isSize ? sizes : scalars).push_back(&prm);
-  for (auto& t : ts) nOut += std::string(t.role) == "out";
+  for (auto& t : ts) nOut += t.role == "out";
   findOptimizerRoles();
 
   // ---- The schema: handle, sizes, tensors (states mutable), scalars, seed -> outputs ----
   schema = cls_ + "(int handle, int[] sizes";
   char alias = 'a';
   for (auto& t : ts) {
-    if (std::string(t.role) == "out") continue;
-    schema += std::string(", Tensor") + (std::string(t.role) == "state" ? std::string("(") + alias++ + "!)" : "") + " " + t.arg;
+    if (t.role == "out") continue;
+    schema += std::string(", Tensor") + (t.role == "state" ? std::string("(") + alias++ + "!)" : "") + " " + t.arg;
   }
   for (auto* p : scalars) schema += std::string(", ") + scalarSchema(*p) + " " + pyIdent(p->name);
   schema += ", int seed) -> ";
@@ -237,7 +237,7 @@ std::string TorchPackage::optimizerClass() const {
     << "                " << pyIdent(cls_) << "(";
   first = true;
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << (first ? "" : ", ") << "tensors[\"" << t.name << "\"]", first = false;
+    if (t.role != "out") y << (first ? "" : ", ") << "tensors[\"" << t.name << "\"]", first = false;
   y << ", group=self.group, **kw)\n        return loss\n\n"
     << "    # torch.optim.Optimizer.load_state_dict casts floating state to the parameter's dtype; the states\n"
     << "    # keep the program's (f32 moments of an f16 parameter): the values are kept before and put back after.\n"
@@ -260,10 +260,10 @@ std::string TorchPackage::moduleClass() const {
   std::ostringstream y;
   y << "\n\n_INPUTS = (";
   for (auto& t : ts)
-    if (std::string(t.role) == "in") y << "\"" << t.arg << "\", ";
+    if (t.role == "in") y << "\"" << t.arg << "\", ";
   y << ")\n_STATES = (";
   for (auto& t : ts)
-    if (std::string(t.role) == "state") y << "\"" << t.arg << "\", ";
+    if (t.role == "state") y << "\"" << t.arg << "\", ";
   y << ")\n_SCALARS = (";
   for (auto* prm : scalars) y << "\"" << pyIdent(prm->name) << "\", ";
   y << ")\n\n\nclass Module(torch.nn.Module):\n"
@@ -295,7 +295,7 @@ std::string TorchPackage::moduleClass() const {
     << "        return " << pyIdent(cls_) << "(";
   bool first = true;
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << (first ? "" : ", ") << "tensors[\"" << t.arg << "\"]", first = false;
+    if (t.role != "out") y << (first ? "" : ", ") << "tensors[\"" << t.arg << "\"]", first = false;
   y << ", group=self.group, seed=self.seed, **scalars)\n";
   return y.str();
 }
@@ -348,8 +348,7 @@ std::string TorchPackage::opSource() const {
   }
   c << ret << " run(int64_t handle, at::IntArrayRef sizes";
   for (auto& t : ts)
-    if (std::string(t.role) != "out")
-      c << ", " << (std::string(t.role) == "state" ? "at::Tensor& " : "const at::Tensor& ") << "t_" << ident(t.name);
+    if (t.role != "out") c << ", " << (t.role == "state" ? "at::Tensor& " : "const at::Tensor& ") << "t_" << ident(t.name);
   for (auto* p : scalars)
     c << ", " << (p->dtype == DType::Bool ? "bool " : ast::isInteger(p->dtype) ? "int64_t " : "double ") << "s_" << ident(p->name);
   c << ", int64_t seed) {\n  const int device = deviceOf(handle);\n  c10::cuda::CUDAGuard guard(device);\n"
@@ -360,12 +359,12 @@ std::string TorchPackage::opSource() const {
     << "    ok(" << F << "local_shape(h, name, sz.data(), sh, &r), \"local_shape\");\n"
     << "    return std::vector<int64_t>(sh, sh + r);\n  };\n";
   for (auto& t : ts)
-    if (std::string(t.role) != "out")
+    if (t.role != "out")
       c << "  check("
         << "t_" << ident(t.name) << ", \"" << t.name << "\", " << atType(t.type.dtype) << ", shapeOf(\"" << t.name << "\"), device);\n";
   c << "  const auto options = at::TensorOptions().device(at::kCUDA, device);\n  (void)options;\n";
   for (auto& t : ts)
-    if (std::string(t.role) == "out")
+    if (t.role == "out")
       c << "  at::Tensor "
         << "t_" << ident(t.name) << " = at::empty(shapeOf(\"" << t.name << "\"), options.dtype(" << atType(t.type.dtype) << "));\n";
   c << "  std::vector<coconet_scalar> sc(" << scalars.size() << ");\n";
@@ -377,19 +376,19 @@ std::string TorchPackage::opSource() const {
   bool first = true;
   for (const char* role : {"in", "out", "state"})
     for (auto& t : ts)
-      if (std::string(t.role) == role) c << (first ? "" : ", ") << "t_" << ident(t.name) << ".data_ptr()", first = false;
+      if (t.role == role) c << (first ? "" : ", ") << "t_" << ident(t.name) << ".data_ptr()", first = false;
   c << "};\n  ok(" << F << "set_stream(h, at::cuda::getCurrentCUDAStream(device).stream()), \"set_stream\");\n"
     << "  ok(" << F << "run(h, sz.data(), sc.data(), tt.data(), static_cast<unsigned long long>(seed)), \"run\");\n";
   if (nOut == 1) {
     for (auto& t : ts)
-      if (std::string(t.role) == "out")
+      if (t.role == "out")
         c << "  return "
           << "t_" << ident(t.name) << ";\n";
   } else if (nOut > 1) {
     c << "  return {";
     first = true;
     for (auto& t : ts)
-      if (std::string(t.role) == "out") c << (first ? "" : ", ") << "t_" << ident(t.name), first = false;
+      if (t.role == "out") c << (first ? "" : ", ") << "t_" << ident(t.name), first = false;
     c << "};\n";
   }
   c << "}\n\n}  // namespace\n\n"
@@ -425,7 +424,7 @@ std::string TorchPackage::moduleHead() const {
     int bestDim = -1;
     bool bestSliced = true;
     for (auto& t : ts) {
-      if (std::string(t.role) == "out") continue;
+      if (t.role == "out") continue;
       for (int k = 0; k < t.type.rank(); ++k) {
         if (t.type.shape[k] != SizeExpr::symbol(p->name)) continue;
         const bool sl = t.type.layout.kind == Layout::Sliced && t.type.layout.dim == k;
@@ -483,15 +482,15 @@ std::string TorchPackage::moduleFunction() const {
   // fake
   y << "@torch.library.register_fake(\"coconet::" << cls_ << "\")\ndef _fake(handle, sizes";
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << ", " << t.arg;
+    if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
   y << ", seed):\n    _, ranks = _groups[handle]\n    s = dict(zip(SIZES, sizes))\n";
   std::string anyIn;
   for (auto& t : ts)
-    if (std::string(t.role) != "out" && anyIn.empty()) anyIn = t.arg;
+    if (t.role != "out" && anyIn.empty()) anyIn = t.arg;
   std::vector<std::string> outs;
   for (auto& t : ts)
-    if (std::string(t.role) == "out")
+    if (t.role == "out")
       outs.push_back((anyIn.empty() ? "torch.empty(" : anyIn + ".new_empty(") + std::string("local_shape(\"") + t.name +
                      "\", s, ranks), dtype=" + pyType(t.type.dtype) + ")");
   if (outs.empty())
@@ -507,7 +506,7 @@ std::string TorchPackage::moduleFunction() const {
   y << "def " << pyIdent(cls_) << "(";
   bool first = true;
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << (first ? "" : ", ") << t.arg, first = false;
+    if (t.role != "out") y << (first ? "" : ", ") << t.arg, first = false;
   y << (first ? "*" : ", *");
   for (auto* p : scalars) {
     y << ", " << pyIdent(p->name) << "=" << pyDefault(*p);
@@ -525,10 +524,10 @@ std::string TorchPackage::moduleFunction() const {
   for (auto* p : sizes) y << "\"" << p->name << "\": " << p->name << ", ";
   y << "}, {";
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << "\"" << t.arg << "\": " << t.arg << ", ";
+    if (t.role != "out") y << "\"" << t.arg << "\": " << t.arg << ", ";
   y << "}, ranks)\n    return torch.ops.coconet." << cls_ << "(handle, sizes";
   for (auto& t : ts)
-    if (std::string(t.role) != "out") y << ", " << t.arg;
+    if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
   y << ", seed)\n";
   return y.str();
@@ -588,7 +587,7 @@ std::string TorchPackage::readme() const {
      << "outputs = " << mod << "." << pyIdent(cls_) << "(";
   bool first = true;
   for (auto& t : ts)
-    if (std::string(t.role) != "out") rd << (first ? "" : ", ") << t.arg, first = false;
+    if (t.role != "out") rd << (first ? "" : ", ") << t.arg, first = false;
   rd << ")\n```\n\nThe operator is `torch.ops.coconet." << cls_ << "`:\n\n```\n"
      << schema << "\n```\n\n"
      << "| tensor | role | type |\n|---|---|---|\n";
