@@ -3,7 +3,7 @@
 # (--no-build-isolation: nothing to fetch there) into a scratch site folder, then
 # tests/gpu/torch_ops.py against NAME's vectors (made here by tests/gpu/make-vectors.sh). Results
 # in $OUT/torch-results.txt.
-# Usage: OUT=DIR bash tests/gpu/torch-run.sh [NAME ...]   (default: every package in the bundle)
+# Usage: [TORCH_SITE=DIR] OUT=DIR bash tests/gpu/torch-run.sh [NAME ...]   (default: every package in the bundle)
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/.gpu-bundle"
@@ -11,7 +11,7 @@ out="${OUT:-$root/torch-out}"
 mkdir -p "$out"
 names=("$@")
 [ ${#names[@]} -gt 0 ] || for d in "$b"/torch/*/; do names+=("$(basename "$d")"); done
-site=$(mktemp -d)
+site=${TORCH_SITE:-$(mktemp -d)}  # (TORCH_SITE: keep the installed packages there)
 dumps=$(mktemp -d)  # (the vectors stay out of OUT: many files)
 res="$out/torch-results.txt"
 {

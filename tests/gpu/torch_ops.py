@@ -60,14 +60,14 @@ def check_program(dumps, name):
     order = [a for a in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
     code = fn.__code__
     kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-    # (a scalar named like the wrapper's own keyword arguments, `seed`, is `seed_` there)
+    # (a scalar named like one of the wrapper's own keyword arguments, such as `group`, is `group_` there)
     scalars = {(k + "_" if k + "_" in kwonly else k): v for k, v in man["scalars"].items()}
 
     def fresh():
         return [load(d, ins[a.rstrip("_") if a.rstrip("_") in ins else a]) for a in order]
 
     def run(args):
-        out = fn(*args, seed=man["seed"], **scalars)
+        out = fn(*args, run_seed=man["seed"], **scalars)
         return out if isinstance(out, tuple) else (() if out is None else (out,))
 
     args = fresh()
@@ -103,7 +103,7 @@ def check_program(dumps, name):
     if hasattr(mod, "Module") and not man.get("states"):
         first = fresh()
         params = {a: t for a, t in zip(order[1:], first[1:]) if t.is_floating_point()}
-        m = mod.Module(seed=man["seed"], **params, **scalars)
+        m = mod.Module(run_seed=man["seed"], **params, **scalars)
         rest = [t for a, t in zip(order, first) if a not in params]
         with torch.no_grad():
             mouts = m(*rest)
@@ -119,7 +119,7 @@ def check_program(dumps, name):
                 report("no backward program" in str(ex), "%s: Module with gradients enabled raises: %s" % (name, str(ex)[:100]))
     # torch.compile(fullgraph=True): the same values
     args2 = fresh()
-    compiled = torch.compile(lambda *a: fn(*a, seed=man["seed"], **scalars), fullgraph=True)
+    compiled = torch.compile(lambda *a: fn(*a, run_seed=man["seed"], **scalars), fullgraph=True)
     outs2 = compiled(*args2)
     outs2 = outs2 if isinstance(outs2, tuple) else (() if outs2 is None else (outs2,))
     torch.cuda.synchronize()
@@ -148,41 +148,54 @@ def check_program(dumps, name):
 
 
 def check_optimizer(name):
-    """coconet_NAME.Optimizer on an f16 parameter against torch.optim.AdamW on an f32 master copy
-    (the adam program: AdamW with bias correction), 5 steps; then a state_dict round trip: the
-    loaded optimizer's next step equals the original's exactly, its states keep their dtypes."""
+    """coconet_NAME.Optimizer on f16 parameters of odd sizes against torch.optim.AdamW on f32 master
+    copies (the adam program: AdamW with bias correction), 5 steps with an LR scheduler, flat (one
+    buffer per param group; the model's zero_grad in between, so gradients arrive elsewhere too) and
+    flat=False; then a state_dict round trip: the loaded optimizer's next step equals the original's
+    exactly, its states keep their dtypes."""
     mod = importlib.import_module("coconet_" + name)
-    torch.manual_seed(0)
-    n = 4099
-    p = torch.nn.Parameter(torch.randn(n, device="cuda").half())
-    master = p.detach().float().clone().requires_grad_(True)
     hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.01)
-    opt = mod.Optimizer([p], **hyper)
-    ref = torch.optim.AdamW([master], lr=hyper["lr"], betas=(hyper["beta1"], hyper["beta2"]), eps=hyper["eps"],
-                            weight_decay=hyper["wd"])
-    for _ in range(5):
-        g = torch.randn(n, device="cuda").half()
-        p.grad, master.grad = g.clone(), g.float()
+    sizes = (4099, 17, 192)
+    for flat in (True, False):
+        torch.manual_seed(0)
+        ps = [torch.nn.Parameter(torch.randn(n, device="cuda").half()) for n in sizes]
+        masters = [p.detach().float().clone().requires_grad_(True) for p in ps]
+        opt = mod.Optimizer(ps, flat=flat, **hyper)
+        ref = torch.optim.AdamW(masters, lr=hyper["lr"], betas=(hyper["beta1"], hyper["beta2"]), eps=hyper["eps"],
+                                weight_decay=hyper["wd"])
+        sched = [torch.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in (opt, ref)]
+        for it in range(5):
+            for p, m in zip(ps, masters):
+                g = torch.randn(p.numel(), device="cuda").half()
+                if p.grad is None or it % 2:
+                    p.grad = g.clone()  # (a new tensor, as after the model's zero_grad)
+                else:
+                    p.grad.copy_(g)  # (in place: the buffer's view where flat)
+                m.grad = g.float()
+            opt.step()
+            ref.step()
+            for sc in sched:
+                sc.step()
+        torch.cuda.synchronize()
+        err = max(rel_error(p.detach(), m.detach().half()) for p, m in zip(ps, masters))
+        report(err <= 1e-2, "%s: Optimizer(flat=%s), parameters of %s elements, 5 steps with StepLR against "
+               "torch.optim.AdamW (f32 masters): relative error %.3g (limit 0.01)" % (name, flat, sizes, err))
+        # state_dict round trip
+        sd = opt.state_dict()
+        qs = [torch.nn.Parameter(p.detach().clone()) for p in ps]
+        opt2 = mod.Optimizer(qs, flat=flat, **hyper)
+        opt2.load_state_dict(sd)
+        dtypes_ok = all(opt2.state[q][k].dtype == opt.state[p][k].dtype for p, q in zip(ps, qs)
+                        for k in opt.state[p] if torch.is_tensor(opt.state[p][k]))
+        for p, q in zip(ps, qs):
+            g = torch.randn(p.numel(), device="cuda").half()
+            p.grad, q.grad = g.clone(), g.clone()
         opt.step()
-        ref.step()
-    torch.cuda.synchronize()
-    err = rel_error(p.detach(), master.detach().half())
-    report(err <= 1e-2, "%s: Optimizer after 5 steps against torch.optim.AdamW (f32 master): relative error %.3g (limit 0.01)"
-           % (name, err))
-    # state_dict round trip
-    sd = opt.state_dict()
-    q = torch.nn.Parameter(p.detach().clone())
-    opt2 = mod.Optimizer([q], **hyper)
-    opt2.load_state_dict(sd)
-    dtypes_ok = all(opt2.state[q][k].dtype == opt.state[p][k].dtype for k in opt.state[p] if torch.is_tensor(opt.state[p][k]))
-    g = torch.randn(n, device="cuda").half()
-    p.grad, q.grad = g.clone(), g.clone()
-    opt.step()
-    opt2.step()
-    torch.cuda.synchronize()
-    report(dtypes_ok and torch.equal(p.detach(), q.detach()),
-           "%s: state_dict round trip: the loaded optimizer's step equals the original's (states keep their dtypes: %s)"
-           % (name, dtypes_ok))
+        opt2.step()
+        torch.cuda.synchronize()
+        same = all(torch.equal(p.detach(), q.detach()) for p, q in zip(ps, qs))
+        report(dtypes_ok and same, "%s: Optimizer(flat=%s) state_dict round trip: the loaded optimizer's step equals "
+               "the original's (states keep their dtypes: %s)" % (name, flat, dtypes_ok))
 
 
 def main():

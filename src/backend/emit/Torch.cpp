@@ -4,7 +4,9 @@
 // program on torch's current stream) and the communicator operators; coconet_NAME.py loads it,
 // registers its fake implementation (shapes for torch.compile), makes one NCCL communicator per
 // process group and reads the sizes from the tensors' shapes; setup.py and pyproject.toml build it.
+#include <charconv>
 #include <set>
+#include <system_error>
 
 #include "backend/Emitter.h"
 
@@ -56,7 +58,7 @@ std::string pyIdent(const std::string& n) {
   static const std::set<std::string> taken = {
       "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
       "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-      "return", "try", "while", "with", "yield", "torch", "dist", "seed", "group", "handle", "sizes", "process_group", "self",
+      "return", "try", "while", "with", "yield", "torch", "dist", "run_seed", "group", "handle", "sizes", "process_group", "self",
       // the names the function and the fake implementation use besides their parameters
       "ranks", "s", "communicator", "close", "local_shape", "Optimizer", "Module", "SIZES", "dict", "zip", "int", "str", "TypeError",
       "ValueError", "_sizes", "_groups", "_handles"};
@@ -68,7 +70,14 @@ std::string pyDefault(const Param& p) {
   if (!p.value) return "None";
   if (p.dtype == DType::Bool) return *p.value != 0 ? "True" : "False";
   if (ast::isInteger(p.dtype)) return std::to_string(p.ivalue);
-  return num(*p.value);
+  // the shortest text that reads back as the same double (0.1, not 0.10000000000000001)
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *p.value);
+  std::string text(buf, ec == std::errc() ? end : buf);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // a float stays a float ("inf", "nan": below)
+  if (text == "inf" || text == "-inf") return text[0] == '-' ? "-float(\"inf\")" : "float(\"inf\")";
+  if (text == "nan" || text == "-nan") return "float(\"nan\")";
+  return text;
 }
 
 // A size expression as Python over the sizes dict `s` and the group's rank count `P`.
@@ -97,6 +106,9 @@ struct TorchPackage {
   // Empty `param`: no optimizer class.
   std::string grad, param, step;
   std::set<std::string> masters;
+  // Whether the update is element by element (every stage element-wise or a collective, every
+  // tensor 1-D): then a param group's parameters can be one flat buffer, updated in one call.
+  bool elementwise = false;
 
   TorchPackage(const ir::Program& p, const std::string& cls, const CompileOptions& o, std::string cInterface);
   std::string opSource() const;        // NAME_torch.cpp
@@ -106,7 +118,8 @@ struct TorchPackage {
   std::string pyproject() const;
   std::string readme() const;
   std::string optimizerClass() const;  // coconet_NAME.py: the torch.optim.Optimizer, if the program is one
-  std::string moduleClass() const;     // coconet_NAME.py: the torch.nn.Module, if the program has outputs
+  std::string optimizerMethods() const;
+  std::string moduleClass() const;  // coconet_NAME.py: the torch.nn.Module, if the program has outputs
   void findOptimizerRoles();
   static const char* scalarSchema(const Param& p) { return p.dtype == DType::Bool ? "bool" : ast::isInteger(p.dtype) ? "int" : "float"; }
 };
@@ -132,7 +145,7 @@ TorchPackage::TorchPackage(const ir::Program& p, const std::string& cls, const C
     schema += std::string(", Tensor") + (t.role == "state" ? std::string("(") + alias++ + "!)" : "") + " " + t.arg;
   }
   for (auto* p : scalars) schema += std::string(", ") + scalarSchema(*p) + " " + pyIdent(p->name);
-  schema += ", int seed) -> ";
+  schema += ", int run_seed) -> ";
   if (nOut == 1)
     schema += "Tensor";
   else {
@@ -176,6 +189,13 @@ void TorchPackage::findOptimizerRoles() {
     if (st.name != param && st.exit == e) masters.insert(st.name);
   for (auto* prm : scalars)
     if (ast::isInteger(prm->dtype) && !prm->value) step = prm->name;
+  elementwise = true;
+  for (auto& s : p_.stages) {
+    const bool kind = s.kind == StageKind::Input || s.kind == StageKind::State || s.kind == StageKind::Compute ||
+                      s.kind == StageKind::AllReduce || s.kind == StageKind::ReduceScatter || s.kind == StageKind::AllGather ||
+                      s.kind == StageKind::Broadcast;
+    elementwise &= kind && s.type.rank() <= 1;  // (rank 0: scalar arithmetic, such as bias corrections)
+  }
 }
 
 // coconet_NAME.Optimizer: torch.optim.Optimizer over the program, one call per parameter.
@@ -192,53 +212,161 @@ std::string TorchPackage::optimizerClass() const {
   y << "}\n_OPT_HYPER = (";
   for (auto* prm : scalars)
     if (prm->name != step) y << "\"" << pyIdent(prm->name) << "\", ";
-  y << ")\n\n\nclass Optimizer(torch.optim.Optimizer):\n"
-    << "    \"\"\"torch.optim.Optimizer that runs " << N << " on each parameter with a gradient (flattened): the parameter is\n"
-    << "    '" << param << "', its gradient '" << grad << "'";
+  std::string dtype;
+  for (auto& t : ts)
+    if (t.name == param) dtype = pyType(t.type.dtype);
+  y << ")\n_OPT_DTYPE = " << dtype << "\n\n\nclass Optimizer(torch.optim.Optimizer):\n"
+    << "    \"\"\"torch.optim.Optimizer that runs " << N << " on the parameters: each is '" << param << "', its gradient '" << grad << "'";
   if (!masters.empty()) {
     y << "; ";
     for (auto& m : masters) y << "'" << m << "' ";
     y << "starts as the parameter";
   }
-  y << ", the other states at zero" << (step.empty() ? "" : "; '" + step + "' is the step, from 1") << ".\n"
-    << "    Hyperparameters are param-group options (LR schedulers change 'lr'); state_dict() holds each\n"
-    << "    parameter's states as this rank keeps them (a sliced state: its block) and loads back exactly.\"\"\"\n\n"
+  y << ", the other states at zero" << (step.empty() ? "" : "; '" + step + "' is the step, from 1") << ".\n";
+  if (elementwise)
+    y << "    flat=True (the update is element by element): a param group's parameters become views of one buffer\n"
+      << "    (zero-padded so that the ranks' blocks are even) and their gradients views of another, and one call\n"
+      << "    updates the group; every parameter of the group is updated at each step (one without a gradient as if\n"
+      << "    it were zero), and zero_grad() zeroes the gradient buffer. flat=False: one call per parameter with a\n"
+      << "    gradient, as torch.optim does.\n";
+  y << "    Hyperparameters are param-group options (LR schedulers change 'lr'); state_dict() holds the states as\n"
+    << "    this rank keeps them (a sliced state: its block; flat: the group's, under its first parameter) in their\n"
+    << "    own dtypes, and load_state_dict() puts them back exactly.\"\"\"\n\n"
     << "    def __init__(self, params";
   for (auto* prm : scalars) {
     if (prm->name == step) continue;
     y << ", " << pyIdent(prm->name) << "=" << pyDefault(*prm);
   }
-  y << ", *, group=None):\n        defaults = dict(";
+  y << ", *, group=None" << (elementwise ? ", flat=True" : "") << "):\n        defaults = dict(";
   bool first = true;
   for (auto* prm : scalars)
     if (prm->name != step) y << (first ? "" : ", ") << pyIdent(prm->name) << "=" << pyIdent(prm->name), first = false;
   y << ")\n        for k, v in defaults.items():\n            if v is None:\n"
     << "                raise TypeError(\"" << N << ": hyperparameter '\" + k + \"' has no default; pass it\")\n"
-    << "        super().__init__(params, defaults)\n        self.group = group\n        self._exact = None\n"
+    << "        self.group, self.flat = group, " << (elementwise ? "flat" : "False") << "\n"
+    << "        self._flat = {}  # param group index -> (parameter buffer, gradient buffer, gradient views)\n"
+    << "        self._exact = None\n        super().__init__(params, defaults)\n"
     << "        self.register_load_state_dict_pre_hook(Optimizer._keep_exact)\n"
-    << "        self.register_load_state_dict_post_hook(Optimizer._restore_exact)\n\n"
-    << "    def _new_state(self, p, rank, ranks):\n        flat = p.detach().reshape(-1)\n"
-    << "        s = dict(zip(SIZES, _sizes({}, {_OPT_GRAD: flat}, ranks)))\n        state = {\"step\": 0}\n"
-    << "        for name, dtype in _OPT_STATES.items():\n            shape = local_shape(name, s, ranks)\n"
-    << "            if name in _OPT_MASTERS:\n                n = 1\n                for d in shape:\n                    n *= d\n"
-    << "                start = rank * n if n < flat.numel() else 0  # (a sliced master: this rank's block)\n"
-    << "                state[name] = flat[start:start + n].to(dtype).reshape(shape).clone()\n"
-    << "            else:\n                state[name] = torch.zeros(shape, dtype=dtype, device=p.device)\n"
-    << "        return state\n\n"
-    << "    @torch.no_grad()\n    def step(self, closure=None):\n        loss = None\n        if closure is not None:\n"
-    << "            with torch.enable_grad():\n                loss = closure()\n"
-    << "        _, rank, ranks = communicator(self.group)\n        for g in self.param_groups:\n            for p in g[\"params\"]:\n"
-    << "                if p.grad is None:\n                    continue\n                state = self.state[p]\n"
-    << "                if not state:\n                    state.update(self._new_state(p, rank, ranks))\n"
-    << "                state[\"step\"] += 1\n                kw = {k: g[k] for k in _OPT_HYPER}\n"
-    << "                if _OPT_STEP is not None:\n                    kw[_OPT_STEP] = state[\"step\"]\n"
-    << "                tensors = dict(state)\n                tensors[_OPT_GRAD] = p.grad.reshape(-1)\n"
-    << "                tensors[_OPT_PARAM] = p.data.view(-1)\n"
-    << "                " << pyIdent(cls_) << "(";
-  first = true;
+    << "        self.register_load_state_dict_post_hook(Optimizer._restore_exact)\n";
+  y << optimizerMethods();
+  return y.str();
+}
+
+// The Optimizer's methods: flat buffers, zero_grad, states, step, and the state_dict hooks.
+std::string TorchPackage::optimizerMethods() const {
+  std::ostringstream y;
+  y << R"PY(
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        if self.flat:
+            self._make_flat(len(self.param_groups) - 1)
+
+    def _make_flat(self, gi):
+        """Param group gi's parameters become views of one buffer, zero-padded so that each rank's block
+        is a whole number of 64-element units (aligned vector loads), their gradients views of another."""
+        params = self.param_groups[gi]["params"]
+        for i, p in enumerate(params):
+            if p.dtype != _OPT_DTYPE or not p.is_cuda:
+                raise ValueError(")PY"
+    << N << R"PY(: parameter %d of param group %d is %s on %s; the program's '%s' is %s on a CUDA device"
+                                 " (create the optimizer after moving the model to the GPU)"
+                                 % (i, gi, p.dtype, p.device, _OPT_PARAM, _OPT_DTYPE))
+        ranks = dist.get_world_size(self.group) if dist.is_available() and dist.is_initialized() else 1
+        unit = 64 * ranks
+        n = sum(p.numel() for p in params)
+        buf = params[0].new_zeros((n + unit - 1) // unit * unit)
+        grads = torch.zeros_like(buf)
+        views, off = [], 0
+        with torch.no_grad():
+            for p in params:
+                k = p.numel()
+                buf[off:off + k].copy_(p.reshape(-1))
+                p.data = buf[off:off + k].view_as(p)
+                gv = grads[off:off + k].view_as(p)
+                if p.grad is not None:
+                    gv.copy_(p.grad)
+                p.grad = gv
+                views.append(gv)
+                off += k
+        self._flat[gi] = (buf, grads, views)
+
+    def zero_grad(self, set_to_none=True):
+        """flat: zeroes each group's gradient buffer (the gradients stay its views, and backward adds
+        into them); otherwise torch.optim.Optimizer.zero_grad."""
+        if not self.flat:
+            return super().zero_grad(set_to_none)
+        for gi, (_, grads, views) in self._flat.items():
+            grads.zero_()
+            for p, gv in zip(self.param_groups[gi]["params"], views):
+                p.grad = gv
+
+    def _new_state(self, p, rank, ranks):
+        flat = p.detach().reshape(-1)
+        s = dict(zip(SIZES, _sizes({}, {_OPT_GRAD: flat}, ranks)))
+        state = {"step": 0}
+        for name, dtype in _OPT_STATES.items():
+            shape = local_shape(name, s, ranks)
+            if name in _OPT_MASTERS:
+                n = 1
+                for d in shape:
+                    n *= d
+                start = rank * n if n < flat.numel() else 0  # (a sliced master: this rank's block)
+                state[name] = flat[start:start + n].to(dtype).reshape(shape).clone()
+            else:
+                state[name] = torch.zeros(shape, dtype=dtype, device=p.device)
+        return state
+
+    def _run(self, g, state, gradient, parameter):
+        state["step"] += 1
+        kw = {k: g[k] for k in _OPT_HYPER}
+        if _OPT_STEP is not None:
+            kw[_OPT_STEP] = state["step"]
+        tensors = dict(state)
+        tensors[_OPT_GRAD] = gradient
+        tensors[_OPT_PARAM] = parameter
+        )PY"
+    << pyIdent(cls_) << "(";
+  bool first = true;
   for (auto& t : ts)
     if (t.role != "out") y << (first ? "" : ", ") << "tensors[\"" << t.name << "\"]", first = false;
-  y << ", group=self.group, **kw)\n        return loss\n\n"
+  y << R"PY(, group=self.group, **kw)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        _, rank, ranks = communicator(self.group)
+        for gi, g in enumerate(self.param_groups):
+            params = g["params"]
+            if self.flat:
+                buf, grads, views = self._flat[gi]
+                if all(p.grad is None for p in params):
+                    continue
+                # gradients that backward put elsewhere (after the model's zero_grad set them to None)
+                moved = [(gv, p.grad) for p, gv in zip(params, views) if p.grad is not None and p.grad.data_ptr() != gv.data_ptr()]
+                if moved:
+                    torch._foreach_copy_([a for a, _ in moved], [b for _, b in moved])
+                for p, gv in zip(params, views):
+                    if p.grad is None:
+                        gv.zero_()
+                    p.grad = gv
+                state = self.state[params[0]]
+                if not state:
+                    state.update(self._new_state(buf, rank, ranks))
+                self._run(g, state, grads, buf)
+                continue
+            for p in params:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state.update(self._new_state(p, rank, ranks))
+                self._run(g, state, p.grad.reshape(-1), p.data.view(-1))
+        return loss
+
+)PY"
     << "    # torch.optim.Optimizer.load_state_dict casts floating state to the parameter's dtype; the states\n"
     << "    # keep the program's (f32 moments of an f16 parameter): the values are kept before and put back after.\n"
     << "    @staticmethod\n    def _keep_exact(optimizer, state_dict):\n"
@@ -271,8 +399,8 @@ std::string TorchPackage::moduleClass() const {
     << "    parameters, the states its buffers, the scalars given there its settings; forward() takes the other\n"
     << "    inputs, in the program's order or by name, and returns the outputs. " << N << " has no backward program yet:\n"
     << "    forward() with gradients enabled and a tensor that requires them raises RuntimeError.\"\"\"\n\n"
-    << "    def __init__(self, *, group=None, seed=0, **given):\n        super().__init__()\n"
-    << "        self.group, self.seed, self.settings = group, seed, {}\n        for k, v in given.items():\n"
+    << "    def __init__(self, *, group=None, run_seed=0, **given):\n        super().__init__()\n"
+    << "        self.group, self.run_seed, self.settings = group, run_seed, {}\n        for k, v in given.items():\n"
     << "            if k in _INPUTS:\n                self.register_parameter(k, torch.nn.Parameter(v))\n"
     << "            elif k in _STATES:\n                self.register_buffer(k, v)\n"
     << "            elif k in _SCALARS:\n                self.settings[k] = v\n            else:\n"
@@ -296,7 +424,7 @@ std::string TorchPackage::moduleClass() const {
   bool first = true;
   for (auto& t : ts)
     if (t.role != "out") y << (first ? "" : ", ") << "tensors[\"" << t.arg << "\"]", first = false;
-  y << ", group=self.group, seed=self.seed, **scalars)\n";
+  y << ", group=self.group, run_seed=self.run_seed, **scalars)\n";
   return y.str();
 }
 
@@ -351,7 +479,7 @@ std::string TorchPackage::opSource() const {
     if (t.role != "out") c << ", " << (t.role == "state" ? "at::Tensor& " : "const at::Tensor& ") << "t_" << ident(t.name);
   for (auto* p : scalars)
     c << ", " << (p->dtype == DType::Bool ? "bool " : ast::isInteger(p->dtype) ? "int64_t " : "double ") << "s_" << ident(p->name);
-  c << ", int64_t seed) {\n  const int device = deviceOf(handle);\n  c10::cuda::CUDAGuard guard(device);\n"
+  c << ", int64_t run_seed) {\n  const int device = deviceOf(handle);\n  c10::cuda::CUDAGuard guard(device);\n"
     << "  void* h = reinterpret_cast<void*>(handle);\n"
     << "  TORCH_CHECK(sizes.size() == " << sizes.size() << ", \"" << N << ": \", sizes.size(), \" sizes given; the program has "
     << sizes.size() << "\");\n  const std::vector<long long> sz(sizes.begin(), sizes.end());\n"
@@ -378,7 +506,7 @@ std::string TorchPackage::opSource() const {
     for (auto& t : ts)
       if (t.role == role) c << (first ? "" : ", ") << "t_" << ident(t.name) << ".data_ptr()", first = false;
   c << "};\n  ok(" << F << "set_stream(h, at::cuda::getCurrentCUDAStream(device).stream()), \"set_stream\");\n"
-    << "  ok(" << F << "run(h, sz.data(), sc.data(), tt.data(), static_cast<unsigned long long>(seed)), \"run\");\n";
+    << "  ok(" << F << "run(h, sz.data(), sc.data(), tt.data(), static_cast<unsigned long long>(run_seed)), \"run\");\n";
   if (nOut == 1) {
     for (auto& t : ts)
       if (t.role == "out")
@@ -484,7 +612,7 @@ std::string TorchPackage::moduleFunction() const {
   for (auto& t : ts)
     if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
-  y << ", seed):\n    _, ranks = _groups[handle]\n    s = dict(zip(SIZES, sizes))\n";
+  y << ", run_seed):\n    _, ranks = _groups[handle]\n    s = dict(zip(SIZES, sizes))\n";
   std::string anyIn;
   for (auto& t : ts)
     if (t.role != "out" && anyIn.empty()) anyIn = t.arg;
@@ -512,10 +640,11 @@ std::string TorchPackage::moduleFunction() const {
     y << ", " << pyIdent(p->name) << "=" << pyDefault(*p);
   }
   for (auto* p : sizes) y << ", " << p->name << "=None";
-  y << ", group=None, seed=0):\n    \"\"\"Runs " << N << " on torch's current stream.\n\n";
+  y << ", group=None, run_seed=0):\n    \"\"\"Runs " << N << " on torch's current stream.\n\n";
   for (auto& t : ts) y << "    " << t.role << " " << t.name << ": " << t.type.str() << "\n";
   y << "\n    Inputs and states are this rank's storage (a sliced tensor: its block); states are changed in\n"
-    << "    place and the outputs returned. Sizes come from the tensors' shapes unless given.\n    \"\"\"\n";
+    << "    place and the outputs returned. Sizes come from the tensors' shapes unless given. run_seed\n"
+    << "    keys the random draws that name no seed (dropout without seed=).\n    \"\"\"\n";
   for (auto* p : scalars)
     if (!p->value)
       y << "    if " << pyIdent(p->name) << " is None:\n        raise TypeError(\"" << N << ": scalar '" << p->name
@@ -529,7 +658,7 @@ std::string TorchPackage::moduleFunction() const {
   for (auto& t : ts)
     if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
-  y << ", seed)\n";
+  y << ", run_seed)\n";
   return y.str();
 }
 
@@ -596,8 +725,28 @@ std::string TorchPackage::readme() const {
      << "the listed dtype; states are changed in place, outputs returned. The sizes come from the tensors' shapes\n"
      << "(or keyword arguments); a tensor of the wrong device, dtype or shape raises a RuntimeError naming it and\n"
      << "the expected value. The operator runs on torch's current stream and has a fake implementation, so\n"
-     << "`torch.compile(fullgraph=True)` traces through it.\n\n"
-     << "## Ranks\n\nLaunch one process per GPU with torchrun and initialize torch.distributed with the NCCL backend\n"
+     << "`torch.compile(fullgraph=True)` traces through it and a CUDA graph captures it (after one call\n"
+     << "outside the capture, which sets up the communicator and buffers). Scalars are keyword arguments;\n"
+     << "`run_seed` keys the random draws that name no seed.\n\n";
+  if (!param.empty()) {
+    std::string dtype;
+    for (auto& t : ts)
+      if (t.name == param) dtype = pyType(t.type.dtype);
+    rd << "## Optimizer\n\n`" << mod << ".Optimizer` is a `torch.optim.Optimizer`: swap it in for the script's optimizer with\n"
+       << "one line. Each parameter (of dtype `" << dtype << "`) is `" << param << "`, its gradient `" << grad << "`";
+    if (!step.empty()) rd << ", the step `" << step << "` counts from 1";
+    rd << "; the hyperparameters are param-group options, so LR schedulers work.\n\n```python\n"
+       << "opt = " << mod << ".Optimizer(model.parameters(), lr=1e-3)\nloss.backward()\nopt.step()\nopt.zero_grad()\n```\n\n"
+       << "`state_dict()` holds each parameter's states as this rank keeps them (a sliced state: its block) in\n"
+       << "their own dtypes, and `load_state_dict()` puts them back exactly.\n\n";
+  }
+  if (nOut > 0)
+    rd << "## Module\n\n`" << mod << ".Module(**given)` is a `torch.nn.Module`: the inputs given to the constructor\n"
+       << "are its parameters, the states its buffers, the scalars its settings; `forward()` takes the other\n"
+       << "inputs and returns the outputs. The program has no backward program yet: with gradients enabled and\n"
+       << "a parameter or input that requires them, forward() raises RuntimeError (call it under\n"
+       << "`torch.no_grad()`).\n\n";
+  rd << "## Ranks\n\nLaunch one process per GPU with torchrun and initialize torch.distributed with the NCCL backend\n"
      << "before the first call; the package makes one NCCL communicator per process group (`communicator(group)`),\n"
      << "its id broadcast over the group, and `close(group)` ends it. Without torch.distributed it runs on one rank.\n\n"
      << "```sh\ntorchrun --nproc-per-node 4 train.py\n```\n";
