@@ -10,6 +10,7 @@
 
 #include "sema/TypedASTPrinter.h"
 #include "ir/Lower.h"
+#include "autodiff/Backward.h"
 #include "backend/CudaEmitter.h"
 #include "ir/Fallback.h"
 #include "schedule/Schedule.h"
@@ -85,7 +86,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   // Lower, then apply the schedule.
   std::string schedPath = inv.schedule;
   if (schedPath.empty() && inv.input != "-") {
-    auto beside = std::filesystem::path(inv.input).replace_extension(".sched");
+    auto beside = std::filesystem::path(inv.input).replace_extension(inv.backward ? ".backward.sched" : ".sched");
     std::error_code ec;
     if (std::filesystem::is_regular_file(beside, ec)) schedPath = beside.string();
   }
@@ -109,6 +110,17 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   int rc = kExitOk;
   for (auto& cp : comp.programs) {
     ir::Program base = ir::lower(*cp);
+    ir::Program forward;  // (--backward: the program differentiated, which verify checks the gradients against)
+    if (inv.backward) {
+      if (!inv.wrt.empty() && inv.wrt.size() == 1 && inv.wrt[0].empty()) {
+        err << "coconetc: error: --wrt: expected input names\n";
+        return kExitUsage;
+      }
+      auto derived = autodiff::backward(base, autodiff::Request{inv.wrt}, diags);
+      if (!derived) return errorsGenerated(diags, err);
+      forward = std::move(base);
+      base = std::move(*derived);
+    }
     // The scheduled program: a copy where a schedule changes it or verify compares the two, else
     // the lowered program itself.
     const bool copy = (script && !script->steps.empty()) || inv.action == Action::Verify;
@@ -148,6 +160,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         vo.dumpDir = inv.dumpDir;
         vo.allowSkips = inv.allowSkips;
         vo.scheduled = !trace.empty();
+        // (the gradients first: the last line stays verify's own)
+        if (inv.backward && verify::verifyGradients(forward, base, vo, out, err) != 0) rc = kExitUserError;
         if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
         break;
       }

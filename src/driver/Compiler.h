@@ -20,6 +20,10 @@ struct Invocation {
   // Schedules: "" means NAME.sched beside the program if it exists; "none" means none.
   std::string schedule;
   bool printAfterAll = false;
+  // The backward program (autodiff::backward) in place of the program; wrt: the inputs
+  // differentiated (empty: every floating-point one).
+  bool backward = false;
+  std::vector<std::string> wrt;
   // Diagnostics in colour: "always", "never", or "auto" (where standard error is a terminal).
   std::string color = "auto";
   // verify

@@ -126,6 +126,12 @@ static int command(int argc, char** argv) {
     sub->add_option("--schedule", inv.schedule, "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
         ->type_name("FILE|none");
     sub->add_flag("--print-after-all", inv.printAfterAll, "print the IR after lowering and after every schedule step");
+    sub->add_flag("--backward", inv.backward,
+                  "the backward program instead: PROG_backward, the gradients of the outputs with respect to the inputs "
+                  "(its schedule: PROG.backward.sched beside the program)");
+    sub->add_option("--wrt", inv.wrt, "with --backward: the inputs to differentiate (default: every floating-point input)")
+        ->delimiter(',')
+        ->type_name("NAME,...");
     sub->add_option("--color", inv.color, "diagnostics in colour: auto (where standard error is a terminal), always or never")
         ->type_name("WHEN")
         ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -201,6 +207,7 @@ static int command(int argc, char** argv) {
     }
     inv.defines.push_back(kv);
   }
+  inv.backward = inv.backward || !inv.wrt.empty();  // (--wrt names the inputs of a backward program)
   if (compile->parsed()) {
     inv.action = Action::Compile;
     inv.torchTarget = target == "torch";

@@ -1,4 +1,5 @@
 #include "verify/Verify.h"
+#include "verify/Draw.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,10 @@ using namespace ir;
 using interp::Config;
 using interp::PerRank;
 using interp::Tensor;
+
+using detail::drawInputs;
+using detail::sizesStr;
+using detail::storageFor;
 
 namespace {
 
@@ -264,75 +269,11 @@ void chooseScalars(const Program& p, Config& c, std::mt19937_64& rng) {
   }
 }
 
-std::vector<int64_t> globalShape(const TensorType& t, const Config& c) {
-  std::vector<int64_t> s;
-  for (auto& d : t.shape) s.push_back(interp::evalSize(d, c, "a dimension"));
-  return s;
-}
-
 // The logical value each rank sees (a sliced value assembled from its group's slices).
 std::vector<Tensor> logicalView(const PerRank& v, const TensorType& t, const Config& c) {
   std::vector<Tensor> out;
   for (int r = 0; r < c.ranks; ++r) out.push_back(interp::wholeOf(v, t, c, r));
   return out;
-}
-
-// Draws the logical values of every input and state: one tensor per group instance for
-// replicated and sliced values, one per rank for local ones.
-std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c, std::mt19937_64& rng) {
-  // Inputs used as embedding indices must index the table.
-  std::map<int, int64_t> indexBound;
-  for (auto& s : p.stages)
-    if (s.kind == StageKind::Embedding) indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
-  std::uniform_real_distribution<double> uf(-1.0, 1.0);
-  std::map<std::string, std::vector<Tensor>> out;
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const Stage& s = p.stages[i];
-    if (s.kind != StageKind::Input && s.kind != StageKind::State) continue;
-    const std::string key = s.kind == StageKind::State ? s.state : s.name;
-    auto shape = globalShape(s.type, c);
-    std::map<int, Tensor> byKey;  // instance (or rank, for local) -> logical tensor
-    std::vector<Tensor> perRank(c.ranks);
-    for (int r = 0; r < c.ranks; ++r) {
-      bool local = s.type.group && s.type.layout.kind == Layout::Local;
-      int k = local ? r : interp::groupCoord(s.type.group, c, r).instance;
-      if (!byKey.count(k)) {
-        Tensor t;
-        t.shape = shape;
-        t.data.resize(t.numel());
-        if (interp::keepsExact(s.type.dtype)) t.exact.resize(t.data.size());
-        for (auto& v : t.data) {
-          if (indexBound.count(static_cast<int>(i)))
-            v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
-          else if (s.type.dtype == DType::Bool)
-            v = static_cast<double>(rng() % 2);
-          else if (ast::isInteger(s.type.dtype))
-            v = static_cast<double>(rng() % 4);
-          else
-            v = interp::roundTo(s.type.dtype, uf(rng));
-        }
-        for (size_t e = 0; e < t.exact.size(); ++e) t.exact[e] = static_cast<int64_t>(t.data[e]);
-        byKey[k] = std::move(t);
-      }
-      perRank[r] = byKey[k];
-    }
-    out[key] = std::move(perRank);
-  }
-  return out;
-}
-
-interp::Values storageFor(const Program& p, const std::map<std::string, std::vector<Tensor>>& logical, const Config& c) {
-  interp::Values v;
-  for (auto& s : p.stages) {
-    if (s.kind != StageKind::Input && s.kind != StageKind::State) continue;
-    const std::string key = s.kind == StageKind::State ? s.state : s.name;
-    auto it = logical.find(key);
-    if (it == logical.end()) internalError("verify: the scheduled program has an input the original lacks: " + key);
-    PerRank pr;
-    for (int r = 0; r < c.ranks; ++r) pr.push_back(interp::storageOf(it->second[r], s.type, c, r));
-    v.inputs[key] = std::move(pr);
-  }
-  return v;
 }
 
 double unitRoundoff(DType t) {
@@ -409,22 +350,6 @@ Tolerance compareToReference(const std::vector<Tensor>& orig, const std::vector<
       if (!(std::fabs(x - e) <= 4 * tol.originalError + 2 * ulp(t, e) + gamma * std::fabs(e) + sensitivity)) ++tol.outside;
     }
   return tol;
-}
-
-std::string sizesStr(const Program& p, const Config& c) {
-  std::string s;
-  for (auto& prm : p.params) {
-    if (prm.isSize)
-      s += " " + prm.name + "=" + std::to_string(c.sizes.at(prm.name));
-    else if (!prm.value && c.integerScalars.count(prm.name)) {
-      s += " " + prm.name + "=" + std::to_string(c.integerScalars.at(prm.name));
-    } else if (!prm.value) {
-      std::ostringstream os;
-      os << c.scalars.at(prm.name);
-      s += " " + prm.name + "=" + os.str();
-    }
-  }
-  return s;
 }
 
 // ---- Dumps for GPU tests ----
@@ -786,6 +711,13 @@ int Verification::report() {
 }
 
 }  // namespace
+
+namespace detail {
+bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng, std::string* why) {
+  return verify::chooseSizes(a, b, c, rng, why);
+}
+void chooseScalars(const Program& p, Config& c, std::mt19937_64& rng) { verify::chooseScalars(p, c, rng); }
+}  // namespace detail
 
 int verify(const Program& base, const Program& sched, const Options& opts, std::ostream& out, std::ostream& err) {
   Verification v(base, sched, opts, out, err);

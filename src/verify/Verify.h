@@ -33,4 +33,10 @@ struct Options {
 // "verified: ..." (what was compared) or "NOT verified: ..." (why not).
 int verify(const ir::Program& base, const ir::Program& scheduled, const Options& opts, std::ostream& out, std::ostream& err);
 
+// The gradient check of a backward program (autodiff::backward of `forward`): at each rank
+// count, random inputs and cotangents, run in exact (f64) arithmetic; for each gradient d_X and
+// random directions V, <d_X, V> against the central finite difference of <dOUT, OUT> along V.
+// Prints a line per rank count; returns 0 when every rank count compared within the tolerance.
+int verifyGradients(const ir::Program& forward, const ir::Program& backward, const Options& opts, std::ostream& out, std::ostream& err);
+
 }  // namespace coconet::verify

@@ -1,0 +1,292 @@
+// Each operation's adjoint: from the adjoint ds of stage s (in s's distribution, or replicated
+// for a local s), the contributions to its operands' adjoints.
+#include <numeric>
+
+#include "autodiff/Deriver.h"
+#include "autodiff/ExprAdjoint.h"
+
+namespace coconet::autodiff::detail {
+
+// ---- Element-wise ---------------------------------------------------------------------------
+// One compute stage per operand differentiated: the expression's adjoint over the forward
+// operands and ds, in s's shape and distribution, then summed over the dimensions the operand
+// was broadcast along.
+void Deriver::computeAdjoint(const Stage& s, int ds) {
+  const int m = static_cast<int>(s.operands.size());
+  std::map<int, DType> wanted;
+  bool wide = s.type.dtype == DType::F64;
+  for (int j = 0; j < m; ++j) {
+    int o = s.operands[j];
+    if (needs_[o]) wanted[j] = fwdType(o).dtype;
+    wide = wide || fwdType(o).dtype == DType::F64;
+  }
+  const ENode* bad = nullptr;
+  auto adj = expressionAdjoints(s.expr, wide ? DType::F64 : DType::F32, m, wanted, &bad);
+  if (bad) {
+    unsupported(s, std::string("'") + eopName(bad->op) + "' has no adjoint");
+    return;
+  }
+  std::vector<int> operands = s.operands;
+  operands.push_back(ds);
+  for (auto& [j, e] : adj) {
+    int o = s.operands[j];
+    TensorType t = s.type;
+    t.dtype = fwdType(o).dtype;
+    if (isLocal(s.type) || isLocal(type(ds))) t.layout = Layout::local();
+    if (isReplicated(s.type) && isReplicated(type(ds))) t.layout = s.type.layout;
+    std::string name = "d_" + f_.stages[o].name + "." + s.name;
+    int g = compute(name, t, operands, e, s.loc);
+    g = reduceTo(g, fwdType(o), name, s.loc, s);
+    if (failed_) return;
+    contribute(o, g, s);
+  }
+}
+
+// ---- Reductions -------------------------------------------------------------------------------
+// sum: ds broadcast back over the reduced dimensions; mean: that over the count; norm: x / norm
+// times it. The reduced dimension comes back with length 1 first (a reshape), so that ds
+// broadcasts along it.
+void Deriver::reduceAdjoint(const Stage& s, int ds) {
+  if (s.reduce != ReduceKind::Sum && s.reduce != ReduceKind::Mean && s.reduce != ReduceKind::Norm) {
+    unsupported(s, std::string("the adjoint of '") + reduceKindName(s.reduce) + "' is not implemented yet");
+    return;
+  }
+  int x = s.operands[0];
+  const TensorType xt = fwdType(x);
+  if (s.dim >= 0 && !s.keepdim) {
+    // ds with the reduced dimension back as 1 (a reshape: its elements in the same order)
+    Shape kept = type(ds).shape;
+    kept.insert(kept.begin() + s.dim, SizeExpr::constant(1));
+    Layout l = type(ds).layout;
+    if (type(ds).group && l.kind == Layout::Sliced && l.dim >= s.dim) {
+      // (a reshape keeps the dimensions up to the sliced one: the reduced one must come after it)
+      unsupported(s, "its operand is sliced along a dimension after the one reduced; not supported yet");
+      return;
+    }
+    ds = reshape(ds, kept, l, "d_" + s.name + ".kept", s.loc);
+  } else if (s.dim < 0 && !s.keepdim && xt.rank() > 0) {
+    Shape ones(xt.rank(), SizeExpr::constant(1));
+    ds = reshape(ds, ones, type(ds).layout, "d_" + s.name + ".kept", s.loc);
+  }
+  // dx (x's shape; each rank's block of a sliced x from its own ds)
+  Expr e;
+  DType cd = xt.dtype == DType::F64 ? DType::F64 : DType::F32;
+  int g = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, type(ds).dtype, {}, 1))}));
+  if (s.reduce == ReduceKind::Mean) {
+    // the count of reduced elements: a size expression, written as nodes
+    std::vector<int> nodes;
+    auto node = [&](ENode n) {
+      nodes.push_back(e.add(std::move(n)));
+      return std::to_string(nodes.size() - 1);
+    };
+    auto at = [&](const std::string& k) { return nodes[std::stoul(k)]; };
+    SizeExpr::Spelling sp{[&](const std::string& name) {
+                            ENode n = ENode::make(name == "world.size" ? EOp::GroupSize : EOp::Param, DType::I64);
+                            n.name = name;
+                            n.group = b_.world();
+                            return node(n);
+                          },
+                          [&](int64_t c) {
+                            ENode n = ENode::make(EOp::Const, DType::I64);
+                            n.ivalue = c;
+                            n.value = static_cast<double>(c);
+                            return node(n);
+                          },
+                          [&](const std::string& a, const std::string& b) {
+                            return node(ENode::make(EOp::Add, DType::I64, {at(a), at(b)}));
+                          },
+                          [&](const std::string& a, const std::string& b) {
+                            return node(ENode::make(EOp::Mul, DType::I64, {at(a), at(b)}));
+                          },
+                          [&](const std::string& a, const std::string& b) {
+                            return node(ENode::make(EOp::Div, DType::I64, {at(a), at(b)}));
+                          },
+                          [&](const std::string& a, const std::string& b) {
+                            return node(ENode::make(EOp::Mod, DType::I64, {at(a), at(b)}));
+                          }};
+    SizeExpr count = SizeExpr::constant(1);
+    for (int k = 0; k < xt.rank(); ++k)
+      if (s.dim < 0 || k == s.dim) count = count * xt.shape[k];
+    int c = at(count.spell(sp));
+    g = e.add(ENode::make(EOp::Div, cd, {g, e.add(ENode::make(EOp::Cast, cd, {c}))}));
+  } else if (s.reduce == ReduceKind::Norm) {
+    // d|x| / dx = x / |x| (0 where |x| is 0)
+    int xv = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, xt.dtype, {}, 0))}));
+    int nv = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, s.type.dtype, {}, 2))}));
+    ENode zero = ENode::make(EOp::Const, cd);
+    int z = e.add(zero);
+    int isZero = e.add(ENode::make(EOp::Eq, DType::Bool, {nv, z}));
+    int q = e.add(ENode::make(EOp::Div, cd, {xv, nv}));
+    g = e.add(ENode::make(EOp::Mul, cd, {g, e.add(ENode::make(EOp::Select, cd, {isZero, z, q}))}));
+  }
+  e.add(ENode::make(EOp::Cast, xt.dtype, {g}));
+  std::vector<int> operands = {x, ds};
+  if (s.reduce == ReduceKind::Norm) {
+    int norm = b_.find(s.name);
+    if (s.dim >= 0 && !s.keepdim) {
+      Shape kept = s.type.shape;
+      kept.insert(kept.begin() + s.dim, SizeExpr::constant(1));
+      norm = reshape(norm, kept, s.type.layout.kind == Layout::Sliced ? Layout::sliced(s.type.layout.dim + 1) : s.type.layout,
+                     "d_" + s.name + ".norm", s.loc);
+    }
+    operands.push_back(norm);
+  }
+  TensorType t = xt;
+  if (isReplicated(xt) && isLocal(type(ds))) t.layout = Layout::local();  // (partial gradients: contribute sums them)
+  int dx = compute("d_" + f_.stages[x].name + "." + s.name, t, operands, std::move(e), s.loc);
+  contribute(x, dx, s);
+}
+
+// ---- Matrix products ----------------------------------------------------------------------------
+// The layout of a matmul (gemv) of a and b, as sema types it (docs/language.md 11.4); nullopt
+// where it does not.
+std::optional<Layout> Deriver::matmulLayout(const TensorType& a, const TensorType& b, int ry, bool gemv) const {
+  auto kind = [](const TensorType& t) { return t.group ? t.layout.kind : Layout::Replicated; };
+  const int ra = a.rank(), rb = b.rank();
+  Layout::Kind ka = kind(a), kb = kind(b);
+  if (ka == Layout::Replicated && kb == Layout::Replicated) return Layout::replicated();
+  if ((ka == Layout::Local && kb != Layout::Sliced) || (kb == Layout::Local && ka != Layout::Sliced)) return Layout::local();
+  const int kdimA = ra - 1, kdimB = gemv ? 0 : rb - 2;
+  if (ka == Layout::Sliced && kb == Layout::Sliced && a.layout.dim == kdimA && b.layout.dim == kdimB) return Layout::local();
+  if (ka == Layout::Sliced && kb == Layout::Replicated && a.layout.dim != kdimA) return Layout::sliced(gemv ? 0 : a.layout.dim + (ry - ra));
+  if (gemv) return std::nullopt;
+  if (ka == Layout::Replicated && kb == Layout::Sliced && b.layout.dim == rb - 1) return Layout::sliced(ry - 1);
+  if (ka == Layout::Replicated && kb == Layout::Sliced && b.layout.dim < rb - 2) return Layout::sliced(b.layout.dim + (ry - rb));
+  if (ka == Layout::Sliced && kb == Layout::Sliced && a.layout.dim < ra - 2 && b.layout.dim < rb - 2 &&
+      a.layout.dim + (ry - ra) == b.layout.dim + (ry - rb))
+    return Layout::sliced(a.layout.dim + (ry - ra));
+  return std::nullopt;
+}
+
+int Deriver::permute(int x, const std::vector<int>& perm, const std::string& name, SourceLoc loc) {
+  const TensorType& xt = type(x);
+  Stage t = make(StageKind::Permute, name, xt, {x}, loc);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    t.type.shape[k] = xt.shape[perm[k]];
+    if (xt.group && xt.layout.kind == Layout::Sliced && xt.layout.dim == perm[k]) t.type.layout = Layout::sliced(static_cast<int>(k));
+  }
+  t.perm = perm;
+  return add(std::move(t));
+}
+
+int Deriver::reshape(int x, const Shape& shape, Layout layout, const std::string& name, SourceLoc loc) {
+  TensorType t = type(x);
+  t.shape = shape;
+  t.layout = layout;
+  return add(make(StageKind::Reshape, name, t, {x}, loc));
+}
+
+// y = a b: da = dy b^T, db = a^T dy, each summed over the batch dimensions its operand was
+// broadcast along. gemv (y = A x): dA = dy x^T (element-wise, dy as a column), dx = A^T dy.
+void Deriver::matmulAdjoint(const Stage& s, int ds) {
+  const bool gemv = s.kind == StageKind::Gemv;
+  int a = s.operands[0], b = s.operands[1];
+  auto product = [&](int l, int r, const std::string& name) -> int {
+    TensorType t = type(l);
+    const TensorType& rt = type(r);
+    Shape ls = t.shape, rs = rt.shape;
+    Shape ys;
+    if (gemv) {
+      ys = {ls[0]};
+    } else {
+      // batch dimensions broadcast (right-aligned), then [n, m]
+      int rb = std::max(t.rank(), rt.rank()) - 2;
+      for (int k = 0; k < rb; ++k) {
+        int kl = k - (rb - (t.rank() - 2)), kr = k - (rb - (rt.rank() - 2));
+        SizeExpr dl = kl >= 0 ? ls[kl] : SizeExpr::constant(1), dr = kr >= 0 ? rs[kr] : SizeExpr::constant(1);
+        ys.push_back(dl.constantValue() == 1 ? dr : dl);
+      }
+      ys.push_back(ls[t.rank() - 2]);
+      ys.push_back(rs[rt.rank() - 1]);
+    }
+    auto layout = matmulLayout(t, rt, static_cast<int>(ys.size()), gemv);
+    if (!layout) {
+      unsupported(s, "the product for its gradient '" + name + "' (" + t.layout.str() + " times " + rt.layout.str() +
+                         ") has no layout; not supported yet");
+      return -1;
+    }
+    t.shape = ys;
+    t.layout = *layout;
+    if (!t.group) t.group = rt.group;
+    return add(make(gemv ? StageKind::Gemv : StageKind::Matmul, name, t, {l, r}, s.loc));
+  };
+  auto swapLast = [](int rank) {
+    std::vector<int> p(rank);
+    std::iota(p.begin(), p.end(), 0);
+    std::swap(p[rank - 1], p[rank - 2]);
+    return p;
+  };
+  const std::string da = "d_" + f_.stages[a].name + "." + s.name, db = "d_" + f_.stages[b].name + "." + s.name;
+  if (gemv) {
+    if (needs_[a]) {  // dy as a column times x as a row: dA[i, j] = dy[i] x[j]
+      Layout l = type(ds).layout;
+      int col = reshape(ds, {type(ds).shape[0], SizeExpr::constant(1)}, l, da + ".col", s.loc);
+      Expr e;
+      DType cd = fwdType(a).dtype == DType::F64 ? DType::F64 : DType::F32;
+      int p = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, type(col).dtype, {}, 0))}));
+      int q = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, fwdType(b).dtype, {}, 1))}));
+      e.add(ENode::make(EOp::Cast, fwdType(a).dtype, {e.add(ENode::make(EOp::Mul, cd, {p, q}))}));
+      // a sliced A: each rank's block from its own dy and x; otherwise partial (local) where dy or x is
+      TensorType t = fwdType(a);
+      if (!(t.group && t.layout.kind == Layout::Sliced))
+        t.layout = isLocal(type(ds)) || isLocal(fwdType(b)) ? Layout::local() : Layout::replicated();
+      contribute(a, compute(da, t, {col, b}, std::move(e), s.loc), s);
+    }
+    if (needs_[b] && !failed_) {
+      int at = permute(a, {1, 0}, f_.stages[a].name + ".T", s.loc);
+      int g = product(at, ds, db);
+      if (g >= 0) contribute(b, g, s);
+    }
+    return;
+  }
+  if (needs_[a]) {
+    int bt = permute(b, swapLast(fwdType(b).rank()), f_.stages[b].name + ".T", s.loc);
+    int g = product(ds, bt, da);
+    if (g >= 0) g = reduceTo(g, fwdType(a), da, s.loc, s);
+    if (g >= 0 && !failed_) contribute(a, g, s);
+  }
+  if (needs_[b] && !failed_) {
+    int at = permute(a, swapLast(fwdType(a).rank()), f_.stages[a].name + ".T", s.loc);
+    int g = product(at, ds, db);
+    if (g >= 0) g = reduceTo(g, fwdType(b), db, s.loc, s);
+    if (g >= 0 && !failed_) contribute(b, g, s);
+  }
+}
+
+// ---- Collectives ----------------------------------------------------------------------------
+// allreduce(+, x): each rank's x gets dy (a replicated x, reduced P times, P dy); reduce_scatter:
+// the all_gather of dy, likewise; all_gather of a sliced x: each rank's block of dy.
+void Deriver::collectiveAdjoint(const Stage& s, int ds) {
+  int x = s.operands[0];
+  const std::string name = "d_" + f_.stages[x].name + "." + s.name;
+  if (s.kind != StageKind::AllGather && s.op != ReduceOp::Sum) {
+    unsupported(s, std::string("the adjoint of a '") + ast::reduceOpName(s.op) + "' reduction is not implemented yet (only '+')");
+    return;
+  }
+  int g = ds;
+  if (s.kind == StageKind::ReduceScatter) {
+    TensorType t = type(ds);
+    t.layout = Layout::replicated();
+    Stage ag = make(StageKind::AllGather, name + ".gather", t, {ds}, s.loc);
+    ag.dim = s.dim;
+    g = add(std::move(ag));
+  }
+  if (s.kind != StageKind::AllGather && isReplicated(fwdType(x))) g = timesGroupSize(g, name, s.loc);
+  contribute(x, g, s);
+}
+
+// ---- Shape operations ---------------------------------------------------------------------------
+void Deriver::shapeAdjoint(const Stage& s, int ds) {
+  int x = s.operands[0];
+  const std::string name = "d_" + f_.stages[x].name + "." + s.name;
+  if (s.kind == StageKind::Permute) {
+    std::vector<int> inv(s.perm.size());
+    for (size_t k = 0; k < s.perm.size(); ++k) inv[s.perm[k]] = static_cast<int>(k);
+    contribute(x, permute(ds, inv, name, s.loc), s);
+    return;
+  }
+  Layout l = isReplicated(type(ds)) ? Layout::replicated() : fwdType(x).layout;
+  contribute(x, reshape(ds, fwdType(x).shape, l, name, s.loc), s);
+}
+
+}  // namespace coconet::autodiff::detail
