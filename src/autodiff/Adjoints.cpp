@@ -47,10 +47,7 @@ void Deriver::computeAdjoint(const Stage& s, int ds) {
 // times it. The reduced dimension comes back with length 1 first (a reshape), so that ds
 // broadcasts along it.
 void Deriver::reduceAdjoint(const Stage& s, int ds) {
-  if (s.reduce != ReduceKind::Sum && s.reduce != ReduceKind::Mean && s.reduce != ReduceKind::Norm) {
-    unsupported(s, std::string("the adjoint of '") + reduceKindName(s.reduce) + "' is not implemented yet");
-    return;
-  }
+  const bool byValue = s.reduce == ReduceKind::Norm || s.reduce == ReduceKind::Max || s.reduce == ReduceKind::Min;
   int x = s.operands[0];
   const TensorType xt = fwdType(x);
   if (s.dim >= 0 && !s.keepdim) {
@@ -109,20 +106,23 @@ void Deriver::reduceAdjoint(const Stage& s, int ds) {
       if (s.dim < 0 || k == s.dim) count = count * xt.shape[k];
     int c = at(count.spell(sp));
     g = e.add(ENode::make(EOp::Div, cd, {g, e.add(ENode::make(EOp::Cast, cd, {c}))}));
-  } else if (s.reduce == ReduceKind::Norm) {
-    // d|x| / dx = x / |x| (0 where |x| is 0)
+  } else if (byValue) {
     int xv = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, xt.dtype, {}, 0))}));
-    int nv = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, s.type.dtype, {}, 2))}));
-    ENode zero = ENode::make(EOp::Const, cd);
-    int z = e.add(zero);
-    int isZero = e.add(ENode::make(EOp::Eq, DType::Bool, {nv, z}));
-    int q = e.add(ENode::make(EOp::Div, cd, {xv, nv}));
-    g = e.add(ENode::make(EOp::Mul, cd, {g, e.add(ENode::make(EOp::Select, cd, {isZero, z, q}))}));
+    int yv = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, s.type.dtype, {}, 2))}));
+    int z = e.add(ENode::make(EOp::Const, cd));
+    if (s.reduce == ReduceKind::Norm) {  // d|x| / dx = x / |x| (0 where |x| is 0)
+      int isZero = e.add(ENode::make(EOp::Eq, DType::Bool, {yv, z}));
+      int q = e.add(ENode::make(EOp::Div, cd, {xv, yv}));
+      g = e.add(ENode::make(EOp::Mul, cd, {g, e.add(ENode::make(EOp::Select, cd, {isZero, z, q}))}));
+    } else {  // max, min: to the elements that are the result
+      int hit = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, yv}));
+      g = e.add(ENode::make(EOp::Select, cd, {hit, g, z}));
+    }
   }
   e.add(ENode::make(EOp::Cast, xt.dtype, {g}));
   std::vector<int> operands = {x, ds};
-  if (s.reduce == ReduceKind::Norm) {
-    int norm = b_.find(s.name);
+  if (byValue) {
+    int norm = b_.find(s.name);  // (the result: the norm, the maximum or the minimum)
     if (s.dim >= 0 && !s.keepdim) {
       Shape kept = s.type.shape;
       kept.insert(kept.begin() + s.dim, SizeExpr::constant(1));

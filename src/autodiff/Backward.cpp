@@ -159,6 +159,10 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
       case StageKind::AllGather: collectiveAdjoint(s, ds); break;
       case StageKind::Permute:
       case StageKind::Reshape: shapeAdjoint(s, ds); break;
+      case StageKind::Softmax:
+      case StageKind::Layernorm:
+      case StageKind::Rmsnorm: rowAdjoint(s, ds); break;
+      case StageKind::AllToAll: exchangeAdjoint(s, ds); break;
       default: unsupported(s, "its adjoint is not implemented yet");
     }
   }

@@ -87,6 +87,9 @@ private:
   void matmulAdjoint(const Stage& s, int ds);
   void collectiveAdjoint(const Stage& s, int ds);
   void shapeAdjoint(const Stage& s, int ds);
+  void rowAdjoint(const Stage& s, int ds);
+  void exchangeAdjoint(const Stage& s, int ds);
+  int rowReduce(int x, ReduceKind k, const std::string& name, SourceLoc loc);
   int permute(int x, const std::vector<int>& perm, const std::string& name, SourceLoc loc);
   int reshape(int x, const Shape& shape, Layout layout, const std::string& name, SourceLoc loc);
   std::optional<Layout> matmulLayout(const TensorType& a, const TensorType& b, int ry, bool gemv) const;
