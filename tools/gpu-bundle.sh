@@ -26,6 +26,15 @@ for prog in "$root"/samples/{adam,megatron_row,decode_gemv,dlrm_embedding}/*.cne
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --target torch -o "$b/torch/$n" >/dev/null
 done
+# and backward programs' packages (torch/NAME_backward), through which the operators' autograd runs
+for n in megatron_row decode_gemv; do
+  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward --target torch -o "$b/torch/${n}_backward" >/dev/null
+done
+
+# Backward programs (--backward): backward/NAME, built and checked by tests/gpu/backward-run.sh.
+for n in megatron_row megatron_mlp decode_gemv moe_gemm; do
+  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward -o "$b/backward/$n" >/dev/null
+done
 
 # The NCCL-only path (--no-device-collectives): gen/PROG@nccl, run with PROG's vectors (and its
 # variants'), for every program whose default code has device-API collectives.

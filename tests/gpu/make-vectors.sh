@@ -60,6 +60,11 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
 done
 # decode_gemv's vectors are drawn for decode_gemv_overlap.sched (it needs H divisible by its
 # chunks; the sample's fused schedule takes any size), so every build of decode_gemv runs with them.
+# Backward programs (--backward): NAME_backward, the vectors of the gradients (verify first checks
+# them against finite differences).
+for n in megatron_row megatron_mlp decode_gemv moe_gemm; do
+  vectors "${n}_backward" "$root/samples/$n/$n.cnet" --backward
+done
 vectors decode_gemv "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched"
 # pipeline's are drawn for pipeline_overlap.sched (its chunks must divide each rank's rows), so
 # every build of pipeline runs with them; @stages: 4 ranks in two stages of two.

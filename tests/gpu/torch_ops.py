@@ -8,7 +8,8 @@ floating dtype of the program's tensors; integers exactly); then a tensor of the
 one of the wrong shape (the last tensor argument) raise RuntimeError naming it; torch.compile(fullgraph=True) of a function
 that calls the operator gives the same values; and a CUDA graph captures the call and replays it.
 A package with an Optimizer class runs it against torch.optim.AdamW and round-trips its state_dict;
-one with a Module class runs it under no_grad and checks that it refuses to run with gradients.
+one with a Module class runs it under no_grad; one whose backward program's package is installed
+runs autograd through it against the backward program's vectors.
 Prints one line per check; exits 1 if any failed.
 """
 import importlib
@@ -111,7 +112,7 @@ def check_program(dumps, name):
         torch.cuda.synchronize()
         report(all(torch.equal(a, b) for a, b in zip(outs, mouts)),
                "%s: Module (parameters %s) under no_grad gives the function's values" % (name, ", ".join(params) or "none"))
-        if params:
+        if params and getattr(mod, "_bw", None) is None:
             try:
                 m(*rest)
                 report(False, "%s: Module with parameters that require grad ran without a backward program" % name)
@@ -198,6 +199,33 @@ def check_optimizer(name):
                "the original's (states keep their dtypes: %s)" % (name, flat, dtypes_ok))
 
 
+def check_autograd(dumps, name):
+    """Where coconet_NAME_backward is installed: the operator's autograd against NAME_backward's
+    vectors (the forward's inputs requiring grad, out.backward(d_OUT), each input's .grad against
+    d_IN)."""
+    mod = importlib.import_module("coconet_" + name)
+    if getattr(mod, "_bw", None) is None:
+        return
+    d = os.path.join(dumps, name + "_backward", "ranks1")
+    man = json.load(open(os.path.join(d, "manifest.json")))
+    ins = {e["name"]: e for e in man["inputs"]}
+    tol = max([TOLERANCE[e["dtype"]] for e in man["inputs"] if e["dtype"] in TOLERANCE], default=0)
+    fn = getattr(mod, name if hasattr(mod, name) else name + "_")
+    args = [load(d, ins[t]) for t in mod._TENSOR_NAMES]
+    args = [a.requires_grad_(True) if a.is_floating_point() else a for a in args]
+    code = fn.__code__
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    scalars = {(k + "_" if k + "_" in kwonly else k): v for k, v in man["scalars"].items()}
+    out = fn(*args, run_seed=man["seed"], **scalars)
+    outs = out if isinstance(out, tuple) else (out,)
+    torch.autograd.backward(outs, [load(d, ins["d_" + o]) for o in mod._OUTPUT_NAMES])
+    torch.cuda.synchronize()
+    for e in man["outputs"]:
+        a = args[list(mod._TENSOR_NAMES).index(e["name"][2:])]
+        err = rel_error(a.grad, load(d, e)) if a.grad is not None else float("inf")
+        report(err <= tol, "%s: autograd through %s_backward: '%s' relative error %.3g (limit %g)" % (name, name, e["name"], err, tol))
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -208,6 +236,7 @@ def main():
             check_program(sys.argv[1], name)
             if hasattr(importlib.import_module("coconet_" + name), "Optimizer"):
                 check_optimizer(name)
+            check_autograd(sys.argv[1], name)
         except Exception as ex:  # one program's failure does not stop the others
             report(False, "%s: %s: %s" % (name, type(ex).__name__, str(ex).splitlines()[0][:300] if str(ex) else ""))
     print("%d failed" % failed)

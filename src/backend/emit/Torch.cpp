@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "backend/Emitter.h"
+#include "backend/emit/TorchAutograd.h"
 
 namespace coconet::backend::detail {
 
@@ -397,8 +398,9 @@ std::string TorchPackage::moduleClass() const {
   y << ")\n\n\nclass Module(torch.nn.Module):\n"
     << "    \"\"\"torch.nn.Module over " << N << ": the inputs given to the constructor (this rank's storage) are its\n"
     << "    parameters, the states its buffers, the scalars given there its settings; forward() takes the other\n"
-    << "    inputs, in the program's order or by name, and returns the outputs. " << N << " has no backward program yet:\n"
-    << "    forward() with gradients enabled and a tensor that requires them raises RuntimeError.\"\"\"\n\n"
+    << "    inputs, in the program's order or by name, and returns the outputs. Gradients flow through the backward\n"
+    << "    program's package (coconet_" << cls_ << "_backward) where it is installed; without it, forward() with gradients\n"
+    << "    enabled and a tensor that requires them raises RuntimeError.\"\"\"\n\n"
     << "    def __init__(self, *, group=None, run_seed=0, **given):\n        super().__init__()\n"
     << "        self.group, self.run_seed, self.settings = group, run_seed, {}\n        for k, v in given.items():\n"
     << "            if k in _INPUTS:\n                self.register_parameter(k, torch.nn.Parameter(v))\n"
@@ -417,9 +419,10 @@ std::string TorchPackage::moduleClass() const {
     << "        for k in free:\n            if k not in tensors:\n"
     << "                raise TypeError(\"" << N << ": forward() needs input '\" + k + \"'\")\n"
     << "        tensors.update(self._parameters)\n        tensors.update(self._buffers)\n"
-    << "        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values()):\n"
-    << "            raise RuntimeError(\"" << N << " has no backward program yet: call it under torch.no_grad() (or with\"\n"
-    << "                               \" tensors that do not require grad)\")\n"
+    << "        if _bw is None and torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values()):\n"
+    << "            raise RuntimeError(\"" << N << " has no backward program installed (coconetc compile --backward --target\"\n"
+    << "                               \" torch; pip install it): call it under torch.no_grad() (or with tensors that\"\n"
+    << "                               \" do not require grad)\")\n"
     << "        return " << pyIdent(cls_) << "(";
   bool first = true;
   for (auto& t : ts)
@@ -561,7 +564,15 @@ std::string TorchPackage::moduleHead() const {
     }
     if (best) y << "\"" << p->name << "\": (\"" << best->arg << "\", " << bestDim << ", " << (bestSliced ? "True" : "False") << "), ";
   }
-  y << "}\n_handles = {}  # process group (None: one rank) -> (handle, rank, ranks)\n_groups = {}  # handle -> (rank, ranks)\n\n\n"
+  // the program names of the operator's tensors and of the outputs (the autograd formula pairs a
+  // backward program's d_NAME with them)
+  y << "}\n_TENSOR_NAMES = (";
+  for (auto& t : ts)
+    if (t.role != "out") y << "\"" << t.name << "\", ";
+  y << ")\n_OUTPUT_NAMES = (";
+  for (auto& t : ts)
+    if (t.role == "out") y << "\"" << t.name << "\", ";
+  y << ")\n_handles = {}  # process group (None: one rank) -> (handle, rank, ranks)\n_groups = {}  # handle -> (rank, ranks, group)\n\n\n"
     << "def communicator(group=None):\n"
     << "    \"\"\"The NCCL communicator of the process group (the default group, or one rank where\n"
     << "    torch.distributed is not initialized): made once per group, its id broadcast over the group.\n"
@@ -574,7 +585,7 @@ std::string TorchPackage::moduleHead() const {
     << "        dist.broadcast_object_list(obj, src=dist.get_global_rank(group, 0), group=group)\n"
     << "        uid = torch.tensor(obj[0], dtype=torch.uint8)\n"
     << "    handle = torch.ops.coconet." << cls_ << "_create(uid, rank, n)\n"
-    << "    _handles[group] = (handle, rank, n)\n    _groups[handle] = (rank, n)\n    return _handles[group]\n\n\n"
+    << "    _handles[group] = (handle, rank, n)\n    _groups[handle] = (rank, n, group)\n    return _handles[group]\n\n\n"
     << "def close(group=None):\n    \"\"\"Ends the communicator of the group (communicator() makes a new one when called again).\"\"\"\n"
     << "    if group is None and dist.is_available() and dist.is_initialized():\n        group = dist.group.WORLD\n"
     << "    entry = _handles.pop(group, None)\n    if entry is not None:\n        _groups.pop(entry[0], None)\n"
@@ -612,7 +623,7 @@ std::string TorchPackage::moduleFunction() const {
   for (auto& t : ts)
     if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
-  y << ", run_seed):\n    _, ranks = _groups[handle]\n    s = dict(zip(SIZES, sizes))\n";
+  y << ", run_seed):\n    ranks = _groups[handle][1]\n    s = dict(zip(SIZES, sizes))\n";
   std::string anyIn;
   for (auto& t : ts)
     if (t.role != "out" && anyIn.empty()) anyIn = t.arg;
@@ -743,9 +754,13 @@ std::string TorchPackage::readme() const {
   if (nOut > 0)
     rd << "## Module\n\n`" << mod << ".Module(**given)` is a `torch.nn.Module`: the inputs given to the constructor\n"
        << "are its parameters, the states its buffers, the scalars its settings; `forward()` takes the other\n"
-       << "inputs and returns the outputs. The program has no backward program yet: with gradients enabled and\n"
-       << "a parameter or input that requires them, forward() raises RuntimeError (call it under\n"
-       << "`torch.no_grad()`).\n\n";
+       << "inputs and returns the outputs.\n\n## Gradients\n\nThe operator's backward is the backward program's: install its package "
+          "too,\n\n"
+       << "```sh\ncoconetc compile PROGRAM.cnet --backward --target torch -o DIR_backward\n"
+       << "pip install --no-build-isolation DIR_backward\n```\n\n"
+       << "and `loss.backward()` runs it (it recomputes the forward from the saved inputs). Without it, the\n"
+       << "operator and the Module with gradients enabled and a tensor that requires them raise\n"
+       << "RuntimeError (call them under `torch.no_grad()`).\n\n";
   rd << "## Ranks\n\nLaunch one process per GPU with torchrun and initialize torch.distributed with the NCCL backend\n"
      << "before the first call; the package makes one NCCL communicator per process group (`communicator(group)`),\n"
      << "its id broadcast over the group, and `close(group)` ends it. Without torch.distributed it runs on one rank.\n\n"
@@ -762,7 +777,11 @@ std::vector<std::string> Emitter::torchFiles() const {
 void Emitter::writeTorchPackage(std::vector<std::string>& files) {
   const TorchPackage pk(p_, cls_, o_, cInterfaceDecls());
   write(cls_ + "_torch.cpp", pk.opSource(), files);
-  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction() + pk.optimizerClass() + pk.moduleClass(), files);
+  std::vector<std::string> scalarArgs;
+  for (auto* prm : pk.scalars) scalarArgs.push_back(pyIdent(prm->name));
+  const std::string autograd = pk.nOut > 0 && p_.states.empty() ? torchAutogradText(cls_, scalarArgs)
+                                                                : "\n\n_bw = None  # (a program with state has no backward program)\n";
+  write(pk.mod + ".py", pk.moduleHead() + pk.moduleFunction() + pk.optimizerClass() + autograd + pk.moduleClass(), files);
   write("setup.py", pk.setupSource(), files);
   write("pyproject.toml", pk.pyproject(), files);
   write("README.md", pk.readme(), files);
