@@ -114,22 +114,42 @@ void Deriver::reduceAdjoint(const Stage& s, int ds) {
       int isZero = e.add(ENode::make(EOp::Eq, DType::Bool, {yv, z}));
       int q = e.add(ENode::make(EOp::Div, cd, {xv, yv}));
       g = e.add(ENode::make(EOp::Mul, cd, {g, e.add(ENode::make(EOp::Select, cd, {isZero, z, q}))}));
-    } else {  // max, min: to the elements that are the result
+    } else {  // max, min: shared evenly by the elements that are the result (ties: copies of one value)
       int hit = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, yv}));
-      g = e.add(ENode::make(EOp::Select, cd, {hit, g, z}));
+      int count = e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, cd, {}, 3))}));
+      g = e.add(ENode::make(EOp::Select, cd, {hit, e.add(ENode::make(EOp::Div, cd, {g, count})), z}));
     }
   }
   e.add(ENode::make(EOp::Cast, xt.dtype, {g}));
   std::vector<int> operands = {x, ds};
   if (byValue) {
-    int norm = b_.find(s.name);  // (the result: the norm, the maximum or the minimum)
-    if (s.dim >= 0 && !s.keepdim) {
-      Shape kept = s.type.shape;
-      kept.insert(kept.begin() + s.dim, SizeExpr::constant(1));
-      norm = reshape(norm, kept, s.type.layout.kind == Layout::Sliced ? Layout::sliced(s.type.layout.dim + 1) : s.type.layout,
-                     "d_" + s.name + ".norm", s.loc);
+    // the result (the norm, the maximum or the minimum) with the reduced dimensions kept as 1
+    auto kept = [&](int v, const std::string& name) {
+      if (s.keepdim || xt.rank() == 0) return v;
+      Shape shape = s.dim >= 0 ? type(v).shape : Shape(xt.rank(), SizeExpr::constant(1));
+      if (s.dim >= 0) shape.insert(shape.begin() + s.dim, SizeExpr::constant(1));
+      return reshape(v, shape, type(v).layout, name, s.loc);  // (a sliced one: sliced before s.dim, as ds)
+    };
+    const int y = kept(b_.find(s.name), "d_" + s.name + ".result");
+    operands.push_back(y);
+    if (s.reduce != ReduceKind::Norm) {
+      // how many elements are the result: a sum of the hits, reduced as the forward reduces
+      Expr h;
+      int hx = h.add(ENode::make(EOp::Operand, xt.dtype, {}, 0)), hy = h.add(ENode::make(EOp::Operand, s.type.dtype, {}, 1));
+      int hit = h.add(ENode::make(EOp::Eq, DType::Bool, {hx, hy}));
+      ENode one = ENode::make(EOp::Const, cd), zero = ENode::make(EOp::Const, cd);
+      one.value = 1;
+      h.add(ENode::make(EOp::Select, cd, {hit, h.add(one), h.add(zero)}));
+      TensorType ht = xt;
+      ht.dtype = cd;
+      int hits = compute("d_" + s.name + ".hits", ht, {x, y}, std::move(h), s.loc);
+      Stage r = make(StageKind::Reduce, "d_" + s.name + ".count", s.type, {hits}, s.loc);
+      r.type.dtype = cd;
+      r.reduce = ReduceKind::Sum;
+      r.dim = s.dim;
+      r.keepdim = s.keepdim;
+      operands.push_back(kept(add(std::move(r)), "d_" + s.name + ".count.kept"));
     }
-    operands.push_back(norm);
   }
   TensorType t = xt;
   if (isReplicated(xt) && isLocal(type(ds))) t.layout = Layout::local();  // (partial gradients: contribute sums them)
