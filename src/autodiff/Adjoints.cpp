@@ -279,6 +279,27 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
 void Deriver::collectiveAdjoint(const Stage& s, int ds) {
   int x = s.operands[0];
   const std::string name = "d_" + f_.stages[x].name + "." + s.name;
+  if (s.kind == StageKind::Broadcast) {
+    // y = the root's x: the root's x gets dy, the other ranks' none (a replicated x: dy itself)
+    if (isReplicated(fwdType(x))) {
+      contribute(x, ds, s);
+      return;
+    }
+    Expr e;
+    ENode rank = ENode::make(EOp::Rank, DType::I64);
+    rank.group = type(ds).group;
+    ENode root = ENode::make(s.root.param.empty() ? EOp::Const : EOp::Param, DType::I64);
+    root.name = s.root.param;
+    root.ivalue = static_cast<int64_t>(s.root.value);
+    root.value = s.root.value;
+    int isRoot = e.add(ENode::make(EOp::Eq, DType::Bool, {e.add(rank), e.add(root)}));
+    int g = e.add(ENode::make(EOp::Operand, type(ds).dtype, {}, 0));
+    e.add(ENode::make(EOp::Select, type(ds).dtype, {isRoot, g, e.add(ENode::make(EOp::Const, type(ds).dtype))}));
+    TensorType t = type(ds);
+    t.layout = Layout::local();
+    contribute(x, compute(name, t, {ds}, std::move(e), s.loc), s);
+    return;
+  }
   if (s.kind != StageKind::AllGather && s.op != ReduceOp::Sum) {
     unsupported(s, std::string("the adjoint of a '") + ast::reduceOpName(s.op) + "' reduction is not implemented yet (only '+')");
     return;
@@ -305,8 +326,47 @@ void Deriver::shapeAdjoint(const Stage& s, int ds) {
     contribute(x, permute(ds, inv, name, s.loc), s);
     return;
   }
-  Layout l = isReplicated(type(ds)) ? Layout::replicated() : fwdType(x).layout;
-  contribute(x, reshape(ds, fwdType(x).shape, l, name, s.loc), s);
+  if (s.kind == StageKind::Reshape) {
+    Layout l = isReplicated(type(ds)) ? Layout::replicated() : fwdType(x).layout;
+    contribute(x, reshape(ds, fwdType(x).shape, l, name, s.loc), s);
+    return;
+  }
+  if (s.kind == StageKind::Narrow) {
+    // dy back in its place along the dimension, zeros before and after it
+    const TensorType xt = fwdType(x);
+    const SizeExpr len = s.type.shape[s.dim], after = xt.shape[s.dim] - s.start - len;
+    auto zeros = [&](const SizeExpr& n, const std::string& part) {
+      TensorType t = type(ds);
+      t.shape[s.dim] = n;
+      Expr e;
+      e.add(ENode::make(EOp::Const, t.dtype));
+      return compute(name + "." + part, t, {}, std::move(e), s.loc);
+    };
+    std::vector<int> parts;
+    if (s.start.constantValue() != 0) parts.push_back(zeros(s.start, "before"));
+    parts.push_back(ds);
+    if (after.constantValue() != 0) parts.push_back(zeros(after, "after"));
+    TensorType t = type(ds);
+    t.shape = xt.shape;
+    Stage c = make(StageKind::Concat, name, t, parts, s.loc);
+    c.dim = s.dim;
+    contribute(x, parts.size() == 1 ? ds : add(std::move(c)), s);
+    return;
+  }
+  // concat: each operand's part of dy along the dimension
+  SizeExpr offset = SizeExpr::constant(0);
+  for (int o : s.operands) {
+    const TensorType ot = fwdType(o);
+    if (needs_[o] && !failed_) {
+      TensorType t = type(ds);
+      t.shape[s.dim] = ot.shape[s.dim];
+      Stage n = make(StageKind::Narrow, "d_" + f_.stages[o].name + "." + s.name, t, {ds}, s.loc);
+      n.dim = s.dim;
+      n.start = offset;
+      contribute(o, add(std::move(n)), s);
+    }
+    offset = offset + ot.shape[s.dim];
+  }
 }
 
 }  // namespace coconet::autodiff::detail

@@ -156,9 +156,12 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
       case StageKind::Gemv: matmulAdjoint(s, ds); break;
       case StageKind::AllReduce:
       case StageKind::ReduceScatter:
-      case StageKind::AllGather: collectiveAdjoint(s, ds); break;
+      case StageKind::AllGather:
+      case StageKind::Broadcast: collectiveAdjoint(s, ds); break;
       case StageKind::Permute:
-      case StageKind::Reshape: shapeAdjoint(s, ds); break;
+      case StageKind::Reshape:
+      case StageKind::Narrow:
+      case StageKind::Concat: shapeAdjoint(s, ds); break;
       case StageKind::Softmax:
       case StageKind::Layernorm:
       case StageKind::Rmsnorm: rowAdjoint(s, ds); break;
