@@ -6,13 +6,14 @@
 # megatron_row (an overlap's chunked collectives) and moe_gemm (an all_to_all pipeline); the
 # samples' other schedules (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g.
 # moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
-# (copy-engine rounds) are built with --timeline too (NAME@timeline). Each build must compile for
+# (copy-engine rounds) are built with --timeline too (NAME@timeline); the backward programs of
+# megatron_row, megatron_mlp and moe_gemm with --backward (NAME@backward). Each build must compile for
 # the architecture coconetc wrote into its CMakeLists.txt (compute_90a by default; nvcc's own default,
 # sm_75, would run on H100/H200 from PTX without programmatic dependent launch). Exits 77
 # (skipped) where nvcc is absent.
 # With --emit-only it only writes the sources (no nvcc needed): `diff -r` of two such trees shows
 # what a compiler change did to the generated code.
-# Usage: tools/cuda-build-samples.sh [--emit-only] [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline] | PROGRAM.cnet:SCHEDULE.sched ...]
+# Usage: tools/cuda-build-samples.sh [--emit-only] [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline|@backward] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 emit_only=0
@@ -26,7 +27,9 @@ if [ ${#programs[@]} -eq 0 ]; then
   programs=("$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet
             "$root"/samples/adam/adam.cnet@nccl "$root"/samples/megatron_row/megatron_row.cnet@nccl
             "$root"/samples/moe_gemm/moe_gemm.cnet@nccl
-            "$root"/samples/megatron_row/megatron_row.cnet@timeline "$root"/tests/gpu/programs/allreduces.cnet@timeline)
+            "$root"/samples/megatron_row/megatron_row.cnet@timeline "$root"/tests/gpu/programs/allreduces.cnet@timeline
+            "$root"/samples/megatron_row/megatron_row.cnet@backward "$root"/samples/megatron_mlp/megatron_mlp.cnet@backward
+            "$root"/samples/moe_gemm/moe_gemm.cnet@backward)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
     [ "$(basename "$sched")" = "$n.sched" ] || programs+=("$d/$n.cnet:$sched")
@@ -37,10 +40,14 @@ for item in "${programs[@]}"; do
   prog=${item%%:*}
   prog=${prog%@nccl}
   prog=${prog%@timeline}
+  prog=${prog%@backward}
   flags=()
   n=$(basename "$prog" .cnet)
+  obj=$n
   dir="$out/$n"
-  if [ "${item%@nccl}" != "$item" ]; then
+  if [ "${item%@backward}" != "$item" ]; then
+    flags=(--backward); dir="$out/$n@backward"; obj=${n}_backward
+  elif [ "${item%@nccl}" != "$item" ]; then
     flags=(--no-device-collectives); dir="$out/$n@nccl"
   elif [ "${item%@timeline}" != "$item" ]; then
     flags=(--timeline); dir="$out/$n@timeline"
@@ -57,9 +64,9 @@ for item in "${programs[@]}"; do
   if env -u CUDAARCHS cmake -S "$dir" -B "$dir/build" -DCMAKE_CUDA_COMPILER="$nvcc" >"$dir/cmake.log" 2>&1 &&
      cmake --build "$dir/build" -j "${JOBS:-2}" >"$dir/build.log" 2>&1; then
     arch=$(sed -n 's/^  set(CMAKE_CUDA_ARCHITECTURES \([0-9a-z]*\))$/\1/p' "$dir/CMakeLists.txt")
-    if [ -z "$arch" ] || ! grep -q -- "arch=compute_$arch" "$dir/build/CMakeFiles/${n}_objects.dir/flags.make"; then
+    if [ -z "$arch" ] || ! grep -q -- "arch=compute_$arch" "$dir/build/CMakeFiles/${obj}_objects.dir/flags.make"; then
       echo "FAILED: $n built for another architecture than its CMakeLists.txt's ${arch:-(none found)}:"
-      grep -h "CUDA_FLAGS" "$dir/build/CMakeFiles/${n}_objects.dir/flags.make"; fails=$((fails + 1)); continue
+      grep -h "CUDA_FLAGS" "$dir/build/CMakeFiles/${obj}_objects.dir/flags.make"; fails=$((fails + 1)); continue
     fi
     echo "built $n in $(( $(date +%s) - start )) s for compute_$arch: $dir/build/${n}_main"
   else
