@@ -28,6 +28,7 @@ void Deriver::computeAdjoint(const Stage& s, int ds) {
   }
   std::vector<int> operands = s.operands;
   operands.push_back(ds);
+  std::vector<std::pair<const Expr*, int>> made;  // (the same adjoint for two operands, as x + b gives: computed once)
   for (auto& [j, e] : adj) {
     int o = s.operands[j];
     TensorType t = s.type;
@@ -35,7 +36,10 @@ void Deriver::computeAdjoint(const Stage& s, int ds) {
     if (isLocal(s.type) || isLocal(type(ds))) t.layout = Layout::local();
     if (isReplicated(s.type) && isReplicated(type(ds))) t.layout = s.type.layout;
     std::string name = "d_" + f_.stages[o].name + "." + s.name;
-    int g = compute(name, t, operands, e, s.loc);
+    int g = -1;
+    for (auto& [prev, id] : made)
+      if (sameExpr(*prev, e) && type(id) == t) g = id;
+    if (g < 0) made.emplace_back(&e, g = compute(name, t, operands, e, s.loc));
     g = reduceTo(g, fwdType(o), name, s.loc, s);
     if (failed_) return;
     contribute(o, g, s);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "autodiff/Deriver.h"
+#include "ir/Rewrite.h"
 
 namespace coconet::autodiff {
 
@@ -185,6 +186,9 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
     b_.outputs.push_back(g);
     b_.outputNames.push_back("d_" + in.name);
   }
+  // the forward's stages no adjoint reads (the output itself, often the whole forward: the
+  // row-parallel layer's backward reads only its inputs and d_out) are not recomputed
+  eliminateDeadStages(b_);
   verifyStructure(b_);
   return std::move(b_);
 }

@@ -10,8 +10,8 @@
 // gets the allreduce of their partial gradients, one that sliced computations read the
 // all_gather of their blocks.
 //
-// The backward program recomputes the forward (it takes the forward's inputs; nothing is
-// saved), then runs the adjoints in reverse order. It is an ordinary program: schedules,
+// The backward program recomputes the forward values its adjoints read (it takes the forward's
+// inputs; nothing is saved), then runs the adjoints in reverse order. It is an ordinary program: schedules,
 // verify and the backends take it as any other.
 #pragma once
 

@@ -55,9 +55,16 @@ private:
     s.loc = loc;
     return s;
   }
-  // A compute stage of type t over the operands with the expression e.
+  // A compute stage of type t over the operands with the expression e (only the operands e reads
+  // stay: an adjoint that does not need a forward value lets that value go unrecomputed).
   int compute(const std::string& name, TensorType t, std::vector<int> operands, Expr e, SourceLoc loc) {
-    Stage s = make(StageKind::Compute, name, std::move(t), std::move(operands), loc);
+    std::vector<int> index(operands.size(), -1), kept;
+    for (auto& n : e.nodes)
+      if (n.op == EOp::Operand) {
+        if (index[n.index] < 0) index[n.index] = static_cast<int>(kept.size()), kept.push_back(operands[n.index]);
+        n.index = index[n.index];
+      }
+    Stage s = make(StageKind::Compute, name, std::move(t), std::move(kept), loc);
     s.expr = std::move(e);
     return add(std::move(s));
   }

@@ -196,4 +196,15 @@ std::map<int, Expr> expressionAdjoints(const Expr& fwd, DType cd, int adjOperand
   return out;
 }
 
+bool sameExpr(const Expr& a, const Expr& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (size_t k = 0; k < a.nodes.size(); ++k) {
+    const ENode &x = a.nodes[k], &y = b.nodes[k];
+    if (x.op != y.op || x.dtype != y.dtype || x.args != y.args || x.index != y.index || x.value != y.value || x.ivalue != y.ivalue ||
+        x.name != y.name || x.group != y.group || x.salt != y.salt)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace coconet::autodiff

@@ -15,4 +15,7 @@ namespace coconet::autodiff {
 std::map<int, ir::Expr> expressionAdjoints(const ir::Expr& fwd, ir::DType cd, int adjOperand, const std::map<int, ir::DType>& operandTypes,
                                            const ir::ENode** unsupported);
 
+// Whether two expressions are the same nodes (the same arithmetic over the same operands).
+bool sameExpr(const ir::Expr& a, const ir::Expr& b);
+
 }  // namespace coconet::autodiff
