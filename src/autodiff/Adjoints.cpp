@@ -37,8 +37,14 @@ void Deriver::computeAdjoint(const Stage& s, int ds) {
     if (isReplicated(s.type) && isReplicated(type(ds))) t.layout = s.type.layout;
     std::string name = "d_" + f_.stages[o].name + "." + s.name;
     int g = -1;
+    // dy itself, as the adjoint of an addition gives it (through casts to wider types and back): no copy
+    bool identity = t == type(ds);
+    for (auto& n : e.nodes)
+      identity = identity && ((n.op == EOp::Operand && n.index == m) ||
+                              (n.op == EOp::Cast && (n.dtype == DType::F32 || n.dtype == DType::F64 || n.dtype == t.dtype)));
+    if (identity) g = ds;
     for (auto& [prev, id] : made)
-      if (sameExpr(*prev, e) && type(id) == t) g = id;
+      if (g < 0 && sameExpr(*prev, e) && type(id) == t) g = id;
     if (g < 0) made.emplace_back(&e, g = compute(name, t, operands, e, s.loc));
     g = reduceTo(g, fwdType(o), name, s.loc, s);
     if (failed_) return;

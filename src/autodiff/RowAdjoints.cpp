@@ -129,15 +129,9 @@ void Deriver::rowAdjoint(const Stage& s, int ds) {
   if (layer && s.operands.size() > 2 && needs_[s.operands[2]] && !failed_) {
     const int beta = s.operands[2];
     const std::string name = "d_" + f_.stages[beta].name + "." + s.name;
-    int c = reduceTo(convert(
-                         ds,
-                         [&] {
-                           TensorType t = type(ds);
-                           t.dtype = fwdType(beta).dtype;
-                           return t;
-                         }(),
-                         name, s.loc),
-                     fwdType(beta), name, s.loc, s);
+    TensorType t = type(ds);
+    t.dtype = fwdType(beta).dtype;
+    int c = reduceTo(t == type(ds) ? ds : convert(ds, t, name, s.loc), fwdType(beta), name, s.loc, s);
     if (!failed_) contribute(beta, c, s);
   }
 }
