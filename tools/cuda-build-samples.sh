@@ -4,7 +4,7 @@
 # and NCCL. Collectives compile to NCCL device-API kernels by default; two programs are built a
 # second time with --no-device-collectives (NAME@nccl), the NCCL-only path: adam (a fused group),
 # megatron_row (an overlap's chunked collectives) and moe_gemm (an all_to_all pipeline); the
-# samples' other schedules (samples/NAME/*.sched but NAME.sched) are built too (NAME@SCHED, e.g.
+# samples' other schedules (samples/NAME/*.sched but NAME.sched and NAME.backward.sched) are built too (NAME@SCHED, e.g.
 # moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
 # (copy-engine rounds) are built with --timeline too (NAME@timeline); the backward programs of
 # megatron_row, megatron_mlp and moe_gemm with --backward (NAME@backward). Each build must compile for
@@ -32,7 +32,7 @@ if [ ${#programs[@]} -eq 0 ]; then
             "$root"/samples/moe_gemm/moe_gemm.cnet@backward)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
-    [ "$(basename "$sched")" = "$n.sched" ] || programs+=("$d/$n.cnet:$sched")
+    case "$(basename "$sched")" in "$n.sched" | *.backward.sched) ;; *) programs+=("$d/$n.cnet:$sched") ;; esac
   done
 fi
 fails=0
