@@ -26,7 +26,7 @@ def main():
     for line in open(a.runs):
         r = json.loads(line)
         rows[r["variant"]] = r  # the last run of each variant
-    need = ["torch", "torch-compile", "coconet", "coconet-compile"]
+    need = ["torch", "torch-compile", "coconet", "coconet-compile"] + (["coconet-blocks"] if "coconet-blocks" in rows else [])
     missing = [v for v in need if v not in rows]
     if missing:
         print("missing variants: " + ", ".join(missing))

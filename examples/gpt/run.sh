@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPT example end to end: builds and installs the adam program's PyTorch package (unless
-# COCONET_ADAM_PKG names one that is built), trains every variant with torchrun on NPROC GPUs, and
-# compares them (examples/gpt/compare.py; exit 1 when a loss curve does not match).
+# The GPT example end to end: builds and installs the PyTorch packages of adam, megatron_mlp and
+# megatron_mlp's backward program, trains every variant with torchrun on NPROC GPUs, and compares
+# them (examples/gpt/compare.py; exit 1 when a loss curve does not match).
 #   bash examples/gpt/run.sh OUTDIR [train.py options...]     (NPROC=1 by default)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -9,17 +9,26 @@ out=${1:?usage: run.sh OUTDIR [train.py options]}
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-pkg=${COCONET_ADAM_PKG:-$out/adam_torch}
-if [ ! -f "$pkg/setup.py" ]; then
-  "${COCONETC:-$root/build/coconetc}" compile "$root/samples/adam/adam.cnet" --target torch -o "$pkg"
-fi
-if ! python3 -c 'import coconet_adam' 2>/dev/null; then
-  python3 -m pip install --no-build-isolation --no-deps --target "$out/site" "$pkg" > "$out/pip.log" 2>&1 ||
-    { tail -20 "$out/pip.log"; exit 1; }
-  export PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+# the packages: adam (the optimizer), megatron_mlp and its backward program (the coconet-blocks
+# variant's MLP halves); COCONET_PKGS names a folder that holds them built (NAME/setup.py)
+pkgs=${COCONET_PKGS:-$out/pkgs}
+cc=${COCONETC:-$root/build/coconetc}
+build() {  # NAME FLAGS...: compile (unless there) and pip-install (in parallel) into $out/site/NAME
+  local n=$1; shift
+  [ -f "$pkgs/$n/setup.py" ] || "$cc" compile "$@" --target torch -o "$pkgs/$n" > /dev/null
+  python3 -m pip install --no-build-isolation --no-deps --target "$out/site/$n" "$pkgs/$n" > "$out/pip-$n.log" 2>&1
+}
+build adam "$root/samples/adam/adam.cnet" & build megatron_mlp "$root/samples/megatron_mlp/megatron_mlp.cnet" &
+build megatron_mlp_backward "$root/samples/megatron_mlp/megatron_mlp.cnet" --backward &
+wait
+for n in adam megatron_mlp megatron_mlp_backward; do
+  python3 -c "import sys; sys.path.insert(0, '$out/site/$n'); import coconet_$n" 2>/dev/null || { tail -20 "$out/pip-$n.log"; exit 1; }
+  export PYTHONPATH="$out/site/$n${PYTHONPATH:+:$PYTHONPATH}"
+done
 rm -f "$out/runs.jsonl"
-for v in torch torch-compile coconet coconet-compile; do
+variants=(torch torch-compile coconet coconet-compile)
+[ "${NPROC:-1}" != 1 ] || variants+=(coconet-blocks)
+for v in "${variants[@]}"; do
   torchrun --standalone --nproc-per-node "${NPROC:-1}" "$root/examples/gpt/train.py" --variant "$v" --out "$out/runs.jsonl" "$@" \
     2>&1 | tee "$out/train-$v.log" | grep -v '^W[0-9]' || true
 done

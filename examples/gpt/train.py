@@ -7,6 +7,10 @@ The model is fp16 (mixed precision: fp32 master weights and moments in the optim
   coconet         coconet_adam.Optimizer (samples/adam: the gradient reduce-scatter, AdamW on this
                   rank's slice of the masters and moments, and the all-gather of the fp16 weights in
                   one operator), swapped in for the above with one line;
+  coconet-blocks  coconet with each block's MLP half (layer norm, column- and row-parallel
+                  linears, GELU, residual) from samples/megatron_mlp (coconet_megatron_mlp.Module;
+                  its gradients from the backward program's package, coconet_megatron_mlp_backward),
+                  one rank;
   compile suffix  the model under torch.compile.
 Every variant starts from the same weights (seed) and reads the same tokens, so their loss curves
 can be compared step by step (examples/gpt/compare.py).
@@ -38,12 +42,28 @@ class Block(torch.nn.Module):
         self.fc1 = torch.nn.Linear(hidden, 4 * hidden)
         self.fc2 = torch.nn.Linear(4 * hidden, hidden)
 
+        self.cmlp = None
+
+    def use_coconet_mlp(self):
+        """The MLP half from samples/megatron_mlp: its parameters are this block's (the linears'
+        weights transposed: the program multiplies x by w1 [H, F]); dropout off, as the PyTorch half."""
+        import coconet_megatron_mlp
+
+        with torch.no_grad():
+            self.cmlp = coconet_megatron_mlp.Module(
+                gamma=self.ln2.weight.detach().clone(), beta=self.ln2.bias.detach().clone(),
+                w1=self.fc1.weight.detach().t().contiguous(), b1=self.fc1.bias.detach().clone(),
+                w2=self.fc2.weight.detach().t().contiguous(), b2=self.fc2.bias.detach().clone(), p=0.0)
+        del self.ln2, self.fc1, self.fc2
+
     def forward(self, x):
         b, s, h = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h)
         x = x + self.proj(a)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+        if self.cmlp is not None:
+            return self.cmlp(x, seed=0)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class GPT(torch.nn.Module):
@@ -113,7 +133,7 @@ class MasterAdamW:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", required=True, choices=["torch", "torch-compile", "coconet", "coconet-compile"])
+    ap.add_argument("--variant", required=True, choices=["torch", "torch-compile", "coconet", "coconet-compile", "coconet-blocks"])
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--heads", type=int, default=16)
@@ -135,6 +155,11 @@ def main():
     torch.manual_seed(0)  # the same weights on every rank and in every variant
     with device:
         model = GPT(a.vocab, a.seq, a.hidden, a.heads, a.layers).half()
+    if a.variant == "coconet-blocks":
+        if ranks > 1:  # (the blocks would be tensor-parallel over the ranks the optimizer averages over)
+            raise SystemExit("coconet-blocks runs on one rank")
+        for blk in model.blocks:
+            blk.use_coconet_mlp()
     hyper = dict(lr=a.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     if a.variant.startswith("coconet"):
         import coconet_adam
