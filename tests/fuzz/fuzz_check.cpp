@@ -1,5 +1,5 @@
-// libFuzzer target: parse + check arbitrary bytes as a .cnet program, and when the input
-// holds a line "%%", the text after it as a schedule: lower, apply it, verify the result for 2
+// libFuzzer target: parse + check arbitrary bytes as a .cnet program, lower it and derive its
+// backward program; and when the input holds a line "%%", the text after it as a schedule: apply it, verify the result for 2
 // ranks, and write its CUDA code (into a scratch folder, with device collectives on odd input
 // sizes and NCCL calls only on even ones). Any crash, sanitizer report, internal compiler error
 // or hang is a bug; diagnostics (and the backend's refusals, std::runtime_error) are the
@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "autodiff/Backward.h"
 #include "backend/CudaEmitter.h"
 #include "driver/Load.h"
 #include "ir/Fallback.h"
@@ -40,8 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     load.moduleDirs = {COCONETC_SOURCE_STDLIB};
     try {
       coconet::driver::checkSource(comp, "fuzz.cnet", std::move(text), coconet::sema::Options{}, load, diags);
-      if (!hasSchedule || diags.hasErrors() || comp.programs.size() != 1) return;
+      if (diags.hasErrors() || comp.programs.size() != 1) return;
       coconet::ir::Program base = coconet::ir::lower(*comp.programs[0]);
+      // The backward program: derived (its structure checked) or refused with a diagnostic.
+      coconet::autodiff::backward(base, coconet::autodiff::Request{}, diags);
+      if (!hasSchedule) return;
       coconet::ir::Program p = coconet::ir::clone(base);
       uint32_t file = comp.sources.add("fuzz.sched", sched);
       auto script = coconet::schedule::parseScript(comp.sources, file, diags);
