@@ -68,7 +68,7 @@ for item in "${programs[@]}"; do
       echo "FAILED: $n built for another architecture than its CMakeLists.txt's ${arch:-(none found)}:"
       grep -h "CUDA_FLAGS" "$dir/build/CMakeFiles/${obj}_objects.dir/flags.make"; fails=$((fails + 1)); continue
     fi
-    echo "built $n in $(( $(date +%s) - start )) s for compute_$arch: $dir/build/${n}_main"
+    echo "built $n in $(( $(date +%s) - start )) s for compute_$arch: $dir/build/${obj}_main"
   else
     echo "FAILED to build $n:"; tail -n 30 "$dir/cmake.log" "$dir/build.log"; fails=$((fails + 1))
   fi

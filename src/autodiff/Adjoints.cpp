@@ -276,6 +276,24 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
     if (g >= 0 && !failed_) contribute(a, g, s);
   }
   if (needs_[b] && !failed_) {
+    // A matrix b that every batch shares (a linear layer's weight): a's and dy's leading dimensions
+    // merge into the rows (a reshape: the same elements), so that one product sums over them all
+    // (no batched product, no sum of its rounded slices). Where a sliced dimension is not the
+    // last, the product is batched and summed.
+    auto lastOrNone = [&](const TensorType& t) { return !t.group || t.layout.kind != Layout::Sliced || t.layout.dim == t.rank() - 1; };
+    const TensorType at0 = fwdType(a), dt0 = type(ds);
+    if (fwdType(b).rank() == 2 && at0.rank() > 2 && dt0.rank() == at0.rank() && lastOrNone(at0) && lastOrNone(dt0)) {
+      auto rows = [&](int v, const TensorType& t, const std::string& name) {
+        SizeExpr n = SizeExpr::constant(1);
+        for (int k = 0; k + 1 < t.rank(); ++k) n = n * t.shape[k];
+        Layout l = t.group && t.layout.kind == Layout::Sliced ? Layout::sliced(1) : t.layout;
+        return reshape(v, {n, t.shape.back()}, l, name, s.loc);
+      };
+      int a2 = rows(a, at0, f_.stages[a].name + ".rows"), d2 = rows(ds, dt0, db + ".rows");
+      int g = product(permute(a2, {1, 0}, f_.stages[a].name + ".rows.T", s.loc), d2, db);
+      if (g >= 0 && !failed_) contribute(b, g, s);
+      return;
+    }
     int at = permute(a, swapLast(fwdType(a).rank()), f_.stages[a].name + ".T", s.loc);
     int g = product(at, ds, db);
     if (g >= 0) g = reduceTo(g, fwdType(b), db, s.loc, s);

@@ -33,11 +33,13 @@ def main() -> int:
                     glob.glob(os.path.join(root, "tools", "bench", "programs", "*.sched")))
     bad = 0
     for sched in scheds:
-        prog = program_for(sched, root)
-        r = subprocess.run([coconetc, "check", prog, "--schedule", sched], capture_output=True, text=True)
+        # (NAME.backward.sched is the schedule of NAME's backward program: --backward)
+        backward = ["--backward"] if sched.endswith(".backward.sched") else []
+        prog = program_for(sched.replace(".backward.sched", ".sched"), root)
+        r = subprocess.run([coconetc, "check", prog, "--schedule", sched] + backward, capture_output=True, text=True)
         if r.returncode == 0 and not r.stdout and not r.stderr:
             with tempfile.TemporaryDirectory() as out:
-                r = subprocess.run([coconetc, "compile", prog, "--schedule", sched, "-o", out], capture_output=True, text=True)
+                r = subprocess.run([coconetc, "compile", prog, "--schedule", sched, "-o", out] + backward, capture_output=True, text=True)
                 r.stdout = ""  # ("wrote N files")
         if r.returncode != 0 or r.stdout or r.stderr:
             bad += 1
