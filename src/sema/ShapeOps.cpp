@@ -76,7 +76,8 @@ Type BuiltinCall::permute() {
 
 // reshape(x, s0, s1, ...) and view(...): the same elements in row-major order with the shape
 // given (one size may be -1: the one the element count leaves). Each rank reshapes its block:
-// a sliced(d) tensor keeps dimensions 0 to d as they are.
+// a sliced(d) tensor keeps dimension d as a dimension of its own (those before it may merge or
+// split among themselves, and so may those after it).
 Type BuiltinCall::reshape() {
   const Type& x = pos[0]->type;
   Shape out;
@@ -121,20 +122,29 @@ Type BuiltinCall::reshape() {
           len);
     return Type::error();
   }
+  Type t = x;
+  t.shape = out;
   if (x.layout.kind == Layout::Sliced) {
+    // the sliced dimension stays a dimension of its own, the ones before it holding as many
+    // elements as before (they may merge or split, and so may the ones after it)
     const int d = x.layout.dim;
-    bool kept = static_cast<int>(out.size()) > d;
-    for (int k = 0; kept && k <= d; ++k) kept = out[k] == x.shape[k];
-    if (!kept) {
+    SizeExpr before = SizeExpr::constant(1), acc = SizeExpr::constant(1);
+    for (int k = 0; k < d; ++k) before = before * x.shape[k];
+    int at = -1;
+    for (size_t k = 0; k < out.size() && at < 0; ++k) {
+      if (acc == before && out[k] == x.shape[d]) at = static_cast<int>(k);
+      acc = acc * out[k];
+    }
+    if (at < 0) {
       error(c.loc,
-            name + " of " + describe(*pos[0]) + ", which is " + x.layout.str() + ", must keep dimensions 0 to " + std::to_string(d) +
-                " as they are (" + x.tensorTypeStr() + "): each rank reshapes its block (all_gather it first)",
+            name + " of " + describe(*pos[0]) + ", which is " + x.layout.str() + ", must keep its dimension " + std::to_string(d) + " (" +
+                x.shape[d].str() + ") as a dimension of its own, after dimensions of " + before.str() + " elements in all (" +
+                x.tensorTypeStr() + "): each rank reshapes its block (all_gather it first)",
             len);
       return Type::error();
     }
+    t.layout = Layout::sliced(at);
   }
-  Type t = x;
-  t.shape = out;
   return t;
 }
 

@@ -183,3 +183,36 @@ TEST_CASE("all_to_all along dimension 1 sends column block q to rank q", "[shape
         }
   }
 }
+
+TEST_CASE("a reshape that merges the dimensions before a sliced one keeps each rank's block", "[shape]") {
+  // x[B, S, H] sliced(2) over 2 ranks (H = 3: blocks of 2 and 1 columns) -> [B * S, H] sliced(1):
+  // row b * S + s of the result is x[b][s], each rank with its own columns.
+  auto c = coconet::test::checkText("t.cnet", R"(program t(B: size, S: size, H: size) {
+  in x : f32[B, S, H] sliced(2);
+  y = reshape(x, B * S, H);
+  z = all_gather(y);
+  return z;
+})");
+  auto p = c->lowered();
+  CHECK(p.stages[p.resolve("y")].type.str() == "f32[B*S, H] sliced(1)");
+  const int b = 2, s = 3, h = 3;
+  Config cfg;
+  cfg.ranks = 2;
+  cfg.sizes = {{"B", b}, {"S", s}, {"H", h}};
+  coconet::interp::Values in;
+  for (int r = 0; r < 2; ++r) {
+    const int first = r == 0 ? 0 : 2, cols = r == 0 ? 2 : 1;
+    Tensor t;
+    t.shape = {b, s, cols};
+    for (int i = 0; i < b; ++i)
+      for (int j = 0; j < s; ++j)
+        for (int k = first; k < first + cols; ++k) t.data.push_back((i * s + j) * h + k);
+    in.inputs["x"].push_back(t);
+  }
+  auto res = coconet::interp::run(p, cfg, in);
+  for (int r = 0; r < 2; ++r) {
+    const Tensor& z = res.outputs[0][r];
+    REQUIRE(z.shape == std::vector<int64_t>{b * s, h});
+    for (int i = 0; i < b * s * h; ++i) CHECK(z.data[i] == i);  // the whole [B * S, H] in row-major order
+  }
+}
