@@ -22,12 +22,13 @@ done
 
 # The PyTorch target (--target torch): torch/PROG, a package that tests/gpu/torch-run.sh installs
 # with pip and checks against PROG's vectors (an optimizer, layers with outputs, shape operations).
-for prog in "$root"/samples/{adam,megatron_row,decode_gemv,dlrm_embedding}/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; do
+for prog in "$root"/samples/{adam,megatron_row,megatron_mlp,decode_gemv,dlrm_embedding}/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; do
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --target torch -o "$b/torch/$n" >/dev/null
 done
 # and backward programs' packages (torch/NAME_backward), through which the operators' autograd runs
-for n in megatron_row decode_gemv; do
+# (examples/gpt/run.sh takes adam, megatron_mlp and megatron_mlp_backward from here: COCONET_PKGS)
+for n in megatron_row megatron_mlp decode_gemv; do
   "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward --target torch -o "$b/torch/${n}_backward" >/dev/null
 done
 
