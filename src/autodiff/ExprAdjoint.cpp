@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "autodiff/ExprBuilder.h"
+
 namespace coconet::autodiff {
 
 using namespace ir;
@@ -13,7 +15,7 @@ namespace {
 
 class Sweep {
 public:
-  Sweep(const Expr& fwd, DType cd, int adjOperand) : f_(fwd), cd_(cd), adjOperand_(adjOperand) { e_.nodes = fwd.nodes; }
+  Sweep(const Expr& fwd, DType cd, int adjOperand) : f_(fwd), b_(cd), cd_(cd), adjOperand_(adjOperand) { b_.e.nodes = fwd.nodes; }
 
   // Runs the sweep; returns per operand index the node of its adjoint (-1: none), or the node
   // whose operation has no adjoint (through *unsupported).
@@ -21,7 +23,7 @@ public:
     const int n = static_cast<int>(f_.nodes.size());
     adj_.assign(n, -1);
     ENode y = ENode::make(EOp::Operand, cd_, {}, adjOperand_);
-    adj_[n - 1] = e_.add(y);
+    adj_[n - 1] = b_.e.add(y);
     std::map<int, int> out;
     for (int k = n - 1; k >= 0; --k) {
       if (adj_[k] < 0) continue;
@@ -39,11 +41,11 @@ public:
     return out;
   }
 
-  Expr& expr() { return e_; }
+  Expr& expr() { return b_.e; }
 
 private:
   const Expr& f_;
-  Expr e_;
+  detail::ExprBuilder b_;  // the forward's nodes, then the adjoint's
   DType cd_;
   int adjOperand_;
   std::vector<int> adj_;
@@ -58,17 +60,13 @@ private:
     if (f_.nodes[k].dtype == cd_) return k;
     auto it = asCd_.find(k);
     if (it != asCd_.end()) return it->second;
-    return asCd_[k] = e_.add(ENode::make(EOp::Cast, cd_, {k}));
+    return asCd_[k] = b_.e.add(ENode::make(EOp::Cast, cd_, {k}));
   }
-  int cst(double v) {
-    ENode c = ENode::make(EOp::Const, cd_);
-    c.value = v;
-    return e_.add(c);
-  }
-  int bin(EOp op, int a, int b) { return e_.add(ENode::make(op, cd_, {a, b})); }
-  int un(EOp op, int a) { return e_.add(ENode::make(op, cd_, {a})); }
-  int sel(int cond, int a, int b) { return e_.add(ENode::make(EOp::Select, cd_, {cond, a, b})); }
-  int cmp(EOp op, int a, int b) { return e_.add(ENode::make(op, DType::Bool, {a, b})); }
+  int cst(double v) { return b_.c(v); }
+  int bin(EOp op, int a, int b) { return b_.op(op, a, b); }
+  int un(EOp op, int a) { return b_.un(op, a); }
+  int sel(int cond, int a, int b) { return b_.sel(cond, a, b); }
+  int cmp(EOp op, int a, int b) { return b_.cmp(op, a, b); }
   // Adds g to the adjoint of forward node k (only floating nodes carry adjoints).
   void acc(int k, int g) {
     if (!isFloatNode(k)) return;
@@ -128,7 +126,7 @@ private:
         ENode d = ENode::make(EOp::Dropout, cd_, {g, arg(1)});
         if (n.args.size() > 2) d.args.push_back(arg(2));
         d.salt = n.salt;
-        acc(arg(0), e_.add(d));
+        acc(arg(0), b_.e.add(d));
         return true;
       }
       case EOp::Sqrt: acc(arg(0), bin(EOp::Div, bin(EOp::Mul, g, cst(0.5)), val(k))); return true;

@@ -2,38 +2,11 @@
 // of all_to_all and max/min reductions. The row statistics are recomputed as reductions over
 // the last dimension (kept with length 1, so that they broadcast along the row).
 #include "autodiff/Deriver.h"
+#include "autodiff/ExprBuilder.h"
 
 namespace coconet::autodiff::detail {
 
-namespace {
-
-// A small builder of element-wise expressions in the compute type.
-struct Ex {
-  Expr e;
-  DType cd;
-  explicit Ex(DType t) : cd(t) {}
-  int in(int index, DType t) { return e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, t, {}, index))})); }
-  int c(double v) {
-    ENode n = ENode::make(EOp::Const, cd);
-    n.value = v;
-    return e.add(n);
-  }
-  int op(EOp o, int a, int b) { return e.add(ENode::make(o, cd, {a, b})); }
-  int un(EOp o, int a) { return e.add(ENode::make(o, cd, {a})); }
-  int scalar(const ScalarRef& r) {
-    if (r.param.empty()) return c(r.value);
-    ENode n = ENode::make(EOp::Param, DType::F32);
-    n.name = r.param;
-    return e.add(ENode::make(EOp::Cast, cd, {e.add(n)}));
-  }
-  Expr done(DType t) {
-    int last = static_cast<int>(e.nodes.size()) - 1;
-    if (t != cd) e.add(ENode::make(EOp::Cast, t, {last}));
-    return std::move(e);
-  }
-};
-
-}  // namespace
+using Ex = ExprBuilder;
 
 // A reduction of x over its last dimension, kept with length 1.
 int Deriver::rowReduce(int x, ReduceKind k, const std::string& name, SourceLoc loc) {
