@@ -65,11 +65,7 @@ void Deriver::reduceAdjoint(const Stage& s, int ds) {
     Shape kept = type(ds).shape;
     kept.insert(kept.begin() + s.dim, SizeExpr::constant(1));
     Layout l = type(ds).layout;
-    if (type(ds).group && l.kind == Layout::Sliced && l.dim >= s.dim) {
-      // (a reshape keeps the dimensions up to the sliced one: the reduced one must come after it)
-      unsupported(s, "its operand is sliced along a dimension after the one reduced; not supported yet");
-      return;
-    }
+    if (type(ds).group && l.kind == Layout::Sliced && l.dim >= s.dim) l = Layout::sliced(l.dim + 1);  // (a 1 inserted before it)
     ds = reshape(ds, kept, l, "d_" + s.name + ".kept", s.loc);
   } else if (s.dim < 0 && !s.keepdim && xt.rank() > 0) {
     Shape ones(xt.rank(), SizeExpr::constant(1));
@@ -138,7 +134,9 @@ void Deriver::reduceAdjoint(const Stage& s, int ds) {
       if (s.keepdim || xt.rank() == 0) return v;
       Shape shape = s.dim >= 0 ? type(v).shape : Shape(xt.rank(), SizeExpr::constant(1));
       if (s.dim >= 0) shape.insert(shape.begin() + s.dim, SizeExpr::constant(1));
-      return reshape(v, shape, type(v).layout, name, s.loc);  // (a sliced one: sliced before s.dim, as ds)
+      Layout l = type(v).layout;
+      if (type(v).group && l.kind == Layout::Sliced && s.dim >= 0 && l.dim >= s.dim) l = Layout::sliced(l.dim + 1);
+      return reshape(v, shape, l, name, s.loc);
     };
     const int y = kept(b_.find(s.name), "d_" + s.name + ".result");
     operands.push_back(y);
