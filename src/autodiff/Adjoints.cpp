@@ -31,10 +31,8 @@ void Deriver::computeAdjoint(const Stage& s, int ds) {
   std::vector<std::pair<const Expr*, int>> made;  // (the same adjoint for two operands, as x + b gives: computed once)
   for (auto& [j, e] : adj) {
     int o = s.operands[j];
-    TensorType t = s.type;
+    TensorType t = s.type;  // (s's distribution: ds has it, or is replicated where s is local)
     t.dtype = fwdType(o).dtype;
-    if (isLocal(s.type) || isLocal(type(ds))) t.layout = Layout::local();
-    if (isReplicated(s.type) && isReplicated(type(ds))) t.layout = s.type.layout;
     std::string name = "d_" + f_.stages[o].name + "." + s.name;
     int g = -1;
     // dy itself, as the adjoint of an addition gives it (through casts to wider types and back): no copy

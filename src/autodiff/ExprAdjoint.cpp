@@ -15,14 +15,14 @@ namespace {
 
 class Sweep {
 public:
-  Sweep(const Expr& fwd, DType cd, int adjOperand) : f_(fwd), b_(cd), cd_(cd), adjOperand_(adjOperand) { b_.e.nodes = fwd.nodes; }
+  Sweep(const Expr& fwd, DType cd, int adjOperand) : f_(fwd), b_(cd), adjOperand_(adjOperand) { b_.e.nodes = fwd.nodes; }
 
   // Runs the sweep; returns per operand index the node of its adjoint (-1: none), or the node
   // whose operation has no adjoint (through *unsupported).
   std::map<int, int> run(const ENode** unsupported) {
     const int n = static_cast<int>(f_.nodes.size());
     adj_.assign(n, -1);
-    ENode y = ENode::make(EOp::Operand, cd_, {}, adjOperand_);
+    ENode y = ENode::make(EOp::Operand, b_.cd, {}, adjOperand_);
     adj_[n - 1] = b_.e.add(y);
     std::map<int, int> out;
     for (int k = n - 1; k >= 0; --k) {
@@ -46,7 +46,6 @@ public:
 private:
   const Expr& f_;
   detail::ExprBuilder b_;  // the forward's nodes, then the adjoint's
-  DType cd_;
   int adjOperand_;
   std::vector<int> adj_;
   std::map<int, int> asCd_;
@@ -57,10 +56,10 @@ private:
   }
   // Forward node k's value in the compute type.
   int val(int k) {
-    if (f_.nodes[k].dtype == cd_) return k;
+    if (f_.nodes[k].dtype == b_.cd) return k;
     auto it = asCd_.find(k);
     if (it != asCd_.end()) return it->second;
-    return asCd_[k] = b_.e.add(ENode::make(EOp::Cast, cd_, {k}));
+    return asCd_[k] = b_.e.add(ENode::make(EOp::Cast, b_.cd, {k}));
   }
   int cst(double v) { return b_.c(v); }
   int bin(EOp op, int a, int b) { return b_.op(op, a, b); }
@@ -123,7 +122,7 @@ private:
       case EOp::Cast: acc(arg(0), g); return true;  // (a cast to an integer type carries no adjoint: acc skips)
       case EOp::Dropout: {
         // The same mask: the same generator key (seed, salt, element), drawn again.
-        ENode d = ENode::make(EOp::Dropout, cd_, {g, arg(1)});
+        ENode d = ENode::make(EOp::Dropout, b_.cd, {g, arg(1)});
         if (n.args.size() > 2) d.args.push_back(arg(2));
         d.salt = n.salt;
         acc(arg(0), b_.e.add(d));
