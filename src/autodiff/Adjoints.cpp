@@ -299,7 +299,8 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
 
 // ---- Collectives ----------------------------------------------------------------------------
 // allreduce(+, x): each rank's x gets dy (a replicated x, reduced P times, P dy); reduce_scatter:
-// the all_gather of dy, likewise; all_gather of a sliced x: each rank's block of dy.
+// the all_gather of dy, likewise; reduce(+, x, root): the root's dy, broadcast; all_gather of a
+// sliced x: each rank's block of dy. max, min and * below (combineAdjoint); send: dy sent back.
 void Deriver::collectiveAdjoint(const Stage& s, int ds) {
   int x = s.operands[0];
   const std::string name = "d_" + f_.stages[x].name + "." + s.name;
@@ -324,20 +325,106 @@ void Deriver::collectiveAdjoint(const Stage& s, int ds) {
     contribute(x, compute(name, t, {ds}, std::move(e), s.loc), s);
     return;
   }
-  if (s.kind != StageKind::AllGather && s.op != ReduceOp::Sum) {
-    unsupported(s, std::string("the adjoint of a '") + ast::reduceOpName(s.op) + "' reduction is not implemented yet (only '+')");
+  if (s.kind == StageKind::Send) {
+    // y on rank i is x of rank i - 1 (next; i + 1 for prev): dy goes back the other way
+    Stage back = make(StageKind::Send, name, type(ds), {ds}, s.loc);
+    back.peer = s.peer == Peer::NextRank    ? Peer::PrevRank
+                : s.peer == Peer::PrevRank  ? Peer::NextRank
+                : s.peer == Peer::NextGroup ? Peer::PrevGroup
+                                            : Peer::NextGroup;
+    contribute(x, add(std::move(back)), s);
     return;
   }
-  int g = ds;
-  if (s.kind == StageKind::ReduceScatter) {
-    TensorType t = type(ds);
-    t.layout = Layout::replicated();
-    Stage ag = make(StageKind::AllGather, name + ".gather", t, {ds}, s.loc);
-    ag.dim = s.dim;
-    g = add(std::move(ag));
+  if (s.kind == StageKind::AllGather) {
+    contribute(x, ds, s);
+    return;
   }
-  if (s.kind != StageKind::AllGather && isReplicated(fwdType(x))) g = timesGroupSize(g, name, s.loc);
+  // dy as every rank's whole value: a reduce_scatter's gathered, a reduce's broadcast from its root
+  int g = wholeOfReduction(s, ds, name + (s.kind == StageKind::ReduceScatter ? ".gather" : ".bcast"));
+  if (s.op != ReduceOp::Sum) {
+    combineAdjoint(s, g, name);
+    return;
+  }
+  if (isReplicated(fwdType(x))) g = timesGroupSize(g, name, s.loc);
   contribute(x, g, s);
+}
+
+// v (dy or y of the reducing collective s) as every rank's whole value.
+int Deriver::wholeOfReduction(const Stage& s, int v, const std::string& name) {
+  if (s.kind == StageKind::AllReduce) return v;
+  TensorType t = type(v);
+  t.layout = Layout::replicated();
+  t.group = s.type.group;
+  Stage w = make(s.kind == StageKind::ReduceScatter ? StageKind::AllGather : StageKind::Broadcast, name, t, {v}, s.loc);
+  w.dim = s.kind == StageKind::ReduceScatter ? s.dim : -1;
+  w.root = s.root;
+  return add(std::move(w));
+}
+
+// max, min: dy shared evenly by the ranks whose x is the result (a replicated x: every rank, dy / P
+// each, summed back to dy). *: dy times the product of the other ranks' x, from the product of the
+// nonzero x and the count of zeros (exact where some x is 0: only the one zero, if alone, gets it).
+// g: dy as every rank's whole value. The per-rank terms are local; contribute sums them for a
+// replicated x.
+void Deriver::combineAdjoint(const Stage& s, int g, const std::string& name) {
+  const int x = s.operands[0];
+  const TensorType xt = fwdType(x);
+  const DType cd = xt.dtype == DType::F64 ? DType::F64 : DType::F32;
+  TensorType lt = xt;
+  lt.dtype = cd;
+  lt.layout = Layout::local();
+  lt.group = s.type.group;
+  TensorType rt = lt;
+  rt.layout = Layout::replicated();
+  auto constant = [&](Expr& e, double v) {
+    ENode n = ENode::make(EOp::Const, cd);
+    n.value = v;
+    return e.add(n);
+  };
+  auto operand = [&](Expr& e, int index, DType t) {
+    return e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, t, {}, index))}));
+  };
+  auto allreduce = [&](int v, ReduceOp op, const std::string& n) {
+    Stage r = make(StageKind::AllReduce, n, rt, {v}, s.loc);
+    r.op = op;
+    return add(std::move(r));
+  };
+  std::vector<int> operands = {x, g};
+  Expr e;
+  int xv = operand(e, 0, xt.dtype), dy = operand(e, 1, type(g).dtype), term = -1;
+  if (s.op == ReduceOp::Max || s.op == ReduceOp::Min) {
+    const int y = wholeOfReduction(s, b_.find(s.name), "d_" + s.name + ".result");
+    Expr h;
+    int hit = h.add(ENode::make(EOp::Eq, DType::Bool, {operand(h, 0, xt.dtype), operand(h, 1, type(y).dtype)}));
+    h.add(ENode::make(EOp::Select, cd, {hit, constant(h, 1), constant(h, 0)}));
+    const int count = allreduce(compute(name + ".hits", lt, {x, y}, std::move(h), s.loc), ReduceOp::Sum, name + ".count");
+    operands.insert(operands.end(), {y, count});
+    int isHit = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, operand(e, 2, type(y).dtype)}));
+    term = e.add(ENode::make(EOp::Select, cd, {isHit, e.add(ENode::make(EOp::Div, cd, {dy, operand(e, 3, cd)})), constant(e, 0)}));
+  } else {  // *
+    Expr z;
+    int zx = operand(z, 0, xt.dtype);
+    int isZero = z.add(ENode::make(EOp::Eq, DType::Bool, {zx, constant(z, 0)}));
+    z.add(ENode::make(EOp::Select, cd, {isZero, constant(z, 1), constant(z, 0)}));
+    Expr q;
+    int qx = operand(q, 0, xt.dtype);
+    int qZero = q.add(ENode::make(EOp::Eq, DType::Bool, {qx, constant(q, 0)}));
+    q.add(ENode::make(EOp::Select, cd, {qZero, constant(q, 1), qx}));
+    const int zeros = allreduce(compute(name + ".zeros", lt, {x}, std::move(z), s.loc), ReduceOp::Sum, name + ".zeros.count");
+    const int others = allreduce(compute(name + ".nonzero", lt, {x}, std::move(q), s.loc), ReduceOp::Prod, name + ".nonzero.prod");
+    operands.insert(operands.end(), {zeros, others});
+    int nz = operand(e, 2, cd), prod = operand(e, 3, cd);
+    int xZero = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, constant(e, 0)}));
+    int alone = e.add(ENode::make(EOp::Eq, DType::Bool, {nz, constant(e, 1)}));
+    int none = e.add(ENode::make(EOp::Eq, DType::Bool, {nz, constant(e, 0)}));
+    int ifZero = e.add(ENode::make(EOp::Select, cd, {alone, prod, constant(e, 0)}));
+    int ifNot = e.add(ENode::make(EOp::Select, cd, {none, e.add(ENode::make(EOp::Div, cd, {prod, xv})), constant(e, 0)}));
+    term = e.add(ENode::make(EOp::Mul, cd, {dy, e.add(ENode::make(EOp::Select, cd, {xZero, ifZero, ifNot}))}));
+  }
+  e.add(ENode::make(EOp::Cast, xt.dtype, {term}));
+  TensorType dt = lt;
+  dt.dtype = xt.dtype;
+  contribute(x, compute(name, dt, operands, std::move(e), s.loc), s);
 }
 
 // ---- Shape operations ---------------------------------------------------------------------------

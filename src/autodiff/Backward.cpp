@@ -158,7 +158,9 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
       case StageKind::AllReduce:
       case StageKind::ReduceScatter:
       case StageKind::AllGather:
-      case StageKind::Broadcast: collectiveAdjoint(s, ds); break;
+      case StageKind::Broadcast:
+      case StageKind::Reduce1:
+      case StageKind::Send: collectiveAdjoint(s, ds); break;
       case StageKind::Permute:
       case StageKind::Reshape:
       case StageKind::Narrow:

@@ -93,6 +93,8 @@ private:
   void reduceAdjoint(const Stage& s, int ds);
   void matmulAdjoint(const Stage& s, int ds);
   void collectiveAdjoint(const Stage& s, int ds);
+  void combineAdjoint(const Stage& s, int g, const std::string& name);
+  int wholeOfReduction(const Stage& s, int v, const std::string& name);
   void shapeAdjoint(const Stage& s, int ds);
   void rowAdjoint(const Stage& s, int ds);
   void exchangeAdjoint(const Stage& s, int ds);

@@ -135,3 +135,26 @@ TEST_CASE("backward: what has no adjoint is an error naming it", "[backward]") {
   CHECK_FALSE(autodiff::backward(c->lowered(), autodiff::Request{{"idx"}}, d2));
   CHECK(diagOut2.str().find("'idx': it is i32, not floating-point") != std::string::npos);
 }
+
+TEST_CASE("backward: max and product across ranks with ties and zeros, by hand", "[backward]") {
+  auto c = test::checkText("t.cnet", R"(program f(N: size) {
+  in x : f64[N] local;
+  y = allreduce(*, x) + allreduce(max, x);
+  return y;
+})");
+  ir::Program b = derive(*c);
+  interp::Config cfg;
+  cfg.ranks = 3;
+  cfg.sizes["N"] = 3;
+  interp::Values in;
+  // element 0: two zeros (no product gradient), the maximum on rank 2; element 1: one zero (on
+  // rank 2, which gets the others' product 6), the maximum on rank 1; element 2: no zero (the
+  // product 25 over each x), the maximum 5 tied on ranks 1 and 2 (half each)
+  in.inputs["x"] = {vec({0, 2, 1}), vec({0, 3, 5}), vec({4, 0, 5})};
+  in.inputs["d_y"] = {vec({1, 1, 1}), vec({1, 1, 1}), vec({1, 1, 1})};
+  auto r = interp::run(b, cfg, in);
+  REQUIRE(b.outputNames == std::vector<std::string>{"d_x"});
+  CHECK(r.outputs[0][0].data == std::vector<double>{0, 0, 25});
+  CHECK(r.outputs[0][1].data == std::vector<double>{0, 1, 5.5});
+  CHECK(r.outputs[0][2].data == std::vector<double>{1, 6, 5.5});
+}
