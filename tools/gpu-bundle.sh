@@ -20,21 +20,24 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/*.cnet; do
   "$root/build/coconetc" compile "$prog" -o "$b/gen/$n" >/dev/null
 done
 
-# The PyTorch target (--target torch): torch/PROG, a package that tests/gpu/torch-run.sh installs
-# with pip and checks against PROG's vectors (an optimizer, layers with outputs, shape operations).
-for prog in "$root"/samples/{adam,megatron_row,megatron_mlp,decode_gemv,dlrm_embedding}/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; do
+# The PyTorch target (--target torch): torch/PROG for every sample and shape_ops, a package that
+# tests/gpu/torch-run.sh installs with pip and checks against PROG's vectors.
+for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; do
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --target torch -o "$b/torch/$n" >/dev/null
 done
 # and backward programs' packages (torch/NAME_backward), through which the operators' autograd runs
 # (examples/gpt/run.sh takes adam, megatron_mlp and megatron_mlp_backward from here: COCONET_PKGS)
-for n in megatron_row megatron_mlp decode_gemv; do
+for n in megatron_row megatron_mlp decode_gemv moe_gemm dlrm_embedding; do
   "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward --target torch -o "$b/torch/${n}_backward" >/dev/null
 done
 
-# Backward programs (--backward): backward/NAME, built and checked by tests/gpu/backward-run.sh.
-for n in megatron_row megatron_mlp decode_gemv moe_gemm; do
-  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward -o "$b/backward/$n" >/dev/null
+# Backward programs (--backward): backward/NAME, built and checked by tests/gpu/backward-run.sh
+# (samples, and the GPU test programs made for their adjoints: collectives, embeddings).
+for prog in "$root"/samples/{megatron_row,megatron_mlp,decode_gemv,moe_gemm,dlrm_embedding}/*.cnet \
+            "$root"/tests/gpu/programs/{combines,embeds}.cnet; do
+  n=$(basename "$prog" .cnet)
+  "$root/build/coconetc" compile "$prog" --backward -o "$b/backward/$n" >/dev/null
 done
 
 # The NCCL-only path (--no-device-collectives): gen/PROG@nccl, run with PROG's vectors (and its

@@ -169,6 +169,7 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
       case StageKind::Layernorm:
       case StageKind::Rmsnorm: rowAdjoint(s, ds); break;
       case StageKind::AllToAll: exchangeAdjoint(s, ds); break;
+      case StageKind::Embedding: embeddingAdjoint(s, ds); break;
       default: unsupported(s, "its adjoint is not implemented yet");
     }
   }

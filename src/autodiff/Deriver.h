@@ -98,6 +98,7 @@ private:
   void shapeAdjoint(const Stage& s, int ds);
   void rowAdjoint(const Stage& s, int ds);
   void exchangeAdjoint(const Stage& s, int ds);
+  void embeddingAdjoint(const Stage& s, int ds);
   int rowReduce(int x, ReduceKind k, const std::string& name, SourceLoc loc);
   int permute(int x, const std::vector<int>& perm, const std::string& name, SourceLoc loc);
   int reshape(int x, const Shape& shape, Layout layout, const std::string& name, SourceLoc loc);

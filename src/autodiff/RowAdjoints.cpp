@@ -119,4 +119,19 @@ void Deriver::exchangeAdjoint(const Stage& s, int ds) {
   contribute(x, add(std::move(a)), s);
 }
 
+// embedding(table, idx): the table's gradient sums dy's rows into the rows idx names (an
+// embedding_grad stage: deterministic, in position order). Each rank sums its own dy and
+// indices: a row-sliced table gets its block's rows (no communication: the forward's rows of
+// other blocks were zero there), a column-sliced one its columns; otherwise the sums are partial
+// (local) where dy or idx differs between ranks, and contribute adds them up.
+void Deriver::embeddingAdjoint(const Stage& s, int ds) {
+  const int table = s.operands[0], idx = s.operands[1];
+  TensorType t = fwdType(table);
+  if (!t.group) t.group = b_.world();
+  if (t.layout.kind != Layout::Sliced)
+    t.layout = isReplicated(type(ds)) && isReplicated(fwdType(idx)) ? Layout::replicated() : Layout::local();
+  Stage g = make(StageKind::EmbeddingGrad, "d_" + f_.stages[table].name + "." + s.name, t, {ds, idx}, s.loc);
+  contribute(table, add(std::move(g)), s);
+}
+
 }  // namespace coconet::autodiff::detail

@@ -731,6 +731,12 @@ private:
                        const std::string& stage) const;
 
   void emitEmbedding(int id);
+  void emitEmbeddingGrad(int id);
+  bool hasKind(StageKind k) const {
+    for (auto& s : p_.stages)
+      if (s.kind == k) return true;
+    return false;
+  }
   // permute (transpose): a kernel that writes this rank's block with its dimensions permuted;
   // concat, narrow: row copies along their dimension (emit/Shape.cpp).
   void emitPermute(int id);

@@ -264,6 +264,7 @@ PerRank Machine::stage(const Stage& s, const Values& in) {
     case StageKind::Matmul:
     case StageKind::Gemv: return matmul(s);
     case StageKind::Embedding: return embedding(s);
+    case StageKind::EmbeddingGrad: return embeddingGrad(s);
     case StageKind::Permute: return permute(s);
     case StageKind::Concat: return concat(s);
     case StageKind::Narrow: return narrow(s);
@@ -581,6 +582,33 @@ PerRank Machine::embedding(const Stage& s) {
       }
     }
     out.push_back(std::move(y));
+  }
+  return out;
+}
+
+// The table's gradient: each rank's rows of dy summed into the rows its indices name (a row-sliced
+// table: the rows of this rank's block), in position order, then stored once.
+PerRank Machine::embeddingGrad(const Stage& s) {
+  const int64_t rowsGlobal = evalSize(s.type.shape[0], c_, "the table's rows");
+  const bool rowSliced = s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == 0;
+  PerRank out;
+  for (int r = 0; r < c_.ranks; ++r) {
+    const Tensor& dy = vals_[s.operands[0]][r];
+    const Tensor& idx = vals_[s.operands[1]][r];
+    Tensor g = zeros(s.type, r);
+    const int64_t R = g.shape[0], D = g.shape[1];
+    const int64_t off = rowSliced ? sliceOffset(s.type, r) : 0;
+    std::vector<double> acc(static_cast<size_t>(R * D), 0.0);
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const int64_t v = idx.integer(i);
+      if (v < 0 || v >= rowsGlobal)
+        throw RunError("index " + std::to_string(v) + " is out of range [0, " + std::to_string(rowsGlobal) + ") of '" + s.name + "'");
+      const int64_t lr = v - off;
+      if (lr < 0 || lr >= R) continue;  // a row another rank owns
+      for (int64_t d = 0; d < D; ++d) acc[lr * D + d] += dy.data[i * D + d];
+    }
+    for (size_t k = 0; k < acc.size(); ++k) g.data[k] = store(s.type.dtype, acc[k]);
+    out.push_back(std::move(g));
   }
   return out;
 }

@@ -101,6 +101,7 @@ private:
   // ---- Matrix operations ----
   PerRank matmul(const ir::Stage& s);
   PerRank embedding(const ir::Stage& s);
+  PerRank embeddingGrad(const ir::Stage& s);
   PerRank permute(const ir::Stage& s);
   PerRank concat(const ir::Stage& s);
   PerRank narrow(const ir::Stage& s);

@@ -174,6 +174,7 @@ std::string describe(const Stage& s) {
     case StageKind::AllGather: return "an all_gather";
     case StageKind::AllToAll: return "an all_to_all";
     case StageKind::Embedding: return "an embedding";
+    case StageKind::EmbeddingGrad: return "an embedding's gradient";
     case StageKind::Reduce1: return "a reduce";
     default: return std::string("a ") + stageKindName(s.kind);
   }

@@ -137,6 +137,7 @@ struct Expr {
   X(Matmul, "matmul")       /* 2-D or batched                                          */ \
   X(Gemv, "gemv")                                                                        \
   X(Embedding, "embedding") /* operands table, indices                                */ \
+  X(EmbeddingGrad, "embedding_grad") /* operands dy, indices: the table's gradient   */ \
   X(AllReduce, "allreduce")                                                              \
   X(ReduceScatter, "reduce_scatter")                                                     \
   X(AllGather, "all_gather")                                                             \

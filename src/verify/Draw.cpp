@@ -25,7 +25,10 @@ std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Co
   // Inputs used as embedding indices must index the table.
   std::map<int, int64_t> indexBound;
   for (auto& s : p.stages)
-    if (s.kind == StageKind::Embedding) indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
+    if (s.kind == StageKind::Embedding)
+      indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
+    else if (s.kind == StageKind::EmbeddingGrad)
+      indexBound[s.operands[1]] = interp::evalSize(s.type.shape[0], c, "rows");  // (a backward program's indices)
   std::uniform_real_distribution<double> uf(-1.0, 1.0);
   std::map<std::string, std::vector<Tensor>> out;
   for (size_t i = 0; i < p.stages.size(); ++i) {

@@ -62,7 +62,7 @@ done
 # chunks; the sample's fused schedule takes any size), so every build of decode_gemv runs with them.
 # Backward programs (--backward): NAME_backward, the vectors of the gradients (verify first checks
 # them against finite differences).
-for n in megatron_row megatron_mlp decode_gemv moe_gemm; do
+for n in megatron_row megatron_mlp decode_gemv moe_gemm dlrm_embedding; do
   vectors "${n}_backward" "$root/samples/$n/$n.cnet" --backward
 done
 vectors decode_gemv "$root/samples/decode_gemv/decode_gemv.cnet" --schedule "$root/samples/decode_gemv/decode_gemv_overlap.sched"

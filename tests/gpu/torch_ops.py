@@ -7,12 +7,13 @@ with the expected values (relative Frobenius error within the tolerance of the l
 floating dtype of the program's tensors; integers exactly); then a tensor of the wrong dtype and
 one of the wrong shape (the last tensor argument) raise RuntimeError naming it; torch.compile(fullgraph=True) of a function
 that calls the operator gives the same values; and a CUDA graph captures the call and replays it.
-A package with an Optimizer class runs it against torch.optim.AdamW and round-trips its state_dict;
+A package with an Optimizer class runs it against its reference (REFERENCES) and round-trips its state_dict;
 one with a Module class runs it under no_grad; one whose backward program's package is installed
 runs autograd through it against the backward program's vectors.
 Prints one line per check; exits 1 if any failed.
 """
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -54,6 +55,11 @@ def rel_error(got, want):
     return torch.linalg.vector_norm(g - w).item() / (den if den > 0 else 1.0)
 
 
+def given_sizes(mod, man):
+    """The sizes the operator cannot read from its tensors' shapes (pipeline's stage count P), from the vectors."""
+    return {k: v for k, v in man["sizes"].items() if k in mod.SIZES and k not in mod._SIZE_FROM and k not in mod._BOUND}
+
+
 def same_values(a, b):
     """Bitwise-equal values (NaN where the other has NaN counts as equal)."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -78,6 +84,7 @@ def check_program(dumps, name):
     kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
     # (a scalar named like one of the wrapper's own keyword arguments, such as `group`, is `group_` there)
     scalars = {(k + "_" if k + "_" in kwonly else k): v for k, v in man["scalars"].items()}
+    scalars.update(given_sizes(mod, man))
 
     def fresh():
         return [load(d, ins[a.rstrip("_") if a.rstrip("_") in ins else a]) for a in order]
@@ -163,22 +170,59 @@ def check_program(dumps, name):
     return worst
 
 
+class _Lamb(torch.optim.Optimizer):
+    """LAMB as the lamb program computes it (samples/lamb, stdlib optim.lamb), on f32 parameters."""
+
+    def __init__(self, params, lr, beta1, beta2, eps, wd):
+        super().__init__(params, dict(lr=lr, beta1=beta1, beta2=beta2, eps=eps, wd=wd))
+
+    @torch.no_grad()
+    def step(self):
+        for gr in self.param_groups:
+            b1, b2 = gr["beta1"], gr["beta2"]
+            for p in gr["params"]:
+                st = self.state[p]
+                if not st:
+                    st.update(t=0, m=torch.zeros_like(p), v=torch.zeros_like(p))
+                st["t"] += 1
+                t, g = st["t"], p.grad
+                m = st["m"].mul_(b1).add_(g, alpha=1 - b1)
+                v = st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
+                u = (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + gr["eps"]) + gr["wd"] * p
+                wn, un = p.norm().item(), u.norm().item()
+                p.sub_(gr["lr"] * (wn / un if wn > 0 and un > 0 else 1.0) * u)
+
+
+# The reference of each optimizer sample on f32 master copies: its hyperparameters and the torch optimizer.
+REFERENCES = {
+    "adam": (dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.01),
+             lambda ps, h: torch.optim.AdamW(ps, lr=h["lr"], betas=(h["beta1"], h["beta2"]), eps=h["eps"], weight_decay=h["wd"])),
+    "sgd": (dict(lr=1e-2, momentum=0.9, wd=0.01),
+            lambda ps, h: torch.optim.SGD(ps, lr=h["lr"], momentum=h["momentum"], weight_decay=h["wd"])),
+    "lamb": (dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-6, wd=0.01), lambda ps, h: _Lamb(ps, **h)),
+}
+
+
 def check_optimizer(name):
-    """coconet_NAME.Optimizer on f16 parameters of odd sizes against torch.optim.AdamW on f32 master
-    copies (the adam program: AdamW with bias correction), 5 steps with an LR scheduler, flat (one
-    buffer per param group; the model's zero_grad in between, so gradients arrive elsewhere too) and
+    """coconet_NAME.Optimizer on f16 parameters of odd sizes against its reference on f32 master
+    copies (REFERENCES: torch.optim.AdamW for adam, torch.optim.SGD with momentum for sgd, LAMB for
+    lamb), 5 steps with an LR scheduler, flat (one buffer per param group, where the update is
+    element by element; the model's zero_grad in between, so gradients arrive elsewhere too) and
     flat=False; then a state_dict round trip: the loaded optimizer's next step equals the original's
     exactly, its states keep their dtypes."""
     mod = importlib.import_module("coconet_" + name)
-    hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.01)
+    if name not in REFERENCES:
+        report(False, "%s: an Optimizer with no reference in torch_ops.py" % name)
+        return
+    hyper, make_ref = REFERENCES[name]
+    has_flat = "flat" in inspect.signature(mod.Optimizer.__init__).parameters
     sizes = (4099, 17, 192)
-    for flat in (True, False):
+    for flat in ((True, False) if has_flat else (False, )):
         torch.manual_seed(0)
         ps = [torch.nn.Parameter(torch.randn(n, device="cuda").half()) for n in sizes]
         masters = [p.detach().float().clone().requires_grad_(True) for p in ps]
-        opt = mod.Optimizer(ps, flat=flat, **hyper)
-        ref = torch.optim.AdamW(masters, lr=hyper["lr"], betas=(hyper["beta1"], hyper["beta2"]), eps=hyper["eps"],
-                                weight_decay=hyper["wd"])
+        opt = mod.Optimizer(ps, **({"flat": flat} if has_flat else {}), **hyper)
+        ref = make_ref(masters, hyper)
         sched = [torch.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in (opt, ref)]
         for it in range(5):
             for p, m in zip(ps, masters):
@@ -195,11 +239,11 @@ def check_optimizer(name):
         torch.cuda.synchronize()
         err = max(rel_error(p.detach(), m.detach().half()) for p, m in zip(ps, masters))
         report(err <= 1e-2, "%s: Optimizer(flat=%s), parameters of %s elements, 5 steps with StepLR against "
-               "torch.optim.AdamW (f32 masters): relative error %.3g (limit 0.01)" % (name, flat, sizes, err))
+               "%s (f32 masters): relative error %.3g (limit 0.01)" % (name, flat, sizes, type(ref).__name__, err))
         # state_dict round trip
         sd = opt.state_dict()
         qs = [torch.nn.Parameter(p.detach().clone()) for p in ps]
-        opt2 = mod.Optimizer(qs, flat=flat, **hyper)
+        opt2 = mod.Optimizer(qs, **({"flat": flat} if has_flat else {}), **hyper)
         opt2.load_state_dict(sd)
         dtypes_ok = all(opt2.state[q][k].dtype == opt.state[p][k].dtype for p, q in zip(ps, qs)
                         for k in opt.state[p] if torch.is_tensor(opt.state[p][k]))
@@ -231,6 +275,7 @@ def check_autograd(dumps, name):
     code = fn.__code__
     kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
     scalars = {(k + "_" if k + "_" in kwonly else k): v for k, v in man["scalars"].items()}
+    scalars.update(given_sizes(mod, man))
     out = fn(*args, run_seed=man["seed"], **scalars)
     outs = out if isinstance(out, tuple) else (out,)
     torch.autograd.backward(outs, [load(d, ins["d_" + o]) for o in mod._OUTPUT_NAMES])

@@ -383,6 +383,7 @@ void Emitter::emitStage(int id) {
     case StageKind::Matmul:
     case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
+    case StageKind::EmbeddingGrad: emitEmbeddingGrad(id); break;
     case StageKind::Permute: emitPermute(id); break;
     case StageKind::Concat: emitRowCopy(id, "concat"); break;
     case StageKind::Narrow: emitRowCopy(id, "narrow"); break;

@@ -126,4 +126,72 @@ void Emitter::emitEmbedding(int id) {
         << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
 }
 
+// The gradient of an embedding's table, deterministic: the indices (with their positions) sorted
+// stably by CUB's radix sort, then each run of one index summed in position order, a thread per
+// run and column (dy's columns coalesced), into a zeroed gradient. An index out of range sets the
+// error flag and sorts last (after every row).
+void Emitter::emitEmbeddingGrad(int id) {
+  const Stage& s = p_.stages[id];
+  const Stage& dy = p_.stages[s.operands[0]];
+  const Stage& idx = p_.stages[s.operands[1]];
+  const std::string T = storageType(s.type.dtype), DT = storageType(dy.type.dtype), IT = storageType(idx.type.dtype);
+  const std::string A = s.type.dtype == DType::F64 ? "double" : "float";
+  const std::string kname = "k_" + std::to_string(id) + "_" + ident(s.name), name = "\"" + s.name + "\"";
+  kernels_
+      << "// " << s.name << ": each index and its position, the index checked (out of range: the error flag, sorted last)\n"
+      << "__global__ void " << kname << "_keys(const " << IT << "* __restrict__ idx, unsigned long long* keys, int* pos, long long n, "
+      << "long long globalRows, int* error) {\n"
+      << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long v = static_cast<long long>(idx[i]);\n"
+      << "    if (v < 0 || v >= globalRows) atomicExch(error, 1);\n"
+      << "    keys[i] = (v < 0 || v >= globalRows) ? static_cast<unsigned long long>(globalRows) : static_cast<unsigned long long>(v);\n"
+      << "    pos[i] = static_cast<int>(i);\n  }\n}\n\n"
+      << "// " << s.name << ": a thread per run of one index (sorted) and column sums dy's rows of the run in position order\n"
+      << "__global__ void " << kname << "(const unsigned long long* __restrict__ keys, const int* __restrict__ pos, const " << DT
+      << "* __restrict__ dy, " << T << "* __restrict__ out, long long n, long long D, long long rows, long long firstRow) {\n"
+      << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * D; i += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long p = i / D, c = i % D;\n"
+      << "    const unsigned long long k = keys[p];\n"
+      << "    if (p > 0 && keys[p - 1] == k) continue;  // not the run's first\n"
+      << "    const long long r = static_cast<long long>(k) - firstRow;\n"
+      << "    if (r < 0 || r >= rows) continue;  // another rank's row, or out of range\n"
+      << "    " << A << " acc = 0;\n"
+      << "    for (long long q = p; q < n && keys[q] == k; ++q) acc += static_cast<" << A
+      << ">(coconet_rt::to_f(dy[static_cast<long long>(pos[q]) * D + c]));\n"
+      << "    out[r * D + c] = coconet_rt::Store<" << T << ">::from(static_cast<double>(acc));\n  }\n}\n\n";
+  const bool rowSliced = s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == 0;
+  const std::string buf = "sort" + std::to_string(id) + "_";
+  body_ << "    const long long n = " << countVar(s.operands[1]) << ", rows = " << shapeVar(id) << "[0], D = " << shapeVar(id) << "[1];\n"
+        << "    const long long firstRow = " << (rowSliced ? g(s.type.group, "pos") + " * rows" : "0") << ";\n"
+        << "    const long long globalRows = " << cxx(s.type.shape[0]) << ";\n"
+        << "    CHECK(cudaMemsetAsync(" << var(id) << ", 0, static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), stream_), "
+        << name << ");\n"
+        << "    if (n > 2147483647LL) throw coconet_rt::Error(\"" << p_.name << ": '" << s.name
+        << "' sorts at most 2^31 - 1 indices; it has \" + std::to_string(n));\n"
+        << "    if (n > 0) {\n"
+        << "      int bits = 1;  // keys are at most globalRows\n"
+        << "      while (bits < 64 && (1ULL << bits) <= static_cast<unsigned long long>(globalRows)) ++bits;\n"
+        << "      size_t sortBytes = 0;\n"
+        << "      CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, static_cast<const unsigned long long*>(nullptr),\n"
+        << "            static_cast<unsigned long long*>(nullptr), static_cast<const int*>(nullptr), static_cast<int*>(nullptr), "
+           "static_cast<int>(n),\n"
+        << "            0, bits, stream_), " << name << ");\n"
+        << "      const size_t keyBytes = (static_cast<size_t>(n) * 8 + 255) / 256 * 256, posBytes = (static_cast<size_t>(n) * 4 + 255) / "
+           "256 * 256;\n"
+        << "      " << buf << ".ensure(2 * keyBytes + 2 * posBytes + sortBytes, \"" << p_.name << "\", " << name << ");\n"
+        << "      char* base = static_cast<char*>(" << buf << ".ptr);\n"
+        << "      auto* keys = reinterpret_cast<unsigned long long*>(base);\n"
+        << "      auto* keysSorted = reinterpret_cast<unsigned long long*>(base + keyBytes);\n"
+        << "      auto* pos = reinterpret_cast<int*>(base + 2 * keyBytes);\n"
+        << "      auto* posSorted = reinterpret_cast<int*>(base + 2 * keyBytes + posBytes);\n"
+        << "      " << kname << "_keys<<<" << launch("n") << ">>>(" << var(s.operands[1]) << ", keys, pos, n, globalRows, errorFlag_);\n"
+        << "      CHECK(cudaGetLastError(), " << name << ");\n"
+        << "      CHECK(cub::DeviceRadixSort::SortPairs(base + 2 * keyBytes + 2 * posBytes, sortBytes, keys, keysSorted, pos, posSorted,\n"
+        << "            static_cast<int>(n), 0, bits, stream_), " << name << ");\n"
+        << "      " << kname << "<<<" << launch("n * D") << ">>>(keysSorted, posSorted, " << var(s.operands[0]) << ", " << var(id)
+        << ", n, D, rows, firstRow);\n"
+        << "      CHECK(cudaGetLastError(), " << name << ");\n"
+        << "    }\n";
+}
+
 }  // namespace coconet::backend::detail

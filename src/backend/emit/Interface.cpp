@@ -80,6 +80,10 @@ std::string Emitter::headerText() {
   for (size_t i = 0; i < p_.stages.size(); ++i)
     if (p_.stages[i].kind == StageKind::Matmul)
       h << "  coconet_rt::Buffer bmm" << i << "_[2];  // " << p_.stages[i].name << "'s rows gathered by weight (gatherBatchedRows)\n";
+  for (size_t i = 0; i < p_.stages.size(); ++i)
+    if (p_.stages[i].kind == StageKind::EmbeddingGrad)
+      h << "  coconet_rt::Buffer sort" << i << "_;  // " << p_.stages[i].name
+        << "'s indices and positions, sorted, and the sort's scratch\n";
   h << "  coconet_rt::Buffer gatherTmp_;\n";
   if (usesDevice())
     h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
@@ -121,6 +125,7 @@ std::string Emitter::sourceText() {
     << "\n#include <chrono>\n#include <cmath>\n#include <cstring>\n#include <mutex>\n#include <set>\n#include <string>\n#include "
        "<thread>\n\n";
   if (usesDevice()) s << "#include \"coconet_device.cuh\"\n\n";
+  if (hasKind(StageKind::EmbeddingGrad)) s << "#include <cub/device/device_radix_sort.cuh>\n\n";
   emitBody();
   s << "namespace {\n\nusing coconet_rt::OperandMap;\nusing coconet_rt::OutputMap;\n\n"
     << kernels_.str() << "}  // namespace\n\nnamespace coconet_gen {\n\n";

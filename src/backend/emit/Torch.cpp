@@ -350,11 +350,12 @@ std::string TorchPackage::moduleClass() const {
   y << ")\n_STATES = (";
   for (auto& t : ts)
     if (t.role == "state") y << "\"" << t.arg << "\", ";
-  y << ")\n_SCALARS = (";
+  y << ")\n# The function's keyword arguments a Module keeps as settings: scalars and sizes.\n_SCALARS = (";
   for (auto* prm : scalars) y << "\"" << pyIdent(prm->name) << "\", ";
+  for (auto* prm : sizes) y << "\"" << prm->name << "\", ";
   y << ")\n\n\nclass Module(torch.nn.Module):\n"
     << "    \"\"\"torch.nn.Module over " << N << ": the inputs given to the constructor (this rank's storage) are its\n"
-    << "    parameters, the states its buffers, the scalars given there its settings; forward() takes the other\n"
+    << "    parameters, the states its buffers, the scalars and sizes given there its settings; forward() takes the other\n"
     << "    inputs, in the program's order or by name, and returns the outputs. Gradients flow through the backward\n"
     << "    program's package (coconet_" << cls_ << "_backward) where it is installed; without it, forward() with gradients\n"
     << "    enabled and a tensor that requires them raises RuntimeError.\"\"\"\n\n"
@@ -363,7 +364,7 @@ std::string TorchPackage::moduleClass() const {
     << "            if k in _INPUTS:\n                self.register_parameter(k, torch.nn.Parameter(v))\n"
     << "            elif k in _STATES:\n                self.register_buffer(k, v)\n"
     << "            elif k in _SCALARS:\n                self.settings[k] = v\n            else:\n"
-    << "                raise TypeError(\"" << N << ": no input, state or scalar named '\" + k + \"'\")\n"
+    << "                raise TypeError(\"" << N << ": no input, state, scalar or size named '\" + k + \"'\")\n"
     << "        for k in _STATES:\n            if k not in given:\n"
     << "                raise TypeError(\"" << N << ": state '\" + k + \"' must be given (it is a buffer of the module)\")\n\n"
     << "    def forward(self, *args, **kwargs):\n"

@@ -251,6 +251,7 @@ std::string Emitter::stageWhy(int id) const {
     case StageKind::Matmul:
     case StageKind::Gemv: why = "cuBLAS GEMM"; break;
     case StageKind::Embedding: why = "embedding lookup kernel"; break;
+    case StageKind::EmbeddingGrad: why = "stable sort of the indices, then each row's sum in position order (deterministic)"; break;
     case StageKind::Permute: why = "permute kernel (this rank's block)"; break;
     case StageKind::Concat: why = "row copies, one kernel per operand"; break;
     case StageKind::Narrow: why = "row copy of the range"; break;
