@@ -34,7 +34,7 @@ done
 
 # Backward programs (--backward): backward/NAME, built and checked by tests/gpu/backward-run.sh
 # (samples, and the GPU test programs made for their adjoints: collectives, embeddings).
-for prog in "$root"/samples/{megatron_row,megatron_mlp,decode_gemv,moe_gemm,dlrm_embedding}/*.cnet \
+for prog in "$root"/samples/{megatron_row,megatron_mlp,decode_gemv,moe_gemm,dlrm_embedding,pipeline}/*.cnet \
             "$root"/tests/gpu/programs/{combines,embeds}.cnet; do
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --backward -o "$b/backward/$n" >/dev/null

@@ -119,10 +119,6 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
     const Stage& s = f_.stages[i];
     for (int o : s.operands) needs_[i] = needs_[i] || needs_[o];
     needs_[i] = needs_[i] && floating(s.type.dtype);
-    if (needs_[i] && s.type.group && s.type.group != f_.world()) {
-      unsupported(s, "it lives in process group '" + s.type.group->name + "'; backward programs of split groups are not supported yet");
-      return std::nullopt;
-    }
   }
   b_.name = f_.name + "_backward";
   b_.outputs.clear();

@@ -160,8 +160,12 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         vo.dumpDir = inv.dumpDir;
         vo.allowSkips = inv.allowSkips;
         vo.scheduled = !trace.empty();
-        // (the gradients first: the last line stays verify's own)
-        if (inv.backward && verify::verifyGradients(forward, base, vo, out, err) != 0) rc = kExitUserError;
+        // (the gradients first: a wrong gradient ends it, and the last line says so)
+        if (inv.backward && verify::verifyGradients(forward, base, vo, out, err) != 0) {
+          out << "NOT verified: the gradients of " << forward.name << " (above)\n";
+          rc = kExitUserError;
+          break;
+        }
         if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
         break;
       }

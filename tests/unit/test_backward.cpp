@@ -138,7 +138,7 @@ TEST_CASE("backward: what has no backward program is an error naming it", "[back
   CHECK(diagOut2.str().find("'idx': it is i32, not floating-point") != std::string::npos);
 }
 
-TEST_CASE("backward: max and product across ranks with ties and zeros, by hand", "[backward]") {
+TEST_CASE("backward: max and product across ranks with ties and zeros by hand", "[backward]") {
   auto c = test::checkText("t.cnet", R"(program f(N: size) {
   in x : f64[N] local;
   y = allreduce(*, x) + allreduce(max, x);
