@@ -101,6 +101,11 @@ private:
         acc(arg(1), un(EOp::Neg, bin(EOp::Mul, q, bin(EOp::Div, v(0), v(1)))));  // -g a / b^2
         return true;
       }
+      case EOp::Mod: {  // fmod(a, b) = a - trunc(a / b) b: 1 and -trunc(a / b) = (fmod(a, b) - a) / b
+        acc(arg(0), g);
+        if (isFloatNode(arg(1))) acc(arg(1), bin(EOp::Mul, g, bin(EOp::Div, bin(EOp::Sub, val(k), v(0)), v(1))));
+        return true;
+      }
       case EOp::Pow: {  // a^b: b a^(b-1) and a^b log(a)
         acc(arg(0), bin(EOp::Mul, g, bin(EOp::Mul, v(1), bin(EOp::Pow, v(0), bin(EOp::Sub, v(1), cst(1))))));
         if (isFloatNode(arg(1))) acc(arg(1), bin(EOp::Mul, g, bin(EOp::Mul, val(k), un(EOp::Log, v(0)))));
@@ -154,7 +159,7 @@ private:
         acc(arg(0), bin(EOp::Mul, g, bin(EOp::Add, Phi, bin(EOp::Mul, x, phi))));
         return true;
       }
-      default: return false;  // comparisons, logic, mod: integer or bool results, no adjoint reaches them
+      default: return false;  // comparisons and logic: bool results, no adjoint reaches them
     }
   }
 };
