@@ -165,6 +165,7 @@ private:
   // overlaps launched after their producer, at stage -> producer), or an overlap lost its launch.
   void checkOneOwner(const std::map<int, int>& overlapAt) const;
   static bool aliasable(plan::Storage s);
+  bool foldableTranspose(int i) const;
   // run()'s code at stage i's place, as the plan says.
   void emitPlanned(int i);
 

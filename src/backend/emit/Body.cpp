@@ -245,6 +245,10 @@ void Emitter::emitStorage() {
         b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name
           << ": the same elements as '" << p_.stages[d.from].name << "', in a new shape\n";
         break;
+      case Storage::Transposed:
+        b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name << ": '"
+          << p_.stages[d.from].name << "', which its matmuls read transposed\n";
+        break;
     }
   }
 }
@@ -384,7 +388,13 @@ void Emitter::emitStage(int id) {
     case StageKind::Gemv: emitGemm(id); break;
     case StageKind::Embedding: emitEmbedding(id); break;
     case StageKind::EmbeddingGrad: emitEmbeddingGrad(id); break;
-    case StageKind::Permute: emitPermute(id); break;
+    case StageKind::Permute:
+      if (plan_.at(id).storage == Storage::Transposed) {
+        b << "    // (no copy: the matmuls that read '" << s.name << "' take '" << p_.stages[s.operands[0]].name << "' transposed)\n";
+        break;
+      }
+      emitPermute(id);
+      break;
     case StageKind::Concat: emitRowCopy(id, "concat"); break;
     case StageKind::Narrow: emitRowCopy(id, "narrow"); break;
     case StageKind::Reshape:  // the same elements: a copy unless the operand's storage serves

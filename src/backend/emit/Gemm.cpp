@@ -17,6 +17,22 @@ void Emitter::emitGemm(int id) {
   int a = s.operands[0], bop = s.operands[1];
   int ra = p_.stages[a].type.rank();
   auto& b = body_;
+  const bool ta = plan_.at(a).storage == plan::Storage::Transposed, tb = plan_.at(bop).storage == plan::Storage::Transposed;
+  if (s.kind == StageKind::Matmul && (ta || tb)) {
+    // (foldableTranspose) One GEMM, B 2-D and A's batches its rows; the transposed operands read
+    // from their sources' storage. cuBLAS is column-major: C^T = op(B)^T-view times op(A)^T-view, as
+    // gemmCall; a source stored [N, K] (B = its transpose) is op T with leading dimension K, [K, M]
+    // (A's, 2-D) op T with M.
+    const std::string ty = cudaDataType(dt);
+    b << "    const long long K = " << shapeVar(a) << "[" << ra - 1 << "], M = " << countVar(a) << " / K, N = " << shapeVar(bop) << "[1];\n"
+      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
+      << "    CHECK(cublasGemmEx(blas_, " << (tb ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ", " << (ta ? "CUBLAS_OP_T" : "CUBLAS_OP_N")
+      << ", static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, " << var(bop) << ", " << ty << ", static_cast<int>("
+      << (tb ? "K" : "N") << "), " << var(a) << ", " << ty << ", static_cast<int>(" << (ta ? "M" : "K") << "), &beta, " << var(id) << ", "
+      << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), \"" << s.name
+      << "\");\n";
+    return;
+  }
   if (s.kind == StageKind::Gemv) {
     b << "    const long long M = " << shapeVar(a) << "[0], K = " << shapeVar(a) << "[1], N = 1, batch = 1;\n"
       << "    const long long strideA = 0, strideB = 0, strideC = 0, reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n";

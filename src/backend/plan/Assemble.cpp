@@ -165,7 +165,11 @@ void Emitter::assemblePlan() {
         }
     } else if (plan_.devFallbackOnly.count(i))
       d.storage = Storage::FallbackOnly;
-    else if (s.kind == StageKind::Reshape && d.step == Step::Stage && aliasable(plan_.at(s.operands[0]).storage)) {
+    else if (foldableTranspose(i)) {
+      d.storage = Storage::Transposed;
+      d.from = s.operands[0];
+      d.why = "read transposed by its matmuls (cuBLAS op T): no copy";
+    } else if (s.kind == StageKind::Reshape && d.step == Step::Stage && aliasable(plan_.at(s.operands[0]).storage)) {
       // The same elements in the same order: the operand's storage serves. (Not a state's value on
       // entry: the state's update may write it in place before the reshape's readers run.)
       d.storage = Storage::Alias;
@@ -176,6 +180,32 @@ void Emitter::assemblePlan() {
   }
   plan_.checkComplete(p_);
   checkOneOwner(overlapAt);
+}
+
+// A 2-D transpose (a backward program's weight or activation transposed for a product) that only
+// matmuls of their own launch read as a 2-D operand (A of a 2-D product, or B), that is no output
+// and whose operand is stored as it is: they read the operand transposed instead.
+bool Emitter::foldableTranspose(int i) const {
+  const Stage& s = p_.stages[i];
+  if (s.kind != StageKind::Permute || s.type.rank() != 2 || s.perm != std::vector<int>{1, 0} || plan_.at(i).step != Step::Stage)
+    return false;
+  if (!aliasable(plan_.at(s.operands[0]).storage)) return false;
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), i) != p_.outputs.end()) return false;
+  for (auto& st : p_.states)
+    if (st.exit == i) return false;
+  bool read = false;
+  for (size_t j = 0; j < p_.stages.size(); ++j) {
+    const Stage& r = p_.stages[j];
+    if (std::find(r.operands.begin(), r.operands.end(), i) == r.operands.end()) continue;
+    read = true;
+    if (r.kind != StageKind::Matmul || plan_.at(static_cast<int>(j)).step != Step::Stage) return false;
+    // as A: a 2-D product; as B (the weight of a linear layer's input gradient): A's batches are rows
+    // of one GEMM, unless the product is sliced along its first batch dimension (A's block offset)
+    const bool asA = r.operands[0] == i, slicedBatch = r.type.group && r.type.layout.kind == Layout::Sliced && r.type.layout.dim == 0;
+    if (asA && (r.type.rank() != 2 || p_.stages[r.operands[1]].type.rank() != 2)) return false;
+    if (!asA && (p_.stages[r.operands[1]].type.rank() != 2 || (slicedBatch && r.type.rank() > 2))) return false;
+  }
+  return read;
 }
 
 // Storage a reshape can alias: written once, by its own stage (or given), and never again.

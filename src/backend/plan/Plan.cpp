@@ -44,6 +44,7 @@ const char* storageName(Storage s) {
     case Storage::InChunks: return "in-chunks";
     case Storage::InReduction: return "in-reduction";
     case Storage::Alias: return "alias";
+    case Storage::Transposed: return "transposed";
   }
   return "?";
 }
