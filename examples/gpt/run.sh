@@ -13,20 +13,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # the packages: adam (the optimizer), megatron_mlp and its backward program (the coconet-blocks
 # variant's MLP halves); COCONET_PKGS names a folder that holds them built (NAME/setup.py)
-pkgs=${COCONET_PKGS:-$out/pkgs}
-cc=${COCONETC:-$root/build/coconetc}
-build() {  # NAME FLAGS...: compile (unless there) and pip-install (in parallel) into $out/site/NAME
-  local n=$1; shift
-  [ -f "$pkgs/$n/setup.py" ] || "$cc" compile "$@" --target torch -o "$pkgs/$n" > /dev/null
-  python3 -m pip install --no-build-isolation --no-deps --target "$out/site/$n" "$pkgs/$n" > "$out/pip-$n.log" 2>&1
-}
-build adam "$root/samples/adam/adam.cnet" & build megatron_mlp "$root/samples/megatron_mlp/megatron_mlp.cnet" &
-build megatron_mlp_backward "$root/samples/megatron_mlp/megatron_mlp.cnet" --backward &
-wait
-for n in adam megatron_mlp megatron_mlp_backward; do
-  python3 -c "import sys; sys.path.insert(0, '$out/site/$n'); import coconet_$n" 2>/dev/null || { tail -20 "$out/pip-$n.log"; exit 1; }
-  export PYTHONPATH="$out/site/$n${PYTHONPATH:+:$PYTHONPATH}"
-done
+PYTHONPATH=$(bash "$root/examples/packages.sh" "$out" adam megatron_mlp megatron_mlp_backward)
+export PYTHONPATH
 rm -f "$out/runs.jsonl"
 variants=(torch torch-compile coconet coconet-compile)
 [ "${NPROC:-1}" != 1 ] || variants+=(coconet-blocks)
