@@ -1,6 +1,7 @@
 #include "driver/Compiler.h"
 #include "driver/Load.h"
 #include "driver/Output.h"
+#include "driver/Tune.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +57,22 @@ struct Kept {
 Kept& kept() {
   static Kept* k = new Kept;
   return *k;
+}
+
+// verify (--backward: the gradients first; a wrong one ends it, and the last line says so)
+int verifyAction(const Invocation& inv, const ir::Program& forward, const ir::Program& base, const ir::Program& sched, bool scheduled,
+                 std::ostream& out, std::ostream& err) {
+  verify::Options vo;
+  vo.ranks = inv.ranks;
+  vo.seed = inv.seed;
+  vo.dumpDir = inv.dumpDir;
+  vo.allowSkips = inv.allowSkips;
+  vo.scheduled = scheduled;
+  if (inv.backward && verify::verifyGradients(forward, base, vo, out, err) != 0) {
+    out << "NOT verified: the gradients of " << forward.name << " (above)\n";
+    return kExitUserError;
+  }
+  return verify::verify(base, sched, vo, out, err) != 0 ? kExitUserError : kExitOk;
 }
 
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
@@ -123,7 +140,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
     }
     // The scheduled program: a copy where a schedule changes it or verify compares the two, else
     // the lowered program itself.
-    const bool copy = (script && !script->steps.empty()) || inv.action == Action::Verify;
+    const bool copy = (script && !script->steps.empty()) || inv.action == Action::Verify || inv.action == Action::TuneList;
     ir::Program copied = copy ? ir::clone(base) : ir::Program{};
     ir::Program& sched = copy ? copied : base;
     struct KeepPrograms {
@@ -149,26 +166,18 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         out << "// " << base.name << (schedPath.empty() ? " (no schedule)" : ", schedule " + schedPath) << "\n"
             << schedule::printScript(trace);
         break;
-      case Action::Verify: {
+      case Action::TuneList: {
+        const int r = tuneList(inv, base, script && !script->steps.empty() ? &sched : nullptr, out, err);
+        if (r != kExitOk) rc = r;
+        break;
+      }
+      case Action::Verify:
         out << "verify " << base.name
             << (schedPath.empty() ? " (no schedule)"
                                   : " with " + schedPath + " (" + std::to_string(trace.size()) + (trace.size() == 1 ? " step)" : " steps)"))
             << "\n";
-        verify::Options vo;
-        vo.ranks = inv.ranks;
-        vo.seed = inv.seed;
-        vo.dumpDir = inv.dumpDir;
-        vo.allowSkips = inv.allowSkips;
-        vo.scheduled = !trace.empty();
-        // (the gradients first: a wrong gradient ends it, and the last line says so)
-        if (inv.backward && verify::verifyGradients(forward, base, vo, out, err) != 0) {
-          out << "NOT verified: the gradients of " << forward.name << " (above)\n";
-          rc = kExitUserError;
-          break;
-        }
-        if (verify::verify(base, sched, vo, out, err) != 0) rc = kExitUserError;
+        if (verifyAction(inv, forward, base, sched, !trace.empty(), out, err) != kExitOk) rc = kExitUserError;
         break;
-      }
       case Action::EmitPlan:
       case Action::Compile: {
         backend::CompileOptions co;

@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR, EmitSched, EmitPlan, Verify, Compile };
+enum class Action { Check, EmitAST, EmitIR, EmitSched, EmitPlan, Verify, Compile, TuneList };
 
 struct Invocation {
   Action action = Action::Check;
@@ -31,6 +31,9 @@ struct Invocation {
   uint64_t seed = 1;
   std::string dumpDir;
   bool allowSkips = false;  // verify: rank counts that compare nothing do not fail it
+  // tune --list: the search's bounds
+  int tuneDepth = 5;
+  size_t tuneLimit = 1000;
   // compile
   std::string outDir;
   std::string arch = "sm_90a";

@@ -110,6 +110,47 @@ std::string usageProblem(CLI::App& app, const std::vector<std::string>& args) {
 
 }  // namespace
 
+// --seed and --ranks (verify, tune) into inv: false after a usage error, printed.
+static bool seedAndRanks(const std::string& seed, const std::string& rankList, Invocation& inv) {
+  auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), inv.seed);
+  if (seed.empty() || !std::isdigit(static_cast<unsigned char>(seed[0])) || ec != std::errc() || end != seed.data() + seed.size()) {
+    std::cerr << "coconetc: error: --seed " << coconet::printable(seed) << ": not a decimal integer from 0 to 2^64 - 1\n";
+    return false;
+  }
+  inv.ranks.clear();
+  if (rankList.empty()) {
+    std::cerr << "coconetc: error: --ranks is empty; give rank counts, comma-separated (e.g. 1,2,4)\n";
+    return false;
+  }
+  std::stringstream ss(rankList);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int v = 0;
+    auto [ptr, ec2] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec2 != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 1024) {
+      std::cerr << "coconetc: error: --ranks " << coconet::printable(rankList) << ": '" << coconet::printable(item)
+                << "' is not a rank count in [1, 1024]\n";
+      return false;
+    }
+    inv.ranks.push_back(v);
+  }
+  return true;
+}
+
+// `coconetc tune`: the autotuner's options.
+static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, bool& list, std::string& ranks, std::string& seed) {
+  auto* tune = app.add_subcommand("tune",
+                                  "the autotuner: --list enumerates the schedules the primitives admit for the program "
+                                  "(each kept once per distinct IR) and verifies each");
+  addCommon(tune);
+  tune->add_flag("--list", list, "enumerate and verify the candidate schedules (timing them on GPUs is not built yet)");
+  tune->add_option("--depth", inv.tuneDepth, "steps per schedule at most")->capture_default_str()->check(CLI::Range(0, 12));
+  tune->add_option("--limit", inv.tuneLimit, "candidates at most")->capture_default_str()->check(CLI::Range(1, 100000));
+  tune->add_option("--ranks", ranks, "rank counts each candidate is verified at, comma-separated")->capture_default_str();
+  tune->add_option("--seed", seed, "random seed for sizes and inputs, 0 to 2^64 - 1")->capture_default_str();
+  return tune;
+}
+
 static int command(int argc, char** argv) {
   CLI::App app{"coconetc: a compiler for distributed machine-learning programs"};
   app.set_version_flag("--version", std::string("coconetc ") + COCONETC_VERSION);
@@ -162,6 +203,10 @@ static int command(int argc, char** argv) {
                    "pass although some rank counts compare nothing (no sizes run with them, or only the program without its "
                    "schedule does); by default such a rank count fails the verification");
 
+  std::string tuneRanks = "1,2,4";
+  bool tuneList = false;
+  CLI::App* tune = addTune(app, addCommon, inv, tuneList, tuneRanks, seed);
+
   auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
   addCommon(compile);
   compile
@@ -213,29 +258,17 @@ static int command(int argc, char** argv) {
     inv.torchTarget = target == "torch";
     return run(inv, std::cout, std::cerr);
   }
+  if (tune->parsed()) {
+    if (!tuneList) {
+      std::cerr << "coconetc: error: tune: timing candidates on GPUs is not built yet; --list enumerates and verifies them\n";
+      return kExitUsage;
+    }
+    if (!seedAndRanks(seed, tuneRanks, inv)) return kExitUsage;
+    inv.action = Action::TuneList;
+    return run(inv, std::cout, std::cerr);
+  }
   if (verify->parsed()) {
-    auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), inv.seed);
-    if (seed.empty() || !std::isdigit(static_cast<unsigned char>(seed[0])) || ec != std::errc() || end != seed.data() + seed.size()) {
-      std::cerr << "coconetc: error: --seed " << coconet::printable(seed) << ": not a decimal integer from 0 to 2^64 - 1\n";
-      return kExitUsage;
-    }
-    inv.ranks.clear();
-    if (ranks.empty()) {
-      std::cerr << "coconetc: error: --ranks is empty; give rank counts, comma-separated (e.g. 1,2,4)\n";
-      return kExitUsage;
-    }
-    std::stringstream ss(ranks);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      int v = 0;
-      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-      if (ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 1024) {
-        std::cerr << "coconetc: error: --ranks " << coconet::printable(ranks) << ": '" << coconet::printable(item)
-                  << "' is not a rank count in [1, 1024]\n";
-        return kExitUsage;
-      }
-      inv.ranks.push_back(v);
-    }
+    if (!seedAndRanks(seed, ranks, inv)) return kExitUsage;
     inv.action = Action::Verify;
   } else
     inv.action = !emit->parsed()    ? Action::Check

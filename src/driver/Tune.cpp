@@ -1,0 +1,56 @@
+#include "driver/Tune.h"
+
+#include <ostream>
+#include <sstream>
+
+#include "tune/Enumerate.h"
+#include "verify/Verify.h"
+
+namespace coconet::driver {
+
+int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* hand, std::ostream& out, std::ostream& err) {
+  tune::EnumerateOptions eo;
+  eo.depth = inv.tuneDepth;
+  eo.limit = inv.tuneLimit;
+  const tune::Space space = tune::enumerate(base, eo);
+  const std::string handKey = hand ? tune::programKey(*hand) : "";
+  verify::Options vo;
+  vo.ranks = inv.ranks;
+  vo.seed = inv.seed;
+  vo.allowSkips = true;  // (a schedule whose sizes some rank count cannot take is no wrong one)
+  size_t failed = 0;
+  int handAt = -1;
+  out << "schedules of " << base.name << " (depth " << eo.depth << ", " << space.tried << " steps tried)\n";
+  for (size_t k = 0; k < space.candidates.size(); ++k) {
+    const tune::Candidate& c = space.candidates[k];
+    ir::Program p = tune::applyScript(base, c.script);
+    if (hand && tune::programKey(p) == handKey) handAt = static_cast<int>(k);
+    std::ostringstream vout, verr;
+    vo.scheduled = !c.script.empty();
+    const bool ok = verify::verify(base, p, vo, vout, verr) == 0;
+    failed += !ok;
+    out << "candidate " << k << " (" << c.steps << (c.steps == 1 ? " step" : " steps") << "): " << (ok ? "verified" : "NOT verified")
+        << "\n";
+    std::istringstream lines(c.script.empty() ? std::string("(no schedule)\n") : c.script);
+    for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    if (!ok) {
+      std::istringstream why(vout.str() + verr.str());
+      for (std::string line; std::getline(why, line);) out << "    | " << line << "\n";
+    }
+  }
+  if (hand)
+    out << "the schedule beside the program (its knobs aside): " << (handAt >= 0 ? "candidate " + std::to_string(handAt) : "not among them")
+        << "\n";
+  if (space.truncated) out << "stopped at " << eo.limit << " candidates (--limit)\n";
+  if (failed) {
+    err << "coconetc: error: " << failed << " of " << space.candidates.size() << " schedules of " << base.name
+        << " did not verify (a primitive changed a result: a compiler bug, please report it)\n";
+    return kExitUserError;
+  }
+  out << space.candidates.size() << " schedules, each verified at ranks";
+  for (size_t k = 0; k < vo.ranks.size(); ++k) out << (k ? ", " : " ") << vo.ranks[k];
+  out << "\n";
+  return kExitOk;
+}
+
+}  // namespace coconet::driver

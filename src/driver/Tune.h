@@ -1,0 +1,16 @@
+// `coconetc tune --list`: the schedules the autotuner would time, each verified.
+#pragma once
+
+#include <iosfwd>
+
+#include "driver/Compiler.h"
+#include "ir/IR.h"
+
+namespace coconet::driver {
+
+// Enumerates base's schedules (tune::enumerate) and verifies each against base at inv.ranks;
+// `hand`, when given, is the program with the schedule beside it (its candidate is named). Returns
+// kExitOk when every candidate verified.
+int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* hand, std::ostream& out, std::ostream& err);
+
+}  // namespace coconet::driver
