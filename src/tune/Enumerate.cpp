@@ -75,14 +75,14 @@ std::vector<int> readers(const Program& p, int i) {
   return out;
 }
 
-// The element-wise stages and reductions right after stage i, in program order, up to the first
-// stage of another kind (or in a fused group): what an all_gather can move past, or an allreduce
-// fuse with (reorder and fuse check the rest).
+// The element-wise stages, reductions and sends right after stage i, in program order, up to the
+// first stage of another kind (or in a fused group): what an all_gather can move past, or an
+// allreduce fuse with (reorder and fuse check the rest).
 std::vector<int> elementwiseAfter(const Program& p, int i) {
   std::vector<int> out;
   for (size_t j = i + 1; j < p.stages.size(); ++j) {
     const Stage& s = p.stages[j];
-    if (!(isCompute(s) || s.kind == StageKind::Reduce) || !s.fusedInto.empty()) break;
+    if (!(isCompute(s) || s.kind == StageKind::Reduce || s.kind == StageKind::Send) || !s.fusedInto.empty()) break;
     out.push_back(static_cast<int>(j));
   }
   return out;
@@ -110,10 +110,18 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       }
     }
     if (s.kind == StageKind::AllGather && !s.regather) {
-      std::vector<int> after = elementwiseAfter(p, i), moved;
+      // past a prefix of the stages after it, or of those of them that depend on it
+      std::vector<int> after = elementwiseAfter(p, i), moved, dependent;
+      std::set<int> reach{i};
       for (int j : after) {
         moved.push_back(j);
         out.push_back("reorder(" + s.name + ", " + list(p, moved) + ");");
+        const auto& ops = p.stages[j].operands;
+        if (std::any_of(ops.begin(), ops.end(), [&](int o) { return reach.count(o) != 0; })) {
+          reach.insert(j);
+          dependent.push_back(j);
+          if (dependent.size() < moved.size()) out.push_back("reorder(" + s.name + ", " + list(p, dependent) + ");");
+        }
       }
       // the element-wise stages just before it and the all_gather, one group (as after a group
       // took the reduce-scatter and the stages that follow it)
@@ -149,7 +157,17 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       for (size_t k = 1; end >= 0 && k + 1 < whole.size(); ++k)
         out.push_back("fuse(" + list(p, std::vector<int>(whole.begin() + static_cast<long>(k), whole.end())) + ");");
     }
-    if (s.kind == StageKind::Matmul || s.kind == StageKind::Gemv) {
+    if (s.kind == StageKind::AllToAll) {
+      // an all_to_all pipeline: this exchange, the stages after it and the one that returns
+      for (int j = i + 1; j < n; ++j)
+        if (p.stages[j].kind == StageKind::AllToAll && p.stages[j].fusedInto.empty())
+          out.push_back("overlap(" + s.name + ", " + p.stages[j].name + ");");
+      // the stage that makes its operand and the exchange, one kernel (a pooled embedding bag's)
+      const Stage& src = p.stages[s.operands[0]];
+      if (src.fusedInto.empty() && (isCompute(src) || src.kind == StageKind::Reduce))
+        out.push_back("fuse(" + src.name + ", " + s.name + ");");
+    }
+    if (s.kind == StageKind::Matmul || s.kind == StageKind::Gemv || s.kind == StageKind::Embedding) {
       auto rs = readers(p, i);
       if (rs.size() == 1) {
         const Stage& c = p.stages[rs[0]];
