@@ -29,6 +29,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/IR.h"
 
@@ -80,5 +82,10 @@ std::vector<std::string> emitCuda(const ir::Program& p, const CompileOptions& o)
 // and storage with the reasons, then the unscheduled fallback's plan and when run() takes it.
 // Writes nothing; warns through o.diags as emitCuda does. Throws what emitCuda throws.
 std::string planText(const ir::Program& p, const CompileOptions& o);
+
+// The knobs the backend may read on each target of p as its schedule leaves it (each fused group,
+// and each collective outside one): (target, knob names in the schema's order). The autotuner's
+// knob space (docs/language.md, section 17.3.6: what each knob applies to).
+std::vector<std::pair<std::string, std::vector<std::string>>> knobsRead(const ir::Program& p);
 
 }  // namespace coconet::backend

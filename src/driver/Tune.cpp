@@ -1,5 +1,6 @@
 #include "driver/Tune.h"
 
+#include <cstdio>
 #include <ostream>
 #include <sstream>
 
@@ -33,6 +34,18 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
         << "\n";
     std::istringstream lines(c.script.empty() ? std::string("(no schedule)\n") : c.script);
     for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    const tune::KnobSpace ks = tune::knobSpace(p);
+    if (!ks.targets.empty()) {
+      out << "  knobs:";
+      for (auto& [target, knobs] : ks.targets) {
+        out << " " << target << " (";
+        for (size_t k = 0; k < knobs.size(); ++k) out << (k ? ", " : "") << knobs[k].first << " " << knobs[k].second;
+        out << ")";
+      }
+      char buf[32];
+      std::snprintf(buf, sizeof buf, ks.settings < 1e9 ? "%.0f" : "%.3g", ks.settings);
+      out << ": " << buf << " settings\n";
+    }
     if (!ok) {
       std::istringstream why(vout.str() + verr.str());
       for (std::string line; std::getline(why, line);) out << "    | " << line << "\n";

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "backend/CudaEmitter.h"
 #include "schedule/Schedule.h"
 #include "support/Diagnostics.h"
 
@@ -229,6 +230,29 @@ Space enumerate(const Program& base, const EnumerateOptions& opts) {
     }
   }
   return space;
+}
+
+std::vector<std::string> knobValues(const KnobSpec& spec) {
+  std::vector<std::string> out(spec.words.begin(), spec.words.end());
+  if (spec.hi < spec.lo) return out;
+  if (spec.lo <= 0) out.push_back(std::to_string(spec.lo));
+  for (long v = 1; v <= std::min(spec.hi, kLadderTop); v *= 2)
+    if (v >= spec.lo) out.push_back(std::to_string(v));
+  return out;
+}
+
+KnobSpace knobSpace(const Program& p) {
+  KnobSpace ks;
+  for (auto& [target, keys] : backend::knobsRead(p)) {
+    std::vector<std::pair<std::string, int>> knobs;
+    for (auto& key : keys) {
+      const int values = static_cast<int>(knobValues(knobSpec(*knobNamed(key))).size());
+      knobs.emplace_back(key, values);
+      ks.settings = std::min(ks.settings * values, 1e18);
+    }
+    ks.targets.emplace_back(target, std::move(knobs));
+  }
+  return ks;
 }
 
 Program applyScript(const Program& base, const std::string& script) {

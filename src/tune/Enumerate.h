@@ -36,6 +36,20 @@ Space enumerate(const ir::Program& base, const EnumerateOptions& opts);
 // knobs: equal for two schedules that make the same program under other names or settings.
 std::string programKey(const ir::Program& p);
 
+// The values the search tries for a knob: its words, and of its integers the lowest if not
+// positive and the powers of two up to kLadderTop (the schema's ranges reach 65535).
+constexpr int kLadderTop = 256;
+std::vector<std::string> knobValues(const ir::KnobSpec& spec);
+
+// The knob settings a candidate's program admits: for each target (fused group or collective) the
+// knobs the backend reads there (backend::knobsRead) with the number of values knobValues tries;
+// and how many settings they make together (saturated at 10^18).
+struct KnobSpace {
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, int>>>> targets;  // (target, (knob, values))
+  double settings = 1;
+};
+KnobSpace knobSpace(const ir::Program& p);
+
 // `base` with `script` applied (a candidate's: it applies).
 ir::Program applyScript(const ir::Program& base, const std::string& script);
 

@@ -54,6 +54,8 @@ std::string unreadOnOverlapConsumer(StageKind first, const std::string& algo, co
   return "";
 }
 
+}  // namespace
+
 // Why the backend reads `key` nowhere on fused group g ("" where it may read it).
 std::string unreadOnGroup(const Program& p, const FusedGroup& g, const std::string& key) {
   std::vector<StageKind> kinds;
@@ -101,6 +103,8 @@ std::string unreadOnStage(const Program& p, const Stage& s, const std::string& k
   }
 }
 
+namespace {
+
 // Why stage s reads its algorithm knob's value nowhere ("" where it may): an all_to_all's or a
 // send's exchange is a device kernel (an all_to_all's by copy engines in a pipeline) unless
 // `nccl` asks for NCCL's pairs; the allreduces' forms mean nothing there.
@@ -146,3 +150,22 @@ std::string unreadMessage(const Program& p, const std::string& target, const std
 std::string unreadKnob(const Program& p, const std::string& target, const std::string& key) { return unreadMessage(p, target, key); }
 
 }  // namespace coconet::backend::detail
+
+namespace coconet::backend {
+
+std::vector<std::pair<std::string, std::vector<std::string>>> knobsRead(const ir::Program& p) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  auto add = [&](const std::string& target, auto&& unread) {
+    std::vector<std::string> keys;
+    for (auto& spec : ir::knobSchema())
+      if (unread(spec.name).empty()) keys.push_back(spec.name);
+    if (!keys.empty()) out.emplace_back(target, std::move(keys));
+  };
+  for (auto& g : p.fused) add(g.name, [&](const std::string& key) { return detail::unreadOnGroup(p, g, key); });
+  for (auto& s : p.stages)
+    if (s.fusedInto.empty() && ir::isCollectiveKind(s.kind))
+      add(s.name, [&](const std::string& key) { return detail::unreadOnStage(p, s, key); });
+  return out;
+}
+
+}  // namespace coconet::backend
