@@ -155,6 +155,17 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       if (end >= 0) whole.push_back(end);
       for (size_t k = 1; k < whole.size(); ++k)
         out.push_back("fuse(" + list(p, std::vector<int>(whole.begin(), whole.begin() + static_cast<long>(k) + 1)) + ");");
+      // or of the run's stages those that depend on the reduce-scatter (a scalar computed beside
+      // them, as pipeline's stage seed, stays out)
+      std::set<int> reach{i};
+      std::vector<int> dependent{i};
+      for (size_t k = 1; k < run.size(); ++k) {
+        const auto& ops = p.stages[run[k]].operands;
+        if (!std::any_of(ops.begin(), ops.end(), [&](int o) { return reach.count(o) != 0; })) continue;
+        reach.insert(run[k]);
+        dependent.push_back(run[k]);
+        if (dependent.size() < k + 1) out.push_back("fuse(" + list(p, dependent) + ");");
+      }
       for (size_t k = 1; end >= 0 && k + 1 < whole.size(); ++k)
         out.push_back("fuse(" + list(p, std::vector<int>(whole.begin() + static_cast<long>(k), whole.end())) + ");");
     }
