@@ -98,6 +98,10 @@ std::string list(const Program& p, const std::vector<int>& ids) {
 // The steps worth trying next on p (a program some steps made).
 std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) {
   std::vector<std::string> out;
+  // a fused group's name of its own (an unnamed fuse takes a fixed one, which a second group
+  // would clash with)
+  std::string fuseName = "f" + std::to_string(p.fused.size());
+  while (p.findFused(fuseName) || p.find(fuseName) >= 0) fuseName += "_";
   const int n = static_cast<int>(p.stages.size());
   for (int i = 0; i < n; ++i) {
     const Stage& s = p.stages[i];
@@ -107,7 +111,7 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       std::vector<int> after = elementwiseAfter(p, i), run{i};
       for (int j : after) {  // the allreduce and its epilogue, one kernel
         run.push_back(j);
-        out.push_back("fuse(" + list(p, run) + ");");
+        out.push_back(fuseName + " = fuse(" + list(p, run) + ");");
       }
     }
     if (s.kind == StageKind::AllGather && !s.regather) {
@@ -132,7 +136,7 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
         for (int k = i - 1; k >= j; --k) {
           std::vector<int> run;
           for (int m = k; m <= i; ++m) run.push_back(m);
-          out.push_back("fuse(" + list(p, run) + ");");
+          out.push_back(fuseName + " = fuse(" + list(p, run) + ");");
         }
     }
     if (s.kind == StageKind::ReduceScatter) {
@@ -154,7 +158,7 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       std::vector<int> whole = run;
       if (end >= 0) whole.push_back(end);
       for (size_t k = 1; k < whole.size(); ++k)
-        out.push_back("fuse(" + list(p, std::vector<int>(whole.begin(), whole.begin() + static_cast<long>(k) + 1)) + ");");
+        out.push_back(fuseName + " = fuse(" + list(p, std::vector<int>(whole.begin(), whole.begin() + static_cast<long>(k) + 1)) + ");");
       // or of the run's stages those that depend on the reduce-scatter (a scalar computed beside
       // them, as pipeline's stage seed, stays out)
       std::set<int> reach{i};
@@ -164,10 +168,10 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
         if (!std::any_of(ops.begin(), ops.end(), [&](int o) { return reach.count(o) != 0; })) continue;
         reach.insert(run[k]);
         dependent.push_back(run[k]);
-        if (dependent.size() < k + 1) out.push_back("fuse(" + list(p, dependent) + ");");
+        if (dependent.size() < k + 1) out.push_back(fuseName + " = fuse(" + list(p, dependent) + ");");
       }
       for (size_t k = 1; end >= 0 && k + 1 < whole.size(); ++k)
-        out.push_back("fuse(" + list(p, std::vector<int>(whole.begin() + static_cast<long>(k), whole.end())) + ");");
+        out.push_back(fuseName + " = fuse(" + list(p, std::vector<int>(whole.begin() + static_cast<long>(k), whole.end())) + ");");
     }
     if (s.kind == StageKind::AllToAll) {
       // an all_to_all pipeline: this exchange, the stages after it and the one that returns
@@ -177,7 +181,7 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
       // the stage that makes its operand and the exchange, one kernel (a pooled embedding bag's)
       const Stage& src = p.stages[s.operands[0]];
       if (src.fusedInto.empty() && (isCompute(src) || src.kind == StageKind::Reduce))
-        out.push_back("fuse(" + src.name + ", " + s.name + ");");
+        out.push_back(fuseName + " = fuse(" + src.name + ", " + s.name + ");");
     }
     if (s.kind == StageKind::Matmul || s.kind == StageKind::Gemv || s.kind == StageKind::Embedding) {
       auto rs = readers(p, i);
