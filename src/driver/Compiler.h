@@ -33,7 +33,7 @@ struct Invocation {
   bool allowSkips = false;  // verify: rank counts that compare nothing do not fail it
   // tune --list: the search's bounds
   int tuneDepth = 5;
-  size_t tuneLimit = 1000;
+  size_t tuneLimit = 20000;
   // compile
   std::string outDir;
   std::string arch = "sm_90a";

@@ -114,9 +114,10 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
         out.push_back(fuseName + " = fuse(" + list(p, run) + ");");
       }
     }
-    if (s.kind == StageKind::AllGather && !s.regather) {
-      // past a prefix of the stages after it, or of those of them that depend on it
-      std::vector<int> after = elementwiseAfter(p, i), moved, dependent;
+    if (s.kind == StageKind::AllGather) {
+      // past a prefix of the stages after it, or of those of them that depend on it (not a gather
+      // that reorder made: it already follows the stages moved)
+      std::vector<int> after = s.regather ? std::vector<int>{} : elementwiseAfter(p, i), moved, dependent;
       std::set<int> reach{i};
       for (int j : after) {
         moved.push_back(j);
@@ -129,7 +130,8 @@ std::vector<std::string> proposals(const Program& p, const EnumerateOptions& o) 
         }
       }
       // the element-wise stages just before it and the all_gather, one group (as after a group
-      // took the reduce-scatter and the stages that follow it)
+      // took the reduce-scatter and the stages that follow it; a gather reorder made too, which
+      // takes the all_gather's name where it ends the moved stages)
       int j = i;
       while (j > 0 && p.stages[j - 1].fusedInto.empty() && isCompute(p.stages[j - 1])) --j;
       if (j < i)
