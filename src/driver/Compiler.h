@@ -33,6 +33,7 @@ struct Invocation {
   bool allowSkips = false;  // verify: rank counts that compare nothing do not fail it
   // tune --list: the search's bounds
   int tuneDepth = 5;
+  std::string tuneJson;  // --json FILE: the candidates, their verification and knob values
   size_t tuneLimit = 20000;
   // compile
   std::string outDir;

@@ -4,6 +4,9 @@
 #include <ostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "support/Files.h"
 #include "tune/Enumerate.h"
 #include "verify/Verify.h"
 
@@ -21,6 +24,9 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
   vo.allowSkips = true;  // (a schedule whose sizes some rank count cannot take is no wrong one)
   size_t failed = 0;
   int handAt = -1;
+  nlohmann::json js{{"program", base.name},         {"source", inv.input},        {"depth", eo.depth}, {"limit", eo.limit},
+                    {"truncated", space.truncated}, {"ranks_verified", vo.ranks}, {"seed", vo.seed}};
+  js["candidates"] = nlohmann::json::array();
   out << "schedules of " << base.name << " (depth " << eo.depth << ", " << space.tried << " steps tried)\n";
   for (size_t k = 0; k < space.candidates.size(); ++k) {
     const tune::Candidate& c = space.candidates[k];
@@ -35,11 +41,16 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
     std::istringstream lines(c.script.empty() ? std::string("(no schedule)\n") : c.script);
     for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
     const tune::KnobSpace ks = tune::knobSpace(p);
+    nlohmann::json jk = nlohmann::json::object();
+    for (auto& [target, knobs] : ks.targets)
+      for (auto& [knob, values] : knobs) jk[target][knob] = values;
+    js["candidates"].push_back(
+        {{"index", k}, {"steps", c.steps}, {"script", c.script}, {"verified", ok}, {"knobs", jk}, {"settings", ks.settings}});
     if (!ks.targets.empty()) {
       out << "  knobs:";
       for (auto& [target, knobs] : ks.targets) {
         out << " " << target << " (";
-        for (size_t k = 0; k < knobs.size(); ++k) out << (k ? ", " : "") << knobs[k].first << " " << knobs[k].second;
+        for (size_t k = 0; k < knobs.size(); ++k) out << (k ? ", " : "") << knobs[k].first << " " << knobs[k].second.size();
         out << ")";
       }
       char buf[32];
@@ -51,6 +62,8 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
       for (std::string line; std::getline(why, line);) out << "    | " << line << "\n";
     }
   }
+  js["hand_candidate"] = handAt >= 0 ? nlohmann::json(handAt) : nlohmann::json(nullptr);
+  if (!inv.tuneJson.empty()) writeFile(inv.tuneJson, js.dump(1) + "\n");
   if (hand)
     out << "the schedule beside the program (its knobs aside): " << (handAt >= 0 ? "candidate " + std::to_string(handAt) : "not among them")
         << "\n";

@@ -148,6 +148,8 @@ static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, 
   tune->add_option("--limit", inv.tuneLimit, "candidates at most")->capture_default_str()->check(CLI::Range(1, 100000));
   tune->add_option("--ranks", ranks, "rank counts each candidate is verified at, comma-separated")->capture_default_str();
   tune->add_option("--seed", seed, "random seed for sizes and inputs, 0 to 2^64 - 1")->capture_default_str();
+  tune->add_option("--json", inv.tuneJson, "also write the candidates (script, verification, knob values) to FILE as JSON")
+      ->type_name("FILE");
   return tune;
 }
 

@@ -261,11 +261,11 @@ std::vector<std::string> knobValues(const KnobSpec& spec) {
 KnobSpace knobSpace(const Program& p) {
   KnobSpace ks;
   for (auto& [target, keys] : backend::knobsRead(p)) {
-    std::vector<std::pair<std::string, int>> knobs;
+    std::vector<std::pair<std::string, std::vector<std::string>>> knobs;
     for (auto& key : keys) {
-      const int values = static_cast<int>(knobValues(knobSpec(*knobNamed(key))).size());
-      knobs.emplace_back(key, values);
-      ks.settings = std::min(ks.settings * values, 1e18);
+      std::vector<std::string> values = knobValues(knobSpec(*knobNamed(key)));
+      ks.settings = std::min(ks.settings * static_cast<double>(values.size()), 1e18);
+      knobs.emplace_back(key, std::move(values));
     }
     ks.targets.emplace_back(target, std::move(knobs));
   }

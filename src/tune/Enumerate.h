@@ -42,10 +42,10 @@ constexpr int kLadderTop = 256;
 std::vector<std::string> knobValues(const ir::KnobSpec& spec);
 
 // The knob settings a candidate's program admits: for each target (fused group or collective) the
-// knobs the backend reads there (backend::knobsRead) with the number of values knobValues tries;
-// and how many settings they make together (saturated at 10^18).
+// knobs the backend reads there (backend::knobsRead) with the values knobValues tries; and how many
+// settings they make together (saturated at 10^18).
 struct KnobSpace {
-  std::vector<std::pair<std::string, std::vector<std::pair<std::string, int>>>> targets;  // (target, (knob, values))
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>> targets;  // (target, (knob, values))
   double settings = 1;
 };
 KnobSpace knobSpace(const ir::Program& p);
