@@ -207,7 +207,12 @@ int Deriver::reshape(int x, const Shape& shape, Layout layout, const std::string
 void Deriver::matmulAdjoint(const Stage& s, int ds) {
   const bool gemv = s.kind == StageKind::Gemv;
   int a = s.operands[0], b = s.operands[1];
-  auto product = [&](int l, int r, const std::string& name) -> int {
+  // A local product of sliced operands (partial sums over the sliced K) whose adjoint is local too
+  // (as the adjoint of max, min or * across ranks makes it): each rank's block of an operand's
+  // gradient comes from its own dy and its own block of the other operand, so the product has the
+  // operand's layout, which no forward rule gives a local times a sliced value.
+  const bool partialProduct = isLocal(s.type) && isLocal(type(ds));
+  auto product = [&](int l, int r, const std::string& name, const TensorType* target = nullptr) -> int {
     TensorType t = type(l);
     const TensorType& rt = type(r);
     Shape ls = t.shape, rs = rt.shape;
@@ -226,6 +231,9 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
       ys.push_back(rs[rt.rank() - 1]);
     }
     auto layout = matmulLayout(t, rt, static_cast<int>(ys.size()), gemv);
+    if (!layout && partialProduct && target && target->group && target->layout.kind == Layout::Sliced &&
+        static_cast<int>(ys.size()) == target->rank())
+      layout = target->layout;
     if (!layout) {
       unsupported(s, "the product for its gradient '" + name + "' (" + t.layout.str() + " times " + rt.layout.str() +
                          ") has no layout; not supported yet");
@@ -243,6 +251,7 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
     return p;
   };
   const std::string da = "d_" + f_.stages[a].name + "." + s.name, db = "d_" + f_.stages[b].name + "." + s.name;
+  const TensorType aType = fwdType(a), bType = fwdType(b);
   if (gemv) {
     if (needs_[a]) {  // dy as a column times x as a row: dA[i, j] = dy[i] x[j]
       Layout l = type(ds).layout;
@@ -260,14 +269,14 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
     }
     if (needs_[b] && !failed_) {
       int at = permute(a, {1, 0}, f_.stages[a].name + ".T", s.loc);
-      int g = product(at, ds, db);
+      int g = product(at, ds, db, &bType);
       if (g >= 0) contribute(b, g, s);
     }
     return;
   }
   if (needs_[a]) {
     int bt = permute(b, swapLast(fwdType(b).rank()), f_.stages[b].name + ".T", s.loc);
-    int g = product(ds, bt, da);
+    int g = product(ds, bt, da, &aType);
     if (g >= 0) g = reduceTo(g, fwdType(a), da, s.loc, s);
     if (g >= 0 && !failed_) contribute(a, g, s);
   }
@@ -286,12 +295,12 @@ void Deriver::matmulAdjoint(const Stage& s, int ds) {
         return reshape(v, {n, t.shape.back()}, l, name, s.loc);
       };
       int a2 = rows(a, at0, f_.stages[a].name + ".rows"), d2 = rows(ds, dt0, db + ".rows");
-      int g = product(permute(a2, {1, 0}, f_.stages[a].name + ".rows.T", s.loc), d2, db);
+      int g = product(permute(a2, {1, 0}, f_.stages[a].name + ".rows.T", s.loc), d2, db, &bType);
       if (g >= 0 && !failed_) contribute(b, g, s);
       return;
     }
     int at = permute(a, swapLast(fwdType(a).rank()), f_.stages[a].name + ".T", s.loc);
-    int g = product(at, ds, db);
+    int g = product(at, ds, db, &bType);
     if (g >= 0) g = reduceTo(g, fwdType(b), db, s.loc, s);
     if (g >= 0 && !failed_) contribute(b, g, s);
   }
