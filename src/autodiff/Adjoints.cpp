@@ -4,6 +4,7 @@
 
 #include "autodiff/Deriver.h"
 #include "autodiff/ExprAdjoint.h"
+#include "autodiff/ExprBuilder.h"
 
 namespace coconet::autodiff::detail {
 
@@ -385,55 +386,44 @@ void Deriver::combineAdjoint(const Stage& s, int g, const std::string& name) {
   lt.group = s.type.group;
   TensorType rt = lt;
   rt.layout = Layout::replicated();
-  auto constant = [&](Expr& e, double v) {
-    ENode n = ENode::make(EOp::Const, cd);
-    n.value = v;
-    return e.add(n);
-  };
-  auto operand = [&](Expr& e, int index, DType t) {
-    return e.add(ENode::make(EOp::Cast, cd, {e.add(ENode::make(EOp::Operand, t, {}, index))}));
-  };
   auto allreduce = [&](int v, ReduceOp op, const std::string& n) {
     Stage r = make(StageKind::AllReduce, n, rt, {v}, s.loc);
     r.op = op;
     return add(std::move(r));
   };
+  // 1 where `test` holds of an element, else 0 (over `operands`, x first)
+  auto indicator = [&](const std::string& n, std::vector<int> operands, auto&& test) {
+    ExprBuilder h(cd);
+    h.sel(test(h), h.c(1), h.c(0));
+    return compute(n, lt, std::move(operands), h.done(cd), s.loc);
+  };
   std::vector<int> operands = {x, g};
-  Expr e;
-  int xv = operand(e, 0, xt.dtype), dy = operand(e, 1, type(g).dtype), term = -1;
+  ExprBuilder e(cd);
+  const int xv = e.in(0, xt.dtype), dy = e.in(1, type(g).dtype);
   if (s.op == ReduceOp::Max || s.op == ReduceOp::Min) {
     const int y = wholeOfReduction(s, b_.find(s.name), "d_" + s.name + ".result");
-    Expr h;
-    int hit = h.add(ENode::make(EOp::Eq, DType::Bool, {operand(h, 0, xt.dtype), operand(h, 1, type(y).dtype)}));
-    h.add(ENode::make(EOp::Select, cd, {hit, constant(h, 1), constant(h, 0)}));
-    const int count = allreduce(compute(name + ".hits", lt, {x, y}, std::move(h), s.loc), ReduceOp::Sum, name + ".count");
+    const int hits =
+        indicator(name + ".hits", {x, y}, [&](ExprBuilder& h) { return h.cmp(EOp::Eq, h.in(0, xt.dtype), h.in(1, type(y).dtype)); });
+    const int count = allreduce(hits, ReduceOp::Sum, name + ".count");
     operands.insert(operands.end(), {y, count});
-    int isHit = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, operand(e, 2, type(y).dtype)}));
-    term = e.add(ENode::make(EOp::Select, cd, {isHit, e.add(ENode::make(EOp::Div, cd, {dy, operand(e, 3, cd)})), constant(e, 0)}));
+    const int hit = e.cmp(EOp::Eq, xv, e.in(2, type(y).dtype));
+    e.sel(hit, e.op(EOp::Div, dy, e.in(3, cd)), e.c(0));
   } else {  // *
-    Expr z;
-    int zx = operand(z, 0, xt.dtype);
-    int isZero = z.add(ENode::make(EOp::Eq, DType::Bool, {zx, constant(z, 0)}));
-    z.add(ENode::make(EOp::Select, cd, {isZero, constant(z, 1), constant(z, 0)}));
-    Expr q;
-    int qx = operand(q, 0, xt.dtype);
-    int qZero = q.add(ENode::make(EOp::Eq, DType::Bool, {qx, constant(q, 0)}));
-    q.add(ENode::make(EOp::Select, cd, {qZero, constant(q, 1), qx}));
-    const int zeros = allreduce(compute(name + ".zeros", lt, {x}, std::move(z), s.loc), ReduceOp::Sum, name + ".zeros.count");
-    const int others = allreduce(compute(name + ".nonzero", lt, {x}, std::move(q), s.loc), ReduceOp::Prod, name + ".nonzero.prod");
+    const int zeros = allreduce(indicator(name + ".zeros", {x}, [&](ExprBuilder& h) { return h.cmp(EOp::Eq, h.in(0, xt.dtype), h.c(0)); }),
+                                ReduceOp::Sum, name + ".zeros.count");
+    ExprBuilder q(cd);
+    const int qx = q.in(0, xt.dtype);
+    q.sel(q.cmp(EOp::Eq, qx, q.c(0)), q.c(1), qx);
+    const int others = allreduce(compute(name + ".nonzero", lt, {x}, q.done(cd), s.loc), ReduceOp::Prod, name + ".nonzero.prod");
     operands.insert(operands.end(), {zeros, others});
-    int nz = operand(e, 2, cd), prod = operand(e, 3, cd);
-    int xZero = e.add(ENode::make(EOp::Eq, DType::Bool, {xv, constant(e, 0)}));
-    int alone = e.add(ENode::make(EOp::Eq, DType::Bool, {nz, constant(e, 1)}));
-    int none = e.add(ENode::make(EOp::Eq, DType::Bool, {nz, constant(e, 0)}));
-    int ifZero = e.add(ENode::make(EOp::Select, cd, {alone, prod, constant(e, 0)}));
-    int ifNot = e.add(ENode::make(EOp::Select, cd, {none, e.add(ENode::make(EOp::Div, cd, {prod, xv})), constant(e, 0)}));
-    term = e.add(ENode::make(EOp::Mul, cd, {dy, e.add(ENode::make(EOp::Select, cd, {xZero, ifZero, ifNot}))}));
+    const int nz = e.in(2, cd), prod = e.in(3, cd);
+    const int ifZero = e.sel(e.cmp(EOp::Eq, nz, e.c(1)), prod, e.c(0));
+    const int ifNot = e.sel(e.cmp(EOp::Eq, nz, e.c(0)), e.op(EOp::Div, prod, xv), e.c(0));
+    e.op(EOp::Mul, dy, e.sel(e.cmp(EOp::Eq, xv, e.c(0)), ifZero, ifNot));
   }
-  e.add(ENode::make(EOp::Cast, xt.dtype, {term}));
   TensorType dt = lt;
   dt.dtype = xt.dtype;
-  contribute(x, compute(name, dt, operands, std::move(e), s.loc), s);
+  contribute(x, compute(name, dt, operands, e.done(xt.dtype), s.loc), s);
 }
 
 // ---- Shape operations ---------------------------------------------------------------------------

@@ -20,8 +20,8 @@ std::string TorchPackage::opSource() const {
     << cInterface << "\nnamespace {\n\n"
     << "std::mutex mutex_;\nstd::map<int64_t, int> devices_;  // live handles and the device each was made on\n\n"
     << "// Messages are std::string, put together without iostreams: TORCH_CHECK with one string argument\n"
-    << "// formats nothing (streaming a number, std::ostream::_M_insert<long>, crashed this library on the\n"
-    << "// GPU test machine).\n"
+    << "// formats nothing. (Where this library links libstdc++ statically, its number formatting on\n"
+    << "// torch's streams crashes: seen on the GPU test machine.)\n"
     << "std::string dims(at::IntArrayRef s) {\n  std::string r = \"[\";\n"
     << "  for (size_t k = 0; k < s.size(); ++k) r += (k ? \", \" : \"\") + std::to_string(s[k]);\n  return r + \"]\";\n}\n\n"
     << "void ok(int rc, const char* what) {\n  TORCH_CHECK(rc == 0, std::string(\"" << N << ": \") + what + \": \" + " << F
