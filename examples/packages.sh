@@ -2,7 +2,8 @@
 # Builds and installs the PyTorch packages the examples use, in parallel: for each NAME (a sample;
 # NAME_backward is the sample's backward program), compiles samples/NAME with --target torch into
 # PKGS/NAME unless there (COCONET_PKGS: a folder that holds them built, NAME/setup.py), then
-# pip-installs it into OUT/site/NAME. Prints the PYTHONPATH that holds them; exits 1 (with the
+# pip-installs it into OUT/site/NAME. A NAME listed with NAME_backward is the forward that saves
+# what the backward reads (--saving, in PKGS/NAME.saving). Prints the PYTHONPATH that holds them; exits 1 (with the
 # failing pip log's end) when one does not import.
 #   export PYTHONPATH=$(bash examples/packages.sh OUT adam megatron_mlp megatron_mlp_backward)
 set -euo pipefail
@@ -13,11 +14,13 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 pkgs=${COCONET_PKGS:-$out/pkgs}
 cc=${COCONETC:-$root/build/coconetc}
+names=" $* "
 build() {
-  local n=$1 prog=${1%_backward} flags=()
+  local n=$1 prog=${1%_backward} flags=() pkg=$1
   [ "$n" = "$prog" ] || flags=(--backward)
-  [ -f "$pkgs/$n/setup.py" ] || "$cc" compile "$root/samples/$prog/$prog.cnet" "${flags[@]}" --target torch -o "$pkgs/$n" > /dev/null
-  python3 -m pip install --no-build-isolation --no-deps --target "$out/site/$n" "$pkgs/$n" > "$out/pip-$n.log" 2>&1
+  [[ "$n" != "$prog" || "$names" != *" ${n}_backward "* ]] || flags=(--saving) pkg=$n.saving
+  [ -f "$pkgs/$pkg/setup.py" ] || "$cc" compile "$root/samples/$prog/$prog.cnet" "${flags[@]}" --target torch -o "$pkgs/$pkg" > /dev/null
+  python3 -m pip install --no-build-isolation --no-deps --target "$out/site/$n" "$pkgs/$pkg" > "$out/pip-$n.log" 2>&1
 }
 for n in "$@"; do build "$n" & done
 wait

@@ -26,10 +26,12 @@ for prog in "$root"/samples/*/*.cnet "$root"/tests/gpu/programs/shape_ops.cnet; 
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --target torch -o "$b/torch/$n" >/dev/null
 done
-# and backward programs' packages (torch/NAME_backward), through which the operators' autograd runs
-# (examples/gpt/run.sh takes adam, megatron_mlp and megatron_mlp_backward from here: COCONET_PKGS)
+# and backward programs' packages (torch/NAME_backward), through which the operators' autograd runs,
+# with the forwards that save what they read (torch/NAME.saving, --saving) (examples/gpt/run.sh
+# takes adam, megatron_mlp.saving and megatron_mlp_backward from here: COCONET_PKGS)
 for n in megatron_row megatron_mlp decode_gemv moe_gemm dlrm_embedding; do
   "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --backward --target torch -o "$b/torch/${n}_backward" >/dev/null
+  "$root/build/coconetc" compile "$root/samples/$n/$n.cnet" --saving --target torch -o "$b/torch/$n.saving" >/dev/null
 done
 
 # Backward programs (--backward): backward/NAME, built and checked by tests/gpu/backward-run.sh

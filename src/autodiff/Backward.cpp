@@ -3,6 +3,7 @@
 // contributions, each converted to its operand's distribution (Deriver::contribute).
 #include "autodiff/Backward.h"
 
+#include <map>
 #include <set>
 
 #include "autodiff/Deriver.h"
@@ -106,7 +107,7 @@ int Deriver::reduceTo(int g, const TensorType& want, const std::string& name, So
 }
 
 // ---- The derivation -----------------------------------------------------------------------------
-std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
+std::optional<Program> Deriver::run(const std::vector<int>& wrt, const std::vector<Recompute>& recompute) {
   const int n = static_cast<int>(f_.stages.size());
   for (auto& st : f_.states) {
     d_.error(f_.stages[st.entry].loc, "cannot derive the backward of '" + f_.name + "': it has state ('" + st.name +
@@ -186,10 +187,80 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt) {
     b_.outputNames.push_back("d_" + in.name);
   }
   // the forward's stages no adjoint reads (the output itself, often the whole forward: the
-  // row-parallel layer's backward reads only its inputs and d_out) are not recomputed
+  // row-parallel layer's backward reads only its inputs and d_out) are not recomputed; those the
+  // adjoints read are saved, unless recomputed
+  eliminateDeadStages(b_);
+  if (!saveReads(recompute)) return std::nullopt;
   eliminateDeadStages(b_);
   verifyStructure(b_);
   return std::move(b_);
+}
+
+// ---- Saved values -------------------------------------------------------------------------------
+// The forward values the adjoints read become inputs of the backward, saved by the forward, except
+// those recomputed: a value without operands (a constant) and those the request names, whose own
+// forward operands are read in turn.
+bool Deriver::saveReads(const std::vector<Recompute>& recompute) {
+  std::map<std::string, const Recompute*> asked;
+  for (auto& r : recompute) {
+    const int j = f_.resolve(r.name);
+    if (j < 0 || f_.stages[j].kind == StageKind::Input) {
+      d_.error(r.loc,
+               "cannot recompute '" + r.name + "': " +
+                   (j < 0 ? "'" + f_.name + "' has no value named '" + r.name + "'"
+                          : "it is an input of '" + f_.name + "', which the backward takes as it is"),
+               r.length);
+      return false;
+    }
+    asked.emplace(f_.stages[j].name, &r);
+  }
+  const int n = static_cast<int>(b_.stages.size());
+  auto forward = [&](int i) { return b_.stages[i].kind != StageKind::Input && f_.find(b_.stages[i].name) >= 0; };
+  enum : char { Unseen, Recomputed, Saved };
+  std::vector<char> how(n, Unseen);
+  std::vector<int> work(b_.outputs.begin(), b_.outputs.end());
+  for (int i = 0; i < n; ++i)
+    if (!forward(i)) work.insert(work.end(), b_.stages[i].operands.begin(), b_.stages[i].operands.end());
+  std::set<std::string> recomputed;
+  while (!work.empty()) {
+    const int i = work.back();
+    work.pop_back();
+    if (!forward(i) || how[i] != Unseen) continue;
+    const Stage& s = b_.stages[i];
+    if (!s.operands.empty() && !asked.count(s.name)) {
+      how[i] = Saved;
+      continue;
+    }
+    how[i] = Recomputed;
+    recomputed.insert(s.name);
+    work.insert(work.end(), s.operands.begin(), s.operands.end());
+  }
+  std::string saved;
+  for (int i = 0; i < n; ++i)
+    if (how[i] == Saved) saved += (saved.empty() ? "'" : ", '") + b_.stages[i].name + "'";
+  for (auto& [name, r] : asked)
+    if (!recomputed.count(name)) {
+      d_.error(r->loc,
+               "cannot recompute '" + r->name + "': the backward of '" + f_.name + "' does not read it" +
+                   (saved.empty() ? "" : " (it reads the forward values " + saved + ")"),
+               r->length);
+      return false;
+    }
+  for (int i = 0; i < n; ++i) {
+    if (how[i] != Saved) continue;
+    Stage& s = b_.stages[i];
+    std::string name = s.name;  // (a forward output's: its output name, where that is free)
+    for (size_t k = 0; k < f_.outputs.size(); ++k)
+      if (f_.stages[f_.outputs[k]].name == s.name && b_.find(f_.outputNames[k]) < 0) {
+        name = f_.outputNames[k];
+        break;
+      }
+    for (auto& [alias, target] : b_.aliases)
+      if (target == s.name) target = name;
+    s = make(StageKind::Input, name, s.type, {}, s.loc);
+    b_.savedInputs.push_back(name);
+  }
+  return true;
 }
 
 }  // namespace detail
@@ -221,7 +292,7 @@ std::vector<int> differentiated(const Program& p, const Request& r, DiagnosticEn
 std::optional<Program> backward(const Program& p, const Request& r, DiagnosticEngine& d) {
   std::vector<int> wrt = differentiated(p, r, d);
   if (wrt.empty()) return std::nullopt;
-  return detail::Deriver(p, d).run(wrt);
+  return detail::Deriver(p, d).run(wrt, r.recompute);
 }
 
 }  // namespace coconet::autodiff

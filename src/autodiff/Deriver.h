@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/Backward.h"
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 
@@ -19,7 +20,7 @@ class Deriver {
 public:
   Deriver(const Program& f, DiagnosticEngine& d) : f_(f), d_(d), b_(clone(f)) {}
 
-  std::optional<Program> run(const std::vector<int>& wrt);
+  std::optional<Program> run(const std::vector<int>& wrt, const std::vector<Recompute>& recompute);
 
 private:
   const Program& f_;
@@ -86,6 +87,7 @@ private:
     return compute(name, type(x), {x}, std::move(e), loc);
   }
 
+  bool saveReads(const std::vector<Recompute>& recompute);
   void contribute(int target, int c, const Stage& consumer);
   int reduceTo(int g, const TensorType& want, const std::string& name, SourceLoc loc, const Stage& s);
   int adjointOf(int id);

@@ -14,6 +14,7 @@
 #include "autodiff/Backward.h"
 #include "backend/CudaEmitter.h"
 #include "ir/Fallback.h"
+#include "ir/Rewrite.h"
 #include "schedule/Schedule.h"
 #include "verify/Verify.h"
 #include "sema/Sema.h"
@@ -60,9 +61,10 @@ Kept& kept() {
 }
 
 // verify (--backward: the gradients first; a wrong one ends it, and the last line says so)
-int verifyAction(const Invocation& inv, const ir::Program& forward, const ir::Program& base, const ir::Program& sched, bool scheduled,
-                 std::ostream& out, std::ostream& err) {
+int verifyAction(const Invocation& inv, const ir::Program& forward, const ir::Program& saving, const ir::Program& base,
+                 const ir::Program& sched, bool scheduled, std::ostream& out, std::ostream& err) {
   verify::Options vo;
+  if (inv.backward) vo.saving = &saving;
   vo.ranks = inv.ranks;
   vo.seed = inv.seed;
   vo.dumpDir = inv.dumpDir;
@@ -73,6 +75,63 @@ int verifyAction(const Invocation& inv, const ir::Program& forward, const ir::Pr
     return kExitUserError;
   }
   return verify::verify(base, sched, vo, out, err) != 0 ? kExitUserError : kExitOk;
+}
+
+// A schedule script, registered with the sources; nullopt after an error (reported).
+std::optional<schedule::Script> loadScript(sema::Compilation& comp, const std::string& path, DiagnosticEngine& diags, std::ostream& err) {
+  std::string text, error;
+  if (!readFileBounded(path, kMaxSourceBytes, text, error)) {
+    err << "coconetc: error: " << error << "\n";
+    return std::nullopt;
+  }
+  uint32_t file = comp.sources.add(path, std::move(text));
+  auto script = schedule::parseScript(comp.sources, file, diags);
+  if (!script) errorsGenerated(diags, err);
+  return script;
+}
+
+// The backward schedule's recompute steps, taken out of the script (the derivation applies them:
+// they decide what the forward saves); false after an error (reported).
+bool takeRecompute(schedule::Script& script, std::vector<schedule::Step>& taken, std::vector<autodiff::Recompute>& names,
+                   DiagnosticEngine& diags) {
+  std::vector<schedule::Step> rest;
+  for (auto& step : script.steps) {
+    if (step.primitive != "recompute") {
+      rest.push_back(std::move(step));
+      continue;
+    }
+    if (!step.targets.empty() || step.args.empty()) {
+      diags.error(step.loc, "'recompute' takes the names of forward values and makes no names", 9);
+      return false;
+    }
+    for (auto& a : step.args) {
+      if (!a.key.empty() || a.pattern) {
+        diags.error(a.key.empty() ? a.loc : a.keyLoc,
+                    "'recompute' takes the names of forward values, not " + std::string(a.pattern ? "patterns" : "knobs"),
+                    a.key.empty() ? a.length : static_cast<uint32_t>(a.key.size()));
+        return false;
+      }
+      names.push_back({a.value, a.loc, a.length});
+    }
+    taken.push_back(std::move(step));
+  }
+  script.steps = std::move(rest);
+  return true;
+}
+
+// --saving: the recompute steps of the backward schedule beside the program (what the backward
+// computes again is not saved); false after an error (reported).
+bool loadBackwardRecompute(const Invocation& inv, sema::Compilation& comp, std::vector<schedule::Step>& steps,
+                           std::vector<autodiff::Recompute>& names, DiagnosticEngine& diags, std::ostream& err) {
+  if (inv.input == "-") return true;
+  auto beside = std::filesystem::path(inv.input).replace_extension(".backward.sched");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(beside, ec)) return true;
+  auto script = loadScript(comp, beside.string(), diags, err);
+  if (!script) return false;
+  if (takeRecompute(*script, steps, names, diags)) return true;
+  errorsGenerated(diags, err);
+  return false;
 }
 
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
@@ -109,15 +168,13 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   }
   if (schedPath == "none") schedPath.clear();
   std::optional<schedule::Script> script;
+  std::vector<schedule::Step> recomputeSteps;  // (a backward's: applied by the derivation)
+  std::vector<autodiff::Recompute> recompute;
+  if (inv.saving && !loadBackwardRecompute(inv, comp, recomputeSteps, recompute, diags, err)) return kExitUserError;
   if (!schedPath.empty()) {
-    std::string text, error;
-    if (!readFileBounded(schedPath, kMaxSourceBytes, text, error)) {
-      err << "coconetc: error: " << error << "\n";
-      return kExitUserError;
-    }
-    uint32_t file = comp.sources.add(schedPath, std::move(text));
-    script = schedule::parseScript(comp.sources, file, diags);
-    if (!script) return errorsGenerated(diags, err);
+    script = loadScript(comp, schedPath, diags, err);
+    if (!script) return kExitUserError;
+    if (inv.backward && !takeRecompute(*script, recomputeSteps, recompute, diags)) return errorsGenerated(diags, err);
     if (comp.programs.size() > 1) {
       err << "coconetc: error: " << inv.input << " defines " << comp.programs.size()
           << " programs; a schedule applies to a file with one program\n";
@@ -127,16 +184,23 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   int rc = kExitOk;
   for (auto& cp : comp.programs) {
     ir::Program base = ir::lower(*cp);
-    ir::Program forward;  // (--backward: the program differentiated, which verify checks the gradients against)
-    if (inv.backward) {
+    // --backward: the program differentiated (verify checks the gradients against it) and the
+    // forward that saves what the backward reads (verify draws the saved values with it)
+    ir::Program forward, saving;
+    if (inv.backward || inv.saving) {
       if (!inv.wrt.empty() && inv.wrt.size() == 1 && inv.wrt[0].empty()) {
         err << "coconetc: error: --wrt: expected input names\n";
         return kExitUsage;
       }
-      auto derived = autodiff::backward(base, autodiff::Request{inv.wrt}, diags);
+      auto derived = autodiff::backward(base, autodiff::Request{inv.wrt, recompute}, diags);
       if (!derived) return errorsGenerated(diags, err);
-      forward = std::move(base);
-      base = std::move(*derived);
+      saving = ir::saving(base, *derived);
+      if (inv.backward) {
+        forward = std::move(base);
+        base = std::move(*derived);
+      } else {
+        base = std::move(saving);
+      }
     }
     // The scheduled program: a copy where a schedule changes it or verify compares the two, else
     // the lowered program itself.
@@ -164,7 +228,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         break;
       case Action::EmitSched:
         out << "// " << base.name << (schedPath.empty() ? " (no schedule)" : ", schedule " + schedPath) << "\n"
-            << schedule::printScript(trace);
+            << schedule::printScript(recomputeSteps) << schedule::printScript(trace);
         break;
       case Action::TuneList: {
         const int r = tuneList(inv, base, script && !script->steps.empty() ? &sched : nullptr, out, err);
@@ -176,7 +240,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
             << (schedPath.empty() ? " (no schedule)"
                                   : " with " + schedPath + " (" + std::to_string(trace.size()) + (trace.size() == 1 ? " step)" : " steps)"))
             << "\n";
-        if (verifyAction(inv, forward, base, sched, !trace.empty(), out, err) != kExitOk) rc = kExitUserError;
+        if (verifyAction(inv, forward, saving, base, sched, !trace.empty(), out, err) != kExitOk) rc = kExitUserError;
         break;
       case Action::EmitPlan:
       case Action::Compile: {

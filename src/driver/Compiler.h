@@ -24,6 +24,9 @@ struct Invocation {
   // differentiated (empty: every floating-point one).
   bool backward = false;
   std::vector<std::string> wrt;
+  // The forward that saves what its backward reads (autodiff::saving; the backward's recompute
+  // steps from PROG.backward.sched beside the program) in place of the program.
+  bool saving = false;
   // Diagnostics in colour: "always", "never", or "auto" (where standard error is a terminal).
   std::string color = "auto";
   // verify

@@ -172,7 +172,10 @@ static int command(int argc, char** argv) {
     sub->add_flag("--backward", inv.backward,
                   "the backward program instead: PROG_backward, the gradients of the outputs with respect to the inputs "
                   "(its schedule: PROG.backward.sched beside the program)");
-    sub->add_option("--wrt", inv.wrt, "with --backward: the inputs to differentiate (default: every floating-point input)")
+    sub->add_flag("--saving", inv.saving,
+                  "the forward that saves what its backward reads instead: PROG with those values as extra outputs "
+                  "(what PROG.backward.sched beside the program recomputes is not saved)");
+    sub->add_option("--wrt", inv.wrt, "with --backward or --saving: the inputs to differentiate (default: every floating-point input)")
         ->delimiter(',')
         ->type_name("NAME,...");
     sub->add_option("--color", inv.color, "diagnostics in colour: auto (where standard error is a terminal), always or never")
@@ -254,7 +257,11 @@ static int command(int argc, char** argv) {
     }
     inv.defines.push_back(kv);
   }
-  inv.backward = inv.backward || !inv.wrt.empty();  // (--wrt names the inputs of a backward program)
+  if (inv.backward && inv.saving) {
+    std::cerr << "coconetc: error: --backward and --saving: one program at a time (the backward, or the forward that saves for it)\n";
+    return kExitUsage;
+  }
+  inv.backward = inv.backward || (!inv.wrt.empty() && !inv.saving);  // (--wrt names the inputs of a backward program)
   if (compile->parsed()) {
     inv.action = Action::Compile;
     inv.torchTarget = target == "torch";

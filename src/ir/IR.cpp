@@ -271,6 +271,8 @@ Program clone(const Program& p) {
   }
   r.outputs = p.outputs;
   r.outputNames = p.outputNames;
+  r.savedOutputs = p.savedOutputs;
+  r.savedInputs = p.savedInputs;
   r.states = p.states;
   for (auto& st : r.states) st.type.group = map.at(st.type.group);
   r.aliases = p.aliases;
@@ -358,8 +360,14 @@ std::string print(const Program& p) {
   os << "  return";
   for (size_t i = 0; i < p.outputs.size(); ++i)
     os << (i ? ", " : " ") << p.outputNames[i]
-       << (p.outputNames[i] != p.stages[p.outputs[i]].name ? " = " + p.stages[p.outputs[i]].name : "");
+       << (p.outputNames[i] != p.stages[p.outputs[i]].name ? " = " + p.stages[p.outputs[i]].name : "")
+       << (i + p.savedOutputs >= p.outputs.size() ? " (saved)" : "");
   os << "\n";
+  if (!p.savedInputs.empty()) {
+    os << "  saved";
+    for (size_t i = 0; i < p.savedInputs.size(); ++i) os << (i ? ", " : " ") << p.savedInputs[i];
+    os << "\n";
+  }
   for (auto& st : p.states)
     if (st.exit != st.entry) os << "  update " << st.name << " = " << p.stages[st.exit].name << " : " << st.type.str() << "\n";
   for (auto& r : p.requirements) os << "  require " << r.described() << "\n";

@@ -249,6 +249,11 @@ struct Program {
   std::vector<Stage> stages;                       // in execution order; id = index
   std::vector<int> outputs;                        // stage ids returned, in order
   std::vector<std::string> outputNames;
+  // The forward of a backward program (compile --saving): its last savedOutputs outputs are the
+  // values the backward reads, not the caller's.
+  int savedOutputs = 0;
+  // A backward program: its inputs that are forward values (saved by the forward), by name.
+  std::vector<std::string> savedInputs;
   std::vector<StateInfo> states;
   // Names of the program that denote another stage's value (`y = x`, a def's result): schedule
   // names resolve through them.

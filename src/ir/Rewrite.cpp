@@ -106,4 +106,18 @@ std::vector<std::string> eliminateDeadStages(Program& p) {
   return removed;
 }
 
+// ---- The forward of a backward program that saves ---------------------------------------------
+Program saving(const Program& p, const Program& backward) {
+  Program f = clone(p);
+  for (auto& name : backward.savedInputs) {
+    if (std::find(f.outputNames.begin(), f.outputNames.end(), name) != f.outputNames.end()) continue;
+    const int j = f.find(name);
+    COCONET_ASSERT(j >= 0, "saving: '" + name + "' is not a value of '" + p.name + "'");
+    f.outputs.push_back(j);
+    f.outputNames.push_back(name);
+    ++f.savedOutputs;
+  }
+  return f;
+}
+
 }  // namespace coconet::ir

@@ -24,4 +24,9 @@ bool isUsed(const Program& p, int id, const std::set<int>& except = {});
 // Returns the names removed.
 std::vector<std::string> eliminateDeadStages(Program& p);
 
+// The forward that saves what `backward` (autodiff's, derived from p) reads: p with an output
+// appended for each of backward's saved inputs (Program::savedInputs) that is not an output of p;
+// Program::savedOutputs counts them.
+Program saving(const Program& p, const Program& backward);
+
 }  // namespace coconet::ir

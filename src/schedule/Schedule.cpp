@@ -304,7 +304,13 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
       ok = overlap(c);
     else if (step.primitive == "tune")
       ok = tune(c);
-    else {
+    else if (step.primitive == "recompute") {
+      diags.error(step.loc,
+                  "'recompute' belongs to a backward program's schedule (PROG.backward.sched, with --backward): it says which "
+                  "forward values the backward computes again instead of taking them saved",
+                  9);
+      return false;
+    } else {
       std::string guess = closestMatch(step.primitive, {"split", "reorder", "slice", "fuse", "overlap", "tune"});
       diags.error(
           step.loc,

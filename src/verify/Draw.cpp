@@ -1,6 +1,7 @@
 // What verify draws for a run and how it lays it out per rank (Draw.h).
 #include "verify/Draw.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -21,14 +22,18 @@ std::vector<int64_t> shapeOf(const TensorType& t, const Config& c) {
 
 // Draws the logical values of every input and state: one tensor per group instance for
 // replicated and sliced values, one per rank for local ones.
-std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c, std::mt19937_64& rng) {
-  // Inputs used as embedding indices must index the table.
-  std::map<int, int64_t> indexBound;
-  for (auto& s : p.stages)
-    if (s.kind == StageKind::Embedding)
-      indexBound[s.operands[1]] = interp::evalSize(p.stages[s.operands[0]].type.shape[0], c, "rows");
-    else if (s.kind == StageKind::EmbeddingGrad)
-      indexBound[s.operands[1]] = interp::evalSize(s.type.shape[0], c, "rows");  // (a backward program's indices)
+std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Config& c, std::mt19937_64& rng, const Program* also) {
+  // Inputs used as embedding indices must index the table (in p, or in `also`: a backward's
+  // forward, which computes its saved values from the same inputs).
+  std::map<std::string, int64_t> indexBound;
+  for (const Program* q : {&p, also}) {
+    if (!q) continue;
+    for (auto& s : q->stages)
+      if (s.kind == StageKind::Embedding)
+        indexBound[q->stages[s.operands[1]].name] = interp::evalSize(q->stages[s.operands[0]].type.shape[0], c, "rows");
+      else if (s.kind == StageKind::EmbeddingGrad)
+        indexBound[q->stages[s.operands[1]].name] = interp::evalSize(s.type.shape[0], c, "rows");  // (a backward program's indices)
+  }
   std::uniform_real_distribution<double> uf(-1.0, 1.0);
   std::map<std::string, std::vector<Tensor>> out;
   for (size_t i = 0; i < p.stages.size(); ++i) {
@@ -47,8 +52,8 @@ std::map<std::string, std::vector<Tensor>> drawInputs(const Program& p, const Co
         t.data.resize(t.numel());
         if (interp::keepsExact(s.type.dtype)) t.exact.resize(t.data.size());
         for (auto& v : t.data) {
-          if (indexBound.count(static_cast<int>(i)))
-            v = static_cast<double>(rng() % indexBound[static_cast<int>(i)]);
+          if (s.kind == StageKind::Input && indexBound.count(s.name))
+            v = static_cast<double>(rng() % indexBound[s.name]);
           else if (s.type.dtype == DType::Bool)
             v = static_cast<double>(rng() % 2);
           else if (ast::isInteger(s.type.dtype))
@@ -78,6 +83,18 @@ interp::Values storageFor(const Program& p, const std::map<std::string, std::vec
     v.inputs[key] = std::move(pr);
   }
   return v;
+}
+
+void fillSaved(const Program& saving, const std::vector<std::string>& names, std::map<std::string, std::vector<Tensor>>& logical,
+               const Config& c) {
+  if (names.empty()) return;
+  interp::Result r = interp::run(saving, c, storageFor(saving, logical, c));
+  for (size_t k = 0; k < saving.outputs.size(); ++k) {
+    if (std::find(names.begin(), names.end(), saving.outputNames[k]) == names.end()) continue;
+    auto& v = logical[saving.outputNames[k]];
+    v.clear();
+    for (int q = 0; q < c.ranks; ++q) v.push_back(interp::wholeOf(r.outputs[k], saving.stages[saving.outputs[k]].type, c, q));
+  }
 }
 
 std::string sizesStr(const Program& p, const Config& c) {

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <random>
 
+#include "ir/Rewrite.h"
 #include "verify/Draw.h"
 #include "verify/Verify.h"
 
@@ -96,6 +97,7 @@ int verifyGradients(const Program& forward, const Program& backward, const Optio
   constexpr double kStep = 1e-6, kTolerance = 1e-6;  // (a small step rarely crosses a kink: abs, relu, max)
   constexpr int kDirections = 2, kDraws = 8;
   std::mt19937_64 rng(opts.seed ^ 0x9e3779b97f4a7c15ull);
+  const Program saving = opts.saving ? clone(*opts.saving) : ir::saving(forward, backward);
   std::vector<int> compared;
   bool ok = true;
   out << "gradients of " << forward.name << " (finite differences in f64)\n";
@@ -114,7 +116,7 @@ int verifyGradients(const Program& forward, const Program& backward, const Optio
     // and max have kinks that a difference quotient straddles): a jitter below an f16 step.
     std::uniform_real_distribution<double> jitter(-std::ldexp(1.0, -13), std::ldexp(1.0, -13));
     auto draw = [&] {
-      Logical in = detail::drawInputs(backward, c, rng);
+      Logical in = detail::drawInputs(backward, c, rng, &forward);
       for (auto& st : backward.stages) {
         if (st.kind != StageKind::Input ||
             !(st.type.dtype == DType::F16 || st.type.dtype == DType::BF16 || st.type.dtype == DType::F32 || st.type.dtype == DType::F64))
@@ -146,6 +148,7 @@ int verifyGradients(const Program& forward, const Program& backward, const Optio
         ok = false;
         continue;
       }
+      detail::fillSaved(saving, backward.savedInputs, in, c);
       interp::Result grads = interp::run(backward, c, detail::storageFor(backward, in, c));
       for (size_t k = 0; k < backward.outputs.size(); ++k) {
         const std::string x = backward.outputNames[k].substr(2);  // d_X

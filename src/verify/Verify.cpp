@@ -522,10 +522,12 @@ bool Verification::ranks(int P) {
          << "; give smaller sizes with -D\n";
     return false;
   }
-  auto logical = drawInputs(base_, c, rng_);
-  interp::Values inA = storageFor(base_, logical, c);
+  auto logical = drawInputs(base_, c, rng_, opts_.saving);
+  interp::Values inA;
   interp::Result ra, rb;
   try {
+    if (opts_.saving) detail::fillSaved(*opts_.saving, base_.savedInputs, logical, c);
+    inA = storageFor(base_, logical, c);
     ra = interp::run(base_, c, inA);
   } catch (const interp::RunError& e) {
     err_ << "coconetc: error: " << base_.name << " fails with " << P << " ranks (" << sizesStr(base_, c).substr(1) << "): " << e.what()

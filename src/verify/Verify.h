@@ -26,6 +26,9 @@ struct Options {
   // no rank count fails even then.
   bool allowSkips = false;
   bool scheduled = true;  // false: no schedule (the program is compared with itself: it runs)
+  // A backward program's: the forward that saves what it reads (ir::saving). Its saved inputs are
+  // computed by this from the drawn inputs, not drawn (verifyGradients makes it where it is unset).
+  const ir::Program* saving = nullptr;
 };
 
 // Returns 0 when every requested rank count compared and every comparison passed (or, with

@@ -20,7 +20,7 @@ res="$out/torch-results.txt"
   echo "torch: $(python3 -c 'import torch; print(torch.__version__)')"
   echo "command: bash tests/gpu/torch-run.sh ${names[*]}"
 } > "$res"
-COCONETC="$b/bin/coconetc" LD_LIBRARY_PATH="$b/lib" GPU_TESTS_ONLY="${names[*]}" \
+COCONETC="$b/bin/coconetc" LD_LIBRARY_PATH="$b/lib" GPU_TESTS_ONLY="${names[*]%.saving}" \
   bash "$root/tests/gpu/make-vectors.sh" "$dumps" > "$out/vectors.log" 2>&1 || echo "make-vectors failed (vectors.log)" >> "$res"
 rc=0
 # (the packages build at once, each into its own site folder: pip's --target replaces a shared one's
@@ -31,7 +31,6 @@ for n in "${names[@]}"; do
    echo $? > "$logs/pip-$n.rc") &
 done
 wait
-path=""
 for n in "${names[@]}"; do
   if [ "$(cat "$logs/pip-$n.rc")" = 0 ]; then
     echo "ok: $n: pip install --no-build-isolation built and installed coconet_$n" >> "$res"
@@ -39,11 +38,15 @@ for n in "${names[@]}"; do
     echo "FAIL: $n: pip install (pip-$n.log): $(grep -m1 -E 'error:|Error' "$logs/pip-$n.log")" >> "$res"
     rc=1
   fi
-  path="$path${path:+:}$site/$n"
 done
-# one process a program: a crash fails that program alone, and says so
+# one process a package: a crash fails that package alone, and says so. NAME.saving (the forward
+# that saves what NAME_backward reads; its operator is coconet_NAME too) runs with NAME_backward's
+# package, the autograd through it; NAME alone, as for inference.
 for n in "${names[@]}"; do
-  PYTHONPATH="$path" python3 "$root/tests/gpu/torch_ops.py" "$dumps" "$n" >> "$res" 2>>"$logs/torch_ops.stderr"
+  prog=${n%.saving}
+  path="$site/$n"
+  [[ "$n" == "$prog" || ! -d "$site/${prog}_backward" ]] || path="$path:$site/${prog}_backward"
+  PYTHONPATH="$path" python3 "$root/tests/gpu/torch_ops.py" "$dumps" "$prog" >> "$res" 2>>"$logs/torch_ops.stderr"
   st=$?
   [ $st = 0 ] || rc=1
   [ $st -lt 128 ] || echo "FAIL: $n: torch_ops.py died of signal $((st - 128)) (torch_ops.stderr)" >> "$res"

@@ -4,6 +4,7 @@
 // program on torch's current stream) and the communicator operators; coconet_NAME.py loads it,
 // registers its fake implementation (shapes for torch.compile), makes one NCCL communicator per
 // process group and reads the sizes from the tensors' shapes; setup.py and pyproject.toml build it.
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <system_error>
@@ -43,9 +44,12 @@ const char* pyType(DType t) {
   }
 }
 
-// A program name as a Python identifier and schema argument: Python's keywords and the wrapper's
-// own keyword arguments get a trailing underscore.
-std::string pyIdent(const std::string& n) {
+// A program name as a Python identifier and schema argument: '.' (an inner stage's name, as a
+// backward's saved value h.x) becomes '_'; Python's keywords and the wrapper's own keyword
+// arguments get a trailing underscore.
+std::string pyIdent(const std::string& name) {
+  std::string n = name;
+  std::replace(n.begin(), n.end(), '.', '_');
   static const std::set<std::string> taken = {
       "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
       "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
@@ -432,6 +436,8 @@ std::string TorchPackage::moduleHead() const {
   y << ")\n_OUTPUT_NAMES = (";
   for (auto& t : ts)
     if (t.role == "out") y << "\"" << t.name << "\", ";
+  y << ")\n# A backward program's inputs that are forward values (the forward compiled with --saving returns them).\n_SAVED = (";
+  for (auto& n : p_.savedInputs) y << "\"" << n << "\", ";
   y << ")\n_handles = {}  # process group (None: one rank) -> (handle, rank, ranks)\n_groups = {}  # handle -> (rank, ranks, group)\n\n\n"
     << "def communicator(group=None):\n"
     << "    \"\"\"The NCCL communicator of the process group (the default group, or one rank where\n"
@@ -531,11 +537,14 @@ std::string TorchPackage::moduleFunction() const {
   y << "}, {";
   for (auto& t : ts)
     if (t.role != "out") y << "\"" << t.arg << "\": " << t.arg << ", ";
-  y << "}, ranks)\n    return torch.ops.coconet." << cls_ << "(handle, sizes";
+  // (a forward compiled with --saving: the values its backward reads are not the caller's)
+  const int user = nOut - p_.savedOutputs;
+  y << "}, ranks)\n    " << (p_.savedOutputs ? "out = " : "return ") << "torch.ops.coconet." << cls_ << "(handle, sizes";
   for (auto& t : ts)
     if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
   y << ", _seed(run_seed))\n";
+  if (p_.savedOutputs) y << "    return " << (user == 1 ? "out[0]" : "out[:" + std::to_string(user) + "]") << "\n";
   return y.str();
 }
 
