@@ -38,6 +38,10 @@ namespace coconet {
 class DiagnosticEngine;
 }
 
+namespace coconet::backend::tuning {
+struct Table;
+}
+
 namespace coconet::backend {
 
 struct CompileOptions {
@@ -69,6 +73,9 @@ struct CompileOptions {
   // Where the backend reports warnings at the schedule's lines (an overlap it runs unchunked).
   // Null: none reported.
   DiagnosticEngine* diags = nullptr;
+  // `coconetc compile --tuning FILE`: the table with the tuning file's entries (tuning::tuned), in
+  // place of the one --arch selects. Null: --arch's.
+  const tuning::Table* tuning = nullptr;
   // Internal (the fallback's own emission): its class name, and no C interface, driver or build
   // files of its own.
   std::string className;

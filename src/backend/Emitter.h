@@ -60,7 +60,7 @@ public:
       : p_(p),
         o_(o),
         cls_(o.className.empty() ? className(p.name) : o.className),
-        tuning_(tuning::forArch(o.arch, tuningMeasured_)),
+        tuning_(o.tuning ? (tuningMeasured_ = true, *o.tuning) : tuning::forArch(o.arch, tuningMeasured_)),
         devOverlapBlocks_(static_cast<int>(tuning_.value("dev_overlap_blocks"))),
         gatherFlopsPerByte_(static_cast<int>(tuning_.value("gather_flops_per_byte"))),
         devMaxBlocks_(static_cast<int>(tuning_.value("dev_max_blocks"))) {}

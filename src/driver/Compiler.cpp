@@ -13,6 +13,7 @@
 #include "ir/Lower.h"
 #include "autodiff/Backward.h"
 #include "backend/CudaEmitter.h"
+#include "backend/tuning/Tuning.h"
 #include "ir/Fallback.h"
 #include "ir/Rewrite.h"
 #include "schedule/Schedule.h"
@@ -134,6 +135,55 @@ bool loadBackwardRecompute(const Invocation& inv, sema::Compilation& comp, std::
   return false;
 }
 
+// compile, emit --stage plan: the CUDA backend on the scheduled program.
+int compileAction(const Invocation& inv, const ir::Program& base, const ir::Program& sched, const std::vector<schedule::Step>& trace,
+                  const std::string& schedPath, DiagnosticEngine& diags, std::ostream& out, std::ostream& err) {
+  backend::CompileOptions co;
+  co.outDir = inv.outDir;
+  co.arch = inv.arch;
+  co.deviceCollectives = inv.deviceCollectives;
+  co.timeline = inv.timeline;
+  co.torch = inv.torchTarget;
+  co.sourcePath = inv.input;
+  co.schedulePath = schedPath;
+  co.scheduleText = schedule::printScript(trace);
+  co.diags = &diags;
+  std::optional<backend::tuning::Table> tuned;
+  if (!inv.tuningFile.empty()) {
+    std::string text, error;
+    if (!readFileBounded(inv.tuningFile, kMaxSourceBytes, text, error)) {
+      err << "coconetc: error: " << error << "\n";
+      return kExitUserError;
+    }
+    bool measured = false;
+    try {
+      tuned = backend::tuning::tuned(backend::tuning::forArch(inv.arch, measured), text, inv.tuningFile);
+    } catch (const std::runtime_error& e) {
+      err << "coconetc: error: " << e.what() << "\n";
+      return kExitUserError;
+    }
+    co.tuning = &*tuned;
+  }
+  // Sizes that meet the program's requirements but not those its schedule added run the
+  // program unscheduled, where the schedule keeps the caller's tensors as declared.
+  // (and, the backend decides, where the schedule does not pay at a run's sizes)
+  if (!trace.empty() && ir::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
+  try {
+    if (inv.action == Action::EmitPlan) {
+      out << backend::planText(sched, co);
+    } else {
+      OutputFolder folder(inv.outDir, inv.force);
+      co.outDir = folder.scratch();
+      auto files = folder.commit(backend::emitCuda(sched, co));
+      out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
+    }
+  } catch (const std::runtime_error& e) {
+    err << "coconetc: error: " << e.what() << "\n";
+    return kExitUserError;
+  }
+  return kExitOk;
+}
+
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   auto owned = std::make_unique<sema::Compilation>();
   sema::Compilation& comp = *owned;
@@ -148,7 +198,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   diags.setErrorLimit(inv.errorLimit);
   diags.setColor(inv.color == "always" || (inv.color == "auto" && &err == &std::cerr && stderrIsTerminal()));
   sema::Options opts;
-  opts.defines = inv.defines;
+  if (inv.action != Action::TuneMeasure) opts.defines = inv.defines;  // (tune: the shape timed, given at run time)
   LoadOptions load;
   load.moduleDirs = inv.moduleDirs;
   for (auto& d : defaultModuleDirs()) load.moduleDirs.push_back(d);
@@ -204,7 +254,8 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
     }
     // The scheduled program: a copy where a schedule changes it or verify compares the two, else
     // the lowered program itself.
-    const bool copy = (script && !script->steps.empty()) || inv.action == Action::Verify || inv.action == Action::TuneList;
+    const bool copy = (script && !script->steps.empty()) || inv.action == Action::Verify || inv.action == Action::TuneList ||
+                      inv.action == Action::TuneMeasure;
     ir::Program copied = copy ? ir::clone(base) : ir::Program{};
     ir::Program& sched = copy ? copied : base;
     struct KeepPrograms {
@@ -230,6 +281,11 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         out << "// " << base.name << (schedPath.empty() ? " (no schedule)" : ", schedule " + schedPath) << "\n"
             << schedule::printScript(recomputeSteps) << schedule::printScript(trace);
         break;
+      case Action::TuneMeasure: {
+        const int r = tuneMeasure(inv, base, schedule::printScript(trace), out, err);
+        if (r != kExitOk) rc = r;
+        break;
+      }
       case Action::TuneList: {
         const int r = tuneList(inv, base, script && !script->steps.empty() ? &sched : nullptr, out, err);
         if (r != kExitOk) rc = r;
@@ -243,36 +299,9 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         if (verifyAction(inv, forward, saving, base, sched, !trace.empty(), out, err) != kExitOk) rc = kExitUserError;
         break;
       case Action::EmitPlan:
-      case Action::Compile: {
-        backend::CompileOptions co;
-        co.outDir = inv.outDir;
-        co.arch = inv.arch;
-        co.deviceCollectives = inv.deviceCollectives;
-        co.timeline = inv.timeline;
-        co.torch = inv.torchTarget;
-        co.sourcePath = inv.input;
-        co.schedulePath = schedPath;
-        co.scheduleText = schedule::printScript(trace);
-        co.diags = &diags;
-        // Sizes that meet the program's requirements but not those its schedule added run the
-        // program unscheduled, where the schedule keeps the caller's tensors as declared.
-        // (and, the backend decides, where the schedule does not pay at a run's sizes)
-        if (!trace.empty() && ir::unscheduledFallback(base, sched).sameStorage) co.unscheduled = &base;
-        try {
-          if (inv.action == Action::EmitPlan) {
-            out << backend::planText(sched, co);
-          } else {
-            OutputFolder folder(inv.outDir, inv.force);
-            co.outDir = folder.scratch();
-            auto files = folder.commit(backend::emitCuda(sched, co));
-            out << "wrote " << files.size() << " files to " << inv.outDir << "\n";
-          }
-        } catch (const std::runtime_error& e) {
-          err << "coconetc: error: " << e.what() << "\n";
-          return kExitUserError;
-        }
+      case Action::Compile:
+        if (compileAction(inv, base, sched, trace, schedPath, diags, out, err) != kExitOk) return kExitUserError;
         break;
-      }
       default: break;
     }
   }

@@ -9,7 +9,7 @@
 
 namespace coconet::driver {
 
-enum class Action { Check, EmitAST, EmitIR, EmitSched, EmitPlan, Verify, Compile, TuneList };
+enum class Action { Check, EmitAST, EmitIR, EmitSched, EmitPlan, Verify, Compile, TuneList, TuneMeasure };
 
 struct Invocation {
   Action action = Action::Check;
@@ -38,6 +38,14 @@ struct Invocation {
   int tuneDepth = 5;
   std::string tuneJson;  // --json FILE: the candidates, their verification and knob values
   size_t tuneLimit = 20000;
+  // tune (measuring, -o DIR): the world sizes timed, the budget, builds at once, enumerated
+  // schedules timed, timed runs and calls per candidate, the stand-in for a GPU machine (tests)
+  std::vector<int> tuneGpus{1};
+  double tuneBudget = 30;
+  int tuneJobs = 0, tuneSchedules = 2, tuneRepeats = 3, tuneIters = 20;
+  std::string tuneRunner;
+  std::vector<std::string> tuneOnly;  // --only: the dimensions searched
+  std::string commandLine;            // as typed, for the records
   // compile
   std::string outDir;
   std::string arch = "sm_90a";
@@ -45,6 +53,7 @@ struct Invocation {
   bool deviceCollectives = true;  // compile: collectives as kernels over NCCL's device API (--no-device-collectives: off)
   bool timeline = false;          // compile: events at the stages, rounds and chunks of one call, printed (--timeline)
   bool torchTarget = false;       // compile --target torch: also the PyTorch package
+  std::string tuningFile;         // compile: --tuning FILE (coconetc tune's tuning.json)
   // The process ends after this run: its programs are left to the OS rather than freed (the
   // command-line driver sets it).
   bool exitAfter = false;

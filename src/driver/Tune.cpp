@@ -8,6 +8,7 @@
 
 #include "support/Files.h"
 #include "tune/Enumerate.h"
+#include "tune/Measure.h"
 #include "verify/Verify.h"
 
 namespace coconet::driver {
@@ -77,6 +78,26 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
   for (size_t k = 0; k < vo.ranks.size(); ++k) out << (k ? ", " : " ") << vo.ranks[k];
   out << "\n";
   return kExitOk;
+}
+
+int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, std::ostream& out, std::ostream& err) {
+  tune::MeasureOptions o;
+  o.outDir = inv.outDir;
+  o.sizes = inv.defines;
+  o.gpus = inv.tuneGpus;
+  o.budgetMinutes = inv.tuneBudget;
+  o.jobs = inv.tuneJobs;
+  o.schedules = inv.tuneSchedules;
+  o.repeats = inv.tuneRepeats;
+  o.iters = inv.tuneIters;
+  o.depth = inv.tuneDepth;
+  o.limit = inv.tuneLimit;
+  o.seed = inv.seed;
+  o.arch = inv.arch;
+  o.runner = inv.tuneRunner;
+  o.only = inv.tuneOnly;
+  o.command = inv.commandLine;
+  return tune::measure(base, handScript, o, out, err) == 0 ? kExitOk : kExitUserError;
 }
 
 }  // namespace coconet::driver

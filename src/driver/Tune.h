@@ -13,4 +13,9 @@ namespace coconet::driver {
 // kExitOk when every candidate verified.
 int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* hand, std::ostream& out, std::ostream& err);
 
+// `coconetc tune PROG -D sizes -o DIR`: the measured search (tune::measure) over base (lowered
+// with its sizes unbound; inv.defines are the shape timed) from the schedule beside the program
+// (handScript, "" for none).
+int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, std::ostream& out, std::ostream& err);
+
 }  // namespace coconet::driver

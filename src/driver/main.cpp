@@ -138,12 +138,41 @@ static bool seedAndRanks(const std::string& seed, const std::string& rankList, I
 }
 
 // `coconetc tune`: the autotuner's options.
-static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, bool& list, std::string& ranks, std::string& seed) {
+static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, bool& list, std::string& ranks, std::string& seed,
+                         std::string& gpus) {
   auto* tune = app.add_subcommand("tune",
-                                  "the autotuner: --list enumerates the schedules the primitives admit for the program "
+                                  "the autotuner: times schedules, knobs and tuning-table entries on this machine's GPUs "
+                                  "(-o DIR), or --list enumerates the schedules the primitives admit for the program "
                                   "(each kept once per distinct IR) and verifies each");
   addCommon(tune);
-  tune->add_flag("--list", list, "enumerate and verify the candidate schedules (timing them on GPUs is not built yet)");
+  tune->add_flag("--list", list, "enumerate and verify the candidate schedules, with the knob space of each; time nothing");
+  tune->add_option("-o,--output", inv.outDir,
+                   "without --list: time candidates on this machine's GPUs into DIR (tuning-db.json, best.sched, "
+                   "tuning.json, report.md; a rerun resumes); -D gives the shape timed")
+      ->type_name("DIR");
+  tune->add_option("--gpus", gpus, "world sizes timed, comma-separated (processes on this machine)")->capture_default_str();
+  tune->add_option("--budget", inv.tuneBudget, "minutes: no build or run starts after them")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  tune->add_option("--jobs", inv.tuneJobs, "builds at once (default: half the cores)")->check(CLI::Range(1, 256));
+  tune->add_option("--schedules", inv.tuneSchedules,
+                   "enumerated schedules timed besides the one beside the program and none, the cost model's first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  tune->add_option("--only", inv.tuneOnly,
+                   "the dimensions searched, comma-separated: tuning-table entries (row_split_min) and knobs of targets "
+                   "(f.rounds); default: every one the candidates read")
+      ->delimiter(',')
+      ->type_name("NAME,...");
+  tune->add_option("--repeats", inv.tuneRepeats, "timed runs (processes) per candidate")->capture_default_str()->check(CLI::Range(1, 100));
+  tune->add_option("--iters", inv.tuneIters, "timed calls per run")->capture_default_str()->check(CLI::Range(1, 100000));
+  tune->add_option("--arch", inv.arch, "GPU architecture (its tuning table is the one tuned)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));
+  tune->add_option("--runner", inv.tuneRunner,
+                   "build and run candidates through PROGRAM (PROGRAM build SRC BUILD; PROGRAM check|bench BINARY ARGS...) "
+                   "instead of cmake and the built driver: the tests' stand-in for a GPU machine")
+      ->type_name("PROGRAM");
   tune->add_option("--depth", inv.tuneDepth, "steps per schedule at most")->capture_default_str()->check(CLI::Range(0, 12));
   tune->add_option("--limit", inv.tuneLimit, "candidates at most")->capture_default_str()->check(CLI::Range(1, 100000));
   tune->add_option("--ranks", ranks, "rank counts each candidate is verified at, comma-separated")->capture_default_str();
@@ -210,7 +239,8 @@ static int command(int argc, char** argv) {
 
   std::string tuneRanks = "1,2,4";
   bool tuneList = false;
-  CLI::App* tune = addTune(app, addCommon, inv, tuneList, tuneRanks, seed);
+  std::string tuneGpus = "1";
+  CLI::App* tune = addTune(app, addCommon, inv, tuneList, tuneRanks, seed, tuneGpus);
 
   auto* compile = app.add_subcommand("compile", "write CUDA code and a build manifest for the scheduled program");
   addCommon(compile);
@@ -235,6 +265,11 @@ static int command(int argc, char** argv) {
                    "Python package pip builds against the installed torch: torch.ops.coconet.NAME)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cuda", "torch"}));
+  compile
+      ->add_option("--tuning", inv.tuningFile,
+                   "a tuning file (coconetc tune's tuning.json): its measured entries replace those of the tuning "
+                   "table --arch selects, in the generated coconet_tuning.h and the plan")
+      ->type_name("FILE");
   compile->add_flag("--timeline", inv.timeline,
                     "record CUDA events after every stage, copy-engine round and overlap chunk of one call "
                     "(the COCONET_TIMELINE_CALL-th, default 10) and print their times to stderr");
@@ -268,12 +303,15 @@ static int command(int argc, char** argv) {
     return run(inv, std::cout, std::cerr);
   }
   if (tune->parsed()) {
-    if (!tuneList) {
-      std::cerr << "coconetc: error: tune: timing candidates on GPUs is not built yet; --list enumerates and verifies them\n";
+    if (tuneList == !inv.outDir.empty()) {
+      std::cerr << "coconetc: error: tune: give -o DIR (time candidates on this machine's GPUs) or --list (enumerate them), "
+                   "one of them\n";
       return kExitUsage;
     }
-    if (!seedAndRanks(seed, tuneRanks, inv)) return kExitUsage;
-    inv.action = Action::TuneList;
+    if (!seedAndRanks(seed, tuneList ? tuneRanks : tuneGpus, inv)) return kExitUsage;
+    if (!tuneList) inv.tuneGpus = inv.ranks;
+    for (int i = 0; i < argc; ++i) inv.commandLine += (i ? " " : "") + std::string(i ? argv[i] : "coconetc");
+    inv.action = tuneList ? Action::TuneList : Action::TuneMeasure;
     return run(inv, std::cout, std::cerr);
   }
   if (verify->parsed()) {

@@ -1,9 +1,13 @@
 // The autotuner's search space (tune::enumerate): every candidate applies, no two make the same
-// program, the order is fixed, and the bounds hold.
+// program, the order is fixed, and the bounds hold; the measured search's configs, cost model,
+// rank correlation, and the tuning files compile --tuning reads.
 #include <set>
 
 #include "TestSupport.h"
+#include "backend/tuning/Tuning.h"
 #include "tune/Enumerate.h"
+#include "tune/Measure.h"
+#include "tune/Report.h"
 
 using namespace coconet;
 
@@ -63,4 +67,71 @@ TEST_CASE("tune: a program's key ignores the names schedules give", "[tune]") {
   ir::Program b = tune::applyScript(base, "r2, g2 = split(y);\ngroup = fuse(r2, g2);\n");
   CHECK(ir::print(a) != ir::print(b));
   CHECK(tune::programKey(a) == tune::programKey(b));
+}
+
+TEST_CASE("tune: configs, their scripts and the cost model", "[tune]") {
+  tune::Config c;
+  c.schedule = 2;
+  c.knobs["f"]["rounds"] = "4";
+  c.knobs["f"]["roles"] = "split";
+  c.entries["row_split_min"] = 2048;
+  CHECK(c.key() == "s2 f.roles=split f.rounds=4 row_split_min=2048");
+  CHECK(tune::configScript("f = fuse(a, b);\n", c) == "f = fuse(a, b);\ntune(f, roles = split, rounds = 4);\n");
+  tune::Config none;
+  CHECK(none.key() == "s0");
+  CHECK(tune::configScript("", none).empty());
+  // the cost model: more bytes, more time; a fused group is one launch
+  auto t = test::checkText("row.cnet", kRow);
+  ir::Program p = t->lowered();
+  const double small = tune::predictMicroseconds(p, {{"B", 8}, {"H", 64}}), large = tune::predictMicroseconds(p, {{"B", 8}, {"H", 4096}});
+  CHECK(small > 0);
+  CHECK(large > small);
+  ir::Program fused = tune::applyScript(p, "rs, ag = split(y);\nreorder(ag, out);\nf = fuse(rs, out, ag);\n");
+  CHECK(tune::predictMicroseconds(fused, {{"B", 8}, {"H", 64}}) <
+        tune::predictMicroseconds(tune::applyScript(p, "rs, ag = split(y);\nreorder(ag, out);\n"), {{"B", 8}, {"H", 64}}));
+}
+
+TEST_CASE("tune: rank correlation and the entries a program's code reads", "[tune]") {
+  CHECK(tune::rankCorrelation({1, 2, 3}, {10, 20, 30}) == Approx(1));
+  CHECK(tune::rankCorrelation({1, 2, 3}, {30, 20, 10}) == Approx(-1));
+  CHECK(tune::rankCorrelation({1, 1, 2}, {5, 5, 9}) == Approx(1));
+  CHECK(tune::rankCorrelation({1}, {1}) == 0);
+  bool measured = false;
+  const auto& table = backend::tuning::forArch("sm_90a", measured);
+  auto names = [](const std::vector<const backend::tuning::Entry*>& es) {
+    std::set<std::string> s;
+    for (auto* e : es) s.insert(e->name);
+    return s;
+  };
+  CHECK(names(tune::entriesRead(table, "x = coconet_rt::rowSplitParts(rows, n, p, s);")) ==
+        std::set<std::string>{"row_split_min", "row_split_blocks"});
+  CHECK(names(tune::entriesRead(table, "if (M >= coconet_rt::kGemvMinRows)")) == std::set<std::string>{"gemv_min_rows"});
+  CHECK(tune::entriesRead(table, "nothing").empty());
+}
+
+TEST_CASE("tune: a tuning file replaces entries and is checked", "[tune]") {
+  bool measured = false;
+  const auto& table = backend::tuning::forArch("sm_90a", measured);
+  auto t =
+      backend::tuning::tuned(table, R"({"entries": [{"name": "row_split_min", "rules": [{"value": 2048}], "why": "a run"}]})", "t.json");
+  CHECK(t.value("row_split_min") == 2048);
+  CHECK(t.entry("row_split_min").why == "a run");
+  CHECK(t.value("row_split_blocks") == table.value("row_split_blocks"));
+  CHECK(t.tunedBy == "t.json");
+  CHECK(backend::tuning::header(t, "sm_90a", true).find("kRowSplitMin = 2048LL") != std::string::npos);
+  auto fails = [&](const std::string& json, const std::string& what) {
+    try {
+      backend::tuning::tuned(table, json, "t.json");
+      FAIL("accepted: " << json);
+    } catch (const std::runtime_error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  fails("[]", "tuning file t.json: not a tuning file");
+  fails(R"({"entries": [{"name": "nope", "rules": [{"value": 1}], "why": "x"}]})", "entry 'nope': table sm90 has no such entry");
+  fails(R"({"entries": [{"name": "row_split_min", "rules": [{"value": 1}]}]})", "entry 'row_split_min': no why");
+  fails(R"({"entries": [{"name": "row_split_min", "rules": [{"value": -1}], "why": "x"}]})", "is not a count");
+  fails(R"({"entries": [{"name": "one_shot_max_bytes", "rules": [{"ranks": 2, "value": 1}], "why": "x"}]})",
+        "the last rule has conditions");
 }

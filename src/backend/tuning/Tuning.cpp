@@ -1,6 +1,7 @@
 // The tuning tables: parsing, checks, lookup and the generated coconet_tuning.h.
 #include "backend/tuning/Tuning.h"
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -120,10 +121,76 @@ Table parse(const std::string& json, const std::string& source) {
     if (last.ranks || last.ranksAtMost || last.bytesBelow)
       bad(t.name, e.name, "the last rule has conditions (it must give the value otherwise)");
     if (e.args.empty() && e.rules.size() > 1) bad(t.name, e.name, "a constant with several rules");
+    if (je.contains("search")) {
+      if (!je["search"].is_array() || je["search"].empty()) bad(t.name, e.name, "search is not a list of values");
+      for (auto& v : je["search"]) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > largest(e.type))
+          bad(t.name, e.name, "search value " + v.dump() + " is not a count of type " + e.type);
+        e.search.push_back(v.get<int64_t>());
+      }
+    }
+    if (je.contains("read_by")) {
+      if (!je["read_by"].is_array()) bad(t.name, e.name, "read_by is not a list of names");
+      for (auto& v : je["read_by"]) {
+        if (!v.is_string() || v.get<std::string>().empty()) bad(t.name, e.name, "read_by holds " + v.dump() + ", not a name");
+        e.readBy.push_back(v.get<std::string>());
+      }
+    }
     t.entries.push_back(std::move(e));
   }
   return t;
 }
+
+namespace {
+Table tunedTable(const Table& base, const std::string& json, const std::string& source);
+}
+
+Table tuned(const Table& base, const std::string& json, const std::string& source) {
+  try {
+    return tunedTable(base, json, source);
+  } catch (const std::runtime_error& e) {  // ("tuning table FILE: ..." from the checks a table's entries share)
+    std::string what = e.what();
+    const std::string prefix = "tuning table " + source;
+    if (what.rfind(prefix, 0) == 0) what = "tuning file " + source + what.substr(prefix.size());
+    throw std::runtime_error(what);
+  }
+}
+
+namespace {
+Table tunedTable(const Table& base, const std::string& json, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    bad(source, "", std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
+    bad(source, "", "not a tuning file (an object with a list of entries, as coconetc tune writes)");
+  Table t = base;
+  t.tunedBy = source;
+  std::vector<std::string> seen;
+  for (auto& je : j["entries"]) {
+    if (!je.is_object()) bad(source, "", "an entry is not an object");
+    const std::string name = text(je, "name", source, "");
+    Entry* e = nullptr;
+    for (auto& x : t.entries)
+      if (x.name == name) e = &x;
+    if (!e) bad(source, name, "table " + base.name + " has no such entry");
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) bad(source, name, "named twice");
+    seen.push_back(name);
+    if (!je.contains("rules") || !je["rules"].is_array() || je["rules"].empty()) bad(source, name, "no rules");
+    std::vector<Rule> rules;
+    for (auto& r : je["rules"]) rules.push_back(rule(r, *e, source));
+    const Rule& last = rules.back();
+    if (last.ranks || last.ranksAtMost || last.bytesBelow)
+      bad(source, name, "the last rule has conditions (it must give the value otherwise)");
+    if (e->args.empty() && rules.size() > 1) bad(source, name, "a constant with several rules");
+    e->rules = std::move(rules);
+    e->why = text(je, "why", source, name);
+  }
+  return t;
+}
+}  // namespace
 
 const std::vector<Table>& tables() {
   static const std::vector<Table> all = {parse(kSm90, "sm90.json")};
@@ -147,6 +214,7 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
   os << "// coconet_tuning.h: the constants measurement chose, from coconetc's tuning table " << t.name << " for --arch " << arch << ".\n";
   comment(os, "Measured on " + t.measuredOn + (measured ? "." : ", not on " + arch + ": its values are a starting point there."));
   comment(os, t.note);
+  if (!t.tunedBy.empty()) comment(os, "Entries measured by coconetc tune for this program, from " + t.tunedBy + ", replace the table's.");
   os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <cstddef>\n\nnamespace coconet_rt "
         "{\n";
   for (const Entry& e : t.entries) {

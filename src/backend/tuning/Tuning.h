@@ -30,10 +30,16 @@ struct Entry {
   std::string args;  // "" (a constant), "ranks", "bytes" or "ranks, bytes": what the rules test
   std::string meaning, why;
   std::vector<Rule> rules;  // the last one without conditions
+  // What `coconetc tune` tries: the values (empty: the entry is not tuned), and the runtime or
+  // generated-code symbols whose presence in a program's generated code means it reads the entry
+  // (its cxx name where empty).
+  std::vector<int64_t> search;
+  std::vector<std::string> readBy;
 };
 
 struct Table {
   std::string name, measuredOn, note;
+  std::string tunedBy;             // a tuning file's entries replaced the table's (tuned()): its path
   std::vector<std::string> archs;  // the architectures it was measured for
   std::vector<Entry> entries;
   const Entry& entry(const std::string& name) const;  // InternalError where absent
@@ -45,6 +51,12 @@ struct Table {
 // unconditional one, conditions only on what its `args` name, values within the type. Errors
 // name the table and the entry ("tuning table sm90: entry 'x': ..."); throws std::runtime_error.
 Table parse(const std::string& json, const std::string& source);
+
+// `base` with the entries of a tuning file (`coconetc tune`'s tuning.json, for `compile --tuning`):
+// {"tuning": ..., "entries": [{"name", "rules", "why"}, ...]}, each entry one of base's with the
+// rules and measurement the file gives, checked as parse() checks a table's. Errors name the file
+// and the entry; throws std::runtime_error.
+Table tuned(const Table& base, const std::string& json, const std::string& source);
 
 // The table for `arch` (an --arch value: sm_90a, sm_100, ...): the one measured for it, else the
 // nearest measured one (`measured` false: its values were not measured on this architecture).

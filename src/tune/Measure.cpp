@@ -1,0 +1,448 @@
+// The measured search (Measure.h): builds, checks and timings of configs, coordinate descent over
+// their dimensions, the database kept after every measurement (a rerun resumes from it).
+#include "tune/Measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/CudaEmitter.h"
+#include "backend/emit/Spelling.h"
+#include "ir/Fallback.h"
+#include "support/Files.h"
+#include "tune/Enumerate.h"
+#include "tune/Report.h"
+#include "verify/Verify.h"
+
+namespace coconet::tune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// A command's first line of standard output ("" where it fails).
+std::string firstLine(const std::string& cmd) {
+  std::string line;
+  if (FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, f)) line = buf;
+    ::pclose(f);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+std::string readAll(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "3*2^20" -> 3145728 (the driver's size syntax); -1 where it is not one.
+int64_t sizeValue(const std::string& text) {
+  int64_t v = 1;
+  std::stringstream ss(text);
+  for (std::string f; std::getline(ss, f, '*');) {
+    const auto caret = f.find('^');
+    try {
+      if (caret == std::string::npos) {
+        v *= std::stoll(f);
+      } else {
+        int64_t b = std::stoll(f.substr(0, caret)), e = std::stoll(f.substr(caret + 1)), r = 1;
+        while (e-- > 0) r *= b;
+        v *= r;
+      }
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+  return v;
+}
+
+class Search {
+public:
+  Search(const ir::Program& base, const MeasureOptions& o, std::ostream& out, std::ostream& err)
+      : base_(base), o_(o), out_(out), err_(err) {}
+
+  int run(const std::string& handScript);
+
+private:
+  const ir::Program& base_;
+  const MeasureOptions& o_;
+  std::ostream &out_, &err_;
+  bool measuredTable_ = false;
+  const backend::tuning::Table& table_ = backend::tuning::forArch(o_.arch, measuredTable_);
+  std::vector<ScheduleCandidate> schedules_;
+  std::vector<ir::Program> programs_;  // the schedules applied
+  std::map<std::string, int64_t> sizes_;
+  json db_;  // {"gpu", "driver", ..., "records": {key: record}}
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int world_ = 1;
+  size_t measured_ = 0;
+  std::map<std::string, Config> codeRep_;      // code hash -> the config first seen with it
+  std::map<std::string, std::string> codeOf_;  // config key -> its code hash
+
+  bool overBudget() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > o_.budgetMinutes * 60;
+  }
+  std::string recordKey(const Config& c) const { return "p" + std::to_string(world_) + " " + c.key(); }
+  fs::path buildDir(const Config& c) const {
+    const size_t h = std::hash<std::string>{}(base_.name + "|" + schedules_[c.schedule].script + "|" + c.settings());
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%016zx", h);
+    return fs::path(o_.outDir) / "builds" / buf;
+  }
+  fs::path binary(const Config& c) const { return buildDir(c) / "build" / (backend::detail::className(base_.name) + "_main"); }
+
+  void findSchedules(const std::string& handScript);
+  bool emit(const Config& c, std::string* generated);
+  bool build(std::vector<Config> cs);
+  void measure(const Config& c);
+  const json* record(const Config& c) const {
+    auto it = db_["records"].find(recordKey(c));
+    return it == db_["records"].end() ? nullptr : &*it;
+  }
+  double time(const Config& c) const {
+    const json* r = record(c);
+    return r && (*r)["check"] == "ok" ? (*r)["median_us"].get<double>() : 1e300;
+  }
+  void save() const { writeFile((fs::path(o_.outDir) / "tuning-db.json").string(), db_.dump(1) + "\n"); }
+  Config descend(int schedule, const std::vector<Dimension>& dims);
+  bool faster(const Config& a, const Config& b) const;
+  const Config& representative(const Config& c) const;
+  void ablate(const Config& best);
+};
+
+void Search::findSchedules(const std::string& handScript) {
+  schedules_.push_back({"none", "", 0});
+  programs_.push_back(ir::clone(base_));
+  std::set<std::string> keys{programKey(base_)};
+  if (!handScript.empty()) {
+    ir::Program p = applyScript(base_, handScript);
+    keys.insert(programKey(p));
+    schedules_.push_back({"hand", handScript, 0});
+    programs_.push_back(std::move(p));
+  }
+  EnumerateOptions eo;
+  eo.depth = o_.depth;
+  eo.limit = o_.limit;
+  std::vector<std::pair<ScheduleCandidate, ir::Program>> found;
+  const Space space = enumerate(base_, eo);
+  for (size_t k = 0; k < space.candidates.size(); ++k) {
+    ir::Program p = applyScript(base_, space.candidates[k].script);
+    if (!keys.insert(programKey(p)).second) continue;
+    const double predicted = predictMicroseconds(p, sizes_);
+    found.emplace_back(ScheduleCandidate{"enumerated " + std::to_string(k), space.candidates[k].script, predicted}, std::move(p));
+  }
+  std::stable_sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first.predicted < b.first.predicted; });
+  for (size_t k = 0; k < found.size() && static_cast<int>(k) < o_.schedules; ++k) {
+    schedules_.push_back(found[k].first);
+    programs_.push_back(std::move(found[k].second));
+  }
+  for (size_t k = 0; k < schedules_.size(); ++k) schedules_[k].predicted = predictMicroseconds(programs_[k], sizes_);
+}
+
+// Writes c's sources into its build folder (unless there); *generated gets the program's .cu text.
+bool Search::emit(const Config& c, std::string* generated) {
+  const fs::path dir = buildDir(c), src = dir / "src";
+  const std::string cls = backend::detail::className(base_.name);
+  if (readAll(dir / "key.txt") != c.settings() + "\n" + schedules_[c.schedule].script) {
+    ir::Program q;
+    try {
+      q = applyScript(base_, configScript(schedules_[c.schedule].script, c));
+    } catch (const std::exception& e) {
+      return false;  // (a knob value the target does not take there)
+    }
+    backend::tuning::Table t = table_;
+    for (auto& [name, v] : c.entries)
+      for (auto& e : t.entries)
+        if (e.name == name) {
+          backend::tuning::Rule r;
+          r.value = v;
+          e.rules = {r};
+        }
+    t.tunedBy = "coconetc tune (" + c.settings() + ")";
+    backend::CompileOptions co;
+    co.outDir = src.string();
+    co.arch = o_.arch;
+    co.tuning = &t;
+    co.sourcePath = base_.name + ".cnet";
+    co.scheduleText = configScript(schedules_[c.schedule].script, c);
+    if (!schedules_[c.schedule].script.empty() && ir::unscheduledFallback(base_, q).sameStorage) co.unscheduled = &base_;
+    fs::remove_all(dir);
+    fs::create_directories(src);
+    backend::emitCuda(q, co);
+    writeFile((dir / "key.txt").string(), c.settings() + "\n" + schedules_[c.schedule].script);
+    // the code without its comments (which name the settings): settings that change nothing
+    // make the same code, built and timed once
+    std::vector<fs::path> files;
+    for (auto& f : fs::directory_iterator(src))
+      if (f.path().filename() != "manifest.json") files.push_back(f.path());  // (which names the settings)
+    std::sort(files.begin(), files.end());
+    std::string code;
+    for (auto& f : files) {
+      std::istringstream lines(readAll(f));
+      for (std::string line; std::getline(lines, line);)
+        if (line.find_first_not_of(' ') == std::string::npos || line.compare(line.find_first_not_of(' '), 2, "//") != 0)
+          code += line + "\n";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(code));
+    writeFile((dir / "code.txt").string(), buf);
+  }
+  const std::string code = readAll(dir / "code.txt");
+  codeRep_.emplace(code, c);
+  codeOf_[c.key()] = code;
+  if (generated) *generated = readAll(src / (cls + ".cu")) + readAll(src / (cls + "_unscheduled.cu"));
+  return true;
+}
+
+// The config first seen with c's code (c itself where it was first).
+const Config& Search::representative(const Config& c) const {
+  auto it = codeOf_.find(c.key());
+  return it == codeOf_.end() ? c : codeRep_.at(it->second);
+}
+
+// Builds the configs not built yet, `jobs` at once; false when over the budget before the end.
+bool Search::build(std::vector<Config> cs) {
+  std::vector<Config> todo;
+  for (auto& c : cs)
+    if (!record(c) && emit(c, nullptr) && representative(c).key() == c.key() && !fs::exists(binary(c))) todo.push_back(c);
+  const int jobs = o_.jobs > 0 ? o_.jobs : std::max(1u, std::thread::hardware_concurrency() / 2);
+  for (size_t at = 0; at < todo.size(); at += jobs) {
+    if (overBudget()) return false;
+    std::vector<std::thread> threads;
+    for (size_t k = at; k < std::min(todo.size(), at + jobs); ++k)
+      threads.emplace_back([this, d = buildDir(todo[k])] {
+        const std::string log = quote((d / "build.log").string()), src = quote((d / "src").string()), bld = quote((d / "build").string());
+        const std::string cmd = o_.runner.empty() ? "cmake -S " + src + " -B " + bld + " -DCMAKE_BUILD_TYPE=Release > " + log +
+                                                        " 2>&1 && cmake --build " + bld + " -j 2 >> " + log + " 2>&1"
+                                                  : quote(o_.runner) + " build " + src + " " + bld + " > " + log + " 2>&1";
+        (void)std::system(cmd.c_str());
+      });
+    for (auto& t : threads) t.join();
+  }
+  return true;
+}
+
+// Checks c against the schedule's vectors, then times it o_.repeats times; the record goes into
+// the database, which is saved.
+void Search::measure(const Config& c) {
+  if (record(c) || overBudget()) return;
+  if (const Config& rep = representative(c); rep.key() != c.key()) {  // (the same code: its record)
+    measure(rep);
+    if (const json* r = record(rep)) {
+      json copy = *r;
+      copy["settings"] = c.settings();
+      copy["knobs"] = c.knobs;
+      copy["entries"] = c.entries;
+      copy["same_code_as"] = rep.settings();
+      db_["records"][recordKey(c)] = copy;
+      save();
+    }
+    return;
+  }
+  const fs::path dir = buildDir(c), bin = binary(c);
+  const std::string exe = o_.runner.empty() ? quote(bin.string()) : quote(o_.runner) + " %s " + quote(bin.string());
+  auto command = [&](const std::string& what, const std::string& args, const fs::path& to) {
+    std::string e = exe;
+    if (const auto at = e.find("%s"); at != std::string::npos) e.replace(at, 2, what);
+    return e + " --spawn " + std::to_string(world_) + " " + args + " > " + quote(to.string()) + " 2>&1";
+  };
+  json r{{"program", base_.name},
+         {"world", world_},
+         {"schedule", schedules_[c.schedule].name},
+         {"script", schedules_[c.schedule].script},
+         {"settings", c.settings()},
+         {"predicted_us", schedules_[c.schedule].predicted}};
+  r["knobs"] = c.knobs;
+  r["entries"] = c.entries;
+  r["sizes"] = json::object();
+  for (auto& [k, v] : o_.sizes) r["sizes"][k] = v;
+  std::string check = "no binary (build.log)";
+  if (fs::exists(bin)) {
+    const fs::path vectors = fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(c.schedule));
+    const int rc = std::system(command("check", "--check " + quote(vectors.string()), dir / "check.log").c_str());
+    check = rc == 0 ? "ok" : "FAILED (check.log)";
+  }
+  r["check"] = check;
+  std::vector<double> medians;
+  std::string args = "--bench --iters " + std::to_string(o_.iters);
+  for (auto& [k, v] : o_.sizes) args += " -D " + quote(k + "=" + v);
+  for (int k = 0; check == "ok" && k < o_.repeats; ++k) {
+    const fs::path log = dir / ("bench" + std::to_string(k) + ".log");
+    if (std::system(command("bench", args, log).c_str()) != 0) {
+      r["check"] = "bench failed (" + log.filename().string() + ")";
+      break;
+    }
+    std::istringstream lines(readAll(log));
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("{", 0) == 0) try {
+          medians.push_back(json::parse(line).at("median_us").get<double>());
+        } catch (const std::exception&) {}
+  }
+  if (r["check"] == "ok" && medians.size() == static_cast<size_t>(o_.repeats)) {
+    std::sort(medians.begin(), medians.end());
+    r["runs_us"] = medians;
+    r["median_us"] = medians[medians.size() / 2];
+    r["spread"] = (medians.back() - medians.front()) / medians[medians.size() / 2];
+  } else if (r["check"] == "ok") {
+    r["check"] = "no timing in the bench logs";
+  }
+  db_["records"][recordKey(c)] = r;
+  save();
+  ++measured_;
+  out_ << "[" << measured_ << "] p" << world_ << " " << schedules_[c.schedule].name << (c.settings().empty() ? "" : " " + c.settings())
+       << ": ";
+  if (r["check"] != "ok")
+    out_ << r["check"].get<std::string>() << "\n";
+  else
+    out_ << formatUs(r["median_us"].get<double>()) << " (spread " << formatPercent(r["spread"].get<double>()) << ")\n";
+}
+
+// The best config of one schedule: its setting as written, then one dimension at a time.
+Config Search::descend(int schedule, const std::vector<Dimension>& dims) {
+  Config best;
+  best.schedule = schedule;
+  build({best});
+  measure(best);
+  for (const Dimension& d : dims) {
+    if (overBudget()) break;
+    std::vector<Config> tries;
+    for (const std::string& v : d.values) {
+      Config c = best;
+      if (!d.entry.empty() && std::stoll(v) == table_.value(d.entry, world_, 0))
+        c.entries.erase(d.entry);  // (the table's own value: the point without the entry)
+      else if (d.entry.empty())
+        c.knobs[d.target][d.knob] = v;
+      else
+        c.entries[d.entry] = std::stoll(v);
+      if (c.key() != best.key()) tries.push_back(c);
+    }
+    build(tries);
+    for (auto& c : tries) {
+      measure(c);
+      if (faster(c, best)) best = c;
+    }
+  }
+  return best;
+}
+
+// Whether a beats b by more than either's run-to-run range (a change that gains less is noise).
+bool Search::faster(const Config& a, const Config& b) const {
+  const double ta = time(a), tb = time(b);
+  if (ta >= tb) return false;
+  if (tb >= 1e300) return true;
+  auto range = [&](const Config& c) {
+    const json& runs = (*record(c))["runs_us"];
+    return runs.back().get<double>() - runs.front().get<double>();
+  };
+  return tb - ta > std::max(range(a), range(b));
+}
+
+// The best with each of its table entries back at the table's value, one at a time: the evidence
+// tuning.json gives for each entry it changes.
+void Search::ablate(const Config& best) {
+  std::vector<Config> tries;
+  for (auto& [name, v] : best.entries) {
+    Config c = best;
+    c.entries.erase(name);
+    tries.push_back(c);
+  }
+  build(tries);
+  for (auto& c : tries) measure(c);
+}
+
+int Search::run(const std::string& handScript) {
+  for (auto& [k, v] : o_.sizes) sizes_[k] = sizeValue(v);
+  for (auto& prm : base_.params)
+    if (prm.isSize && (!sizes_.count(prm.name) || sizes_[prm.name] <= 0)) {
+      err_ << "coconetc: error: tune: give every size of " << base_.name << " with -D (the shape it times): " << prm.name
+           << " has no value\n";
+      return 1;
+    }
+  fs::create_directories(fs::path(o_.outDir) / "builds");
+  const fs::path dbPath = fs::path(o_.outDir) / "tuning-db.json";
+  if (fs::exists(dbPath)) try {
+      db_ = json::parse(readAll(dbPath));
+    } catch (const std::exception& e) {
+      err_ << "coconetc: error: " << dbPath.string() << " is not a tuning database: " << e.what() << "\n";
+      return 1;
+    }
+  if (!db_.contains("records")) db_["records"] = json::object();
+  db_["program"] = base_.name;
+  db_["gpu"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=name --format=csv,noheader") : "(runner " + o_.runner + ")";
+  db_["driver"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=driver_version --format=csv,noheader") : "";
+  db_["arch"] = o_.arch;
+  db_["command"] = o_.command;
+  findSchedules(handScript);
+  out_ << "tuning " << base_.name << " on " << db_["gpu"].get<std::string>() << ": " << schedules_.size() << " schedules, budget "
+       << o_.budgetMinutes << " min\n";
+  // each schedule's vectors (verify --dump at the world sizes timed)
+  for (size_t k = 0; k < schedules_.size(); ++k) {
+    verify::Options vo;
+    vo.ranks = o_.gpus;
+    vo.seed = o_.seed;
+    vo.scheduled = !schedules_[k].script.empty();
+    vo.dumpDir = (fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(k))).string();
+    std::ostringstream vout, verr;
+    if (verify::verify(base_, programs_[k], vo, vout, verr) != 0) {
+      err_ << "coconetc: error: tune: schedule " << schedules_[k].name << " of " << base_.name << " did not verify:\n"
+           << vout.str() << verr.str();
+      return 1;
+    }
+  }
+  std::vector<Result> results;
+  for (int P : o_.gpus) {
+    world_ = P;
+    Result res;
+    res.world = P;
+    for (size_t k = 0; k < schedules_.size(); ++k) {
+      Config base;
+      base.schedule = static_cast<int>(k);
+      std::string generated;
+      if (!emit(base, &generated)) continue;
+      std::vector<Dimension> dims;
+      for (auto& [target, knobs] : knobSpace(programs_[k]).targets)
+        for (auto& [knob, values] : knobs) dims.push_back({target, knob, "", values});
+      for (const auto* e : entriesRead(table_, generated)) {
+        Dimension d{"", "", e->name, {}};
+        for (int64_t v : e->search) d.values.push_back(std::to_string(v));
+        dims.push_back(d);
+      }
+      if (!o_.only.empty())
+        std::erase_if(dims, [&](const Dimension& d) { return std::find(o_.only.begin(), o_.only.end(), d.name()) == o_.only.end(); });
+      const Config best = descend(static_cast<int>(k), dims);
+      res.perSchedule.push_back(best);
+      if (!res.found || faster(best, res.best)) res.best = best, res.found = true;
+    }
+    if (res.found) ablate(res.best);
+    results.push_back(res);
+  }
+  return writeResults(base_, table_, schedules_, results, db_, o_, out_, err_);
+}
+
+}  // namespace
+
+int measure(const ir::Program& base, const std::string& handScript, const MeasureOptions& o, std::ostream& out, std::ostream& err) {
+  return Search(base, o, out, err).run(handScript);
+}
+
+}  // namespace coconet::tune
