@@ -78,8 +78,10 @@ def check_program(dumps, name):
     floats = [e["dtype"] for e in man["inputs"] + man.get("outputs", []) if e["dtype"] in TOLERANCE]
     tol = max([TOLERANCE[t] for t in floats], default=0)
     fn = getattr(mod, name if hasattr(mod, name) else name + "_")
-    # the operator's tensor arguments, in its order: the program's inputs and states by name
+    # the operator's tensor arguments, in its order: the program's inputs and states, by their
+    # program names (_TENSOR_NAMES: a backward's saved h.x is the argument h_x)
     order = [a for a in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
+    names = list(mod._TENSOR_NAMES)
     code = fn.__code__
     kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
     # (a scalar named like one of the wrapper's own keyword arguments, such as `group`, is `group_` there)
@@ -87,7 +89,7 @@ def check_program(dumps, name):
     scalars.update(given_sizes(mod, man))
 
     def fresh():
-        return [load(d, ins[a.rstrip("_") if a.rstrip("_") in ins else a]) for a in order]
+        return [load(d, ins[n]) for n in names]
 
     def run(args):
         out = fn(*args, run_seed=man["seed"], **scalars)
@@ -100,7 +102,7 @@ def check_program(dumps, name):
     for k, e in enumerate(man.get("outputs", [])):
         results[e["name"]] = (outs[k], e)
     for e in man.get("states", []):
-        results[e["name"]] = (args[[a.rstrip("_") for a in order].index(e["name"])], e)
+        results[e["name"]] = (args[names.index(e["name"])], e)
     worst = 0.0
     for nm, (got, e) in results.items():
         want = load(d, e)
@@ -119,7 +121,7 @@ def check_program(dumps, name):
             run(bad)
             report(False, "%s: a tensor of the wrong %s ran" % (name, what))
         except RuntimeError as ex:
-            report(("'" + order[-1].rstrip("_") + "'") in str(ex) and what in str(ex),
+            report(("'" + names[-1] + "'") in str(ex) and what in str(ex),
                    "%s: wrong %s of '%s' raises: %s" % (name, what, order[-1], str(ex).splitlines()[0][:160]))
     # Module: the floating inputs after the first as parameters; forward under no_grad gives the
     # function's values, and with gradients enabled it refuses (no backward program yet)

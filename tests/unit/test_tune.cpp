@@ -69,7 +69,7 @@ TEST_CASE("tune: a program's key ignores the names schedules give", "[tune]") {
   CHECK(tune::programKey(a) == tune::programKey(b));
 }
 
-TEST_CASE("tune: configs, their scripts and the cost model", "[tune]") {
+TEST_CASE("tune: configs and their scripts and the cost model", "[tune]") {
   tune::Config c;
   c.schedule = 2;
   c.knobs["f"]["rounds"] = "4";

@@ -2,7 +2,8 @@
 // Measured on H100 and H200 (NVLink, 1 to 4 GPUs).
 // Every value was chosen by measurement; `why` names the measurement (a row of the benchmark tables
 // or the micro-benchmark and GPUs). Rules are tried in order; the first whose conditions hold gives
-// the value. The autotuner (coconetc tune) is to fill tables like this one.
+// the value. `search` lists the values coconetc tune tries for an entry, `read_by` the generated
+// code's calls that read it (its cxx name otherwise).
 // Written by coconetc; change the table (or tune), not this file.
 #pragma once
 
@@ -207,8 +208,7 @@ constexpr long long oneChunkBelowPeerBytes(long long ranks) {
 // block a row (row: norms softmax T=1 H=131072 f16, 1 GPU).
 constexpr long long kRowSplitMin = 4096LL;
 
-// row_split_blocks: blocks an SM that a split of long rows aims at (COCONET_ROW_SPLIT_BLOCKS
-// overrides).
+// row_split_blocks: blocks an SM that a split of long rows aims at.
 // Measured: one H200, softmax over 131072 elements: 4 blocks an SM as fast as 2, 8 slower (row:
 // norms softmax T=1 H=131072 f16, 1 GPU).
 constexpr int kRowSplitBlocks = 2;

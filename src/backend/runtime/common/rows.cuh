@@ -345,9 +345,9 @@ inline int rowThreads(long long units, int perThread) {
 // GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
 // least kRowSplitMin elements; 1 where a block takes a whole row. Measured on one H200: softmax
 // over 131072 elements at T = 1 .. 64 rows 2-6x faster split than a block a row; 4 blocks an SM as
-// fast as kRowSplitBlocks, 8 slower. Table row: norms softmax T=1 H=131072 f16, 1 GPU.
-// For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits;
-// COCONET_ROW_SPLIT_BLOCKS=B (1..64) aims at B blocks an SM instead of kRowSplitBlocks.
+// fast as kRowSplitBlocks, 8 slower. Table row: norms softmax T=1 H=131072 f16, 1 GPU. Both
+// constants are tuning-table entries that coconetc tune measures (tools/tune/jobs.sh single).
+// For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits.
 inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm = kRowSplitBlocks) {
   const long long target = static_cast<long long>(perSm) * sms;
   if (rows <= 0 || rows >= target) return 1;
@@ -356,10 +356,9 @@ inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perS
 }
 inline long long rowSplitParts(long long rows, long long n, const char* program, const char* stage) {
   if (envValue(Env::RowWise, 0) == 1) return 1;
-  const int perSm = static_cast<int>(envValue(Env::RowSplitBlocks, kRowSplitBlocks));
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
-  return rowSplitPartsFor(rows, n, sms, perSm);
+  return rowSplitPartsFor(rows, n, sms);
 }
 

@@ -23,9 +23,8 @@ Rows:
 Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
 blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
-  coconetc_split4, coconetc_split8
-                   the same build with COCONET_ROW_SPLIT_BLOCKS=4 / 8: rows split for about 4 / 8
-                   blocks an SM (the default aims at 2)
+  (how the split aims, row_split_min and row_split_blocks of the tuning table, is measured by
+  coconetc tune: tools/tune/jobs.sh single)
 Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16);
 softmax over a vocabulary: T = 1, 8 and 64 rows of H = 131072 (decode) and T = 1024 (a training
 step's logits, one block a row); layer norm and RMSNorm at T = 8 and 1024 rows of H = 65536 (f16;
@@ -181,11 +180,7 @@ def rows(cfg: dict, ctx, mode: str):
     if cfg.get("vocab"):
         return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
                 ("coconetc", coconetc({}, "rows too long for registers: split over blocks where few, else a block a row")),
-                ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
-                ("coconetc_split4", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "4"},
-                                             "rows split for about 4 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=4)")),
-                ("coconetc_split8", coconetc({"COCONET_ROW_SPLIT_BLOCKS": "8"},
-                                             "rows split for about 8 blocks an SM (COCONET_ROW_SPLIT_BLOCKS=8)"))] + extra
+                ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)"))] + extra
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
             ("coconetc", coconetc({}, "the row in registers, read once")),
             ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
