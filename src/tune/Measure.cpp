@@ -230,10 +230,10 @@ bool Search::build(std::vector<Config> cs) {
     if (overBudget()) return false;
     std::vector<std::thread> threads;
     for (size_t k = at; k < std::min(todo.size(), at + jobs); ++k)
-      threads.emplace_back([this, d = buildDir(todo[k])] {
+      threads.emplace_back([this, d = buildDir(todo[k]), target = binary(todo[k]).filename().string()] {
         const std::string log = quote((d / "build.log").string()), src = quote((d / "src").string()), bld = quote((d / "build").string());
         const std::string cmd = o_.runner.empty() ? "cmake -S " + src + " -B " + bld + " -DCMAKE_BUILD_TYPE=Release > " + log +
-                                                        " 2>&1 && cmake --build " + bld + " -j 2 >> " + log + " 2>&1"
+                                                        " 2>&1 && cmake --build " + bld + " --target " + target + " -j 2 >> " + log + " 2>&1"
                                                   : quote(o_.runner) + " build " + src + " " + bld + " > " + log + " 2>&1";
         (void)std::system(cmd.c_str());
       });
@@ -390,6 +390,7 @@ int Search::run(const std::string& handScript) {
   db_["program"] = base_.name;
   db_["gpu"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=name --format=csv,noheader") : "(runner " + o_.runner + ")";
   db_["driver"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=driver_version --format=csv,noheader") : "";
+  if (db_["gpu"] == "") db_["gpu"] = "an unknown GPU (nvidia-smi gave no name)";
   db_["arch"] = o_.arch;
   db_["command"] = o_.command;
   findSchedules(handScript);

@@ -2,8 +2,10 @@
 # The tuning jobs behind the tuning table's entries and the samples' knobs (docs/tuning.md). Run
 # on the GPU machine from the repository root, with the coconetc that tools/gpu-bundle.sh put in
 # .gpu-bundle/bin (the GPU machine has no ANTLR to build one):
-#   bash tools/tune/jobs.sh single OUT   one GPU: the row kernels' and the GEMV's table entries
-#   bash tools/tune/jobs.sh multi OUT    2 and 4 GPUs: the knobs the samples' schedules set
+#   bash tools/tune/jobs.sh single OUT [NAME...]   one GPU: the row kernels' and the GEMV's table entries
+#   bash tools/tune/jobs.sh multi OUT [NAME...]    2 and 4 GPUs: the knobs the samples' schedules set
+# NAME...: only those runs (softmax, layernorm, gemv; adam, lamb, megatron_row), e.g. one per
+# device call.
 # Each tuning run's results (tuning-db.json, best.sched, tuning.json, report.md) are packed into
 # OUT/tune-NAME.tgz (the device returns few files); its builds stay in WORK (default /tmp/tune).
 # BUDGET: minutes per run (default 8).
@@ -11,6 +13,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 set_=${1:?usage: jobs.sh single|multi OUT}
 out=${2:?usage: jobs.sh single|multi OUT}
+shift 2
+only=" $* "
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=${WORK:-/tmp/tune}
@@ -21,6 +25,7 @@ rc=0
 job() {
   local name=$1 prog=$2
   shift 2
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
   echo "== $name: coconetc tune $prog $*"
   "$cc" tune "$root/$prog" -o "$work/$name" --budget "${BUDGET:-8}" --jobs "${JOBS:-8}" "$@" 2>&1 | tee "$work/$name.log" | tail -4
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
