@@ -232,9 +232,10 @@ bool Search::build(std::vector<Config> cs) {
     for (size_t k = at; k < std::min(todo.size(), at + jobs); ++k)
       threads.emplace_back([this, d = buildDir(todo[k]), target = binary(todo[k]).filename().string()] {
         const std::string log = quote((d / "build.log").string()), src = quote((d / "src").string()), bld = quote((d / "build").string());
-        const std::string cmd = o_.runner.empty() ? "cmake -S " + src + " -B " + bld + " -DCMAKE_BUILD_TYPE=Release > " + log +
-                                                        " 2>&1 && cmake --build " + bld + " --target " + target + " -j 2 >> " + log + " 2>&1"
-                                                  : quote(o_.runner) + " build " + src + " " + bld + " > " + log + " 2>&1";
+        const std::string cmd = o_.runner.empty()
+                                    ? "cmake -S " + src + " -B " + bld + " -DCMAKE_BUILD_TYPE=Release > " + log +
+                                          " 2>&1 && cmake --build " + bld + " --target " + target + " -j 2 >> " + log + " 2>&1"
+                                    : quote(o_.runner) + " build " + src + " " + bld + " > " + log + " 2>&1";
         (void)std::system(cmd.c_str());
       });
     for (auto& t : threads) t.join();

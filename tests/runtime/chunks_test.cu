@@ -275,18 +275,15 @@ int main() {
     // one-block-a-row kernel) past that; the knobs.
     using coconet_rt::rowThreads;
     unsetenv("COCONET_ROWWISE");
-    unsetenv("COCONET_ROW_PACKS");
     const struct { long long units; int per, want; } cases[] = {
         {1, 8, 1},      {8, 8, 1},      {9, 8, 2},      {128, 8, 16},    {512, 8, 64},   {513, 8, 128},
         {1024, 8, 128}, {1025, 8, 160}, {1536, 8, 192}, {2560, 8, 320},  {3072, 8, 384}, {4096, 8, 512},
         {4097, 8, 0},   {1002, 16, 64}, {2050, 16, 160}, {8192, 16, 512}, {8193, 16, 0}};
     for (auto& c : cases)
       expect(rowThreads(c.units, c.per) == c.want, "rowThreads", c.per, 0, c.units, 0, rowThreads(c.units, c.per));
-    setenv("COCONET_ROW_PACKS", "2", 1);
-    expect(rowThreads(512, 8) == 256, "rowThreads with COCONET_ROW_PACKS=2", 8, 0, 512, 0, rowThreads(512, 8));
-    setenv("COCONET_ROW_PACKS", "20", 1);  // above perThread: ignored
-    expect(rowThreads(512, 8) == 64, "rowThreads with COCONET_ROW_PACKS=20", 8, 0, 512, 0, rowThreads(512, 8));
-    unsetenv("COCONET_ROW_PACKS");
+    expect(rowThreads(512, 8, 2) == 256, "rowThreads with a cap of 2 packs", 8, 0, 512, 0, rowThreads(512, 8, 2));
+    expect(rowThreads(512, 8, 20) == 64, "rowThreads with a cap above perThread", 8, 0, 512, 0, rowThreads(512, 8, 20));
+    expect(rowThreads(512, 8) == 64, "rowThreads with the table's cap", 8, 0, 512, 0, rowThreads(512, 8));
     setenv("COCONET_ROWWISE", "long", 1);
     expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
     unsetenv("COCONET_ROWWISE");
@@ -307,22 +304,13 @@ int main() {
     setenv("COCONET_ROWWISE", "long", 1);
     expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROWWISE");
-    // Streaming rows: a kernel that does not stream by default (softmax) never does, before
-    // asking the device for its L2; COCONET_ROW_STREAM=1 / 0 decides for every kernel and size;
-    // other values are ignored.
+    // Streaming rows: by the table's mode 2, a kernel that does not stream by default (softmax)
+    // never does, before asking the device for its L2; modes 1 and 0 decide for every kernel and
+    // size.
     using coconet_rt::streamRows;
-    unsetenv("COCONET_ROW_STREAM");
     expect(!streamRows(false, 1LL << 40, "p", "s"), "streamRows of a kernel that does not stream by default", 0, 0, 0, 0, 0);
-    setenv("COCONET_ROW_STREAM", "1", 1);
-    expect(streamRows(false, 0, "p", "s") && streamRows(true, 1, "p", "s"), "streamRows with COCONET_ROW_STREAM=1", 0, 0, 0, 0, 0);
-    setenv("COCONET_ROW_STREAM", "0", 1);
-    expect(!streamRows(true, 1LL << 40, "p", "s"), "streamRows with COCONET_ROW_STREAM=0", 0, 0, 0, 0, 0);
-    setenv("COCONET_ROW_STREAM", "yes", 1);
-    bool streamed = true;
-    const std::string saidRows = stderrOf([&] { streamed = streamRows(false, 1LL << 40, "p", "s"); });
-    expect(!streamed && saidRows == "coconet: COCONET_ROW_STREAM='yes' ignored: expected 0 to 1\n",
-           "streamRows with COCONET_ROW_STREAM=yes (reported and ignored)", 0, 0, 0, 0, 0);
-    unsetenv("COCONET_ROW_STREAM");
+    expect(streamRows(false, 0, "p", "s", 1) && streamRows(true, 1, "p", "s", 1), "streamRows in mode 1", 0, 0, 0, 0, 0);
+    expect(!streamRows(true, 1LL << 40, "p", "s", 0), "streamRows in mode 0", 0, 0, 0, 0, 0);
     alignas(16) static char buf[64];
     expect(coconet_rt::packAligned(buf, 16) && !coconet_rt::packAligned(buf + 2, 16) && coconet_rt::packAligned(buf + 2, 2) &&
                coconet_rt::packAligned(nullptr, 16),

@@ -4,7 +4,7 @@
 # .gpu-bundle/bin (the GPU machine has no ANTLR to build one):
 #   bash tools/tune/jobs.sh single OUT [NAME...]   one GPU: the row kernels' and the GEMV's table entries
 #   bash tools/tune/jobs.sh multi OUT [NAME...]    2 and 4 GPUs: the knobs the samples' schedules set
-# NAME...: only those runs (softmax, layernorm, gemv; adam, lamb, megatron_row), e.g. one per
+# NAME...: only those runs (softmax, layernorm, rmsnorm, gemv; adam, lamb, megatron_row), e.g. one per
 # device call.
 # Each tuning run's results (tuning-db.json, best.sched, tuning.json, report.md) are packed into
 # OUT/tune-NAME.tgz (the device returns few files); its builds stay in WORK (default /tmp/tune).
@@ -39,6 +39,8 @@ case "$set_" in
     # (norms softmax T=8 H=131072), then layer norm over long rows, a shape no value was measured at
     job softmax tools/bench/programs/softmax.cnet -D T=8 -D H=131072 --only row_split_min,row_split_blocks --schedules 0
     job layernorm tools/bench/programs/layernorm.cnet -D T=8 -D H=65536 --only row_split_min,row_split_blocks --schedules 0
+    # rows in registers: the packs a thread and streaming, at the shape row_stream was measured at
+    job rmsnorm tools/bench/programs/rmsnorm.cnet -D T=8192 -D H=4096 --only row_max_packs,row_stream --schedules 0
     # the decode GEMV with as many rows per rank as gemv_min_rows: the warp-per-row kernel or cuBLAS
     job gemv samples/decode_gemv/decode_gemv.cnet -D H=4096 -D F=2048 --only gemv_min_rows --schedules 0
     ;;

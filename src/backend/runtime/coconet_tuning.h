@@ -208,6 +208,18 @@ constexpr long long oneChunkBelowPeerBytes(long long ranks) {
 // block a row (row: norms softmax T=1 H=131072 f16, 1 GPU).
 constexpr long long kRowSplitMin = 4096LL;
 
+// row_max_packs: packs of 16 bytes a row kernel keeps at most a thread, below the kernel's own
+// limit (8 packed, 16 not): fewer, more threads a row.
+// Measured: not measured: no cap (the kernels' own limits) until a tuning run shows a gain.
+constexpr int kRowMaxPacks = 64;
+
+// row_stream: row kernels streaming (x loaded evict-first, y stored .cs): 0 none, 1 every one, 2
+// layer norm and RMSNorm where x and y pass L2.
+// Measured: one H200: RMSNorm over 8192 rows of 4096 and 8192 f16 3-6% faster streaming (either
+// hint alone was not); softmax level at H = 4096 and 8192, 1.4% slower at 12288 (norms rows
+// coconetc_stream and coconetc_nostream, 2026-11-30).
+constexpr int kRowStream = 2;
+
 // row_split_blocks: blocks an SM that a split of long rows aims at.
 // Measured: one H200, softmax over 131072 elements: 4 blocks an SM as fast as 2, 8 slower (row:
 // norms softmax T=1 H=131072 f16, 1 GPU).

@@ -213,10 +213,10 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPackEvictFir
 // Whether a row kernel moving `bytes` (its input read and its output written) streams: one that
 // streams `byDefault` where they pass the device's L2. Layer norm and RMSNorm do; softmax does
 // not: there the hints gained nothing (measured on one H200: level at H = 4096 and 8192, 1.4%
-// slower at 12288), its exps rather than its memory setting its pace. For A/B benchmarks and
-// tests (read at every call): COCONET_ROW_STREAM=1 streams every row kernel, =0 none.
-inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage) {
-  if (const long long forced = envValue(Env::RowStream, -1); forced >= 0) return forced == 1;
+// slower at 12288), its exps rather than its memory setting its pace. `mode` (the tuning table's
+// row_stream, which coconetc tune measures): 0 no kernel streams, 1 every one, 2 as above.
+inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage, int mode = kRowStream) {
+  if (mode == 0 || mode == 1) return mode == 1;
   if (!byDefault) return false;
   int dev = 0, l2 = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
@@ -331,11 +331,12 @@ template <class Op> struct CombineOf {
 // to 512 (a block is the row's threads); 0 where the row does not fit (the kernel that reads it
 // twice). The multiples of 32 keep more packs in flight an SM than the next power of two would
 // (measured on one H200: layer norm over 8192 rows of 10240 to 24576 f16 3-11% faster so).
-// For A/B benchmarks (read at every call): COCONET_ROWWISE=long takes that kernel for every row;
-// COCONET_ROW_PACKS=P (1 up to perThread) keeps at most P packs a thread (more threads a row).
-inline int rowThreads(long long units, int perThread) {
+// At most `cap` packs a thread (the tuning table's row_max_packs, which coconetc tune measures:
+// more threads a row). For A/B benchmarks and tests (read at every call): COCONET_ROWWISE=long
+// takes that kernel for every row.
+inline int rowThreads(long long units, int perThread, int cap = kRowMaxPacks) {
   if (envValue(Env::RowWise, 0) == 1) return 0;
-  perThread = static_cast<int>(std::min<long long>(perThread, envValue(Env::RowPacks, perThread)));
+  perThread = std::min(perThread, cap);
   for (int r = 1; r <= 512; r = r < 128 ? r * 2 : r + 32)
     if (units <= static_cast<long long>(r) * perThread) return r;
   return 0;

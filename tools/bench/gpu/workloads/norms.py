@@ -13,13 +13,8 @@ Rows:
   coconetc         the program: rows of up to 4096 packs of 16 bytes kept in registers as
                    stored by a group of threads (read once)
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, the row read twice
-  coconetc_p4, coconetc_p2
-                   the same build with COCONET_ROW_PACKS=4 / 2: at most 4 / 2 packs a thread, so
-                   2x / 4x the threads a row (the default keeps up to 8)
-  coconetc_stream, coconetc_nostream
-                   the same build with COCONET_ROW_STREAM=1 / 0: x loaded evict_first and y
-                   stored .cs at every size / never (the default: layer norm and RMSNorm
-                   where x and y pass L2; softmax never)
+  (the packs a thread and streaming, row_max_packs and row_stream of the tuning table, are
+  measured by coconetc tune: tools/tune/jobs.sh single)
 Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
 blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
   coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
@@ -183,10 +178,4 @@ def rows(cfg: dict, ctx, mode: str):
                 ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)"))] + extra
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
             ("coconetc", coconetc({}, "the row in registers, read once")),
-            ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)")),
-            ("coconetc_p4", coconetc({"COCONET_ROW_PACKS": "4"}, "at most 4 packs a thread (COCONET_ROW_PACKS=4)")),
-            ("coconetc_p2", coconetc({"COCONET_ROW_PACKS": "2"}, "at most 2 packs a thread (COCONET_ROW_PACKS=2)")),
-            ("coconetc_stream", coconetc({"COCONET_ROW_STREAM": "1"},
-                                         "x loaded evict_first, y stored .cs at every size (COCONET_ROW_STREAM=1)")),
-            ("coconetc_nostream", coconetc({"COCONET_ROW_STREAM": "0"},
-                                           "plain loads and stores at every size (COCONET_ROW_STREAM=0)"))] + extra
+            ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)"))] + extra
