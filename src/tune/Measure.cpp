@@ -163,12 +163,15 @@ void Search::findSchedules(const std::string& handScript) {
 bool Search::emit(const Config& c, std::string* generated) {
   const fs::path dir = buildDir(c), src = dir / "src";
   const std::string cls = backend::detail::className(base_.name);
-  if (readAll(dir / "key.txt") != c.settings() + "\n" + schedules_[c.schedule].script) {
+  if (readAll(dir / "key.txt") != c.settings() + "\n" + schedules_[c.schedule].script || !fs::exists(dir / "code.txt")) {
     ir::Program q;
     try {
       q = applyScript(base_, configScript(schedules_[c.schedule].script, c));
-    } catch (const std::exception& e) {
-      return false;  // (a knob value the target does not take there)
+    } catch (const std::exception& e) {  // (a knob value the target does not take there: never built, never chosen)
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      writeFile((dir / "emit.log").string(), std::string("the schedule does not apply: ") + e.what() + "\n");
+      return false;
     }
     backend::tuning::Table t = table_;
     for (auto& [name, v] : c.entries)
@@ -188,7 +191,12 @@ bool Search::emit(const Config& c, std::string* generated) {
     if (!schedules_[c.schedule].script.empty() && ir::unscheduledFallback(base_, q).sameStorage) co.unscheduled = &base_;
     fs::remove_all(dir);
     fs::create_directories(src);
-    backend::emitCuda(q, co);
+    try {
+      backend::emitCuda(q, co);
+    } catch (const std::exception& e) {  // (recorded as not built: the message in emit.log)
+      writeFile((dir / "emit.log").string(), std::string(e.what()) + "\n");
+      return false;
+    }
     writeFile((dir / "key.txt").string(), c.settings() + "\n" + schedules_[c.schedule].script);
     // the code without its comments (which name the settings): settings that change nothing
     // make the same code, built and timed once
@@ -277,7 +285,7 @@ void Search::measure(const Config& c) {
   r["entries"] = c.entries;
   r["sizes"] = json::object();
   for (auto& [k, v] : o_.sizes) r["sizes"][k] = v;
-  std::string check = "no binary (build.log)";
+  std::string check = fs::exists(dir / "emit.log") ? "not emitted (emit.log)" : "no binary (build.log)";
   if (fs::exists(bin)) {
     const fs::path vectors = fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(c.schedule));
     const int rc = std::system(command("check", "--check " + quote(vectors.string()), dir / "check.log").c_str());
