@@ -396,6 +396,20 @@ int Search::run(const std::string& handScript) {
       return 1;
     }
   if (!db_.contains("records")) db_["records"] = json::object();
+  // What the records mean: this program (as lowered), its hand schedule, the shape, the arch, the
+  // enumeration's bounds and the compiler. A folder that holds another's is not resumed.
+  std::string what = ir::print(base_) + "|" + handScript + "|" + o_.arch + "|" + COCONETC_VERSION + "|" + std::to_string(o_.depth) + "|" +
+                     std::to_string(o_.limit) + "|" + std::to_string(o_.schedules);
+  for (auto& [k, v] : o_.sizes) what += "|" + k + "=" + v;
+  char fingerprint[32];
+  std::snprintf(fingerprint, sizeof fingerprint, "%016zx", std::hash<std::string>{}(what));
+  if (db_.contains("fingerprint") && db_["fingerprint"] != fingerprint) {
+    err_ << "coconetc: error: " << dbPath.string()
+         << " holds the tuning of another program, schedule, shape, arch, search bound or compiler version; give another -o "
+            "folder (or remove that one)\n";
+    return 1;
+  }
+  db_["fingerprint"] = fingerprint;
   db_["program"] = base_.name;
   db_["gpu"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=name --format=csv,noheader") : "(runner " + o_.runner + ")";
   db_["driver"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=driver_version --format=csv,noheader") : "";
