@@ -8,13 +8,14 @@
 # moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
 # (copy-engine rounds) are built with --timeline too (NAME@timeline); the backward programs of
 # megatron_row, megatron_mlp, moe_gemm, dlrm_embedding, pipeline and the GPU tests' seq_parallel, combines and embeds with
-# --backward (NAME@backward). Each build must compile for
+# --backward (NAME@backward), and seq_parallel's differentiated as its schedule leaves it
+# (--backward --from-schedule, NAME@backward-sp). Each build must compile for
 # the architecture coconetc wrote into its CMakeLists.txt (compute_90a by default; nvcc's own default,
 # sm_75, would run on H100/H200 from PTX without programmatic dependent launch). Exits 77
 # (skipped) where nvcc is absent.
 # With --emit-only it only writes the sources (no nvcc needed): `diff -r` of two such trees shows
 # what a compiler change did to the generated code.
-# Usage: tools/cuda-build-samples.sh [--emit-only] [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline|@backward] | PROGRAM.cnet:SCHEDULE.sched ...]
+# Usage: tools/cuda-build-samples.sh [--emit-only] [OUT_ROOT] [PROGRAM.cnet[@nccl|@timeline|@backward|@backward-sp] | PROGRAM.cnet:SCHEDULE.sched ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 emit_only=0
@@ -32,6 +33,7 @@ if [ ${#programs[@]} -eq 0 ]; then
             "$root"/samples/megatron_row/megatron_row.cnet@backward "$root"/samples/megatron_mlp/megatron_mlp.cnet@backward
             "$root"/samples/moe_gemm/moe_gemm.cnet@backward "$root"/samples/dlrm_embedding/dlrm_embedding.cnet@backward
             "$root"/samples/pipeline/pipeline.cnet@backward "$root"/tests/gpu/programs/seq_parallel.cnet@backward
+            "$root"/tests/gpu/programs/seq_parallel.cnet@backward-sp
             "$root"/tests/gpu/programs/combines.cnet@backward "$root"/tests/gpu/programs/embeds.cnet@backward)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
@@ -44,12 +46,15 @@ for item in "${programs[@]}"; do
   prog=${prog%@nccl}
   prog=${prog%@timeline}
   prog=${prog%@backward}
+  prog=${prog%@backward-sp}
   flags=()
   n=$(basename "$prog" .cnet)
   obj=$n
   dir="$out/$n"
   if [ "${item%@backward}" != "$item" ]; then
     flags=(--backward); dir="$out/$n@backward"; obj=${n}_backward
+  elif [ "${item%@backward-sp}" != "$item" ]; then  # (differentiated as its schedule leaves it)
+    flags=(--backward --from-schedule); dir="$out/$n@backward-sp"; obj=${n}_backward
   elif [ "${item%@nccl}" != "$item" ]; then
     flags=(--no-device-collectives); dir="$out/$n@nccl"
   elif [ "${item%@timeline}" != "$item" ]; then

@@ -41,6 +41,8 @@ for prog in "$root"/samples/{megatron_row,megatron_mlp,decode_gemv,moe_gemm,dlrm
   n=$(basename "$prog" .cnet)
   "$root/build/coconetc" compile "$prog" --backward -o "$b/backward/$n" >/dev/null
 done
+# the sequence-parallel layer differentiated as its schedule leaves it (backward/seq_parallel@sp)
+"$root/build/coconetc" compile "$root/tests/gpu/programs/seq_parallel.cnet" --backward --from-schedule -o "$b/backward/seq_parallel@sp" >/dev/null
 
 # The NCCL-only path (--no-device-collectives): gen/PROG@nccl, run with PROG's vectors (and its
 # variants'), for every program whose default code has device-API collectives.

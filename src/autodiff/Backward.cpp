@@ -126,6 +126,7 @@ std::optional<Program> Deriver::run(const std::vector<int>& wrt, const std::vect
   b_.outputNames.clear();
   b_.fused.clear();
   b_.overlaps.clear();
+  for (auto& s : b_.stages) s.fusedInto.clear(), s.knobs = {};  // (a scheduled forward's: the backward's schedule is its own)
   contrib_.assign(n, {});
   // the cotangents: d_OUT for each floating-point output an input differentiated reaches
   std::set<int> seeded;

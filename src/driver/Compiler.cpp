@@ -184,6 +184,31 @@ int compileAction(const Invocation& inv, const ir::Program& base, const ir::Prog
   return kExitOk;
 }
 
+// --backward, --saving: the derivation. `base` (the lowered program, or with a forward script the
+// program as it leaves it, its trace in forwardTrace) becomes the backward program or the forward
+// that saves; `forward` gets the program differentiated, `saving` the forward that saves.
+int derive(const Invocation& inv, ir::Program& base, ir::Program& forward, ir::Program& saving, const schedule::Script* forwardScript,
+           std::vector<schedule::Step>& forwardTrace, const std::vector<autodiff::Recompute>& recompute, DiagnosticEngine& diags,
+           std::ostream& err) {
+  if (!inv.wrt.empty() && inv.wrt.size() == 1 && inv.wrt[0].empty()) {
+    err << "coconetc: error: --wrt: expected input names\n";
+    return kExitUsage;
+  }
+  if (forwardScript && !schedule::apply(base, *forwardScript, diags, forwardTrace, nullptr)) return errorsGenerated(diags, err);
+  auto derived = autodiff::backward(base, autodiff::Request{inv.wrt, recompute}, diags);
+  if (!derived) return errorsGenerated(diags, err);
+  saving = ir::saving(base, *derived);
+  if (inv.backward) {
+    forward = std::move(base);
+    base = std::move(*derived);
+    forwardTrace.clear();  // (the backward's own schedule is its trace)
+  } else {
+    base = std::move(saving);
+    saving = ir::clone(base);
+  }
+  return kExitOk;
+}
+
 int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   auto owned = std::make_unique<sema::Compilation>();
   sema::Compilation& comp = *owned;
@@ -231,26 +256,36 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
       return kExitUserError;
     }
   }
+  // --from-schedule: the forward's schedule (PROG.sched; with --saving the one given) is applied
+  // before the derivation, and not again after it
+  std::optional<schedule::Script> forwardScript;
+  if (inv.fromSchedule) {
+    std::string path = inv.saving ? schedPath : "";
+    if (!inv.saving && inv.input != "-") {
+      auto beside = std::filesystem::path(inv.input).replace_extension(".sched");
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(beside, ec)) path = beside.string();
+    }
+    if (path.empty()) {
+      err << "coconetc: error: --from-schedule: " << inv.input << " has no schedule to differentiate after ("
+          << (inv.saving ? "--schedule FILE or " : "") << "PROG.sched beside it)\n";
+      return kExitUserError;
+    }
+    forwardScript = inv.saving ? std::move(script) : loadScript(comp, path, diags, err);
+    if (!forwardScript) return kExitUserError;
+    if (inv.saving) script.reset();
+  }
   int rc = kExitOk;
   for (auto& cp : comp.programs) {
     ir::Program base = ir::lower(*cp);
     // --backward: the program differentiated (verify checks the gradients against it) and the
     // forward that saves what the backward reads (verify draws the saved values with it)
     ir::Program forward, saving;
+    std::vector<schedule::Step> forwardTrace;  // (--from-schedule: the forward's schedule, applied first)
     if (inv.backward || inv.saving) {
-      if (!inv.wrt.empty() && inv.wrt.size() == 1 && inv.wrt[0].empty()) {
-        err << "coconetc: error: --wrt: expected input names\n";
-        return kExitUsage;
-      }
-      auto derived = autodiff::backward(base, autodiff::Request{inv.wrt, recompute}, diags);
-      if (!derived) return errorsGenerated(diags, err);
-      saving = ir::saving(base, *derived);
-      if (inv.backward) {
-        forward = std::move(base);
-        base = std::move(*derived);
-      } else {
-        base = std::move(saving);
-      }
+      if (const int r = derive(inv, base, forward, saving, forwardScript ? &*forwardScript : nullptr, forwardTrace, recompute, diags, err);
+          r != kExitOk)
+        return r;
     }
     // The scheduled program: a copy where a schedule changes it or verify compares the two, else
     // the lowered program itself.
@@ -267,7 +302,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
         kept().programs.push_back(std::move(b));
       }
     } keepPrograms{inv.exitAfter, base, copied};
-    std::vector<schedule::Step> trace;
+    std::vector<schedule::Step> trace = forwardTrace;  // (--saving --from-schedule: applied already)
     if (script) {
       if (!schedule::apply(sched, *script, diags, trace, inv.printAfterAll ? &out : nullptr)) return errorsGenerated(diags, err);
     } else if (inv.printAfterAll) {

@@ -27,6 +27,9 @@ struct Invocation {
   // The forward that saves what its backward reads (autodiff::saving; the backward's recompute
   // steps from PROG.backward.sched beside the program) in place of the program.
   bool saving = false;
+  // With --backward or --saving: differentiate the program as its schedule leaves it (PROG.sched),
+  // so that the backward's collectives are the adjoints of the scheduled forward's.
+  bool fromSchedule = false;
   // Diagnostics in colour: "always", "never", or "auto" (where standard error is a terminal).
   std::string color = "auto";
   // verify

@@ -182,6 +182,23 @@ static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, 
   return tune;
 }
 
+// The options of every command that choose a derived program: --backward, --saving, --from-schedule, --wrt.
+static void addDerivation(CLI::App* sub, Invocation& inv) {
+  sub->add_flag("--backward", inv.backward,
+                "the backward program instead: PROG_backward, the gradients of the outputs with respect to the inputs "
+                "(its schedule: PROG.backward.sched beside the program)");
+  sub->add_flag("--saving", inv.saving,
+                "the forward that saves what its backward reads instead: PROG with those values as extra outputs "
+                "(what PROG.backward.sched beside the program recomputes is not saved)");
+  sub->add_flag("--from-schedule", inv.fromSchedule,
+                "with --backward or --saving: differentiate the program as its schedule (PROG.sched) leaves it: a "
+                "sequence-parallel forward's reduce-scatter gets an all-gather in the backward, its sliced values "
+                "are saved sliced");
+  sub->add_option("--wrt", inv.wrt, "with --backward or --saving: the inputs to differentiate (default: every floating-point input)")
+      ->delimiter(',')
+      ->type_name("NAME,...");
+}
+
 static int command(int argc, char** argv) {
   CLI::App app{"coconetc: a compiler for distributed machine-learning programs"};
   app.set_version_flag("--version", std::string("coconetc ") + COCONETC_VERSION);
@@ -198,15 +215,7 @@ static int command(int argc, char** argv) {
     sub->add_option("--schedule", inv.schedule, "schedule script to apply (default: PROG.sched beside the program; 'none': none)")
         ->type_name("FILE|none");
     sub->add_flag("--print-after-all", inv.printAfterAll, "print the IR after lowering and after every schedule step");
-    sub->add_flag("--backward", inv.backward,
-                  "the backward program instead: PROG_backward, the gradients of the outputs with respect to the inputs "
-                  "(its schedule: PROG.backward.sched beside the program)");
-    sub->add_flag("--saving", inv.saving,
-                  "the forward that saves what its backward reads instead: PROG with those values as extra outputs "
-                  "(what PROG.backward.sched beside the program recomputes is not saved)");
-    sub->add_option("--wrt", inv.wrt, "with --backward or --saving: the inputs to differentiate (default: every floating-point input)")
-        ->delimiter(',')
-        ->type_name("NAME,...");
+    addDerivation(sub, inv);
     sub->add_option("--color", inv.color, "diagnostics in colour: auto (where standard error is a terminal), always or never")
         ->type_name("WHEN")
         ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -297,6 +306,10 @@ static int command(int argc, char** argv) {
     return kExitUsage;
   }
   inv.backward = inv.backward || (!inv.wrt.empty() && !inv.saving);  // (--wrt names the inputs of a backward program)
+  if (inv.fromSchedule && !inv.backward && !inv.saving) {
+    std::cerr << "coconetc: error: --from-schedule: give --backward or --saving (it says which forward is differentiated)\n";
+    return kExitUsage;
+  }
   if (compile->parsed()) {
     inv.action = Action::Compile;
     inv.torchTarget = target == "torch";

@@ -20,13 +20,15 @@ logs=$(mktemp -d)
   echo "command: bash tests/gpu/backward-run.sh ${names[*]}"
 } > "$res"
 for n in "${names[@]}"; do
-  (dir="$b/backward/$n"; dump=$(mktemp -d)
-   prog="$root/samples/$n/$n.cnet"
-   [ -f "$prog" ] || prog="$root/tests/gpu/programs/$n.cnet"
-   COCONETC_STDLIB="$root/stdlib" LD_LIBRARY_PATH="$b/lib" "$b/bin/coconetc" verify "$prog" --backward --ranks 1 --dump "$dump" > "$logs/verify-$n.log" 2>&1 &&
+  # (NAME@sp: NAME differentiated as its schedule leaves it, --from-schedule)
+  (dir="$b/backward/$n"; dump=$(mktemp -d); base=${n%@sp}; flags=(--backward)
+   [ "$base" = "$n" ] || flags+=(--from-schedule)
+   prog="$root/samples/$base/$base.cnet"
+   [ -f "$prog" ] || prog="$root/tests/gpu/programs/$base.cnet"
+   COCONETC_STDLIB="$root/stdlib" LD_LIBRARY_PATH="$b/lib" "$b/bin/coconetc" verify "$prog" "${flags[@]}" --ranks 1 --dump "$dump" > "$logs/verify-$n.log" 2>&1 &&
    cmake -S "$dir" -B "$dir/build" ${nccl:+-DNCCL_ROOT="$nccl"} > "$logs/build-$n.log" 2>&1 &&
    cmake --build "$dir/build" -j 8 >> "$logs/build-$n.log" 2>&1 &&
-   timeout 120 "$dir/build/${n}_backward_main" --spawn 1 --check "$dump/ranks1" --timeout 60 > "$logs/run-$n.log" 2>&1
+   timeout 120 "$dir/build/${base}_backward_main" --spawn 1 --check "$dump/ranks1" --timeout 60 > "$logs/run-$n.log" 2>&1
    rc=$?
    if [ $rc = 0 ]; then
      echo "ok: ${n}_backward P=1: $(grep -c ': ok' "$logs/run-$n.log") tensor checks; worst $(grep -o 'relative error [0-9.e+-]*' "$logs/run-$n.log" | sort -g -k3 | tail -n 1)"
