@@ -304,12 +304,13 @@ TEST_CASE("a later sum of terms that round differently is bounded by its own sen
 TEST_CASE("random programs' backward programs match finite differences", "[property]") {
   // The property test's programs without state, their allreduce by +, max, min or * in turn,
   // differentiated with respect to every input: each gradient within verify's finite-difference
-  // tolerance at 1 to 4 ranks.
+  // tolerance at 1 to 4 ranks, with the forward values it reads saved, and again with every other
+  // one recomputed.
   uint64_t seed = 3;
   int cases = 40;
   if (const char* e = std::getenv("COCONET_PROPERTY_SEED")) seed = std::strtoull(e, nullptr, 10);
   std::mt19937_64 rng(seed);
-  int derived = 0;
+  int derived = 0, recomputed = 0;
   for (int i = 0; i < cases; ++i) {
     Case c = generate(rng);
     static const char* ops[] = {"+", "max", "min", "*"};
@@ -331,7 +332,25 @@ TEST_CASE("random programs' backward programs match finite differences", "[prope
     const int rc = verify::verifyGradients(fwd, *b, vo, out, err);
     INFO("gradients:\n" << out.str() << err.str());
     CHECK(rc == 0);
+    // the same with every other saved value computed again (recompute): the same gradients
+    autodiff::Request again;
+    for (size_t k = 0; k < b->savedInputs.size(); k += 2) again.recompute.push_back({b->savedInputs[k], SourceLoc{}, 1});
+    if (!again.recompute.empty()) {
+      std::ostringstream diagOut2;
+      DiagnosticEngine d2(checked->comp.sources, diagOut2);
+      auto r = autodiff::backward(fwd, again, d2);
+      INFO("recomputing, diagnostics:\n" << diagOut2.str());
+      REQUIRE(r);
+      for (auto& rc : again.recompute)  // (its operands may be saved in its place)
+        CHECK(std::find(r->savedInputs.begin(), r->savedInputs.end(), rc.name) == r->savedInputs.end());
+      std::ostringstream out2, err2;
+      const int rc2 = verify::verifyGradients(fwd, *r, vo, out2, err2);
+      INFO("gradients, recomputing:\n" << out2.str() << err2.str());
+      CHECK(rc2 == 0);
+      ++recomputed;
+    }
     ++derived;
   }
   CHECK(derived >= cases / 4);
+  CHECK(recomputed >= 1);
 }
