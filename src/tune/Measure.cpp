@@ -96,8 +96,9 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int world_ = 1;
   size_t measured_ = 0;
-  std::map<std::string, Config> codeRep_;      // code hash -> the config first seen with it
-  std::map<std::string, std::string> codeOf_;  // config key -> its code hash
+  std::pair<double, std::string> bestSoFar_{0, ""};  // (at the world size searched: the progress lines)
+  std::map<std::string, Config> codeRep_;            // code hash -> the config first seen with it
+  std::map<std::string, std::string> codeOf_;        // config key -> its code hash
 
   bool overBudget() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > o_.budgetMinutes * 60;
@@ -320,10 +321,15 @@ void Search::measure(const Config& c) {
   ++measured_;
   out_ << "[" << measured_ << "] p" << world_ << " " << schedules_[c.schedule].name << (c.settings().empty() ? "" : " " + c.settings())
        << ": ";
-  if (r["check"] != "ok")
+  if (r["check"] != "ok") {
     out_ << r["check"].get<std::string>() << "\n";
-  else
-    out_ << formatUs(r["median_us"].get<double>()) << " (spread " << formatPercent(r["spread"].get<double>()) << ")\n";
+    return;
+  }
+  const double t = r["median_us"];
+  if (bestSoFar_.first <= 0 || t < bestSoFar_.first)
+    bestSoFar_ = {t, schedules_[c.schedule].name + (c.settings().empty() ? "" : " " + c.settings())};
+  out_ << formatUs(t) << " (spread " << formatPercent(r["spread"].get<double>()) << "); best so far " << formatUs(bestSoFar_.first) << ", "
+       << bestSoFar_.second << "\n";
 }
 
 // The best config of one schedule: its setting as written, then one dimension at a time.
@@ -436,6 +442,7 @@ int Search::run(const std::string& handScript) {
   std::vector<Result> results;
   for (int P : o_.gpus) {
     world_ = P;
+    bestSoFar_ = {0, ""};
     Result res;
     res.world = P;
     for (size_t k = 0; k < schedules_.size(); ++k) {
