@@ -421,6 +421,20 @@ int Search::run(const std::string& handScript) {
   db_["driver"] = o_.runner.empty() ? firstLine("nvidia-smi --query-gpu=driver_version --format=csv,noheader") : "";
   if (db_["gpu"] == "") db_["gpu"] = "an unknown GPU (nvidia-smi gave no name)";
   db_["arch"] = o_.arch;
+  if (o_.runner.empty()) {  // (a world size past the GPUs here fails every candidate's check: say so first)
+    int gpus = 0;
+    if (FILE* f = ::popen("nvidia-smi -L 2>/dev/null", "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, f)) gpus += std::string(buf).rfind("GPU ", 0) == 0;
+      ::pclose(f);
+    }
+    for (int P : o_.gpus)
+      if (P > gpus) {
+        err_ << "coconetc: error: tune: --gpus " << P << " needs " << P << (P == 1 ? " GPU" : " GPUs") << "; this machine has " << gpus
+             << (gpus == 0 ? " (nvidia-smi lists none)" : "") << "\n";
+        return 1;
+      }
+  }
   db_["command"] = o_.command;
   findSchedules(handScript);
   out_ << "tuning " << base_.name << " on " << db_["gpu"].get<std::string>() << ": " << schedules_.size() << " schedules, budget "
