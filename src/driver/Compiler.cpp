@@ -78,6 +78,15 @@ int verifyAction(const Invocation& inv, const ir::Program& forward, const ir::Pr
   return verify::verify(base, sched, vo, out, err) != 0 ? kExitUserError : kExitOk;
 }
 
+// The file beside the program with extension `ext` (".sched", ".backward.sched") where there is
+// one, else "" (also for a program read from standard input).
+std::string besideProgram(const std::string& input, const char* ext) {
+  if (input == "-") return "";
+  auto beside = std::filesystem::path(input).replace_extension(ext);
+  std::error_code ec;
+  return std::filesystem::is_regular_file(beside, ec) ? beside.string() : "";
+}
+
 // A schedule script, registered with the sources; nullopt after an error (reported).
 std::optional<schedule::Script> loadScript(sema::Compilation& comp, const std::string& path, DiagnosticEngine& diags, std::ostream& err) {
   std::string text, error;
@@ -124,11 +133,9 @@ bool takeRecompute(schedule::Script& script, std::vector<schedule::Step>& taken,
 // computes again is not saved); false after an error (reported).
 bool loadBackwardRecompute(const Invocation& inv, sema::Compilation& comp, std::vector<schedule::Step>& steps,
                            std::vector<autodiff::Recompute>& names, DiagnosticEngine& diags, std::ostream& err) {
-  if (inv.input == "-") return true;
-  auto beside = std::filesystem::path(inv.input).replace_extension(".backward.sched");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(beside, ec)) return true;
-  auto script = loadScript(comp, beside.string(), diags, err);
+  const std::string beside = besideProgram(inv.input, ".backward.sched");
+  if (beside.empty()) return true;
+  auto script = loadScript(comp, beside, diags, err);
   if (!script) return false;
   if (takeRecompute(*script, steps, names, diags)) return true;
   errorsGenerated(diags, err);
@@ -235,12 +242,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   }
 
   // Lower, then apply the schedule.
-  std::string schedPath = inv.schedule;
-  if (schedPath.empty() && inv.input != "-") {
-    auto beside = std::filesystem::path(inv.input).replace_extension(inv.backward ? ".backward.sched" : ".sched");
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(beside, ec)) schedPath = beside.string();
-  }
+  std::string schedPath = inv.schedule.empty() ? besideProgram(inv.input, inv.backward ? ".backward.sched" : ".sched") : inv.schedule;
   if (schedPath == "none") schedPath.clear();
   std::optional<schedule::Script> script;
   std::vector<schedule::Step> recomputeSteps;  // (a backward's: applied by the derivation)
@@ -260,12 +262,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
   // before the derivation, and not again after it
   std::optional<schedule::Script> forwardScript;
   if (inv.fromSchedule) {
-    std::string path = inv.saving ? schedPath : "";
-    if (!inv.saving && inv.input != "-") {
-      auto beside = std::filesystem::path(inv.input).replace_extension(".sched");
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(beside, ec)) path = beside.string();
-    }
+    const std::string path = inv.saving ? schedPath : besideProgram(inv.input, ".sched");
     if (path.empty()) {
       err << "coconetc: error: --from-schedule: " << inv.input << " has no schedule to differentiate after ("
           << (inv.saving ? "--schedule FILE or " : "") << "PROG.sched beside it)\n";
