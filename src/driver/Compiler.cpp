@@ -111,7 +111,8 @@ bool takeRecompute(schedule::Script& script, std::vector<schedule::Step>& taken,
       continue;
     }
     if (!step.targets.empty() || step.args.empty()) {
-      diags.error(step.loc, "'recompute' takes the names of forward values and makes no names", 9);
+      diags.error(step.loc, "'recompute' takes the names of forward values and makes no names",
+                  static_cast<uint32_t>(step.primitive.size()));
       return false;
     }
     for (auto& a : step.args) {
@@ -210,8 +211,7 @@ int derive(const Invocation& inv, ir::Program& base, ir::Program& forward, ir::P
     base = std::move(*derived);
     forwardTrace.clear();  // (the backward's own schedule is its trace)
   } else {
-    base = std::move(saving);
-    saving = ir::clone(base);
+    base = std::move(saving);  // (verify reads `saving` for a backward only)
   }
   return kExitOk;
 }

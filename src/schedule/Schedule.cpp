@@ -308,7 +308,7 @@ bool apply(ir::Program& p, const Script& s, DiagnosticEngine& diags, std::vector
       diags.error(step.loc,
                   "'recompute' belongs to a backward program's schedule (PROG.backward.sched, with --backward): it says which "
                   "forward values the backward computes again instead of taking them saved",
-                  9);
+                  static_cast<uint32_t>(step.primitive.size()));
       return false;
     } else {
       std::string guess = closestMatch(step.primitive, {"split", "reorder", "slice", "fuse", "overlap", "tune"});

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <ostream>
@@ -36,23 +35,29 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// A command's first line of standard output ("" where it fails).
-std::string firstLine(const std::string& cmd) {
-  std::string line;
+// A command's lines of standard output (none where it fails).
+std::vector<std::string> outputLines(const std::string& cmd) {
+  std::vector<std::string> lines;
   if (FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r")) {
     char buf[512];
-    if (std::fgets(buf, sizeof buf, f)) line = buf;
+    while (std::fgets(buf, sizeof buf, f)) {
+      std::string line = buf;
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      lines.push_back(line);
+    }
     ::pclose(f);
   }
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  return line;
+  return lines;
+}
+std::string firstLine(const std::string& cmd) {
+  auto lines = outputLines(cmd);
+  return lines.empty() ? "" : lines.front();
 }
 
+// A file's text ("" where it is missing: a folder not written yet).
 std::string readAll(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text, error;
+  return readFileBounded(p.string(), kMaxSourceBytes, text, error) ? text : "";
 }
 
 // "3*2^20" -> 3145728 (the driver's size syntax); -1 where it is not one.
@@ -103,7 +108,7 @@ private:
   bool overBudget() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > o_.budgetMinutes * 60;
   }
-  std::string recordKey(const Config& c) const { return "p" + std::to_string(world_) + " " + c.key(); }
+  std::string recordKey(const Config& c) const { return tune::recordKey(world_, c); }
   fs::path buildDir(const Config& c) const {
     const size_t h = std::hash<std::string>{}(base_.name + "|" + schedules_[c.schedule].script + "|" + c.settings());
     char buf[32];
@@ -423,11 +428,7 @@ int Search::run(const std::string& handScript) {
   db_["arch"] = o_.arch;
   if (o_.runner.empty()) {  // (a world size past the GPUs here fails every candidate's check: say so first)
     int gpus = 0;
-    if (FILE* f = ::popen("nvidia-smi -L 2>/dev/null", "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, f)) gpus += std::string(buf).rfind("GPU ", 0) == 0;
-      ::pclose(f);
-    }
+    for (const std::string& line : outputLines("nvidia-smi -L")) gpus += line.rfind("GPU ", 0) == 0;
     for (int P : o_.gpus)
       if (P > gpus) {
         err_ << "coconetc: error: tune: --gpus " << P << " needs " << P << (P == 1 ? " GPU" : " GPUs") << "; this machine has " << gpus

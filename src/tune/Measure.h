@@ -52,6 +52,9 @@ struct Config {
   std::string settings() const;                                     // the same without the schedule
 };
 
+// A config's key in the tuning database at a world size ("p2 s1 f.rounds=4").
+inline std::string recordKey(int world, const Config& c) { return "p" + std::to_string(world) + " " + c.key(); }
+
 // A schedule the search times: "none" (the program unscheduled), "hand" (the one beside it), or
 // "enumerated K" (tune::enumerate's candidate K); the cost model's prediction for it.
 struct ScheduleCandidate {

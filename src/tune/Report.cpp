@@ -66,7 +66,7 @@ std::string today() {
 }
 
 const json* recordOf(const json& db, int world, const Config& c) {
-  auto it = db["records"].find("p" + std::to_string(world) + " " + c.key());
+  auto it = db["records"].find(recordKey(world, c));
   return it == db["records"].end() || (*it)["check"] != "ok" ? nullptr : &*it;
 }
 
