@@ -314,7 +314,7 @@ int pipeline(const Invocation& inv, std::ostream& out, std::ostream& err) {
             << schedule::printScript(recomputeSteps) << schedule::printScript(trace);
         break;
       case Action::TuneMeasure: {
-        const int r = tuneMeasure(inv, base, schedule::printScript(trace), out, err);
+        const int r = tuneMeasure(inv, base, schedule::printScript(trace), comp.sources, diags, out, err);
         if (r != kExitOk) rc = r;
         break;
       }

@@ -48,6 +48,7 @@ struct Invocation {
   int tuneJobs = 0, tuneSchedules = 2, tuneRepeats = 3, tuneIters = 20;
   std::string tuneRunner;
   std::vector<std::string> tuneOnly;  // --only: the dimensions searched
+  std::string tuneShapes;             // --shapes FILE: a shape a line (NAME=VALUE ...), each tuned
   std::string commandLine;            // as typed, for the records
   // compile
   std::string outDir;

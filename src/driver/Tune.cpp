@@ -1,6 +1,9 @@
 #include "driver/Tune.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <set>
 #include <ostream>
 #include <sstream>
 
@@ -9,6 +12,7 @@
 #include "support/Files.h"
 #include "tune/Enumerate.h"
 #include "tune/Measure.h"
+#include "tune/Shapes.h"
 #include "verify/Verify.h"
 
 namespace coconet::driver {
@@ -80,7 +84,63 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
   return kExitOk;
 }
 
-int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, std::ostream& out, std::ostream& err) {
+namespace {
+
+// The shapes of --shapes FILE: a line each of NAME=VALUE words naming parameters of the program;
+// '#' starts a comment. False after an error (at its line and column).
+bool readShapes(const std::string& path, const ir::Program& base, SourceManager& sources, DiagnosticEngine& diags,
+                std::vector<tune::Shape>& shapes, std::ostream& err) {
+  std::string text, error;
+  if (!readFileBounded(path, kMaxSourceBytes, text, error)) {
+    err << "coconetc: error: tune: --shapes " << path << ": " << error << "\n";
+    return false;
+  }
+  const uint32_t file = sources.add(path, text);
+  std::set<std::string> params;
+  for (auto& prm : base.params) params.insert(prm.name);
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const size_t stop = std::min(end, text.find('#', at));
+    tune::Shape shape;
+    std::set<std::string> named;
+    for (size_t w = at; w < stop;) {
+      if (std::isspace(static_cast<unsigned char>(text[w]))) {
+        ++w;
+        continue;
+      }
+      size_t e = w;
+      while (e < stop && !std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+      const std::string word = text.substr(w, e - w);
+      const size_t eq = word.find('=');
+      const SourceLoc loc = sources.locOfOffset(file, w);
+      const auto len = static_cast<uint32_t>(word.size());
+      if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
+        diags.error(loc, "expected NAME=VALUE (a parameter of " + base.name + " and its value), not '" + word + "'", len);
+      else if (!params.count(word.substr(0, eq)))
+        diags.error(loc, "'" + word.substr(0, eq) + "' is not a parameter of " + base.name, static_cast<uint32_t>(eq));
+      else if (!named.insert(word.substr(0, eq)).second)
+        diags.error(loc, "'" + word.substr(0, eq) + "' is given twice in this shape", static_cast<uint32_t>(eq));
+      else
+        shape.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+      w = e;
+    }
+    if (!shape.empty()) shapes.push_back(std::move(shape));
+    at = end + 1;
+  }
+  if (diags.hasErrors()) return false;
+  if (shapes.empty()) {
+    err << "coconetc: error: tune: --shapes " << path << " holds no shape (a line each: NAME=VALUE ...)\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, SourceManager& sources,
+                DiagnosticEngine& diags, std::ostream& out, std::ostream& err) {
   tune::MeasureOptions o;
   o.outDir = inv.outDir;
   o.sizes = inv.defines;
@@ -97,7 +157,13 @@ int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::strin
   o.runner = inv.tuneRunner;
   o.only = inv.tuneOnly;
   o.command = inv.commandLine;
-  return tune::measure(base, handScript, o, out, err) == 0 ? kExitOk : kExitUserError;
+  if (inv.tuneShapes.empty()) return tune::measure(base, handScript, o, out, err) == 0 ? kExitOk : kExitUserError;
+  std::vector<tune::Shape> shapes;
+  if (!readShapes(inv.tuneShapes, base, sources, diags, shapes, err)) {
+    if (diags.hasErrors()) err << diags.errorCount() << (diags.errorCount() == 1 ? " error" : " errors") << " generated.\n";
+    return kExitUserError;
+  }
+  return tune::measureShapes(base, handScript, o, shapes, out, err) == 0 ? kExitOk : kExitUserError;
 }
 
 }  // namespace coconet::driver

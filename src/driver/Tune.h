@@ -5,6 +5,7 @@
 
 #include "driver/Compiler.h"
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 namespace coconet::driver {
 
@@ -15,7 +16,9 @@ int tuneList(const Invocation& inv, const ir::Program& base, const ir::Program* 
 
 // `coconetc tune PROG -D sizes -o DIR`: the measured search (tune::measure) over base (lowered
 // with its sizes unbound; inv.defines are the shape timed) from the schedule beside the program
-// (handScript, "" for none).
-int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, std::ostream& out, std::ostream& err);
+// (handScript, "" for none). With --shapes FILE (read into `sources`, its errors through `diags`
+// at their line and column), each shape's search and the merged tuning file (tune::measureShapes).
+int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::string& handScript, SourceManager& sources,
+                DiagnosticEngine& diags, std::ostream& out, std::ostream& err);
 
 }  // namespace coconet::driver

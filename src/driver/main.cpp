@@ -164,6 +164,10 @@ static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, 
                    "(f.rounds); default: every one the candidates read")
       ->delimiter(',')
       ->type_name("NAME,...");
+  tune->add_option("--shapes", inv.tuneShapes,
+                   "tune each shape of FILE (a line each: NAME=VALUE ..., with -D's values for the sizes it does not name) into "
+                   "DIR/SHAPE; DIR/tuning.json then picks each entry's value by the bytes the code reads it at")
+      ->type_name("FILE");
   tune->add_option("--repeats", inv.tuneRepeats, "timed runs (processes) per candidate")->capture_default_str()->check(CLI::Range(1, 100));
   tune->add_option("--iters", inv.tuneIters, "timed calls per run")->capture_default_str()->check(CLI::Range(1, 100000));
   tune->add_option("--arch", inv.arch, "GPU architecture (its tuning table is the one tuned)")
@@ -319,6 +323,10 @@ static int command(int argc, char** argv) {
     if (tuneList == !inv.outDir.empty()) {
       std::cerr << "coconetc: error: tune: give -o DIR (time candidates on this machine's GPUs) or --list (enumerate them), "
                    "one of them\n";
+      return kExitUsage;
+    }
+    if (tuneList && !inv.tuneShapes.empty()) {
+      std::cerr << "coconetc: error: tune: --shapes times each shape (-o DIR); --list enumerates schedules at none\n";
       return kExitUsage;
     }
     if (!seedAndRanks(seed, tuneList ? tuneRanks : tuneGpus, inv)) return kExitUsage;

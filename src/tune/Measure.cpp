@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <set>
 #include <ostream>
 #include <sstream>
@@ -58,6 +59,17 @@ std::string firstLine(const std::string& cmd) {
 std::string readAll(const fs::path& p) {
   std::string text, error;
   return readFileBounded(p.string(), kMaxSourceBytes, text, error) ? text : "";
+}
+
+// p with its sizes bound to the shape timed (as -D binds them for verify).
+ir::Program boundTo(const ir::Program& program, const std::map<std::string, int64_t>& sizes) {
+  ir::Program p = ir::clone(program);
+  for (auto& prm : p.params)
+    if (auto it = sizes.find(prm.name); prm.isSize && it != sizes.end()) {
+      prm.value = static_cast<double>(it->second);
+      prm.ivalue = it->second;
+    }
+  return p;
 }
 
 // "3*2^20" -> 3145728 (the driver's size syntax); -1 where it is not one.
@@ -310,7 +322,10 @@ void Search::measure(const Config& c) {
     std::istringstream lines(readAll(log));
     for (std::string line; std::getline(lines, line);)
       if (line.rfind("{", 0) == 0) try {
-          medians.push_back(json::parse(line).at("median_us").get<double>());
+          const json j = json::parse(line);
+          medians.push_back(j.at("median_us").get<double>());
+          // the bytes the table's entries were read at (the bounds of per-shape values: --shapes)
+          if (j.contains("table_reads") && !r.contains("table_reads")) r["table_reads"] = j["table_reads"];
         } catch (const std::exception&) {}
   }
   if (r["check"] == "ok" && medians.size() == static_cast<size_t>(o_.repeats)) {
@@ -440,15 +455,18 @@ int Search::run(const std::string& handScript) {
   findSchedules(handScript);
   out_ << "tuning " << base_.name << " on " << db_["gpu"].get<std::string>() << ": " << schedules_.size() << " schedules, budget "
        << o_.budgetMinutes << " min\n";
-  // each schedule's vectors (verify --dump at the world sizes timed)
+  // each schedule's vectors (verify --dump at the world sizes timed), at the shape timed: the check
+  // runs the candidate on the sizes it is timed at
+  const ir::Program shaped = boundTo(base_, sizes_);
   for (size_t k = 0; k < schedules_.size(); ++k) {
     verify::Options vo;
     vo.ranks = o_.gpus;
     vo.seed = o_.seed;
     vo.scheduled = !schedules_[k].script.empty();
+    vo.boundElements = std::numeric_limits<int64_t>::max();  // the shape timed, however large
     vo.dumpDir = (fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(k))).string();
     std::ostringstream vout, verr;
-    if (verify::verify(base_, programs_[k], vo, vout, verr) != 0) {
+    if (verify::verify(shaped, boundTo(programs_[k], sizes_), vo, vout, verr) != 0) {
       err_ << "coconetc: error: tune: schedule " << schedules_[k].name << " of " << base_.name << " did not verify:\n"
            << vout.str() << verr.str();
       return 1;

@@ -112,6 +112,12 @@ int writeResults(const ir::Program& base, const backend::tuning::Table& table, c
           {"world", first.world},
           {"sizes", json::object()}};
   for (auto& [k, v] : o.sizes) tf["sizes"][k] = v;
+  // the best, and the bytes its table entries were read at (what --shapes bounds its buckets by)
+  tf["best"] = {{"schedule", schedules[first.best.schedule].name},
+                {"settings", first.best.settings()},
+                {"median_us", bestRec["median_us"]},
+                {"default_us", timeOf(first.world, Config{})},
+                {"table_reads", bestRec.value("table_reads", json::object())}};
   tf["entries"] = json::array();
   for (auto& [name, v] : first.best.entries) {
     const int64_t was = table.value(name, first.world, 0);

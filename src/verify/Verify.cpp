@@ -143,7 +143,8 @@ bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, st
 // Picks values for the unbound sizes: half the time a multiple of the rank count, so that
 // divisibility requirements can be met, otherwise any small value, so that uneven sizes are
 // covered where the program admits them.
-bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng, std::string* why) {
+bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64& rng, std::string* why,
+                 int64_t boundElements = kMaxBoundElements) {
   std::vector<std::string> free;
   for (auto& prm : a.params) {
     if (!prm.isSize) continue;
@@ -219,7 +220,7 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
     }
     drawRoots();
     // Sizes the user gave all of are taken up to a larger bound (one try is enough).
-    const int64_t most = free.empty() ? kMaxBoundElements : kMaxElements;
+    const int64_t most = free.empty() ? boundElements : kMaxElements;
     if (free.empty()) return requirementsHold(a, c, most, why) && requirementsHold(b, c, most, why);
     std::string w;
     if (requirementsHold(a, c, most, &w) && requirementsHold(b, c, most, &w)) return true;
@@ -232,7 +233,7 @@ bool chooseSizes(const Program& a, const Program& b, Config& c, std::mt19937_64&
   // raise the bound.
   if (why && why->empty() && !lastBound.empty())
     *why = (boundOnly ? "" : "no draw met the requirements within verify's bound on a tensor's elements; the last past it: ") + lastBound +
-           "; with every size given (-D) the bound is " + std::to_string(kMaxBoundElements);
+           "; with every size given (-D) the bound is " + std::to_string(boundElements);
   return false;
 }
 
@@ -497,8 +498,9 @@ bool Verification::ranks(int P) {
   // Sizes given that meet the program's requirements but not the schedule's: the generated code
   // runs the program without its schedule (CompileOptions::unscheduled), whose values are
   // dumped for its GPU check; there is nothing to compare.
-  const bool found = chooseSizes(base_, sched_, c, rng_, &why);
-  const bool unscheduled = !found && allGiven_ && fallback_ && requirementsHold(base_, c, kMaxBoundElements);
+  const int64_t bound = opts_.boundElements > 0 ? opts_.boundElements : kMaxBoundElements;
+  const bool found = chooseSizes(base_, sched_, c, rng_, &why, bound);
+  const bool unscheduled = !found && allGiven_ && fallback_ && requirementsHold(base_, c, bound);
   if (!found && !unscheduled) {
     std::string reqs;
     for (auto& r : sched_.requirements)

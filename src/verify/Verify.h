@@ -9,6 +9,7 @@
 // prints together with the reason.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct Options {
   // schedule does) fails the verification unless this is set; a verification that compares at
   // no rank count fails even then.
   bool allowSkips = false;
+  // With every size given (-D): the most elements a tensor may hold (0: verify's own bound, 1 << 24).
+  // The interpreter's memory bound holds either way. The tuner raises it: it checks the shape it times.
+  int64_t boundElements = 0;
   bool scheduled = true;  // false: no schedule (the program is compared with itself: it runs)
   // A backward program's: the forward that saves what it reads (ir::saving). Its saved inputs are
   // computed by this from the drawn inputs, not drawn (verifyGradients makes it where it is unset).

@@ -283,13 +283,13 @@ int main() {
       expect(rowThreads(c.units, c.per) == c.want, "rowThreads", c.per, 0, c.units, 0, rowThreads(c.units, c.per));
     expect(rowThreads(512, 8, 2) == 256, "rowThreads with a cap of 2 packs", 8, 0, 512, 0, rowThreads(512, 8, 2));
     expect(rowThreads(512, 8, 20) == 64, "rowThreads with a cap above perThread", 8, 0, 512, 0, rowThreads(512, 8, 20));
-    expect(rowThreads(512, 8) == 64, "rowThreads with the table's cap", 8, 0, 512, 0, rowThreads(512, 8));
+    expect(rowThreads(512, 8, coconet_rt::rowMaxPacks(1024)) == 64, "rowThreads with the table's cap", 8, 0, 512, 0,
+           rowThreads(512, 8, coconet_rt::rowMaxPacks(1024)));
     setenv("COCONET_ROWWISE", "long", 1);
     expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
     unsetenv("COCONET_ROWWISE");
-    // Rows split over blocks: only rows fewer than perSm blocks an SM (2 unless given), enough
-    // parts for about that many, parts of at least kRowSplitMin elements; 1 (a block a row)
-    // otherwise. With COCONET_ROWWISE=long rowSplitParts never splits, before asking the device.
+    // Rows split over blocks: only rows fewer than perSm blocks an SM, enough parts for about
+    // that many, parts of at least minPart (4096) elements; 1 (a block a row) otherwise. With COCONET_ROWWISE=long rowSplitParts never splits, before asking the device.
     using coconet_rt::rowSplitPartsFor;
     const struct { long long rows, n; int sms, perSm; long long want; } splits[] = {
         {1, 262144, 132, 2, 64},    {3, 20000, 132, 2, 5},    {2, 40000, 132, 2, 10},  {8, 131072, 132, 2, 32},
@@ -297,12 +297,13 @@ int main() {
         {1, 4096, 132, 2, 1},       {1, 4097, 132, 2, 2},      {0, 4096, 132, 2, 1},     {64, 131072, 132, 2, 5},
         {64, 131072, 132, 4, 9},    {64, 131072, 132, 8, 17},  {1024, 131072, 132, 8, 2}, {1056, 131072, 132, 8, 1}};
     for (auto& c : splits)
-      expect(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm) == c.want, "rowSplitPartsFor", c.sms, c.perSm, c.rows,
-             static_cast<int>(c.n), static_cast<int>(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm)));
-    expect(rowSplitPartsFor(8, 131072, 132) == 32, "rowSplitPartsFor's default blocks an SM", 132, 0, 8, 131072,
-           static_cast<int>(rowSplitPartsFor(8, 131072, 132)));
+      expect(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm, 4096) == c.want, "rowSplitPartsFor", c.sms, c.perSm, c.rows,
+             static_cast<int>(c.n), static_cast<int>(rowSplitPartsFor(c.rows, c.n, c.sms, c.perSm, 4096)));
+    const long long tableParts = rowSplitPartsFor(8, 131072, 132, coconet_rt::rowSplitBlocks(1 << 21), coconet_rt::rowSplitMin(1 << 21));
+    expect(tableParts == 32, "rowSplitPartsFor with the table's blocks an SM and least part", 132, 0, 8, 131072,
+           static_cast<int>(tableParts));
     setenv("COCONET_ROWWISE", "long", 1);
-    expect(coconet_rt::rowSplitParts(1, 1 << 20, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
+    expect(coconet_rt::rowSplitParts(1, 1 << 20, 1 << 21, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
     unsetenv("COCONET_ROWWISE");
     // Streaming rows: by the table's mode 2, a kernel that does not stream by default (softmax)
     // never does, before asking the device for its L2; modes 1 and 0 decide for every kernel and

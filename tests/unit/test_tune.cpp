@@ -8,6 +8,7 @@
 #include "tune/Enumerate.h"
 #include "tune/Measure.h"
 #include "tune/Report.h"
+#include "tune/Shapes.h"
 
 using namespace coconet;
 
@@ -105,7 +106,7 @@ TEST_CASE("tune: rank correlation and the entries a program's code reads", "[tun
   };
   CHECK(names(tune::entriesRead(table, "x = coconet_rt::rowSplitParts(rows, n, p, s);")) ==
         std::set<std::string>{"row_split_min", "row_split_blocks"});
-  CHECK(names(tune::entriesRead(table, "if (M >= coconet_rt::kGemvMinRows)")) == std::set<std::string>{"gemv_min_rows"});
+  CHECK(names(tune::entriesRead(table, "if (M >= coconet_rt::gemvMinRows(M * K * 2))")) == std::set<std::string>{"gemv_min_rows"});
   CHECK(tune::entriesRead(table, "nothing").empty());
 }
 
@@ -118,7 +119,8 @@ TEST_CASE("tune: a tuning file replaces entries and is checked", "[tune]") {
   CHECK(t.entry("row_split_min").why == "a run");
   CHECK(t.value("row_split_blocks") == table.value("row_split_blocks"));
   CHECK(t.tunedBy == "t.json");
-  CHECK(backend::tuning::header(t, "sm_90a", true).find("kRowSplitMin = 2048LL") != std::string::npos);
+  CHECK(backend::tuning::header(t, "sm_90a", true)
+            .find("rowSplitMin(long long bytes) {\n  tableRead(\"row_split_min\", bytes);\n  return 2048LL;") != std::string::npos);
   auto fails = [&](const std::string& json, const std::string& what) {
     try {
       backend::tuning::tuned(table, json, "t.json");
@@ -134,4 +136,56 @@ TEST_CASE("tune: a tuning file replaces entries and is checked", "[tune]") {
   fails(R"({"entries": [{"name": "row_split_min", "rules": [{"value": -1}], "why": "x"}]})", "is not a count");
   fails(R"({"entries": [{"name": "one_shot_max_bytes", "rules": [{"ranks": 2, "value": 1}], "why": "x"}]})",
         "the last rule has conditions");
+}
+
+TEST_CASE("tune: per-shape values merge into rules by the bytes they are read at", "[tune]") {
+  bool measured = false;
+  const auto& table = backend::tuning::forArch("sm_90a", measured);
+  auto shape = [](const std::string& name, int64_t lo, int64_t hi, std::map<std::string, int64_t> values, bool changed = true) {
+    tune::ShapeOutcome o;
+    o.shape = name;
+    o.values = values;
+    for (auto& [e, v] : values) {
+      o.reads[e] = {lo, hi};
+      if (changed) o.why[e] = "measured at " + name;
+    }
+    return o;
+  };
+  std::vector<std::string> warnings;
+  // three shapes, two values: one bound, between the 2nd's most and the 3rd's least bytes
+  auto es =
+      tune::mergeOutcomes({shape("c", 1 << 26, 1 << 26, {{"row_split_min", 8192}}), shape("a", 1 << 20, 1 << 21, {{"row_split_min", 2048}}),
+                           shape("b", 1 << 22, 1 << 22, {{"row_split_min", 2048}})},
+                          table, warnings);
+  REQUIRE(es.size() == 1);
+  CHECK(es[0]["rules"].dump() == R"([{"bytes_below":16777216,"value":2048},{"value":8192}])");
+  CHECK(warnings.empty());
+  // every shape the same value: one rule; a shape that kept the table's value is a bucket too
+  es = tune::mergeOutcomes({shape("a", 100, 100, {{"row_split_blocks", 4}}), shape("b", 10000, 10000, {{"row_split_blocks", 4}})}, table,
+                           warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"value":4}])");
+  es = tune::mergeOutcomes({shape("a", 100, 100, {{"row_split_blocks", 4}}), shape("b", 10000, 10000, {{"row_split_blocks", 2}}, false)},
+                           table, warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"bytes_below":1000,"value":4},{"value":2}])");
+  // a bound never leaves the gap: reads at 10 and 11 bytes
+  es = tune::mergeOutcomes({shape("a", 10, 10, {{"row_stream", 0}}), shape("b", 11, 11, {{"row_stream", 1}})}, table, warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"bytes_below":11,"value":0},{"value":1}])");
+  // no shape changed an entry: not in the file
+  CHECK(tune::mergeOutcomes({shape("a", 1, 1, {{"row_stream", 2}}, false)}, table, warnings).empty());
+  CHECK(warnings.empty());
+  // overlapping reads that want different values: the fewer bytes' value, and a warning
+  es = tune::mergeOutcomes({shape("a", 100, 200, {{"row_split_min", 2048}}), shape("b", 150, 300, {{"row_split_min", 8192}})}, table,
+                           warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"value":2048}])");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("shapes a and b read it at overlapping bytes") != std::string::npos);
+  // an entry that takes no bytes cannot be bucketed: the first shape's value, and a warning
+  warnings.clear();
+  es = tune::mergeOutcomes({shape("a", 1, 1, {{"gather_batch_max_rows", 128}}), shape("b", 9, 9, {{"gather_batch_max_rows", 512}})}, table,
+                           warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"value":128}])");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("it does not take bytes") != std::string::npos);
+  CHECK(tune::shapeFolder({{"T", "8"}, {"H", "2^17"}}) == "T8_H2-17");
+  CHECK(tune::shapeText({{"T", "8"}, {"H", "2^17"}}) == "T=8 H=2^17");
 }

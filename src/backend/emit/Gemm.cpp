@@ -39,7 +39,7 @@ void Emitter::emitGemm(int id) {
     if (!f64) {
       // Memory-bound: the runtime's warp-per-row kernel where there are rows enough to keep every
       // SM's loads in flight; cuBLAS below that (its m = 1 GEMM splits K as well).
-      b << "    if (M >= coconet_rt::kGemvMinRows) {\n"
+      b << "    if (M >= coconet_rt::gemvMinRows(M * K * static_cast<long long>(sizeof(*" << var(a) << ")))) {  // (bytes: the matrix)\n"
         << "      coconet_rt::gemv(" << var(a) << ", " << var(bop) << ", " << var(id) << ", M, K, stream_);\n"
         << "      CHECK(cudaGetLastError(), \"" << s.name << "\");\n"
         << "    } else {\n";

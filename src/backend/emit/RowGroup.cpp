@@ -402,15 +402,17 @@ void Emitter::emitRowLaunch(const RowKernel& rk) {
   b << ";\n"
     << "    if (n > 2147483647LL) throw coconet_rt::Error(\"" << p_.name << ": fused group '" << rg.name
     << "': rows of \" + std::to_string(n) + \" elements; its row kernel takes at most 2^31 - 1\");\n"
-    << "    const long long units = packed ? n / " << V << " : n;\n";
+    << "    const long long units = packed ? n / " << V << " : n;\n"
+    << "    const long long bytes = rows * n * " << dtypeBytes(p_.stages[rg.ref].type.dtype) << "LL;  // the rows' (the table reads)\n";
   const bool cached = !rk.cached.empty();
   if (!cached) {
     b << "    const bool cache = false;\n";
   } else {
     b << "    // the operands several passes read in registers where the row's packs fit " << rk.K << " a thread\n"
-      << "    const int Rc = coconet_rt::rowThreads(units, " << rk.K << ");\n    const bool cache = Rc > 0;\n";
+      << "    const int Rc = coconet_rt::rowThreads(units, " << rk.K
+      << ", coconet_rt::rowMaxPacks(bytes));\n    const bool cache = Rc > 0;\n";
   }
-  b << "    int R = cache ? " << (!cached ? "0" : "Rc") << " : coconet_rt::rowThreads(units, 8);\n"
+  b << "    int R = cache ? " << (!cached ? "0" : "Rc") << " : coconet_rt::rowThreads(units, 8, coconet_rt::rowMaxPacks(bytes));\n"
     << "    if (R == 0) R = 512;  // longer rows: a block a row, more packs a thread\n"
     << "    const int threads = R < 128 ? 128 : R;\n"
     << "    const int blocks = static_cast<int>(std::min<long long>((rows + threads / R - 1) / (threads / R), 1 << 20));\n";

@@ -233,7 +233,9 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
   };
   body_ << "    const long long n = " << shapeVar(id) << "[" << (r - 1) << "], rows = " << countVar(id) << " / n;\n"
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
-        << "    const int V = packed ? " << V << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16);\n"
+        << "    const long long bytes = rows * n * static_cast<long long>(sizeof(" << XT << "));  // the rows' input (the table reads)\n"
+        << "    const int V = packed ? " << V
+        << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16, coconet_rt::rowMaxPacks(bytes));\n"
         << "    if (R > 0) {\n"
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"
@@ -244,7 +246,7 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "      if (stream) {\n"
         << launch("_reg", "blocks, threads", args + ", R)", ", true", "        ") << "      } else {\n"
         << launch("_reg", "blocks, threads", args + ", R)", ", false", "        ") << "      }\n"
-        << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, \"" << p_.name << "\", \"" << s.name
+        << "    } else if (const long long parts0 = coconet_rt::rowSplitParts(rows, n, bytes, \"" << p_.name << "\", \"" << s.name
         << "\"); parts0 > 1) {\n"
         << "      const long long units = n / V, C = (units + parts0 - 1) / parts0, parts = (units + C - 1) / C;  // C packs a part\n"
         << "      rows" << id << "_.ensure(static_cast<size_t>(rows * parts) * sizeof(" << k.stats << "), \"" << p_.name << "\", \""

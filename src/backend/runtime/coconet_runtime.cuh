@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

@@ -7,9 +7,35 @@
 // Written by coconetc; change the table (or tune), not this file.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
 
 namespace coconet_rt {
+
+// The bytes each entry that takes them was read at, while the program's driver asks (the first
+// warm-up run of --bench: coconetc tune bounds per-shape values by them). Off, a read costs one
+// relaxed load.
+struct TableReads {
+  std::atomic<bool> on{false};
+  std::mutex m;
+  std::map<std::string, std::pair<long long, long long>> range;  // entry -> least and most bytes
+};
+inline TableReads& tableReads() {
+  static TableReads r;
+  return r;
+}
+inline void tableRead(const char* entry, long long bytes) {
+  TableReads& r = tableReads();
+  if (!r.on.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> g(r.m);
+  auto it = r.range.emplace(entry, std::make_pair(bytes, bytes)).first;
+  it->second.first = bytes < it->second.first ? bytes : it->second.first;
+  it->second.second = bytes > it->second.second ? bytes : it->second.second;
+}
 
 // one_shot_max_bytes: an allreduce (or a fused group's one-shot form) of at most this many bytes
 // per rank runs one-shot (every rank pushes its whole buffer to every rank, one barrier); larger
@@ -155,7 +181,8 @@ constexpr int splitOccupancy(long long ranks) {
 // reduce-scatter's input.
 // Measured: 4 H200, Adam, f16 gradients: the fastest of 1, 4 and 16 rounds was 1 up to 2^22
 // elements, 4 at 2^24 and 2^26 (16 within 4%), 16 at 2^28.
-constexpr int devAutoRounds(long long bytes) {
+inline int devAutoRounds(long long bytes) {
+  tableRead("dev_auto_rounds", bytes);
   return bytes < 16777216LL ? 1
          : bytes < 33554432LL ? 2
          : bytes < 134217728LL ? 4
@@ -182,7 +209,8 @@ constexpr int epilogueRoundsMax(long long ranks) {
 // the bytes of its reduce-scatter's input.
 // Measured: tools/bench/gpu/micro/ce-allreduce-micro.cu on 4 H200: one round fastest at 16 and 64
 // MiB, two at 1 GiB.
-constexpr int ceAutoRounds(long long bytes) {
+inline int ceAutoRounds(long long bytes) {
+  tableRead("ce_auto_rounds", bytes);
   return bytes < 67108864LL ? 1
          : 2;
 }
@@ -203,32 +231,49 @@ constexpr long long oneChunkBelowPeerBytes(long long ranks) {
          : 33554432LL;
 }
 
-// row_split_min: the least elements of a part where a long row is split over blocks.
+// row_split_min: the least elements of a part where a long row is split over blocks (bytes: the
+// rows' input).
 // Measured: one H200, softmax over 131072 elements at T = 1 .. 64 rows: split 2-6x faster than a
 // block a row (row: norms softmax T=1 H=131072 f16, 1 GPU).
-constexpr long long kRowSplitMin = 4096LL;
+inline long long rowSplitMin(long long bytes) {
+  tableRead("row_split_min", bytes);
+  return 4096LL;
+}
 
 // row_max_packs: packs of 16 bytes a row kernel keeps at most a thread, below the kernel's own
-// limit (8 packed, 16 not): fewer, more threads a row.
+// limit (8 packed, 16 not): fewer, more threads a row (bytes: the rows' input).
 // Measured: not measured: no cap (the kernels' own limits) until a tuning run shows a gain.
-constexpr int kRowMaxPacks = 64;
+inline int rowMaxPacks(long long bytes) {
+  tableRead("row_max_packs", bytes);
+  return 64;
+}
 
 // row_stream: row kernels streaming (x loaded evict-first, y stored .cs): 0 none, 1 every one, 2
-// layer norm and RMSNorm where x and y pass L2.
+// layer norm and RMSNorm where x and y pass L2 (bytes: the rows' input and output).
 // Measured: one H200: RMSNorm over 8192 rows of 4096 and 8192 f16 3-6% faster streaming (either
 // hint alone was not); softmax level at H = 4096 and 8192, 1.4% slower at 12288 (norms rows
 // coconetc_stream and coconetc_nostream, 2026-11-30).
-constexpr int kRowStream = 2;
+inline int rowStream(long long bytes) {
+  tableRead("row_stream", bytes);
+  return 2;
+}
 
-// row_split_blocks: blocks an SM that a split of long rows aims at.
+// row_split_blocks: blocks an SM that a split of long rows aims at (bytes: the rows' input).
 // Measured: one H200, softmax over 131072 elements: 4 blocks an SM as fast as 2, 8 slower (row:
 // norms softmax T=1 H=131072 f16, 1 GPU).
-constexpr int kRowSplitBlocks = 2;
+inline int rowSplitBlocks(long long bytes) {
+  tableRead("row_split_blocks", bytes);
+  return 2;
+}
 
-// gemv_min_rows: a GEMV of at least this many rows runs the generated kernel, fewer cuBLAS.
+// gemv_min_rows: a GEMV of at least this many rows runs the generated kernel, fewer cuBLAS (bytes:
+// the matrix).
 // Measured: tools/bench/gpu/micro/gemv-micro.cu: with fewer rows a warp per row leaves SMs idle and
 // cuBLAS is faster.
-constexpr long long kGemvMinRows = 2048LL;
+inline long long gemvMinRows(long long bytes) {
+  tableRead("gemv_min_rows", bytes);
+  return 2048LL;
+}
 
 // gather_batch_max_rows: a batched GEMM whose weights every rank block re-reads gathers its rows
 // first below this many rows per weight.

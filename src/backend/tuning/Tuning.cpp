@@ -215,8 +215,19 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
   comment(os, "Measured on " + t.measuredOn + (measured ? "." : ", not on " + arch + ": its values are a starting point there."));
   comment(os, t.note);
   if (!t.tunedBy.empty()) comment(os, "Entries measured by coconetc tune for this program, from " + t.tunedBy + ", replace the table's.");
-  os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <cstddef>\n\nnamespace coconet_rt "
-        "{\n";
+  os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <atomic>\n#include <cstddef>\n"
+        "#include <map>\n#include <mutex>\n#include <string>\n#include <utility>\n\nnamespace coconet_rt {\n\n";
+  comment(os,
+          "The bytes each entry that takes them was read at, while the program's driver asks (the first warm-up run of --bench: "
+          "coconetc tune bounds per-shape values by them). Off, a read costs one relaxed load.");
+  os << "struct TableReads {\n  std::atomic<bool> on{false};\n  std::mutex m;\n"
+        "  std::map<std::string, std::pair<long long, long long>> range;  // entry -> least and most bytes\n};\n"
+        "inline TableReads& tableReads() {\n  static TableReads r;\n  return r;\n}\n"
+        "inline void tableRead(const char* entry, long long bytes) {\n  TableReads& r = tableReads();\n"
+        "  if (!r.on.load(std::memory_order_relaxed)) return;\n  std::lock_guard<std::mutex> g(r.m);\n"
+        "  auto it = r.range.emplace(entry, std::make_pair(bytes, bytes)).first;\n"
+        "  it->second.first = bytes < it->second.first ? bytes : it->second.first;\n"
+        "  it->second.second = bytes > it->second.second ? bytes : it->second.second;\n}\n";
   for (const Entry& e : t.entries) {
     os << "\n";
     comment(os, e.name + ": " + e.meaning + ".");
@@ -228,7 +239,9 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
     std::string params;
     if (e.args.find("ranks") != std::string::npos) params = "long long ranks";
     if (e.args.find("bytes") != std::string::npos) params += std::string(params.empty() ? "" : ", ") + "long long bytes";
-    os << "constexpr " << e.type << " " << e.cxx << "(" << params << ") {\n  return ";
+    const bool bytes = e.args.find("bytes") != std::string::npos;
+    os << (bytes ? "inline " : "constexpr ") << e.type << " " << e.cxx << "(" << params << ") {\n"
+       << (bytes ? "  tableRead(\"" + e.name + "\", bytes);\n" : "") << "  return ";
     for (const Rule& r : e.rules) {
       std::string cond;
       auto add = [&](const std::string& c) { cond += (cond.empty() ? "" : " && ") + c; };

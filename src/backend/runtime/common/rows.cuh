@@ -213,9 +213,11 @@ template <int V, class T> __device__ __forceinline__ Pack<T, V> loadPackEvictFir
 // Whether a row kernel moving `bytes` (its input read and its output written) streams: one that
 // streams `byDefault` where they pass the device's L2. Layer norm and RMSNorm do; softmax does
 // not: there the hints gained nothing (measured on one H200: level at H = 4096 and 8192, 1.4%
-// slower at 12288), its exps rather than its memory setting its pace. `mode` (the tuning table's
-// row_stream, which coconetc tune measures): 0 no kernel streams, 1 every one, 2 as above.
-inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage, int mode = kRowStream) {
+// slower at 12288), its exps rather than its memory setting its pace. `mode` (-1: the tuning
+// table's row_stream at these bytes, which coconetc tune measures): 0 no kernel streams, 1 every
+// one, 2 as above.
+inline bool streamRows(bool byDefault, long long bytes, const char* program, const char* stage, int mode = -1) {
+  if (mode < 0) mode = rowStream(bytes);
   if (mode == 0 || mode == 1) return mode == 1;
   if (!byDefault) return false;
   int dev = 0, l2 = 0;
@@ -331,10 +333,10 @@ template <class Op> struct CombineOf {
 // to 512 (a block is the row's threads); 0 where the row does not fit (the kernel that reads it
 // twice). The multiples of 32 keep more packs in flight an SM than the next power of two would
 // (measured on one H200: layer norm over 8192 rows of 10240 to 24576 f16 3-11% faster so).
-// At most `cap` packs a thread (the tuning table's row_max_packs, which coconetc tune measures:
-// more threads a row). For A/B benchmarks and tests (read at every call): COCONET_ROWWISE=long
-// takes that kernel for every row.
-inline int rowThreads(long long units, int perThread, int cap = kRowMaxPacks) {
+// At most `cap` packs a thread (the generated code passes the tuning table's row_max_packs, which
+// coconetc tune measures: more threads a row). For A/B benchmarks and tests (read at every call):
+// COCONET_ROWWISE=long takes that kernel for every row.
+inline int rowThreads(long long units, int perThread, int cap = INT_MAX) {
   if (envValue(Env::RowWise, 0) == 1) return 0;
   perThread = std::min(perThread, cap);
   for (int r = 1; r <= 512; r = r < 128 ? r * 2 : r + 32)
@@ -344,22 +346,22 @@ inline int rowThreads(long long units, int perThread, int cap = kRowMaxPacks) {
 // Parts a row is split into over blocks (the `_split_stats` and `_split_write` kernels) where rows
 // are too long for registers (rowThreads gave 0) and too few for `perSm` blocks on each of the
 // GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
-// least kRowSplitMin elements; 1 where a block takes a whole row. Measured on one H200: softmax
-// over 131072 elements at T = 1 .. 64 rows 2-6x faster split than a block a row; 4 blocks an SM as
-// fast as kRowSplitBlocks, 8 slower. Table row: norms softmax T=1 H=131072 f16, 1 GPU. Both
-// constants are tuning-table entries that coconetc tune measures (tools/tune/jobs.sh single).
+// least minPart elements; 1 where a block takes a whole row. rowSplitParts takes both from the
+// tuning table (row_split_blocks, row_split_min) at the rows' bytes, entries coconetc tune
+// measures (tools/tune/jobs.sh single); their rows there name the measurements.
 // For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits.
-inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm = kRowSplitBlocks) {
+inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm, long long minPart) {
   const long long target = static_cast<long long>(perSm) * sms;
   if (rows <= 0 || rows >= target) return 1;
-  const long long want = (target + rows - 1) / rows, most = (n + kRowSplitMin - 1) / kRowSplitMin;
+  const long long want = (target + rows - 1) / rows, most = (n + minPart - 1) / minPart;
   return std::max<long long>(1, std::min(want, most));
 }
-inline long long rowSplitParts(long long rows, long long n, const char* program, const char* stage) {
+// `bytes`: the rows' input (the tuning table's entries are read at it).
+inline long long rowSplitParts(long long rows, long long n, long long bytes, const char* program, const char* stage) {
   if (envValue(Env::RowWise, 0) == 1) return 1;
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");
-  return rowSplitPartsFor(rows, n, sms);
+  return rowSplitPartsFor(rows, n, sms, rowSplitBlocks(bytes), rowSplitMin(bytes));
 }
 

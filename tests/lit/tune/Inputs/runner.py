@@ -2,9 +2,10 @@
 """A stand-in for a GPU machine in coconetc tune's tests (--runner): `build SRC BUILD` makes
 BUILD/NAME_main from SRC/NAME_main.cu (a file naming its sources); `check BIN --spawn P --check DIR`
 passes where DIR holds verify's vectors for P ranks; `bench BIN ... --iters K` prints the driver's
-JSON line with a time made up from the build's tuning constants: fastest at kRowSplitMin = 2048
-and kRowSplitBlocks = 4 (not the table's values), so that the search has something to find.
-`bench` fails for a build whose constants say kRowSplitMin = 16384 (a crash to survive).
+JSON line with a time made up from the build's tuning-table values: fastest at row_split_min = 2048
+(8192 for more than 32 rows: -D T) and row_split_blocks = 4 (not the table's values), so that the
+search has something to find, and the bytes the row entries were read at (T * H * 2, the rows' f16
+input). `bench` fails for a build whose row_split_min is 16384 (a crash to survive).
 """
 import glob
 import json
@@ -15,9 +16,17 @@ import sys
 
 
 def constant(src, name, default):
+    """The value of a tuning-table function of one rule (what a candidate's build sets)."""
     text = open(os.path.join(src, "coconet_tuning.h")).read()
-    m = re.search(r"constexpr [a-z ]+ %s = (\d+)" % name, text)
+    m = re.search(r"inline [a-z ]+ %s\(long long bytes\) \{\s*tableRead\([^)]*\);\s*return (\d+)" % name, text)
     return int(m.group(1)) if m else default
+
+
+def define(args, name):
+    for i, a in enumerate(args):
+        if a == "-D" and args[i + 1].startswith(name + "="):
+            return int(args[i + 1].split("=", 1)[1])
+    return None
 
 
 def main():
@@ -34,12 +43,19 @@ def main():
     ranks = int(args[args.index("--spawn") + 1])
     if what == "check":
         return 0 if os.path.exists(os.path.join(args[args.index("--check") + 1], "ranks%d" % ranks, "manifest.json")) else 1
-    lo, blocks = constant(src, "kRowSplitMin", 4096), constant(src, "kRowSplitBlocks", 2)
+    lo, blocks = constant(src, "rowSplitMin", 4096), constant(src, "rowSplitBlocks", 2)
     if lo == 16384:
         print("bench: made-up crash", file=sys.stderr)
         return 1
-    us = 100 + 5 * abs(math.log2(lo / 2048)) + 3 * abs(blocks - 4)
-    print(json.dumps({"program": "x", "ranks": ranks, "median_us": us, "min_us": us, "max_us": us}))
+    # T rows of H f16 elements (softmax); more than 32 rows are fastest with parts of 8192
+    rows, n = define(args, "T"), define(args, "H")
+    best = 8192 if rows and rows > 32 else 2048
+    us = 100 + 5 * abs(math.log2(lo / best)) + 3 * abs(blocks - 4)
+    line = {"program": "x", "ranks": ranks, "median_us": us, "min_us": us, "max_us": us}
+    if rows and n:
+        b = rows * n * 2
+        line["table_reads"] = {e: [b, b] for e in ("row_max_packs", "row_split_blocks", "row_split_min")}
+    print(json.dumps(line))
     return 0
 
 
