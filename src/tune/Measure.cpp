@@ -326,6 +326,7 @@ void Search::measure(const Config& c) {
           medians.push_back(j.at("median_us").get<double>());
           // the bytes the table's entries were read at (the bounds of per-shape values: --shapes)
           if (j.contains("table_reads") && !r.contains("table_reads")) r["table_reads"] = j["table_reads"];
+          if (j.contains("nccl")) db_["nccl"] = j["nccl"];  // (the version the candidates link)
         } catch (const std::exception&) {}
   }
   if (r["check"] == "ok" && medians.size() == static_cast<size_t>(o_.repeats)) {

@@ -103,13 +103,8 @@ int writeResults(const ir::Program& base, const backend::tuning::Table& table, c
   // tuning.json: the best's table entries that differ from the table
   Config asWritten;
   asWritten.schedule = first.best.schedule;
-  json tf{{"tuning", "coconetc tune"},
-          {"program", base.name},
-          {"gpu", gpu},
-          {"driver", db.value("driver", "")},
-          {"date", date},
-          {"command", o.command},
-          {"world", first.world},
+  json tf{{"tuning", "coconetc tune"},    {"program", base.name}, {"gpu", gpu},           {"driver", db.value("driver", "")},
+          {"nccl", db.value("nccl", "")}, {"date", date},         {"command", o.command}, {"world", first.world},
           {"sizes", json::object()}};
   for (auto& [k, v] : o.sizes) tf["sizes"][k] = v;
   // the best, and the bytes its table entries were read at (what --shapes bounds its buckets by)
@@ -136,7 +131,8 @@ int writeResults(const ir::Program& base, const backend::tuning::Table& table, c
   // report.md
   std::ostringstream md;
   md << "# Tuning " << base.name << "\n\n"
-     << "GPU: " << gpu << " (driver " << db.value("driver", "") << "), " << date << ". Command: `" << o.command << "`.\n"
+     << "GPU: " << gpu << " (driver " << db.value("driver", "") << ", NCCL " << db.value("nccl", "") << "), " << date << ". Command: `"
+     << o.command << "`.\n"
      << "Sizes: " << sizesText(o) << ". Each time is the median of " << o.repeats << " runs (each the median of " << o.iters
      << " timed calls); the spread is the runs' range over their median.\n";
   for (const Result& res : results) {

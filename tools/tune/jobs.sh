@@ -6,7 +6,8 @@
 #   bash tools/tune/jobs.sh multi OUT [NAME...]    2 and 4 GPUs: the knobs the samples' schedules set
 # NAME...: only those runs (softmax, layernorm, rmsnorm, gemv; adam, lamb, megatron_row), e.g. one per
 # device call.
-# Each tuning run's results (tuning-db.json, best.sched, tuning.json, report.md) are packed into
+# Each tuning run's results (tuning-db.json, best.sched, tuning.json, report.md; with --shapes,
+# each shape's in its folder) are packed into
 # OUT/tune-NAME.tgz (the device returns few files); its builds stay in WORK (default /tmp/tune).
 # BUDGET: minutes per run (default 8).
 set -uo pipefail
@@ -30,14 +31,18 @@ job() {
   "$cc" tune "$root/$prog" -o "$work/$name" --budget "${BUDGET:-8}" --jobs "${JOBS:-8}" "$@" 2>&1 | tee "$work/$name.log" | tail -4
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   cp "$work/$name.log" "$work/$name/tune.log" 2>/dev/null
-  tar -czf "$out/tune-$name.tgz" -C "$work/$name" $(cd "$work/$name" && ls tuning-db.json best.sched tuning.json report.md tune.log 2>/dev/null)
+  # (with --shapes, each shape's folder too)
+  tar -czf "$out/tune-$name.tgz" -C "$work/$name" $(cd "$work/$name" && ls -d tuning-db.json best.sched tuning.json report.md tune.log \
+    */tuning-db.json */best.sched */tuning.json */report.md 2>/dev/null)
 }
 mkdir -p "$work"
 case "$set_" in
   single)
-    # softmax over a vocabulary at the shape the table's row-split values were measured at
-    # (norms softmax T=8 H=131072), then layer norm over long rows, a shape no value was measured at
-    job softmax tools/bench/programs/softmax.cnet -D T=8 -D H=131072 --only row_split_min,row_split_blocks --schedules 0
+    # softmax over a vocabulary at 8 and 64 rows (tools/tune/shapes/softmax.txt; the table's
+    # row-split values were measured at T=1), then layer norm over long rows, a shape no value was
+    # measured at
+    job softmax tools/bench/programs/softmax.cnet -D H=131072 --shapes "$root/tools/tune/shapes/softmax.txt" \
+      --only row_split_min,row_split_blocks --schedules 0
     job layernorm tools/bench/programs/layernorm.cnet -D T=8 -D H=65536 --only row_split_min,row_split_blocks --schedules 0
     # rows in registers: the packs a thread and streaming, at the shape row_stream was measured at
     job rmsnorm tools/bench/programs/rmsnorm.cnet -D T=8192 -D H=4096 --only row_max_packs,row_stream --schedules 0
