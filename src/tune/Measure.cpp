@@ -305,7 +305,8 @@ void Search::measure(const Config& c) {
   for (auto& [k, v] : o_.sizes) r["sizes"][k] = v;
   std::string check = fs::exists(dir / "emit.log") ? "not emitted (emit.log)" : "no binary (build.log)";
   if (fs::exists(bin)) {
-    const fs::path vectors = fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(c.schedule));
+    const fs::path vectors =
+        fs::path(o_.outDir) / "vectors" / ("s" + std::to_string(c.schedule)) / ("ranks" + std::to_string(world_));  // (verify --dump's)
     const int rc = std::system(command("check", "--check " + quote(vectors.string()), dir / "check.log").c_str());
     check = rc == 0 ? "ok" : "FAILED (check.log)";
   }

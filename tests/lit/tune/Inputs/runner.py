@@ -42,7 +42,12 @@ def main():
     src = open(binary).read().strip()
     ranks = int(args[args.index("--spawn") + 1])
     if what == "check":
-        return 0 if os.path.exists(os.path.join(args[args.index("--check") + 1], "ranks%d" % ranks, "manifest.json")) else 1
+        # (as the generated driver: the folder of verify --dump's vectors at these ranks)
+        vectors = args[args.index("--check") + 1]
+        if not os.path.exists(os.path.join(vectors, "manifest.txt")):
+            print("runner: cannot read %s/manifest.txt" % vectors, file=sys.stderr)
+            return 1
+        return 0 if ("ranks%d" % ranks) == os.path.basename(vectors.rstrip("/")) else 1
     lo, blocks = constant(src, "rowSplitMin", 4096), constant(src, "rowSplitBlocks", 2)
     if lo == 16384:
         print("bench: made-up crash", file=sys.stderr)
