@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <ostream>
 #include <sstream>
@@ -113,9 +114,9 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int world_ = 1;
   size_t measured_ = 0;
-  std::pair<double, std::string> bestSoFar_{0, ""};  // (at the world size searched: the progress lines)
-  std::map<std::string, Config> codeRep_;            // code hash -> the config first seen with it
-  std::map<std::string, std::string> codeOf_;        // config key -> its code hash
+  std::optional<Config> bestSoFar_;            // (at the world size searched: the progress lines)
+  std::map<std::string, Config> codeRep_;      // code hash -> the config first seen with it
+  std::map<std::string, std::string> codeOf_;  // config key -> its code hash
 
   bool overBudget() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > o_.budgetMinutes * 60;
@@ -348,10 +349,10 @@ void Search::measure(const Config& c) {
     return;
   }
   const double t = r["median_us"];
-  if (bestSoFar_.first <= 0 || t < bestSoFar_.first)
-    bestSoFar_ = {t, schedules_[c.schedule].name + (c.settings().empty() ? "" : " " + c.settings())};
-  out_ << formatUs(t) << " (spread " << formatPercent(r["spread"].get<double>()) << "); best so far " << formatUs(bestSoFar_.first) << ", "
-       << bestSoFar_.second << "\n";
+  // the best by the search's own rule: faster beyond both candidates' run-to-run range
+  if (!bestSoFar_ || faster(c, *bestSoFar_)) bestSoFar_ = c;
+  out_ << formatUs(t) << " (spread " << formatPercent(r["spread"].get<double>()) << "); best so far " << formatUs(time(*bestSoFar_)) << ", "
+       << schedules_[bestSoFar_->schedule].name << (bestSoFar_->settings().empty() ? "" : " " + bestSoFar_->settings()) << "\n";
 }
 
 // The best config of one schedule: its setting as written, then one dimension at a time.
@@ -477,7 +478,7 @@ int Search::run(const std::string& handScript) {
   std::vector<Result> results;
   for (int P : o_.gpus) {
     world_ = P;
-    bestSoFar_ = {0, ""};
+    bestSoFar_.reset();
     Result res;
     res.world = P;
     for (size_t k = 0; k < schedules_.size(); ++k) {

@@ -234,7 +234,9 @@ constexpr long long oneChunkBelowPeerBytes(long long ranks) {
 // row_split_min: the least elements of a part where a long row is split over blocks (bytes: the
 // rows' input).
 // Measured: one H200, softmax over 131072 elements at T = 1 .. 64 rows: split 2-6x faster than a
-// block a row (row: norms softmax T=1 H=131072 f16, 1 GPU).
+// block a row (row: norms softmax T=1 H=131072 f16, 1 GPU); coconetc tune on one H100, softmax T=8
+// and 64, layer norm T=8 H=65536: no other value faster beyond the runs' spread
+// (tools/tune/runs/2026-12-07-1xH100).
 inline long long rowSplitMin(long long bytes) {
   tableRead("row_split_min", bytes);
   return 4096LL;
@@ -242,7 +244,9 @@ inline long long rowSplitMin(long long bytes) {
 
 // row_max_packs: packs of 16 bytes a row kernel keeps at most a thread, below the kernel's own
 // limit (8 packed, 16 not): fewer, more threads a row (bytes: the rows' input).
-// Measured: not measured: no cap (the kernels' own limits) until a tuning run shows a gain.
+// Measured: no cap (the kernels' own limits): coconetc tune on one H100, RMSNorm T=8192 H=4096, 2,
+// 4 and 8 packs no faster beyond the runs' spread (8: 55.4 us against 57.8 us, spread 9.9%;
+// tools/tune/runs/2026-12-07-1xH100/rmsnorm).
 inline int rowMaxPacks(long long bytes) {
   tableRead("row_max_packs", bytes);
   return 64;
@@ -252,7 +256,9 @@ inline int rowMaxPacks(long long bytes) {
 // layer norm and RMSNorm where x and y pass L2 (bytes: the rows' input and output).
 // Measured: one H200: RMSNorm over 8192 rows of 4096 and 8192 f16 3-6% faster streaming (either
 // hint alone was not); softmax level at H = 4096 and 8192, 1.4% slower at 12288 (norms rows
-// coconetc_stream and coconetc_nostream, 2026-11-30).
+// coconetc_stream and coconetc_nostream, 2026-11-30); coconetc tune on one H100, RMSNorm T=8192
+// H=4096: modes 0 and 1 no faster beyond the runs' spread
+// (tools/tune/runs/2026-12-07-1xH100/rmsnorm).
 inline int rowStream(long long bytes) {
   tableRead("row_stream", bytes);
   return 2;
@@ -260,7 +266,8 @@ inline int rowStream(long long bytes) {
 
 // row_split_blocks: blocks an SM that a split of long rows aims at (bytes: the rows' input).
 // Measured: one H200, softmax over 131072 elements: 4 blocks an SM as fast as 2, 8 slower (row:
-// norms softmax T=1 H=131072 f16, 1 GPU).
+// norms softmax T=1 H=131072 f16, 1 GPU); coconetc tune on one H100, softmax T=8 and 64, layer norm
+// T=8 H=65536: 1, 4 and 8 no faster beyond the runs' spread (tools/tune/runs/2026-12-07-1xH100).
 inline int rowSplitBlocks(long long bytes) {
   tableRead("row_split_blocks", bytes);
   return 2;
