@@ -45,7 +45,7 @@ struct Invocation {
   // schedules timed, timed runs and calls per candidate, the stand-in for a GPU machine (tests)
   std::vector<int> tuneGpus{1};
   double tuneBudget = 30;
-  int tuneJobs = 0, tuneSchedules = 2, tuneRepeats = 3, tuneIters = 20;
+  int tuneJobs = 0, tuneSchedules = 2, tuneRepeats = 3, tuneIters = 20, tuneBatch = 10;
   std::string tuneRunner;
   std::vector<std::string> tuneOnly;  // --only: the dimensions searched
   std::string tuneShapes;             // --shapes FILE: a shape a line (NAME=VALUE ...), each tuned

@@ -150,6 +150,7 @@ int tuneMeasure(const Invocation& inv, const ir::Program& base, const std::strin
   o.schedules = inv.tuneSchedules;
   o.repeats = inv.tuneRepeats;
   o.iters = inv.tuneIters;
+  o.batch = inv.tuneBatch;
   o.depth = inv.tuneDepth;
   o.limit = inv.tuneLimit;
   o.seed = inv.seed;

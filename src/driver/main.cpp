@@ -170,6 +170,11 @@ static CLI::App* addTune(CLI::App& app, const auto& addCommon, Invocation& inv, 
       ->type_name("FILE");
   tune->add_option("--repeats", inv.tuneRepeats, "timed runs (processes) per candidate")->capture_default_str()->check(CLI::Range(1, 100));
   tune->add_option("--iters", inv.tuneIters, "timed calls per run")->capture_default_str()->check(CLI::Range(1, 100000));
+  tune->add_option("--batch", inv.tuneBatch,
+                   "calls back to back in each timed call, its time divided by them (the driver's --bench --batch): a small "
+                   "program's GPU time, not its launch gaps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   tune->add_option("--arch", inv.arch, "GPU architecture (its tuning table is the one tuned)")
       ->capture_default_str()
       ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"}));

@@ -313,7 +313,7 @@ void Search::measure(const Config& c) {
   }
   r["check"] = check;
   std::vector<double> medians;
-  std::string args = "--bench --iters " + std::to_string(o_.iters);
+  std::string args = "--bench --iters " + std::to_string(o_.iters) + " --batch " + std::to_string(o_.batch);
   for (auto& [k, v] : o_.sizes) args += " -D " + quote(k + "=" + v);
   for (int k = 0; check == "ok" && k < o_.repeats; ++k) {
     const fs::path log = dir / ("bench" + std::to_string(k) + ".log");
@@ -428,13 +428,13 @@ int Search::run(const std::string& handScript) {
   // What the records mean: this program (as lowered), its hand schedule, the shape, the arch, the
   // enumeration's bounds and the compiler. A folder that holds another's is not resumed.
   std::string what = ir::print(base_) + "|" + handScript + "|" + o_.arch + "|" + COCONETC_VERSION + "|" + std::to_string(o_.depth) + "|" +
-                     std::to_string(o_.limit) + "|" + std::to_string(o_.schedules);
+                     std::to_string(o_.limit) + "|" + std::to_string(o_.schedules) + "|batch " + std::to_string(o_.batch);
   for (auto& [k, v] : o_.sizes) what += "|" + k + "=" + v;
   char fingerprint[32];
   std::snprintf(fingerprint, sizeof fingerprint, "%016zx", std::hash<std::string>{}(what));
   if (db_.contains("fingerprint") && db_["fingerprint"] != fingerprint) {
     err_ << "coconetc: error: " << dbPath.string()
-         << " holds the tuning of another program, schedule, shape, arch, search bound or compiler version; give another -o "
+         << " holds the tuning of another program, schedule, shape, arch, search bound, --batch or compiler version; give another -o "
             "folder (or remove that one)\n";
     return 1;
   }

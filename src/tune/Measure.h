@@ -31,6 +31,7 @@ struct MeasureOptions {
   int schedules = 2;                                       // enumerated schedules timed besides the hand one and none
   int repeats = 3;                                         // timed processes per candidate (each --bench --iters K)
   int iters = 20;
+  int batch = 10;                 // calls back to back in a timed call (the driver's --batch): the GPU's time, not launch gaps
   std::vector<std::string> only;  // the dimensions searched (entry names, TARGET.KNOB); empty: all
   int depth = 3;                  // the enumeration's bounds
   size_t limit = 200;

@@ -134,7 +134,7 @@ int writeResults(const ir::Program& base, const backend::tuning::Table& table, c
      << "GPU: " << gpu << " (driver " << db.value("driver", "") << ", NCCL " << db.value("nccl", "") << "), " << date << ". Command: `"
      << o.command << "`.\n"
      << "Sizes: " << sizesText(o) << ". Each time is the median of " << o.repeats << " runs (each the median of " << o.iters
-     << " timed calls); the spread is the runs' range over their median.\n";
+     << " timed calls of " << o.batch << " back to back, per call); the spread is the runs' range over their median.\n";
   for (const Result& res : results) {
     if (!res.found) continue;
     Config none, handC;

@@ -31,6 +31,7 @@ expect "adam_main: --spawn: 0 is less than 1" --spawn 0
 expect "adam_main: --spawn: 'two' is not an integer" --spawn two
 expect "adam_main: --spawn: 5000 is more than 4096" --spawn 5000
 expect "adam_main: --iters: '2.5' is not an integer" --iters 2.5
+expect "adam_main: --batch: 0 is less than 1" --batch 0
 expect "adam_main: --timeout: seconds must be positive" --timeout 0
 expect "adam_main: --warmup-seconds: seconds must be between 0 and 3600" --warmup-seconds -1
 expect "adam_main: --warmup-seconds: 'soon' is not a finite number" --warmup-seconds soon
@@ -46,7 +47,7 @@ RANK=0 WORLD_SIZE=four expect "adam_main: WORLD_SIZE: 'four' is not an integer" 
 expect "adam_main: -D Q: adam has no parameter 'Q'" -D N=3*2^20 -D t=2^3 -D lr=1e-3 --iters 2^4 -D Q=1
 # --help: exit 0, every option, and every COCONET_* variable the runtime reads with its range:
 help=$("$exe" --help 2>&1); rc=$?
-for want in "usage: " "--check DIR" "--spawn N" "COCONET_PDL" "COCONET_CLAIMED_PUSH" \
+for want in "usage: " "--check DIR" "--spawn N" "--batch K" "COCONET_PDL" "COCONET_CLAIMED_PUSH" \
             "COCONET_TIMELINE_CALL" "read at every call"; do
   if [ "$rc" != 0 ] || [[ "$help" != *"$want"* ]]; then
     echo "FAIL: adam_main --help: rc=$rc, no '$want' in: $help"; fails=$((fails + 1))
