@@ -107,11 +107,11 @@ TEST_CASE("a word variable takes its words; the first is 0", "[env]") {
 
 TEST_CASE("a reported value is printed escaped and cut short", "[env]") {
   std::string err;
-  CHECK(valueWith(Env::DevBlocks, "\x1b[2J", 8, err) == 8);
-  CHECK(err == "coconet: COCONET_DEV_BLOCKS='\\x1b[2J' ignored: expected 0 to 512\n");
+  CHECK(valueWith(Env::ClaimedPull, "\x1b[2J", 8, err) == 8);
+  CHECK(err == "coconet: COCONET_CLAIMED_PULL='\\x1b[2J' ignored: expected 0 to 64\n");
   const std::string longText(100, '7');
-  CHECK(valueWith(Env::SoloUnits, longText.c_str(), 0, err) == 0);
-  CHECK(err == "coconet: COCONET_SOLO_UNITS='" + std::string(64, '7') + "...' ignored: expected 0 to 1073741824\n");
+  CHECK(valueWith(Env::TimelineCall, longText.c_str(), 3, err) == 3);
+  CHECK(err == "coconet: COCONET_TIMELINE_CALL='" + std::string(64, '7') + "...' ignored: expected 1 to 1099511627776\n");
 }
 
 TEST_CASE("--help lists every variable with its values", "[env]") {

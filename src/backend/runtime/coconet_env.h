@@ -24,9 +24,6 @@ enum class Env : int {
   RowWise,
   Pdl,
   MultiRankForms,
-  SoloUnits,
-  DevBlocks,
-  GatherRows,
   TimelineCall,
   Count
 };
@@ -55,12 +52,6 @@ inline constexpr EnvSpec kEnvSpecs[] = {
      "0: no programmatic dependent launch (kernels of one call do not overlap)"},
     {Env::MultiRankForms, "COCONET_MULTI_RANK_FORMS", 0, 1, nullptr, false,
      "1: at one rank, device groups run their multi-rank kernels over a team of one (tests)"},
-    {Env::SoloUnits, "COCONET_SOLO_UNITS", 0, 1LL << 30, nullptr, false,
-     "K: a one-rank device kernel takes one block per K * 512 units; 0: the resident grid"},
-    {Env::DevBlocks, "COCONET_DEV_BLOCKS", 0, 512, nullptr, false,
-     "K: at most K blocks for a kernel whose blocks take barriers; 0: the default (128)"},
-    {Env::GatherRows, "COCONET_GATHER_ROWS", 0, 1, nullptr, false,
-     "1: a batched weight GEMM gathers its rows wherever it has several batches; 0: never"},
     {Env::TimelineCall, "COCONET_TIMELINE_CALL", 1, 1LL << 40, nullptr, false,
      "N: a --timeline build records the N-th call (default 10)"},
 };

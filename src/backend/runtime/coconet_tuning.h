@@ -111,11 +111,17 @@ constexpr size_t copyEngineMinBytes(long long ranks) {
          : size_t{1073741824ULL};
 }
 
-// dev_max_blocks: blocks of a device kernel whose blocks take LSA barriers (COCONET_DEV_BLOCKS
-// overrides).
+// dev_max_blocks: blocks at most of a device kernel whose blocks take LSA barriers (no more than
+// are resident, nor than the communicator's 512 barriers).
 // Measured: Megatron's layer at H = 8192 and 12288 on 4 H200: the group's kernel on 64 blocks 8-10%
 // slower than on 128.
 constexpr int kDevMaxBlocks = 128;
+
+// solo_units: a one-rank device kernel's grid: 0 as many blocks as are resident at once; K one
+// block per K * 512 units (1: the flat grid).
+// Measured: one H200, device groups at one rank: the flat grid (K = 1) slower than the resident
+// grid (docs/architecture.md, the one-rank form); other K not measured.
+constexpr long long kSoloUnits = 0LL;
 
 // dev_overlap_blocks: blocks of an overlap's device-group kernel between chunks (tune(f, blocks =
 // B) sets fewer); read by the planner.

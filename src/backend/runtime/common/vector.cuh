@@ -137,14 +137,8 @@ template <class T> inline void gemv(const T* W, const T* x, T* y, long long M, l
 // (PyTorch's MoE layers do the same copy: tools/bench/gpu/workloads/moe.py's unfused row.) On 2
 // and 4 H200 (X = 2, H = 4096, F = 8192) it was 17-50% faster up to 128 rows and 3-11% slower
 // from 256.
-// COCONET_GATHER_ROWS=1 (0) in the environment gathers wherever R > 1 (never), for A/B timings
-// (tools/bench/gpu/driver-ab.sh --env); an all_to_all pipeline's read-bound test follows it too.
-inline int gatherRowsForced() {
-  static const int forced = static_cast<int>(envValue(Env::GatherRows, -1));
-  return forced;
-}
+// The bound is the tuning table's gather_batch_max_rows, which coconetc tune measures (0: never).
 inline bool gatherBatchedRows(long long M, long long K, long long N, long long R) {
-  if (R > 1 && gatherRowsForced() >= 0) return gatherRowsForced() == 1;
   return R > 1 && M < kGatherBatchMaxRows && (R - 1) * K * N > 2 * R * M * (K + N);
 }
 // [R][X][L] -> [X][R][L], L elements contiguous: 16-byte units where L and both pointers allow.

@@ -294,36 +294,24 @@ inline bool multiRankForms() {
 // Whether a device group runs its one-rank form: on one rank, unless COCONET_MULTI_RANK_FORMS=1.
 inline bool soloRanks(int ranks) { return ranks == 1 && !multiRankForms(); }
 
-// COCONET_SOLO_UNITS=K (for A/B runs of the grid, as COCONET_PDL for the launches): one block per
-// K * kDevThreads units instead, however many are resident (K = 1: the flat grid); unset or 0:
-// the resident grid.
-inline long long soloUnitsPerThread() {
-  static const long long k = envValue(Env::SoloUnits, 0);
-  return k;
-}
+// The tuning table's solo_units = K (which coconetc tune measures): one block per K * kDevThreads
+// units instead, however many are resident (K = 1: the flat grid); 0: the resident grid.
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
   const long long want = (units + kDevThreads - 1) / kDevThreads;
-  if (const long long k = soloUnitsPerThread(); k > 0)
+  if (constexpr long long k = kSoloUnits; k > 0)
     return static_cast<int>(std::max<long long>(1, std::min<long long>((want + k - 1) / k, 1LL << 30)));
   return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
 }
 
 // The grid of a device group's multi-rank kernel without roles, where block b takes LSA barrier b
 // and waits there for block b of every other rank, so every block must be resident at once: one
-// block per kDevThreads units, at most what fits on the GPU at once and at most kDevMaxBlocks, or
-// COCONET_DEV_BLOCKS=K blocks at most instead (A/B runs, as COCONET_SOLO_UNITS for the one-rank
-// grid; 1 to kDevBarriers, still no more than fit). The same on every rank of one GPU model.
-inline int devBlocksCap() {
-  static_assert(envSpec(Env::DevBlocks).hi == kDevBarriers, "COCONET_DEV_BLOCKS: up to the barriers there are");
-  static const int k = [] {
-    const long long v = envValue(Env::DevBlocks, 0);
-    return v > 0 ? static_cast<int>(v) : kDevMaxBlocks;
-  }();
-  return k;
-}
+// block per kDevThreads units, at most what fits on the GPU at once and at most the tuning table's
+// dev_max_blocks (which coconetc tune measures; no more than the communicator's kDevBarriers).
+// The same on every rank of one GPU model.
 inline int barrierBlocks(const void* kernel, long long units, const char* program, const char* stage) {
+  static_assert(kDevMaxBlocks >= 1 && kDevMaxBlocks <= kDevBarriers, "dev_max_blocks: 1 up to the barriers there are");
   const long long want = (units + kDevThreads - 1) / kDevThreads;
-  const int most = std::min(devBlocksCap(), std::max(1, residentBlocks(kernel, program, stage)));
+  const int most = std::min(kDevMaxBlocks, std::max(1, residentBlocks(kernel, program, stage)));
   return static_cast<int>(std::max<long long>(1, std::min<long long>(want, most)));
 }
 
