@@ -46,8 +46,10 @@ case "$set_" in
     job layernorm tools/bench/programs/layernorm.cnet -D T=8 -D H=65536 --only row_split_min,row_split_blocks --schedules 0
     # rows in registers: the packs a thread and streaming, at the shape row_stream was measured at
     job rmsnorm tools/bench/programs/rmsnorm.cnet -D T=8192 -D H=4096 --only row_max_packs,row_stream --schedules 0
-    # the decode GEMV with as many rows per rank as gemv_min_rows: the warp-per-row kernel or cuBLAS
-    job gemv samples/decode_gemv/decode_gemv.cnet -D H=4096 -D F=2048 --only gemv_min_rows --schedules 0
+    # the decode GEMVs with as many rows as gemv_min_rows, and 8x more (tools/tune/shapes/gemv.txt):
+    # the warp-per-row kernel or cuBLAS
+    job gemv samples/decode_gemv/decode_gemv.cnet -D H=4096 --shapes "$root/tools/tune/shapes/gemv.txt" --only gemv_min_rows \
+      --schedules 0
     ;;
   multi)
     # the knobs the samples' schedules set (samples/*/*.sched), at the sizes of the benchmark's rows
