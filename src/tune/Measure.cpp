@@ -62,6 +62,23 @@ std::string readAll(const fs::path& p) {
   return readFileBounded(p.string(), kMaxSourceBytes, text, error) ? text : "";
 }
 
+// Why a candidate failed, from the log its record names ("FAILED (check.log)"): ": " and the log's
+// first line that says error (else its last line), cut short; "" where there is none.
+std::string logReason(const fs::path& dir, const std::string& what) {
+  const auto open = what.rfind('('), close = what.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  std::istringstream lines(readAll(dir / what.substr(open + 1, close - open - 1)));
+  std::string pick, last;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    last = line;
+    if (pick.empty() && (line.find("error") != std::string::npos || line.find("cannot") != std::string::npos)) pick = line;
+  }
+  if (pick.empty()) pick = last;
+  if (pick.size() > 160) pick = pick.substr(0, 157) + "...";
+  return pick.empty() ? "" : ": " + pick;
+}
+
 // p with its sizes bound to the shape timed (as -D binds them for verify).
 ir::Program boundTo(const ir::Program& program, const std::map<std::string, int64_t>& sizes) {
   ir::Program p = ir::clone(program);
@@ -345,7 +362,8 @@ void Search::measure(const Config& c) {
   out_ << "[" << measured_ << "] p" << world_ << " " << schedules_[c.schedule].name << (c.settings().empty() ? "" : " " + c.settings())
        << ": ";
   if (r["check"] != "ok") {
-    out_ << r["check"].get<std::string>() << "\n";
+    const std::string what = r["check"];
+    out_ << what << logReason(dir, what) << "\n";
     return;
   }
   const double t = r["median_us"];
@@ -361,6 +379,14 @@ Config Search::descend(int schedule, const std::vector<Dimension>& dims) {
   best.schedule = schedule;
   build({best});
   measure(best);
+  // As written it ran but gave wrong results (or the check could not run): every setting would do
+  // the same, so none is built (a wrong result is a compiler bug to report, not a setting to avoid).
+  if (const json* r = db_["records"].contains(recordKey(best)) ? &db_["records"][recordKey(best)] : nullptr;
+      r && (*r)["check"].get<std::string>().rfind("FAILED", 0) == 0) {
+    out_ << "p" << world_ << " " << schedules_[schedule].name << ": as written it failed its check ("
+         << (buildDir(best) / "check.log").string() << "); its settings are not searched\n";
+    return best;
+  }
   for (const Dimension& d : dims) {
     if (overBudget()) break;
     std::vector<Config> tries;

@@ -5,7 +5,8 @@ passes where DIR holds verify's vectors for P ranks; `bench BIN ... --iters K` p
 JSON line with a time made up from the build's tuning-table values: fastest at row_split_min = 2048
 (8192 for more than 32 rows: -D T) and row_split_blocks = 4 (not the table's values), so that the
 search has something to find, and the bytes the row entries were read at (T * H * 2, the rows' f16
-input). `bench` fails for a build whose row_split_min is 16384 (a crash to survive).
+input). `bench` fails for a build whose row_split_min is 16384 (a crash to survive); with
+RUNNER_WRONG set every check fails.
 """
 import glob
 import json
@@ -44,6 +45,9 @@ def main():
     if what == "check":
         # (as the generated driver: the folder of verify --dump's vectors at these ranks)
         vectors = args[args.index("--check") + 1]
+        if os.environ.get("RUNNER_WRONG"):  # (a build whose results are off)
+            print("runner: out 'y': relative error 0.5 (limit 0.01): made-up wrong result", file=sys.stderr)
+            return 1
         if not os.path.exists(os.path.join(vectors, "manifest.txt")):
             print("runner: cannot read %s/manifest.txt" % vectors, file=sys.stderr)
             return 1
