@@ -38,7 +38,8 @@ ShapeOutcome outcomeOf(const json& tf, const backend::tuning::Table& table, cons
   const int world = tf.value("world", 1);
   if (tf.contains("best") && tf["best"].contains("table_reads"))
     for (auto& [name, range] : tf["best"]["table_reads"].items()) {
-      if (!range.is_array() || range.size() != 2) continue;
+      const bool known = std::any_of(table.entries.begin(), table.entries.end(), [&](const auto& e) { return e.name == name; });
+      if (!known || !range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer()) continue;
       o.reads[name] = {range[0].get<int64_t>(), range[1].get<int64_t>()};
       o.values[name] = table.value(name, world, range[0].get<int64_t>());
     }
@@ -153,12 +154,12 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
     try {
       if (!readFileBounded((fs::path(so.outDir) / "tuning.json").string(), kMaxSourceBytes, text, error)) throw std::runtime_error(error);
       tf = json::parse(text);
+      outcomes.push_back(outcomeOf(tf, table, shapeText(shapes[k])));
     } catch (const std::exception& e) {
       err << "coconetc: error: tune: " << so.outDir << "/tuning.json: " << e.what() << "\n";
       ++failed;
       continue;
     }
-    outcomes.push_back(outcomeOf(tf, table, shapeText(shapes[k])));
     files.push_back(tf);
     folders.push_back(so.outDir);
     std::string sched;

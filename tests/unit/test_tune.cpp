@@ -189,3 +189,24 @@ TEST_CASE("tune: per-shape values merge into rules by the bytes they are read at
   CHECK(tune::shapeFolder({{"T", "8"}, {"H", "2^17"}}) == "T8_H2-17");
   CHECK(tune::shapeText({{"T", "8"}, {"H", "2^17"}}) == "T=8 H=2^17");
 }
+
+TEST_CASE("tune: a shape's outcome from its run's tuning file", "[tune]") {
+  bool measured = false;
+  const auto& table = backend::tuning::forArch("sm_90a", measured);
+  const auto tf = nlohmann::json::parse(R"({"world": 1,
+    "best": {"table_reads": {"row_split_min": [100, 200], "row_stream": [300, 300], "bad": [1], "nope": [1, 2], "row_max_packs": ["a", 2]}},
+    "entries": [{"name": "row_split_min", "rules": [{"value": 2048}], "why": "measured"}]})");
+  const tune::ShapeOutcome o = tune::outcomeOf(tf, table, "T=8");
+  CHECK(o.shape == "T=8");
+  CHECK(o.values.at("row_split_min") == 2048);                            // changed by the run
+  CHECK(o.values.at("row_stream") == table.value("row_stream", 1, 300));  // read, the table's kept
+  CHECK(o.reads.at("row_split_min") == std::pair<int64_t, int64_t>{100, 200});
+  CHECK(o.why.at("row_split_min") == "measured");
+  CHECK(!o.why.count("row_stream"));
+  CHECK(!o.values.count("bad"));  // (a malformed range, or a name the table lacks, is skipped)
+  CHECK(!o.values.count("nope"));
+  CHECK(!o.values.count("row_max_packs"));
+  // a run whose best reported no reads: the changed entries only
+  const tune::ShapeOutcome bare = tune::outcomeOf(nlohmann::json::parse(R"({"entries": []})"), table, "T=64");
+  CHECK(bare.values.empty());
+}
