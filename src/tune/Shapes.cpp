@@ -8,6 +8,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "support/Files.h"
 #include "tune/Report.h"
@@ -36,15 +37,19 @@ ShapeOutcome outcomeOf(const json& tf, const backend::tuning::Table& table, cons
   ShapeOutcome o;
   o.shape = shape;
   const int world = tf.value("world", 1);
+  auto known = [&](const std::string& name) {
+    return std::any_of(table.entries.begin(), table.entries.end(), [&](const auto& e) { return e.name == name; });
+  };
   if (tf.contains("best") && tf["best"].contains("table_reads"))
     for (auto& [name, range] : tf["best"]["table_reads"].items()) {
-      const bool known = std::any_of(table.entries.begin(), table.entries.end(), [&](const auto& e) { return e.name == name; });
-      if (!known || !range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer()) continue;
+      if (!known(name) || !range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer())
+        continue;
       o.reads[name] = {range[0].get<int64_t>(), range[1].get<int64_t>()};
       o.values[name] = table.value(name, world, range[0].get<int64_t>());
     }
   for (auto& e : tf.value("entries", json::array())) {
     const std::string name = e.at("name");
+    if (!known(name)) throw std::runtime_error("entry '" + name + "' is not one of table " + table.name + "'s");
     o.values[name] = e.at("rules").at(0).at("value").get<int64_t>();
     o.why[name] = e.value("why", "");
   }
@@ -59,24 +64,27 @@ struct Bucket {
 };
 
 // The value's rules over buckets sorted by bytes: a bytes_below bound where the value changes.
+// `reach` is the most bytes a bucket so far was read at (its value the one in force there): a
+// bucket that starts within it with another value takes that value, with a warning.
 json rulesOf(std::vector<Bucket> buckets, const std::string& name, std::vector<std::string>& warnings) {
   std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.lo < b.lo; });
-  for (size_t i = 1; i < buckets.size(); ++i)
-    if (buckets[i].value != buckets[i - 1].value && buckets[i].lo <= buckets[i - 1].hi) {
-      warnings.push_back("entry '" + name + "': shapes " + buckets[i - 1].shape + " and " + buckets[i].shape +
-                         " read it at overlapping bytes and want " + std::to_string(buckets[i - 1].value) + " and " +
-                         std::to_string(buckets[i].value) + "; " + buckets[i - 1].shape + "'s is kept for both");
-      buckets[i].value = buckets[i - 1].value;
-    }
+  size_t reach = 0;
   json rules = json::array();
-  for (size_t i = 0; i + 1 < buckets.size(); ++i) {
-    if (buckets[i].value == buckets[i + 1].value) continue;
-    // the geometric middle of the gap, within it
-    const double mid = std::sqrt(static_cast<double>(buckets[i].hi) * static_cast<double>(buckets[i + 1].lo));
-    const int64_t below = std::clamp<int64_t>(std::llround(mid), buckets[i].hi + 1, buckets[i + 1].lo);
-    rules.push_back({{"bytes_below", below}, {"value", buckets[i].value}});
+  for (size_t i = 1; i < buckets.size(); ++i) {
+    const Bucket& r = buckets[reach];
+    if (buckets[i].value != r.value && buckets[i].lo <= r.hi) {
+      warnings.push_back("entry '" + name + "': shapes " + r.shape + " and " + buckets[i].shape +
+                         " read it at overlapping bytes and want " + std::to_string(r.value) + " and " + std::to_string(buckets[i].value) +
+                         "; " + r.shape + "'s is kept for both");
+      buckets[i].value = r.value;
+    }
+    if (buckets[i].value != r.value) {  // (then buckets[i].lo > r.hi: a gap) the geometric middle of the gap
+      const double mid = std::sqrt(static_cast<double>(r.hi) * static_cast<double>(buckets[i].lo));
+      rules.push_back({{"bytes_below", std::clamp<int64_t>(std::llround(mid), r.hi + 1, buckets[i].lo)}, {"value", r.value}});
+    }
+    if (buckets[i].hi >= r.hi || buckets[i].value != r.value) reach = i;
   }
-  rules.push_back({{"value", buckets.back().value}});
+  rules.push_back({{"value", buckets[reach].value}});
   return rules;
 }
 

@@ -179,6 +179,14 @@ TEST_CASE("tune: per-shape values merge into rules by the bytes they are read at
   CHECK(es[0]["rules"].dump() == R"([{"value":2048}])");
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("shapes a and b read it at overlapping bytes") != std::string::npos);
+  // a shape whose reads span the others' is an overlap too, not only its neighbour's
+  warnings.clear();
+  es = tune::mergeOutcomes({shape("wide", 1, 1000, {{"row_split_min", 2048}}), shape("b", 10, 20, {{"row_split_min", 2048}}),
+                            shape("c", 30, 40, {{"row_split_min", 8192}})},
+                           table, warnings);
+  CHECK(es[0]["rules"].dump() == R"([{"value":2048}])");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("shapes wide and c read it at overlapping bytes") != std::string::npos);
   // an entry that takes no bytes cannot be bucketed: the first shape's value, and a warning
   warnings.clear();
   es = tune::mergeOutcomes({shape("a", 1, 1, {{"gather_batch_max_rows", 128}}), shape("b", 9, 9, {{"gather_batch_max_rows", 512}})}, table,
@@ -209,4 +217,7 @@ TEST_CASE("tune: a shape's outcome from its run's tuning file", "[tune]") {
   // a run whose best reported no reads: the changed entries only
   const tune::ShapeOutcome bare = tune::outcomeOf(nlohmann::json::parse(R"({"entries": []})"), table, "T=64");
   CHECK(bare.values.empty());
+  // a changed entry the table lacks: an error (measureShapes names the file)
+  CHECK_THROWS_WITH(tune::outcomeOf(nlohmann::json::parse(R"({"entries": [{"name": "nope", "rules": [{"value": 1}]}]})"), table, "T=1"),
+                    Catch::Contains("entry 'nope' is not one of table sm90's"));
 }
