@@ -21,6 +21,11 @@ out=$(cd "$out" && pwd)
 work=${WORK:-/tmp/tune}
 cc=${COCONETC:-$root/.gpu-bundle/bin/coconetc}
 [ -d "$root/.gpu-bundle/lib" ] && export LD_LIBRARY_PATH="$root/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NVLink multicast stays off on these machines; the candidates build against PyTorch's NCCL (2.28.9,
+# with the device API) where NCCL_ROOT names none: the system's 2.28.3 comes first otherwise.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nc=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null | head -n 1)
+[ -n "${NCCL_ROOT:-$nc}" ] && export NCCL_ROOT="${NCCL_ROOT:-$nc}"
 rc=0
 # job NAME PROGRAM ARGS...: one tuning run into WORK/NAME, packed into OUT/tune-NAME.tgz
 job() {
