@@ -381,8 +381,7 @@ Config Search::descend(int schedule, const std::vector<Dimension>& dims) {
   measure(best);
   // As written it ran but gave wrong results (or the check could not run): every setting would do
   // the same, so none is built (a wrong result is a compiler bug to report, not a setting to avoid).
-  if (const json* r = db_["records"].contains(recordKey(best)) ? &db_["records"][recordKey(best)] : nullptr;
-      r && (*r)["check"].get<std::string>().rfind("FAILED", 0) == 0) {
+  if (const json* r = record(best); r && (*r)["check"].get<std::string>().rfind("FAILED", 0) == 0) {
     out_ << "p" << world_ << " " << schedules_[schedule].name << ": as written it failed its check ("
          << (buildDir(best) / "check.log").string() << "); its settings are not searched\n";
     return best;

@@ -141,7 +141,7 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
   const backend::tuning::Table& table = backend::tuning::forArch(o.arch, measured);
   std::vector<ShapeOutcome> outcomes;
   std::vector<json> files;
-  std::vector<std::string> scheds, folders;
+  std::vector<std::string> scheds;
   int failed = 0;
   for (size_t k = 0; k < shapes.size(); ++k) {
     MeasureOptions so = o;
@@ -169,7 +169,6 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
       continue;
     }
     files.push_back(tf);
-    folders.push_back(so.outDir);
     std::string sched;
     (void)readFileBounded((fs::path(so.outDir) / "best.sched").string(), kMaxSourceBytes, sched, error);
     scheds.push_back(sched.substr(std::min(sched.size(), sched.find('\n') + 1)));  // (its first line names the shape)

@@ -236,10 +236,10 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
       os << "constexpr " << e.type << " " << e.cxx << " = " << literal(e.rules.front(), e.type) << ";\n";
       continue;
     }
+    const bool bytes = e.args.find("bytes") != std::string::npos;
     std::string params;
     if (e.args.find("ranks") != std::string::npos) params = "long long ranks";
-    if (e.args.find("bytes") != std::string::npos) params += std::string(params.empty() ? "" : ", ") + "long long bytes";
-    const bool bytes = e.args.find("bytes") != std::string::npos;
+    if (bytes) params += std::string(params.empty() ? "" : ", ") + "long long bytes";
     os << (bytes ? "inline " : "constexpr ") << e.type << " " << e.cxx << "(" << params << ") {\n"
        << (bytes ? "  tableRead(\"" + e.name + "\", bytes);\n" : "") << "  return ";
     for (const Rule& r : e.rules) {
