@@ -169,6 +169,12 @@ variant ceg megatron_mlp $'tune(f, gather = after, algorithm = copy_engines, mer
 # rl), checked with their programs' vectors.
 "$root/build/coconetc" compile "$root/tests/gpu/programs/row_groups.cnet" --schedule none -o "$b/gen/row_groups@none" >/dev/null
 "$root/build/coconetc" compile "$root/tests/gpu/programs/keepdim_norms.cnet" --schedule none -o "$b/gen/keepdim_norms@none" >/dev/null
+# The row kernels' long form for every row: gen/PROG@rowlong, compiled with the tuning file
+# tests/gpu/tunings/row-long.json (the table's row_long 1: a block a row, the row read again in
+# each pass, never in registers nor split over blocks), run with PROG's vectors and vector sets.
+for n in rowwise_types rowwise_half ops_mix row_groups; do
+  "$root/build/coconetc" compile "$root/tests/gpu/programs/$n.cnet" --tuning "$root/tests/gpu/tunings/row-long.json" -o "$b/gen/$n@rowlong" >/dev/null
+done
 # Every allreduce of tests/gpu/programs/allreduces.cnet by copy engines at any size (the default
 # takes them from copyEngineMinBytes(P)): gen/allreduces@ce, run with allreduces' vector sets.
 printf 'tune(ya, algorithm = copy_engines);\ntune(yb, algorithm = copy_engines);\ntune(yc, algorithm = copy_engines);\n' > "$b/allreduces-ce.sched"

@@ -442,21 +442,21 @@ private:
   // A reduce-scatter head whose movers (roles split, whole barriers) may push in claimed tiles,
   // block 0 taking one barrier per round for the rank (coconet_rt::pushTilesPrefetchOwn): its
   // kernel takes `claimed` (coconet_rt::claimedPushes: the tiles' units per thread from 3 ranks where a
-  // round holds enough tiles per mover, 0 for the fixed parts; COCONET_CLAIMED_PUSH=K forces K).
+  // round holds enough tiles per mover, 0 for the fixed parts; the tuning table's push_tile_units).
   bool claimsPushes(const DevGroup& dg) const {
     return dg.splitRoles() && dg.pushes() && !dg.tail() && dg.barriers != DevGroup::Barriers::Split;
   }
   // An all-gather tail whose movers (roles split, whole barriers) pull once every rank counted the
   // chunk in its flags rather than after a barrier per round (coconet_rt::workerDone,
-  // needChunk): its kernel takes the flags window, its half and the call's `flagEpoch` (0 under
-  // COCONET_TAIL_FLAGS=0: the barriers). Its workers compute chunk 0, which every pull waits for,
-  // together: none starts chunk 1 before every worker counted chunk 0 (measured on 4 H200: LAMB's
-  // step 1-2% faster so than without, or than waiting so after every chunk), and without folds its
-  // movers compute their share of chunk 0 too (nothing to pull before it; at 2^24 one unit per
-  // thread where the workers alone left 24 of 232 blocks a second; up to 2% faster on 4 H200). It
-  // also takes `pulled` (coconet_rt::claimedPulls: the tiles' units per thread from 3 ranks in at
-  // most 4 rounds, 0 for the fixed parts), with which its movers pull in tiles they claim
-  // (pullTiles).
+  // needChunk): its kernel takes the flags window, its half and the call's `flagEpoch` (0 with the
+  // tuning table's tail_flags 0: the barriers). Its workers compute chunk 0, which every pull waits
+  // for, together: none starts chunk 1 before every worker counted chunk 0 (measured on 4 H200:
+  // LAMB's step 1-2% faster so than without, or than waiting so after every chunk), and without
+  // folds its movers compute their share of chunk 0 too (nothing to pull before it; at 2^24 one
+  // unit per thread where the workers alone left 24 of 232 blocks a second; up to 2% faster on 4
+  // H200). It also takes `pulled` (coconet_rt::claimedPulls: the tiles' units per thread from 3
+  // ranks in at most 4 rounds, 0 for the fixed parts; the tuning table's pull_tile_units), with
+  // which its movers pull in tiles they claim (pullTiles).
   bool flagsPulls(const DevGroup& dg) const {
     return dg.splitRoles() && !dg.preloaded && dg.tail() && !dg.head() && dg.barriers != DevGroup::Barriers::Split;
   }

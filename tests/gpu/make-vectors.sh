@@ -108,7 +108,7 @@ vectors ops_mix@tall "$root/tests/gpu/programs/ops_mix.cnet" -D R=66000 -D C=4 -
 vectors rowwise_types@odd "$root/tests/gpu/programs/rowwise_types.cnet" -D R=5 -D C=21
 vectors rowwise_types@wide "$root/tests/gpu/programs/rowwise_types.cnet" -D R=3 -D C=2048
 # rowwise_types with 2 rows of 40000 (beyond the registers, few rows: each split over blocks in
-# whole packs of every element type; with COCONET_ROWWISE=long one block a row).
+# whole packs of every element type; in gen/rowwise_types@rowlong one block a row).
 vectors rowwise_types@long "$root/tests/gpu/programs/rowwise_types.cnet" -D R=2 -D C=40000
 # rowwise_types with rows of 10248: threads a row a multiple of 32 past 128, packs uneven over
 # them (i32: 2562 packs over 352 threads, 7 or 8 each); the other types' rows take single
@@ -126,7 +126,8 @@ vectors ops_mix@w12k "$root/tests/gpu/programs/ops_mix.cnet" -D R=4 -D C=12288 -
 vectors ops_mix@long "$root/tests/gpu/programs/ops_mix.cnet" -D R=3 -D C=20000 -D V=16 -D D=8
 # Few rows of 40004 (softmax over a vocabulary at decode): each row in 10 parts over blocks (the
 # last shorter), f32 rows in packs and f16 rows of single elements (40004 is no multiple of 8);
-# ops_mix@long's rows of 20000 in 5 parts. COCONET_ROWWISE=long takes one block a row instead.
+# ops_mix@long's rows of 20000 in 5 parts. gen/ops_mix@rowlong (the tuning table's row_long 1,
+# tools/gpu-bundle.sh) takes one block a row instead.
 vectors ops_mix@vocab "$root/tests/gpu/programs/ops_mix.cnet" -D R=2 -D C=40004 -D V=16 -D D=8
 # seq_parallel with rows of 256 features over several blocks of the layer norm (1024 rows: 256
 # a rank at 4 ranks).

@@ -24,7 +24,8 @@ gpus=$(nvidia-smi -L | wc -l)
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1); nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
   echo "nccl: $NCCL_ROOT"
   echo "command: bash tests/gpu/run.sh (after tools/gpu-bundle.sh)${GPU_TESTS_ONLY:+; GPU_TESTS_ONLY=\"$GPU_TESTS_ONLY\"}${GPU_TESTS_SETS:+; GPU_TESTS_SETS=\"$GPU_TESTS_SETS\"}${GPU_TESTS_RANKS:+; GPU_TESTS_RANKS=\"$GPU_TESTS_RANKS\"}${SANITIZE:+; SANITIZE=$SANITIZE}${SANITIZE_TOOLS:+; SANITIZE_TOOLS=\"$SANITIZE_TOOLS\"}${GPU_TESTS_SANITIZE_SETS:+; GPU_TESTS_SANITIZE_SETS=\"$GPU_TESTS_SANITIZE_SETS\"}${GPU_TESTS_MULTI_AT_ONE:+; GPU_TESTS_MULTI_AT_ONE=$GPU_TESTS_MULTI_AT_ONE}${MEMCHECK_P2:+; MEMCHECK_P2=\"$MEMCHECK_P2\"}${MEMCHECK_P4:+; MEMCHECK_P4=\"$MEMCHECK_P4\"}${GPU_TESTS_MEMCHECK_FIRST:+; GPU_TESTS_MEMCHECK_FIRST=$GPU_TESTS_MEMCHECK_FIRST}${GPU_TESTS_LANES:+; GPU_TESTS_LANES=$GPU_TESTS_LANES}${GPU_TESTS_SHARE:+; GPU_TESTS_SHARE=$GPU_TESTS_SHARE}${GPU_TESTS_DRIVERS:+; GPU_TESTS_DRIVERS=$GPU_TESTS_DRIVERS}"
-  # the generated programs' run-time knobs set around the tests (coconet_env.h lists them: COCONET_CLAIMED_PUSH, ...)
+  # the generated programs' test and debug switches set around the tests (coconet_env.h lists them:
+  # COCONET_MULTI_RANK_FORMS, COCONET_TIMELINE_CALL; the performance choices are tuning-table entries)
   knobs=$(env | grep '^COCONET_' | sort | tr '\n' ' ')
   [ -z "$knobs" ] || echo "knobs: ${knobs% }"
 } > "$res"

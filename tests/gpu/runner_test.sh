@@ -117,9 +117,9 @@ got=$(grep -E '^(alpha|beta|checks|compute-sanitizer)' "$t/first/gpu-results.txt
 $(diff <(echo "$want") <(echo "$got"))"
 # GPU_TESTS_DRIVERS=0: no driver checks (no "no vectors" line either); the multi-GPU memchecks
 # still run, and they are the only driver runs.
-run "$t/nodrivers" GPU_TESTS_DRIVERS=0 SANITIZE=0 COCONET_CLAIMED_PULL=2 COCONET_CLAIMED_PUSH=0
-# the generated programs' knobs set around a run are recorded; none, no line
-[ "$(grep '^knobs:' "$t/nodrivers/gpu-results.txt")" = "knobs: COCONET_CLAIMED_PULL=2 COCONET_CLAIMED_PUSH=0" ] ||
+run "$t/nodrivers" GPU_TESTS_DRIVERS=0 SANITIZE=0 COCONET_TIMELINE_CALL=3 COCONET_MULTI_RANK_FORMS=0
+# the generated programs' switches set around a run are recorded, sorted; none, no line
+[ "$(grep '^knobs:' "$t/nodrivers/gpu-results.txt")" = "knobs: COCONET_MULTI_RANK_FORMS=0 COCONET_TIMELINE_CALL=3" ] ||
   fail "the knobs' line: $(grep '^knobs:' "$t/nodrivers/gpu-results.txt" || echo none)"
 ! grep -q '^knobs:' "$t/lanes/gpu-results.txt" || fail "a knobs line without knobs set"
 want="checks: 0 passed, 0 failed

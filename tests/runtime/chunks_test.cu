@@ -1,18 +1,16 @@
 // Host checks of the device runtime's chunk edges (coconet_device.cuh, chunkLo): every kernel
 // that runs in pipelined rounds splits its slice with them, and its movers and workers, and the
 // ranks, must agree on the same partition; and of the run-time chunk counts (gatherBatchedRows,
-// mergedOverlapChunks); and the run-time knobs read from the environment at every call
-// (claimedPushes, claimedPulls, tailFlags); and the row-wise kernels' threads a row (rowThreads)
-// and parts a row (rowSplitPartsFor) and its knobs, and when their kernels stream (streamRows);
+// mergedOverlapChunks); and the tuning table's claimed tiles and pulls by flags (claimedPushes,
+// claimedPulls, tailFlags) with the table's and other values; and the row-wise kernels' threads a
+// row (rowThreads) and parts a row (rowSplitPartsFor) and its knobs, and when their kernels stream (streamRows);
 // and the row kernels' statistics by packs
 // (MaxSumT / WelfordT / SumSqT::addPack, exp_for) against exact sums. Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
-#include <unistd.h>
-
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "coconet_device.cuh"
@@ -24,23 +22,6 @@ void expect(bool ok, const char* what, int rounds, int taper, long long m, int u
   if (ok) return;
   if (++failures <= 20)
     std::printf("FAIL %s: rounds %d taper %d m %lld unit %d chunk %d\n", what, rounds, taper, m, unit, c);
-}
-// What `run` writes to stderr.
-template <class Run>
-std::string stderrOf(Run&& run) {
-  std::fflush(stderr);
-  const int saved = dup(2);
-  std::FILE* err = std::tmpfile();
-  dup2(fileno(err), 2);
-  run();
-  std::fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  std::string said;
-  std::rewind(err);
-  for (int ch; (ch = std::fgetc(err)) != EOF;) said += static_cast<char>(ch);
-  std::fclose(err);
-  return said;
 }
 }  // namespace
 
@@ -183,16 +164,15 @@ int main() {
            "past 16: the next multiple, multiples kept", 0, 0, 0, 0, 0);
   }
   {
-    // The claimed pushes' tile (claimedPushes): kPushTileUnits from 3 ranks where a round has
-    // kClaimTilesPerMover tiles per mover, else the fixed parts (0), always so on 2 ranks;
-    // COCONET_CLAIMED_PUSH=K forces K on any ranks and rounds; a bad value is reported once and ignored.
+    // The claimed pushes' tile (claimedPushes): the tuning table's push_tile_units from 3 ranks
+    // where a round has kClaimTilesPerMover tiles per mover, else the fixed parts (0), always so on
+    // 2 ranks; other units (coconetc tune's candidates) the same way; 0 units: the fixed parts.
     using coconet_rt::claimedPushes;
     using coconet_rt::kClaimTilesPerMover;
     using coconet_rt::kPushTileUnits;
     const long long tile8 = static_cast<long long>(coconet_rt::kDevThreads) * 8 * kPushTileUnits;  // (V = 8)
     const long long enough = kClaimTilesPerMover * tile8 * 32;  // 32 movers: 2^21 elements a round
-    unsetenv("COCONET_CLAIMED_PUSH");
-    expect(enough == (1LL << 21), "claimed pushes: 4 tiles of 16 Ki elements per mover of 32", 0, 0, enough, 0, 0);
+    expect(kPushTileUnits == 4 && enough == (1LL << 21), "claimed pushes: 4 tiles of 16 Ki elements per mover of 32", 0, 0, enough, 0, 0);
     expect(claimedPushes(2, 1LL << 22, 32, 8) == 0 && claimedPushes(4, 1LL << 22, 32, 8) == kPushTileUnits &&
                claimedPushes(8, enough, 32, 8) == kPushTileUnits,
            "claimed pushes: fixed parts on 2 ranks, tiles from 3 with rounds of enough tiles", 0, 0, 0, 0, 0);
@@ -201,59 +181,28 @@ int main() {
     expect(claimedPushes(4, enough / 2, 16, 8) == kPushTileUnits && claimedPushes(4, enough / 2, 32, 4) == kPushTileUnits &&
                claimedPushes(4, enough / 2, 32, 8) == 0,
            "claimed pushes: the tiles per mover by the movers and the vector width", 0, 0, 0, 0, 0);
-    setenv("COCONET_CLAIMED_PUSH", "0", 1);
-    expect(claimedPushes(4, 1LL << 22, 32, 8) == 0, "COCONET_CLAIMED_PUSH=0: fixed parts", 0, 0, 0, 0, 0);
-    setenv("COCONET_CLAIMED_PUSH", "3", 1);
-    expect(claimedPushes(2, 1LL << 22, 32, 8) == 3 && claimedPushes(4, 1LL << 20, 32, 8) == 3,
-           "COCONET_CLAIMED_PUSH=3 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
-    int bad1 = -1, bad2 = -1;
-    const std::string said = stderrOf([&] {
-      setenv("COCONET_CLAIMED_PUSH", "4x", 1);
-      bad1 = claimedPushes(4, 1LL << 22, 32, 8);
-      setenv("COCONET_CLAIMED_PUSH", "65", 1);
-      bad2 = claimedPushes(2, 1LL << 22, 32, 8);
-    });
-    expect(bad1 == kPushTileUnits && bad2 == 0, "bad COCONET_CLAIMED_PUSH: the default", 0, 0, 0, 0, 0);
-    expect(said == "coconet: COCONET_CLAIMED_PUSH='4x' ignored: expected 0 to 64\n",
-           "bad COCONET_CLAIMED_PUSH: reported once, naming the value", 0, 0, 0, 0, 0);
-    unsetenv("COCONET_CLAIMED_PUSH");
-    // A tail's claimed pulls (claimedPulls): kPullTileUnits from 3 ranks in at most
-    // kClaimPullMaxRounds rounds, else the fixed parts; COCONET_CLAIMED_PULL=K forces K, a bad
-    // value is reported once (its own report, not the pushes') and ignored.
+    expect(claimedPushes(4, 1LL << 22, 32, 8, 0) == 0 && claimedPushes(8, 1LL << 30, 32, 8, 0) == 0,
+           "claimed pushes with 0 units: fixed parts at any size", 0, 0, 0, 0, 0);
+    expect(claimedPushes(4, enough / 2, 32, 8, 2) == 2 && claimedPushes(4, enough / 2 - 1, 32, 8, 2) == 0 &&
+               claimedPushes(4, enough * 2, 32, 8, 8) == 8 && claimedPushes(4, enough, 32, 8, 8) == 0 &&
+               claimedPushes(2, 1LL << 30, 32, 8, 8) == 0,
+           "claimed pushes with other units: their tiles' count per mover, from 3 ranks", 0, 0, 0, 0, 0);
+    // A tail's claimed pulls (claimedPulls): the table's pull_tile_units from 3 ranks in at most
+    // kClaimPullMaxRounds rounds, else the fixed parts; other units the same way; 0: the fixed parts.
     using coconet_rt::claimedPulls;
     using coconet_rt::kClaimPullMaxRounds;
     using coconet_rt::kPullTileUnits;
-    unsetenv("COCONET_CLAIMED_PULL");
     expect(kPullTileUnits > 0 && claimedPulls(4, kClaimPullMaxRounds) == kPullTileUnits && claimedPulls(8, 1) == kPullTileUnits &&
                claimedPulls(3, 2) == kPullTileUnits,
            "claimed pulls: tiles from 3 ranks in few rounds", 0, 0, 0, 0, 0);
     expect(claimedPulls(2, 4) == 0 && claimedPulls(4, kClaimPullMaxRounds + 1) == 0 && claimedPulls(4, 16) == 0,
            "claimed pulls: fixed parts on 2 ranks and in more rounds", 0, 0, 0, 0, 0);
-    setenv("COCONET_CLAIMED_PULL", "0", 1);
-    const bool pullsOff = claimedPulls(4, 4) == 0;
-    setenv("COCONET_CLAIMED_PULL", "2", 1);
-    expect(pullsOff && claimedPulls(2, 16) == 2, "COCONET_CLAIMED_PULL=0 / =2 on any ranks and rounds (read per call)", 0, 0, 0, 0, 0);
-    int badPull1 = -1, badPull2 = -1;
-    const std::string saidPull = stderrOf([&] {
-      setenv("COCONET_CLAIMED_PULL", "-1", 1);
-      badPull1 = claimedPulls(4, 4);
-      setenv("COCONET_CLAIMED_PULL", "x", 1);
-      badPull2 = claimedPulls(4, 8);
-    });
-    expect(badPull1 == kPullTileUnits && badPull2 == 0, "bad COCONET_CLAIMED_PULL: the default", 0, 0, 0, 0, 0);
-    expect(saidPull == "coconet: COCONET_CLAIMED_PULL='-1' ignored: expected 0 to 64\n",
-           "bad COCONET_CLAIMED_PULL: reported once, naming the variable and value", 0, 0, 0, 0, 0);
-    unsetenv("COCONET_CLAIMED_PULL");
-    // A tail's pulls by flags (tailFlags) unless COCONET_TAIL_FLAGS=0, read per call.
-    using coconet_rt::tailFlags;
-    unsetenv("COCONET_TAIL_FLAGS");
-    const bool byDefault = tailFlags();
-    setenv("COCONET_TAIL_FLAGS", "0", 1);
-    const bool off = tailFlags();
-    setenv("COCONET_TAIL_FLAGS", "1", 1);
-    const bool on = tailFlags();
-    unsetenv("COCONET_TAIL_FLAGS");
-    expect(byDefault && !off && on, "COCONET_TAIL_FLAGS: flags unless 0", 0, 0, 0, 0, 0);
+    expect(claimedPulls(4, 4, 0) == 0 && claimedPulls(4, 1, 2) == 2 && claimedPulls(2, 1, 2) == 0 &&
+               claimedPulls(4, kClaimPullMaxRounds + 1, 2) == 0,
+           "claimed pulls with 0 and 2 units", 0, 0, 0, 0, 0);
+    // A tail's pulls by flags (tailFlags): the table's tail_flags.
+    expect(coconet_rt::tailFlags() == (coconet_rt::kTailFlags == 1) && coconet_rt::kTailFlags == 1, "tailFlags: the table's 1, flags",
+           0, 0, 0, 0, 0);
   }
   {
     // A tail's flags' epochs: 1, 2, ... from 0, never 0; zeroed flags where the epoch wraps.
@@ -274,7 +223,6 @@ int main() {
     // 32 up to 512) that keep the row's packs with at most perThread a thread; 0 (the
     // one-block-a-row kernel) past that; the knobs.
     using coconet_rt::rowThreads;
-    unsetenv("COCONET_ROWWISE");
     const struct { long long units; int per, want; } cases[] = {
         {1, 8, 1},      {8, 8, 1},      {9, 8, 2},      {128, 8, 16},    {512, 8, 64},   {513, 8, 128},
         {1024, 8, 128}, {1025, 8, 160}, {1536, 8, 192}, {2560, 8, 320},  {3072, 8, 384}, {4096, 8, 512},
@@ -285,11 +233,13 @@ int main() {
     expect(rowThreads(512, 8, 20) == 64, "rowThreads with a cap above perThread", 8, 0, 512, 0, rowThreads(512, 8, 20));
     expect(rowThreads(512, 8, coconet_rt::rowMaxPacks(1024)) == 64, "rowThreads with the table's cap", 8, 0, 512, 0,
            rowThreads(512, 8, coconet_rt::rowMaxPacks(1024)));
-    setenv("COCONET_ROWWISE", "long", 1);
-    expect(rowThreads(8, 8) == 0, "rowThreads with COCONET_ROWWISE=long", 8, 0, 8, 0, rowThreads(8, 8));
-    unsetenv("COCONET_ROWWISE");
+    expect(rowThreads(8, 8, INT_MAX, 1) == 0 && rowThreads(4096, 8, 2, 1) == 0, "rowThreads with row_long 1: 0 for every row", 8, 0, 8,
+           0, rowThreads(8, 8, INT_MAX, 1));
+    expect(rowThreads(8, 8, INT_MAX, 0) == 1 && rowThreads(8, 8, INT_MAX, coconet_rt::rowLong(1024)) == 1,
+           "rowThreads with row_long 0 (the table's)", 8, 0, 8, 0, rowThreads(8, 8, INT_MAX, coconet_rt::rowLong(1024)));
     // Rows split over blocks: only rows fewer than perSm blocks an SM, enough parts for about
-    // that many, parts of at least minPart (4096) elements; 1 (a block a row) otherwise. With COCONET_ROWWISE=long rowSplitParts never splits, before asking the device.
+    // that many, parts of at least minPart (4096) elements; 1 (a block a row) otherwise. With the
+    // table's row_long 1 rowSplitParts never splits, before asking the device.
     using coconet_rt::rowSplitPartsFor;
     const struct { long long rows, n; int sms, perSm; long long want; } splits[] = {
         {1, 262144, 132, 2, 64},    {3, 20000, 132, 2, 5},    {2, 40000, 132, 2, 10},  {8, 131072, 132, 2, 32},
@@ -302,9 +252,8 @@ int main() {
     const long long tableParts = rowSplitPartsFor(8, 131072, 132, coconet_rt::rowSplitBlocks(1 << 21), coconet_rt::rowSplitMin(1 << 21));
     expect(tableParts == 32, "rowSplitPartsFor with the table's blocks an SM and least part", 132, 0, 8, 131072,
            static_cast<int>(tableParts));
-    setenv("COCONET_ROWWISE", "long", 1);
-    expect(coconet_rt::rowSplitParts(1, 1 << 20, 1 << 21, "p", "s") == 1, "rowSplitParts with COCONET_ROWWISE=long", 0, 0, 0, 0, 0);
-    unsetenv("COCONET_ROWWISE");
+    expect(coconet_rt::rowSplitParts(1, 1 << 20, 1 << 21, "p", "s", 1) == 1, "rowSplitParts with row_long 1", 0, 0, 0, 0, 0);
+    expect(coconet_rt::rowLong(1 << 21) == 0, "row_long: 0 in the table", 0, 0, 0, 0, 0);
     // Streaming rows: by the table's mode 2, a kernel that does not stream by default (softmax)
     // never does, before asking the device for its L2; modes 1 and 0 decide for every kernel and
     // size.

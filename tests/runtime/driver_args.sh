@@ -45,13 +45,15 @@ RANK=4 WORLD_SIZE=4 expect "adam_main: RANK: 4 is more than 3" -D N=8 -D t=1
 RANK=0 WORLD_SIZE=four expect "adam_main: WORLD_SIZE: 'four' is not an integer" -D N=8 -D t=1
 # Good values are read whole (the defines are applied in order, so the error names only Q):
 expect "adam_main: -D Q: adam has no parameter 'Q'" -D N=3*2^20 -D t=2^3 -D lr=1e-3 --iters 2^4 -D Q=1
-# --help: exit 0, every option, and every COCONET_* variable the runtime reads with its range:
+# --help: exit 0, every option, and every COCONET_* variable the runtime reads with its range
+# (test and debug switches only: the performance choices are tuning-table entries):
 help=$("$exe" --help 2>&1); rc=$?
-for want in "usage: " "--check DIR" "--spawn N" "--batch K" "COCONET_PDL" "COCONET_CLAIMED_PUSH" \
-            "COCONET_TIMELINE_CALL" "read at every call"; do
+for want in "usage: " "--check DIR" "--spawn N" "--batch K" "test and debug switches" \
+            "COCONET_MULTI_RANK_FORMS (0 to 1)" "COCONET_TIMELINE_CALL (1 to 1099511627776)"; do
   if [ "$rc" != 0 ] || [[ "$help" != *"$want"* ]]; then
     echo "FAIL: adam_main --help: rc=$rc, no '$want' in: $help"; fails=$((fails + 1))
   fi
 done
+[ "$(grep -c '^  COCONET_' <<< "$help")" = 2 ] || { echo "FAIL: adam_main --help: not the two variables: $help"; fails=$((fails + 1)); }
 [ "$rc" = 0 ] && echo "ok: adam_main --help lists the options and COCONET_* variables"
 [ "$fails" = 0 ] && echo "driver_args: all passed" || { echo "driver_args: $fails failed"; exit 1; }

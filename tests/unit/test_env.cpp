@@ -55,7 +55,6 @@ long long valueWith(Env id, const char* text, long long fallback, std::string& e
 
 TEST_CASE("every environment variable has one spec in the order of Env", "[env]") {
   std::vector<std::string> names;
-  bool everyCall = true;
   for (int i = 0; i < static_cast<int>(Env::Count); ++i) {
     const EnvSpec& s = kEnvSpecs[i];
     INFO(s.name);
@@ -63,55 +62,51 @@ TEST_CASE("every environment variable has one spec in the order of Env", "[env]"
     CHECK(std::string(s.name).rfind("COCONET_", 0) == 0);
     CHECK(s.lo <= s.hi);
     CHECK(*s.meaning);
-    CHECK((everyCall || !s.everyCall));  // those read at every call first
-    everyCall = s.everyCall;
     for (const auto& n : names) CHECK(n != s.name);
     names.push_back(s.name);
   }
 }
 
+TEST_CASE("the environment holds test and debug switches only", "[env]") {
+  // The performance choices are tuning-table entries (coconetc tune measures them); only these
+  // two remain, and the variables that once set such choices are gone.
+  std::vector<std::string> names;
+  for (const EnvSpec& s : kEnvSpecs) names.push_back(s.name);
+  CHECK(names == std::vector<std::string>{"COCONET_MULTI_RANK_FORMS", "COCONET_TIMELINE_CALL"});
+}
+
 TEST_CASE("an integer variable takes whole numbers in its range and nothing else", "[env]") {
   std::string err;
-  CHECK(valueWith(Env::ClaimedPush, nullptr, 4, err) == 4);
+  CHECK(valueWith(Env::TimelineCall, nullptr, 10, err) == 10);
   CHECK(err.empty());
-  CHECK(valueWith(Env::ClaimedPush, "", 4, err) == 4);
+  CHECK(valueWith(Env::TimelineCall, "", 10, err) == 10);
   CHECK(err.empty());
-  CHECK(valueWith(Env::ClaimedPush, "0", 4, err) == 0);
-  CHECK(valueWith(Env::ClaimedPush, "64", 4, err) == 64);
-  CHECK(valueWith(Env::ClaimedPush, "17", 4, err) == 17);
+  CHECK(valueWith(Env::TimelineCall, "1", 10, err) == 1);
+  CHECK(valueWith(Env::TimelineCall, "64", 10, err) == 64);
+  CHECK(valueWith(Env::TimelineCall, "1099511627776", 10, err) == 1099511627776LL);
   CHECK(err.empty());
   // Out of range, signs, spaces, trailing text, hex and overflow keep the default; the first is
   // reported with the range, later ones of the same variable are not.
-  CHECK(valueWith(Env::ClaimedPush, "65", 4, err) == 4);
-  CHECK(err == "coconet: COCONET_CLAIMED_PUSH='65' ignored: expected 0 to 64\n");
-  for (const char* bad : {"-1", "+5", " 5", "5 ", "5x", "0x10", "99999999999999999999", "-", "1e3"}) {
+  CHECK(valueWith(Env::TimelineCall, "0", 10, err) == 10);
+  CHECK(err == "coconet: COCONET_TIMELINE_CALL='0' ignored: expected 1 to 1099511627776\n");
+  for (const char* bad : {"-1", "+5", " 5", "5 ", "5x", "0x10", "99999999999999999999", "1099511627777", "-", "1e3"}) {
     INFO(bad);
-    CHECK(valueWith(Env::ClaimedPush, bad, 4, err) == 4);
+    CHECK(valueWith(Env::TimelineCall, bad, 10, err) == 10);
     CHECK(err.empty());
   }
-  CHECK(valueWith(Env::TailFlags, "2", 1, err) == 1);
-  CHECK(err == "coconet: COCONET_TAIL_FLAGS='2' ignored: expected 0 to 1\n");
-  CHECK(valueWith(Env::TimelineCall, "1099511627776", 10, err) == 1099511627776LL);
-}
-
-TEST_CASE("a word variable takes its words; the first is 0", "[env]") {
-  std::string err;
-  CHECK(valueWith(Env::RowWise, "long", 0, err) == 1);
-  CHECK(valueWith(Env::RowWise, "auto", 1, err) == 0);
-  CHECK(err.empty());
-  CHECK(valueWith(Env::RowWise, "Long", 0, err) == 0);
-  CHECK(err == "coconet: COCONET_ROWWISE='Long' ignored: expected auto or long\n");
-  CHECK(valueWith(Env::RowWise, "1", 0, err) == 0);  // told once already
+  CHECK(valueWith(Env::MultiRankForms, "1", 0, err) == 1);
+  CHECK(valueWith(Env::MultiRankForms, "0", 1, err) == 0);
   CHECK(err.empty());
 }
 
 TEST_CASE("a reported value is printed escaped and cut short", "[env]") {
+  // (each variable is reported once per process: TimelineCall's report is the range test's)
   std::string err;
-  CHECK(valueWith(Env::ClaimedPull, "\x1b[2J", 8, err) == 8);
-  CHECK(err == "coconet: COCONET_CLAIMED_PULL='\\x1b[2J' ignored: expected 0 to 64\n");
-  const std::string longText(100, '7');
-  CHECK(valueWith(Env::TimelineCall, longText.c_str(), 3, err) == 3);
-  CHECK(err == "coconet: COCONET_TIMELINE_CALL='" + std::string(64, '7') + "...' ignored: expected 1 to 1099511627776\n");
+  const std::string text = "\x1b[2J" + std::string(100, '7');
+  CHECK(valueWith(Env::MultiRankForms, text.c_str(), 0, err) == 0);
+  CHECK(err == "coconet: COCONET_MULTI_RANK_FORMS='\\x1b[2J" + std::string(60, '7') + "...' ignored: expected 0 to 1\n");
+  CHECK(valueWith(Env::MultiRankForms, "2", 0, err) == 0);  // told once already
+  CHECK(err.empty());
 }
 
 TEST_CASE("--help lists every variable with its values", "[env]") {
@@ -121,8 +116,9 @@ TEST_CASE("--help lists every variable with its values", "[env]") {
     INFO(s.name);
     CHECK(os.str().find(std::string("  ") + s.name + " (") != std::string::npos);
   }
-  CHECK(os.str().find("COCONET_ROWWISE (auto or long, read at every call): long:") != std::string::npos);
-  CHECK(os.str().find("COCONET_PDL (0 to 1, read once): 0:") != std::string::npos);
+  CHECK(os.str().find("environment (test and debug switches") != std::string::npos);
+  CHECK(os.str().find("COCONET_MULTI_RANK_FORMS (0 to 1): 1:") != std::string::npos);
+  CHECK(os.str().find("COCONET_TIMELINE_CALL (1 to 1099511627776): N:") != std::string::npos);
 }
 
 TEST_CASE("docs/language.md lists the variables in the order of Env", "[env]") {
@@ -134,15 +130,8 @@ TEST_CASE("docs/language.md lists the variables in the order of Env", "[env]") {
   std::vector<std::string> listed;
   for (std::sregex_iterator it(section.begin(), section.end(), row), end; it != end; ++it) listed.push_back((*it)[1]);
   std::vector<std::string> names;
-  int everyCall = 0;
-  for (const EnvSpec& s : kEnvSpecs) {
-    names.push_back(s.name);
-    everyCall += s.everyCall;
-  }
+  for (const EnvSpec& s : kEnvSpecs) names.push_back(s.name);
   CHECK(listed == names);
-  const char* counts[] = {"", "first", "first two", "first three", "first four", "first five", "first six", "first seven", "first eight"};
-  REQUIRE(everyCall < 9);
-  CHECK(section.find(std::string("The ") + counts[everyCall] + " are read at every call") != std::string::npos);
 }
 
 TEST_CASE("no runtime file reads a COCONET_ variable but through the parser", "[env]") {

@@ -107,6 +107,15 @@ TEST_CASE("tune: rank correlation and the entries a program's code reads", "[tun
   CHECK(names(tune::entriesRead(table, "x = coconet_rt::rowSplitParts(rows, n, p, s);")) ==
         std::set<std::string>{"row_split_min", "row_split_blocks"});
   CHECK(names(tune::entriesRead(table, "if (M >= coconet_rt::gemvMinRows(M * K * 2))")) == std::set<std::string>{"gemv_min_rows"});
+  // the entries that were environment switches: read by the calls the generated code makes
+  CHECK(names(tune::entriesRead(table,
+                                "R = coconet_rt::rowThreads(n / V, 8, coconet_rt::rowMaxPacks(bytes), coconet_rt::rowLong(bytes));")) ==
+        std::set<std::string>{"row_max_packs", "row_long"});
+  CHECK(names(tune::entriesRead(table,
+                                "CHECK(coconet_rt::launchDependent(k, blocks, coconet_rt::claimedPushes(P_, n / rounds, movers, 8)));\n"
+                                "const int pulled = coconet_rt::claimedPulls(P_, rounds);\n"
+                                "coconet_rt::tailFlags() ? dev_->flagEpoch[1] : 0u")) ==
+        std::set<std::string>{"pdl", "push_tile_units", "pull_tile_units", "tail_flags"});
   CHECK(tune::entriesRead(table, "nothing").empty());
 }
 

@@ -143,8 +143,8 @@ void Emitter::devKernelMovers(const DevKernel& dk) {
       << "      // every rank published chunk r of this part\n"
       << "      if (r < rounds) " << wait << "    }\n";
   else {
-    // once every worker published chunk r, a barrier per round (every tail without flags, and under
-    // COCONET_TAIL_FLAGS=0 one with them); then pull chunk r
+    // once every worker published chunk r, a barrier per round (every tail without flags, and with
+    // the tuning table's tail_flags 0 one with them); then pull chunk r
     const std::string barrierPulls =
         "// once every worker published chunk r, barrier; pull chunk r\n"
         "for (int r = 0; r < rounds; ++r) {\n"

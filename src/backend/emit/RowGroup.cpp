@@ -410,9 +410,10 @@ void Emitter::emitRowLaunch(const RowKernel& rk) {
   } else {
     b << "    // the operands several passes read in registers where the row's packs fit " << rk.K << " a thread\n"
       << "    const int Rc = coconet_rt::rowThreads(units, " << rk.K
-      << ", coconet_rt::rowMaxPacks(bytes));\n    const bool cache = Rc > 0;\n";
+      << ", coconet_rt::rowMaxPacks(bytes), coconet_rt::rowLong(bytes));\n    const bool cache = Rc > 0;\n";
   }
-  b << "    int R = cache ? " << (!cached ? "0" : "Rc") << " : coconet_rt::rowThreads(units, 8, coconet_rt::rowMaxPacks(bytes));\n"
+  b << "    int R = cache ? " << (!cached ? "0" : "Rc")
+    << " : coconet_rt::rowThreads(units, 8, coconet_rt::rowMaxPacks(bytes), coconet_rt::rowLong(bytes));\n"
     << "    if (R == 0) R = 512;  // longer rows: a block a row, more packs a thread\n"
     << "    const int threads = R < 128 ? 128 : R;\n"
     << "    const int blocks = static_cast<int>(std::min<long long>((rows + threads / R - 1) / (threads / R), 1 << 20));\n";

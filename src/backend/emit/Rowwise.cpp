@@ -235,7 +235,7 @@ void Emitter::emitRowwiseLaunch(const RowwiseKernel& k) {
         << "    const bool packed = n % " << V << " == 0 && " << aligned << ";\n"
         << "    const long long bytes = rows * n * static_cast<long long>(sizeof(" << XT << "));  // the rows' input (the table reads)\n"
         << "    const int V = packed ? " << V
-        << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16, coconet_rt::rowMaxPacks(bytes));\n"
+        << " : 1, R = coconet_rt::rowThreads(n / V, packed ? 8 : 16, coconet_rt::rowMaxPacks(bytes), coconet_rt::rowLong(bytes));\n"
         << "    if (R > 0) {\n"
         << "      const int threads = R < 128 ? 128 : R;\n"
         << "      const long long groups = (rows + threads / R - 1) / (threads / R);\n"

@@ -144,7 +144,8 @@ constexpr int kGatherFlopsPerByte = 1700;
 constexpr int kPeersInFlight = 4;
 
 // push_tile_units: units per thread of a reduce-scatter head's claimed push tiles (from 3 ranks,
-// where a round holds claim_tiles_per_mover tiles per mover).
+// where a round holds claim_tiles_per_mover tiles per mover); 0: fixed parts (its movers never
+// claim).
 // Measured: 4 H200, LAMB: 3-5% faster claiming at 2^26 and 2^28 (4 and 8 tiles per mover); 2 H200:
 // up to 3% slower, so 2 ranks keep fixed parts.
 constexpr int kPushTileUnits = 4;
@@ -155,7 +156,8 @@ constexpr int kPushTileUnits = 4;
 constexpr long long kClaimTilesPerMover = 4LL;
 
 // pull_tile_units: units per thread of an all-gather tail's claimed pull tiles (from 3 ranks, in at
-// most claim_pull_max_rounds rounds).
+// most claim_pull_max_rounds rounds, where it pulls by flags); 0: fixed parts (its movers never
+// claim).
 // Measured: 4 H200, LAMB: tiles of 1 unit 1-3% faster at 2^24 and 2^25 (4 rounds); 2 H200: slower
 // at every size.
 constexpr int kPullTileUnits = 1;
@@ -164,6 +166,13 @@ constexpr int kPullTileUnits = 1;
 // Measured: 4 H200, LAMB: level or slower claiming at 2^26 and 2^28 (8 and 16 rounds: the fixed
 // parts' uneven ends weigh less there than the claims cost).
 constexpr int kClaimPullMaxRounds = 4;
+
+// tail_flags: an all-gather tail's movers (with whole barriers) pull chunk r: 1 once every rank's
+// flags count it computed, 0 after a barrier per round.
+// Measured: 4 H200, LAMB: the step under 1% faster by flags at 2^26 and 2^28, level at 2^24 (with a
+// barrier per round LAMB's apply spent 1.2-4.7 us in each round's barrier at 2^24 with every chunk
+// computed).
+constexpr int kTailFlags = 1;
 
 // dev_movers: movers of a split kernel unless tune(f, movers = K) sets them.
 // Measured: 4 H200, Adam at 2^28 parameters: 4976, 3140 and 2582 us with 16, 32 and 64 movers.
@@ -182,6 +191,13 @@ constexpr int splitOccupancy(long long ranks) {
   return ranks <= 2 ? 2
          : 1;
 }
+
+// pdl: 1: device-group and device allreduce kernels launch with programmatic dependent launch
+// (compute capability 9.0 and up: a kernel's launch and block start overlap the tail of the kernel
+// before it); 0: one after another.
+// Measured: 4 H200, LAMB and Adam at 2^20 to 2^24 parameters, launched so and not (2026-11-26):
+// 2.7-5.8 us a step less for LAMB (apply starts as moments ends), 0.4-1.5 us for Adam.
+constexpr int kPdl = 1;
 
 // dev_auto_rounds: a device group's rounds when the schedule does not set them, by the bytes of its
 // reduce-scatter's input.
@@ -277,6 +293,18 @@ inline int rowStream(long long bytes) {
 inline int rowSplitBlocks(long long bytes) {
   tableRead("row_split_blocks", bytes);
   return 2;
+}
+
+// row_long: 1: every row kernel takes a block a row and reads the row again in each pass (never the
+// row in registers, never split over blocks); 0: by the row's length (bytes: the rows' input).
+// Measured: one H200, norms rows coconetc and coconetc_long (a block a row everywhere; 2026-11-29):
+// layer norm T=8192 f16 85.9 against 108.8 us at H=8192 and 126.5 against 156.1 at H=12288 (rows in
+// registers); softmax T=1 H=131072 28.6 against 45.5 us and layer norm T=8 H=65536 19.1 against
+// 34.3 us (rows split over blocks); level where rows take a block each anyway (softmax T=1024
+// H=131072: 216.4 us both).
+inline int rowLong(long long bytes) {
+  tableRead("row_long", bytes);
+  return 0;
 }
 
 // gemv_min_rows: a GEMV of at least this many rows runs the generated kernel, fewer cuBLAS (bytes:

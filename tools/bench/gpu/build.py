@@ -77,8 +77,9 @@ def collect_programs(names: list[str], headline: bool = False) -> tuple[dict, di
 
 def select_programs(programs: dict, keys: str) -> tuple[dict, list[str]]:
     """The programs `--programs KEY,KEY` keeps: each KEY and its rows' variants (KEY_x_NAME, made
-    by BENCH_SCHED_ROWS and BENCH_COMPILER_ROWS), so that asking for a program never leaves out the
-    rows asked for beside it; and the KEYs that name no program."""
+    by BENCH_SCHED_ROWS, BENCH_COMPILER_ROWS and BENCH_TUNING_ROWS, and norms' KEY_x_long), so that
+    asking for a program never leaves out the rows asked for beside it; and the KEYs that name no
+    program."""
     wanted = [k for k in keys.split(",") if k]
     unknown = [k for k in wanted if k not in programs]
     kept = {k: v for k, v in programs.items() if any(k == w or k.startswith(w + "_x_") for w in wanted)}

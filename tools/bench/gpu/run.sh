@@ -27,9 +27,9 @@
 # BENCH_SCHED_ROWS (Adam's and LAMB's schedule variants as rows `coconetc_NAME`:
 # "NAME=STATEMENTS|..." added to the sample's schedule), BENCH_COMPILER_ROWS (Adam's and LAMB's
 # rows `coconetc_NAME` compiled by another coconetc: "NAME=PATH|...", an A/B of the compiler),
-# BENCH_ENV_ROWS (Adam's and LAMB's rows `coconetc_NAME` of the sample's build with run-time
-# knobs set around each step: "NAME=VAR=VALUE[ VAR=VALUE]|...", VAR COCONET_CLAIMED_PUSH,
-# COCONET_TAIL_FLAGS or COCONET_CLAIMED_PULL),
+# BENCH_TUNING_ROWS (Adam's and LAMB's rows `coconetc_NAME` compiled with a tuning file:
+# "NAME=FILE|...", FILE as `coconetc tune` writes it, for an A/B of tuning-table entries such
+# as push_tile_units, pull_tile_units, tail_flags or pdl),
 # MEGATRON_DECODE_TOKENS / ALLREDUCE_SIZES (developer options: other decode token counts, other
 # all-reduce sizes; the results' command names them).
 #
@@ -66,7 +66,7 @@ done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The command as recorded in the results: with the environment that changes what runs.
 envs=""
-for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS BENCH_COMPILER_ROWS BENCH_ENV_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES; do
+for v in BENCH_ARGS BUILD_ARGS BENCH_ROUNDS BENCH_SCHED_ROWS BENCH_COMPILER_ROWS BENCH_TUNING_ROWS MEGATRON_DECODE_TOKENS ALLREDUCE_SIZES; do
   if [ -n "${!v:-}" ]; then envs+="$v='${!v}' "; fi
 done
 export COCONET_BENCH_COMMAND="$envs$cmdline"

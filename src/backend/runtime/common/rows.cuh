@@ -334,10 +334,10 @@ template <class Op> struct CombineOf {
 // twice). The multiples of 32 keep more packs in flight an SM than the next power of two would
 // (measured on one H200: layer norm over 8192 rows of 10240 to 24576 f16 3-11% faster so).
 // At most `cap` packs a thread (the generated code passes the tuning table's row_max_packs, which
-// coconetc tune measures: more threads a row). For A/B benchmarks and tests (read at every call):
-// COCONET_ROWWISE=long takes that kernel for every row.
-inline int rowThreads(long long units, int perThread, int cap = INT_MAX) {
-  if (envValue(Env::RowWise, 0) == 1) return 0;
+// coconetc tune measures: more threads a row). With `longRows` 1 (the generated code passes the
+// table's row_long at the rows' bytes, which coconetc tune measures too) 0 for every row.
+inline int rowThreads(long long units, int perThread, int cap = INT_MAX, int longRows = 0) {
+  if (longRows == 1) return 0;
   perThread = std::min(perThread, cap);
   for (int r = 1; r <= 512; r = r < 128 ? r * 2 : r + 32)
     if (units <= static_cast<long long>(r) * perThread) return r;
@@ -348,8 +348,8 @@ inline int rowThreads(long long units, int perThread, int cap = INT_MAX) {
 // GPU's `sms` (a block a row: `_long`): enough parts for about perSm blocks an SM, each part at
 // least minPart elements; 1 where a block takes a whole row. rowSplitParts takes both from the
 // tuning table (row_split_blocks, row_split_min) at the rows' bytes, entries coconetc tune
-// measures (tools/tune/jobs.sh single); their rows there name the measurements.
-// For A/B benchmarks (read at every call): COCONET_ROWWISE=long never splits.
+// measures (tools/tune/jobs.sh single); their rows there name the measurements. With the table's
+// row_long 1 at the rows' bytes (`longRows` -1: read there) it never splits.
 inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perSm, long long minPart) {
   const long long target = static_cast<long long>(perSm) * sms;
   if (rows <= 0 || rows >= target) return 1;
@@ -357,8 +357,9 @@ inline long long rowSplitPartsFor(long long rows, long long n, int sms, int perS
   return std::max<long long>(1, std::min(want, most));
 }
 // `bytes`: the rows' input (the tuning table's entries are read at it).
-inline long long rowSplitParts(long long rows, long long n, long long bytes, const char* program, const char* stage) {
-  if (envValue(Env::RowWise, 0) == 1) return 1;
+inline long long rowSplitParts(long long rows, long long n, long long bytes, const char* program, const char* stage,
+                               int longRows = -1) {
+  if ((longRows < 0 ? rowLong(bytes) : longRows) == 1) return 1;
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), program, stage, "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), program, stage, "cudaDeviceGetAttribute");

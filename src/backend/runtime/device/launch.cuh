@@ -10,7 +10,7 @@
 // blocks were all resident before any of them let it launch, and the kernels whose blocks must
 // all be resident at once (barriers, roles) find every SM free again when their wait returns.
 // Before anything else on the stream (a copy, an event, NCCL's or cuBLAS's kernels) the launch
-// is an ordinary one. COCONET_PDL=0 in the environment turns it off (A/B timings).
+// is an ordinary one. The tuning table's pdl 0 (which coconetc tune measures) turns it off.
 __device__ __forceinline__ void pdlWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -22,12 +22,11 @@ __device__ __forceinline__ void pdlLaunchDependents() {
 #endif
 }
 // Whether launches on the current device may overlap (its compute capability, read once per
-// device, and COCONET_PDL).
+// device, and the tuning table's pdl).
 inline bool pdlEnabled() {
-  static const bool allowed = envValue(Env::Pdl, 1) == 1;
   static std::atomic<int> known[64] = {};  // per device: 0 not read yet, 1 no, 2 yes
   int dev = 0;
-  if (!allowed || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  if (kPdl == 0 || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
   int v = known[dev].load(std::memory_order_relaxed);
   if (v == 0) {
     int major = 0;

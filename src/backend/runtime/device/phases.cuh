@@ -158,20 +158,16 @@ __device__ __forceinline__ void moverPushed(unsigned* pushed) {
 // A head's claimed pushes on P ranks (the kernel's `claimed`), for rounds of `roundElems` elements
 // of each slice (the mean, where tapered) pushed by `movers` blocks in units of `V` elements per
 // thread: the tile's units per thread, 0 for the fixed parts.
-// From 3 ranks tiles of kPushTileUnits where a round has at least kClaimTilesPerMover tiles per
-// mover, else the fixed parts:
+// From 3 ranks tiles of `units` (the tuning table's push_tile_units, which coconetc tune measures;
+// 0: never) where a round has at least kClaimTilesPerMover tiles per mover, else the fixed parts:
 // - On 2 ranks each mover pushes to the one peer, its fixed part evens out, and the tiles' claims
 //   only cost (measured on 2 H200: LAMB up to 3% slower claiming, at 2^26 and 2^28).
 // - With 2 tiles per mover a round has nothing to even out by whole tiles (measured on 4 H200:
 //   LAMB 2% slower claiming at 2^24, 32 movers, and 3-5% faster at 2^26 and 2^28, 4 and 8 tiles
 //   per mover). 3 tiles per mover were not measured.
-// COCONET_CLAIMED_PUSH in the environment sets the units on any number of ranks and rounds, 0 the
-// fixed parts (A/B timings; read at every call, so that the bench's BENCH_ENV_ROWS time both forms
-// of one build side by side).
-inline int claimedPushes(int P, long long roundElems, int movers, int V) {
-  const long long tile = static_cast<long long>(kDevThreads) * V * kPushTileUnits;
-  return static_cast<int>(
-      envValue(Env::ClaimedPush, P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? kPushTileUnits : 0));
+inline int claimedPushes(int P, long long roundElems, int movers, int V, int units = kPushTileUnits) {
+  const long long tile = static_cast<long long>(kDevThreads) * V * units;
+  return units > 0 && P > 2 && roundElems >= kClaimTilesPerMover * tile * movers ? units : 0;
 }
 
 // Phase "push" of a one-shot allreduce, for the elements [lo, hi) of this rank's `in` (m

@@ -141,7 +141,7 @@ __device__ __forceinline__ void roleExit(unsigned* roles, int rounds) {
 // rank's flags to r + 1, by a maximum: the last workers of two chunks may get there out of order.
 // (Published by mover block 0 after its pull instead, a system fence stood behind the pull's own
 // traffic: 4-10 us in the rounds that published; measured on 4 H200, LAMB's step up to 2% faster
-// so, at 2^24 .. 2^28.) With `epoch` 0 (COCONET_TAIL_FLAGS=0) only the count.
+// so, at 2^24 .. 2^28.) With `epoch` 0 (the tuning table's tail_flags 0: tailFlags) only the count.
 __device__ __forceinline__ void workerDone(unsigned* roles, int r, unsigned workers, ncclWindow_t w, size_t off, int P, int me,
                                            unsigned epoch) {
   __syncthreads();
@@ -206,16 +206,15 @@ __device__ __forceinline__ void pullTiles(unsigned* claimed, int units, ncclWind
   });
 }
 // A tail's claimed pulls (pullTiles) on P ranks in `rounds` rounds: the tile's units per thread,
-// 0 for the fixed parts. From 3 ranks tiles of kPullTileUnits where the kernel has at most
-// kClaimPullMaxRounds rounds, else the fixed parts. Chosen by measurement of LAMB: on 4 H200
-// tiles of 1 unit ran 1-3% faster at 2^24 and 2^25 (4 rounds) and level or slower at 2^26 and
-// 2^28 (8 and 16 rounds: the fixed parts' uneven ends weigh less there than the claims cost); on
-// 2 H200 (each block pulls from the one peer) they lost at every size.
-// COCONET_CLAIMED_PULL in the environment sets the units on any ranks and rounds, 0 the fixed parts
-// (A/B timings, read at every call as COCONET_CLAIMED_PUSH). Only the pulls by flags claim: under
-// COCONET_TAIL_FLAGS=0 (a barrier per round) the movers keep their fixed parts.
-inline int claimedPulls(int P, int rounds) {
-  return static_cast<int>(envValue(Env::ClaimedPull, P > 2 && rounds <= kClaimPullMaxRounds ? kPullTileUnits : 0));
+// 0 for the fixed parts. From 3 ranks tiles of `units` (the tuning table's pull_tile_units, which
+// coconetc tune measures; 0: never) where the kernel has at most kClaimPullMaxRounds rounds, else
+// the fixed parts. Chosen by measurement of LAMB: on 4 H200 tiles of 1 unit ran 1-3% faster at
+// 2^24 and 2^25 (4 rounds) and level or slower at 2^26 and 2^28 (8 and 16 rounds: the fixed parts'
+// uneven ends weigh less there than the claims cost); on 2 H200 (each block pulls from the one
+// peer) they lost at every size. Only the pulls by flags claim: with the table's tail_flags 0 (a
+// barrier per round) the movers keep their fixed parts.
+inline int claimedPulls(int P, int rounds, int units = kPullTileUnits) {
+  return units > 0 && P > 2 && rounds <= kClaimPullMaxRounds ? units : 0;
 }
 // A tail's flags' epoch for the next call (`epoch` the last call's; 0 is skipped: a word never
 // written). Returns whether the flags must be zeroed on every rank (with a barrier) before the call:
@@ -226,9 +225,9 @@ inline bool nextFlagEpoch(unsigned& epoch) {
   epoch = 1;
   return true;
 }
-// Whether tails pull by flags (COCONET_TAIL_FLAGS=0: a barrier per round, for A/B timings; read at
-// every call, as COCONET_CLAIMED_PUSH).
-inline bool tailFlags() { return envValue(Env::TailFlags, 1) == 1; }
+// Whether tails pull by flags: the tuning table's tail_flags, which coconetc tune measures (0: a
+// barrier per round).
+inline bool tailFlags() { return kTailFlags != 0; }
 // A tail's flags window: two halves of P words (256-byte aligned), the call's epoch picking one.
 inline size_t tailFlagBytes(int P) { return 2 * ((static_cast<size_t>(P) * sizeof(unsigned long long) + 255) / 256 * 256); }
 
@@ -299,7 +298,7 @@ inline bool soloRanks(int ranks) { return ranks == 1 && !multiRankForms(); }
 inline int soloBlocks(const void* kernel, long long units, const char* program, const char* stage) {
   const long long want = (units + kDevThreads - 1) / kDevThreads;
   if (constexpr long long k = kSoloUnits; k > 0)
-    return static_cast<int>(std::max<long long>(1, std::min<long long>((want + k - 1) / k, 1LL << 30)));
+    return static_cast<int>(std::max<long long>(1, std::min<long long>((want + k - 1) / std::max(k, 1LL), 1LL << 30)));
   return static_cast<int>(std::max<long long>(1, std::min<long long>(want, std::max(1, residentBlocks(kernel, program, stage)))));
 }
 

@@ -1,7 +1,7 @@
 """The workloads' developer overrides of their configs: megatron's decode token counts
 (MEGATRON_DECODE_TOKENS), allreduce's sizes (ALLREDUCE_SIZES) and the optimizers' schedule
-variants (BENCH_SCHED_ROWS) and compiler variants (BENCH_COMPILER_ROWS, with build.py's
-per-program compiler).
+variants (BENCH_SCHED_ROWS), compiler variants (BENCH_COMPILER_ROWS, with build.py's
+per-program compiler) and tuning-file variants (BENCH_TUNING_ROWS); norms' long-row build.
 
     python3 -m unittest discover -s tools/bench/gpu/tests
 """
@@ -184,13 +184,13 @@ class CompilerRows(unittest.TestCase):
             self.load({"BENCH_COMPILER_ROWS": "t2=/x", "BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);"})
 
 
-class EnvRows(unittest.TestCase):
-    """BENCH_ENV_ROWS: the sample's own build with run-time knobs set around each step."""
+class TuningRows(unittest.TestCase):
+    """BENCH_TUNING_ROWS: Adam and LAMB compiled with a tuning file as rows coconetc_NAME."""
 
     def load(self, env: dict):
         import importlib
         from workloads import _optim, lamb
-        base = {"BENCH_COMPILER_ROWS": "", "BENCH_SCHED_ROWS": "", "BENCH_ENV_ROWS": ""}
+        base = {"BENCH_COMPILER_ROWS": "", "BENCH_SCHED_ROWS": "", "BENCH_TUNING_ROWS": ""}
         with mock.patch.dict(os.environ, dict(base, **env)):
             importlib.reload(_optim)
             return importlib.reload(lamb)
@@ -198,66 +198,64 @@ class EnvRows(unittest.TestCase):
     def tearDown(self):
         self.load({})
 
-    def test_rows_without_programs(self):
-        lamb = self.load({"BENCH_ENV_ROWS": "fixed=COCONET_CLAIMED_PUSH=0| both = COCONET_CLAIMED_PUSH=2 COCONET_TAIL_FLAGS=0"
-                                            "|t1=COCONET_CLAIMED_PULL=1"})
-        from workloads import _optim
-        self.assertEqual(_optim.ENV_ROWS, [("fixed", {"COCONET_CLAIMED_PUSH": "0"}),
-                                           ("both", {"COCONET_CLAIMED_PUSH": "2", "COCONET_TAIL_FLAGS": "0"}),
-                                           ("t1", {"COCONET_CLAIMED_PULL": "1"})])
-        self.assertFalse([k for k in lamb.PROGRAMS if "_x_" in k])  # the default build serves them
+    def test_rows_and_programs(self):
+        from workloads import REPO
+        lamb = self.load({"BENCH_TUNING_ROWS": "fixed=tuned/fixed.json| flags = /x/flags.json"})
+        self.assertEqual(lamb.PROGRAMS["lamb_x_fixed"]["flags"], ["--tuning", str(REPO / "tuned/fixed.json")])
+        self.assertEqual(lamb.PROGRAMS["lamb_x_flags"]["flags"], ["--tuning", "/x/flags.json"])
+        self.assertEqual(lamb.PROGRAMS["lamb_x_fixed"]["schedule"], lamb.PROGRAMS["lamb"]["schedule"])
+        self.assertNotIn("flags", lamb.PROGRAMS["lamb"])
         names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
         self.assertIn("coconetc_fixed", names)
-        self.assertIn("coconetc_both", names)
+        self.assertIn("coconetc_flags", names)
+        self.assertEqual(len(names), len(set(names)))
+
+    def test_none_by_default(self):
+        lamb = self.load({})
+        self.assertFalse([k for k in lamb.PROGRAMS if "_x_" in k])
 
     def test_bad_entries_are_refused(self):
         from workloads import _optim
-        for text in ("fixed", "fixed=", "fixed=COCONET_PDL=0", "fixed=NCCL_ALGO=Ring", "fixed=COCONET_CLAIMED_PUSH",
-                     "f=COCONET_CLAIMED_PUSH=0 COCONET_CLAIMED_PUSH=1", "f=COCONET_TAIL_FLAGS=0|f=COCONET_TAIL_FLAGS=1",
-                     "f=COCONET_TAIL_FLAGS=$(x)"):
-            with self.assertRaisesRegex(ValueError, "BENCH_ENV_ROWS"):
-                _optim.env_rows(text)
+        for text in ("fixed", "fixed=", "a b=x.json", "f=x.json|f=y.json", "=x.json"):
+            with self.assertRaisesRegex(ValueError, "BENCH_TUNING_ROWS"):
+                _optim.tuning_rows(text)
 
     def test_a_name_of_the_workloads_own_rows_is_refused(self):
         from workloads import _optim
         for name in ("barriers", "sync", "chunks8", "split", "unscheduled", "barriers_tail"):
-            with self.assertRaisesRegex(ValueError, f"BENCH_ENV_ROWS: row '{name}' would be named as the workload's own row"):
-                _optim.env_rows(f"{name}=COCONET_TAIL_FLAGS=0")
-            with self.assertRaisesRegex(ValueError, "BENCH_SCHED_ROWS"):
-                _optim.sched_rows(f"{name}=tune(apply, taper = 2);")
-        self.assertEqual(_optim.env_rows("barriers2=COCONET_TAIL_FLAGS=0|nobarriers=COCONET_TAIL_FLAGS=0")[0][0], "barriers2")
+            with self.assertRaisesRegex(ValueError, f"BENCH_TUNING_ROWS: row '{name}' would be named as the workload's own row"):
+                _optim.tuning_rows(f"{name}=x.json")
+        self.assertEqual(_optim.tuning_rows("barriers2=x.json|nobarriers=y.json")[0][0], "barriers2")
 
-    def test_every_row_name_is_distinct(self):
-        lamb = self.load({"BENCH_ENV_ROWS": "flagsoff=COCONET_TAIL_FLAGS=0"})
-        names = [name for name, _ in lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")]
-        self.assertEqual(len(names), len(set(names)))
-        # a name that got past the variables' check still stops the run before any row runs
-        with mock.patch.object(lamb._W, "env_rows", [("barriers", {"COCONET_TAIL_FLAGS": "0"})]):
-            with self.assertRaisesRegex(ValueError, "lamb: rows named twice: coconetc_barriers"):
-                lamb.rows({"N": 1 << 20}, mock.Mock(world=4), "time")
-
-    def test_a_name_of_a_compiler_row_is_refused(self):
+    def test_a_name_of_a_compiler_or_schedule_row_is_refused(self):
         with self.assertRaisesRegex(ValueError, "given twice"):
-            self.load({"BENCH_COMPILER_ROWS": "base=/x", "BENCH_ENV_ROWS": "base=COCONET_TAIL_FLAGS=0"})
+            self.load({"BENCH_COMPILER_ROWS": "base=/x", "BENCH_TUNING_ROWS": "base=x.json"})
+        with self.assertRaisesRegex(ValueError, "given twice"):
+            self.load({"BENCH_SCHED_ROWS": "t2=tune(f, taper = 2);", "BENCH_TUNING_ROWS": "t2=x.json"})
 
-    def test_settings_hold_during_the_step_only(self):
-        from workloads import _optim
-        seen = []
-        with mock.patch.dict(os.environ, {"COCONET_TAIL_FLAGS": "1"}):
-            os.environ.pop("COCONET_CLAIMED_PUSH", None)
-            step = _optim.with_env(lambda: seen.append((os.environ.get("COCONET_CLAIMED_PUSH"),
-                                                        os.environ.get("COCONET_TAIL_FLAGS"))),
-                                   {"COCONET_CLAIMED_PUSH": "0", "COCONET_TAIL_FLAGS": "0"})
-            step()
-            self.assertEqual(seen, [("0", "0")])
-            self.assertNotIn("COCONET_CLAIMED_PUSH", os.environ)
-            self.assertEqual(os.environ["COCONET_TAIL_FLAGS"], "1")
+    def test_programs_keeps_the_rows_variants(self):
+        import build
+        lamb = self.load({"BENCH_TUNING_ROWS": "fixed=x.json"})
+        kept, unknown = build.select_programs(lamb.PROGRAMS, "lamb")
+        self.assertIn("lamb_x_fixed", kept)
+        self.assertEqual(unknown, [])
 
-            def fails():
-                raise RuntimeError("step failed")
-            with self.assertRaises(RuntimeError):
-                _optim.with_env(fails, {"COCONET_TAIL_FLAGS": "0"})()
-            self.assertEqual(os.environ["COCONET_TAIL_FLAGS"], "1")
+
+class NormsLongRows(unittest.TestCase):
+    """norms' coconetc_long: each program's own build with the tuning table's row_long = 1."""
+
+    def test_long_builds_take_the_tuning_file(self):
+        import json
+        import build
+        from workloads import norms
+        for key in ("layernorm_f16", "rmsnorm_bf16", "softmax_f16"):
+            long = norms.PROGRAMS[f"{key}_x_long"]
+            self.assertEqual(long["flags"], ["--tuning", str(norms.ROW_LONG_TUNING)])
+            self.assertEqual({k: v for k, v in long.items() if k != "flags"}, norms.PROGRAMS[key])
+            self.assertIn(f"{key}_x_long", build.select_programs(norms.PROGRAMS, key)[0])
+        entries = json.loads(norms.ROW_LONG_TUNING.read_text())["entries"]
+        self.assertEqual([(e["name"], e["rules"]) for e in entries], [("row_long", [{"value": 1}])])
+        self.assertFalse([k for k in norms.HEADLINE_PROGRAMS if k.endswith("_x_long")])
 
 
 if __name__ == "__main__":

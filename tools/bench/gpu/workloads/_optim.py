@@ -232,52 +232,24 @@ def compiler_rows(text: str) -> list[tuple[str, str]]:
 
 COMPILER_ROWS = compiler_rows(os.environ.get(COMPILER_ROWS_ENV, ""))
 
-# Run-time settings of the sample's own build measured as rows `coconetc_NAME` (an A/B of a knob
-# the generated runtime reads from the environment at every call, on one build, side by side):
-# BENCH_ENV_ROWS="NAME=VAR=VALUE[ VAR=VALUE...]|...", the settings in the environment of each of the
-# row's steps. Only the knobs read at every call (ENV_ROW_KNOBS) are taken: any other is read
-# once per process, so such a row would time the default again.
-ENV_ROWS_ENV = "BENCH_ENV_ROWS"
-ENV_ROW_KNOBS = ("COCONET_CLAIMED_PUSH", "COCONET_TAIL_FLAGS", "COCONET_CLAIMED_PULL")  # coconet_rt::claimedPushes, tailFlags, claimedPulls
+# Tuning-table variants measured as rows `coconetc_NAME` beside the defaults (an A/B of table
+# entries, e.g. push_tile_units = 0 or tail_flags = 0, side by side in one run):
+# BENCH_TUNING_ROWS="NAME=FILE|NAME=FILE", FILE a tuning file as `coconetc tune` writes it
+# (tuning.json: {"entries": [{"name", "rules", "why"}]}), with which the sample is compiled
+# (`coconetc compile --tuning FILE`, build.py's `flags`; a relative FILE is taken from the
+# repository's root).
+TUNING_ROWS_ENV = "BENCH_TUNING_ROWS"
 
 
-def env_settings(text: str) -> dict | None:
-    """{VAR: VALUE} of "VAR=VALUE VAR=VALUE" (each VAR in ENV_ROW_KNOBS, once), else None."""
-    settings = {}
-    for item in text.split():
-        var, eq, value = item.partition("=")
-        if not eq or var not in ENV_ROW_KNOBS or var in settings or not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
-            return None
-        settings[var] = value
-    return settings or None
-
-
-def env_rows(text: str) -> list[tuple[str, dict]]:
-    """(NAME, settings) of each entry of BENCH_ENV_ROWS' text (no NAME of the schedule or
-    compiler rows')."""
+def tuning_rows(text: str) -> list[tuple[str, str]]:
+    """(NAME, FILE) of each entry of BENCH_TUNING_ROWS' text, FILE absolute (no NAME of the
+    schedule or compiler rows')."""
     taken = [n for n, _ in SCHED_ROWS] + [n for n, _ in COMPILER_ROWS]
-    rows = named_entries(text, ENV_ROWS_ENV, "NAME=VAR=VALUE[ VAR=VALUE] with VAR one of " + ", ".join(ENV_ROW_KNOBS),
-                         lambda v: env_settings(v) is not None, taken=taken)
-    return [(name, env_settings(value)) for name, value in rows]
+    rows = named_entries(text, TUNING_ROWS_ENV, "NAME=FILE", bool, taken=taken)
+    return [(name, str(REPO / path)) for name, path in rows]
 
 
-ENV_ROWS = env_rows(os.environ.get(ENV_ROWS_ENV, ""))
-
-
-def with_env(step, settings: dict):
-    """`step` run with `settings` in the environment (the earlier values put back after it)."""
-    def run():
-        saved = {k: os.environ.get(k) for k in settings}
-        os.environ.update(settings)
-        try:
-            return step()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-    return run
+TUNING_ROWS = tuning_rows(os.environ.get(TUNING_ROWS_ENV, ""))
 
 
 class OptimizerWorkload:
@@ -333,13 +305,15 @@ class OptimizerWorkload:
             self.programs[f"{kind}_barriers_tail"] = dict(
                 source=source, schedule=schedule, schedule_append=f"tune({groups[-1]}, barriers = split);\n")
         self.tail_row = len(groups) > 1
-        self.variant_rows = [name for name, _ in SCHED_ROWS]  # and COMPILER_ROWS' below
+        self.variant_rows = [name for name, _ in SCHED_ROWS]  # and COMPILER_ROWS' and TUNING_ROWS' below
         for name, text in SCHED_ROWS:
             self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, schedule_append=text + "\n")
         for name, path in COMPILER_ROWS:
             self.variant_rows.append(name)
             self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, compiler=path)
-        self.env_rows = ENV_ROWS  # the default build (`kind`) with settings: no program of their own
+        for name, path in TUNING_ROWS:
+            self.variant_rows.append(name)
+            self.programs[f"{kind}_x_{name}"] = dict(source=source, schedule=schedule, flags=["--tuning", path])
         self.scalars = scalar_values(source, t=T)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -480,7 +454,7 @@ class OptimizerWorkload:
                    reset=self._reset(ctx, n, w, m, v, w16, g16, lo, hi, opt),
                    tol=self.tol, state_bytes=3 * 4 * (hi - lo), bytes=2 * n, note=note)
 
-    def coconetc(self, cfg, ctx, key: str, env: dict | None = None) -> Row:
+    def coconetc(self, cfg, ctx, key: str) -> Row:
         n = cfg["N"]
         prog = ctx.coconet(key)
         sizes = {"N": n}
@@ -490,8 +464,6 @@ class OptimizerWorkload:
             tensors[name] = prog.local_part(name, full)
         del w, m, v
         step = prog.bind(sizes, self.scalars, tensors)
-        if env:
-            step = with_env(step, env)
         lo, hi = slice_bounds(n, ctx.rank, ctx.world)
 
         def outputs():
@@ -501,7 +473,7 @@ class OptimizerWorkload:
                 out[name] = x if prog.is_sliced(name) else x[lo:hi]
             return out
         state = sum(tensors[k].numel() * tensors[k].element_size() for k in ("w", "m", "v"))
-        note = f"program {key}" + ("".join(f" {k}={v}" for k, v in env.items()) if env else "")
+        note = f"program {key}"
 
         def reset():
             w0, m0, v0, g0 = initial(ctx, n)
@@ -565,8 +537,6 @@ class OptimizerWorkload:
               if self.tail_row else []),
             *[(f"coconetc_{name}", lambda name=name: self.coconetc(cfg, ctx, f"{self.kind}_x_{name}"))
               for name in self.variant_rows],
-            *[(f"coconetc_{name}", lambda env=env: self.coconetc(cfg, ctx, self.kind, env=env))
-              for name, env in self.env_rows],
             ("coconetc_unscheduled", lambda: self.coconetc(cfg, ctx, f"{self.kind}_unscheduled")),
             ("nccl_allreduce", lambda: self.floor(cfg, ctx)),
             *([("nccl_reduce_scatter", lambda: self.halves(cfg, ctx, "reduce_scatter")),

@@ -12,12 +12,13 @@ Rows:
   torch.compile    the same function torch.compile'd (one Triton kernel)
   coconetc         the program: rows of up to 4096 packs of 16 bytes kept in registers as
                    stored by a group of threads (read once)
-  coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, the row read twice
+  coconetc_long    the program compiled with the tuning table's row_long = 1
+                   (tests/gpu/tunings/row-long.json): one block a row, the row read twice
   (the packs a thread and streaming, row_max_packs and row_stream of the tuning table, are
   measured by coconetc tune: tools/tune/jobs.sh single)
 Vocabulary rows (too long for registers): coconetc splits rows fewer than two blocks an SM over
 blocks in parts (`_split_stats` + `_split_write`), else one block a row (`_long`), both in packs;
-  coconetc_long    the same build with COCONET_ROWWISE=long: one block a row, never split
+  coconetc_long    the program compiled with row_long = 1: one block a row, never split
   (how the split aims, row_split_min and row_split_blocks of the tuning table, is measured by
   coconetc tune: tools/tune/jobs.sh single)
 Shapes: T = 8192 rows, H 1024, 4096, 8192 and 12288 in f16, H 4096 in bf16 (quick: H 4096, f16);
@@ -30,18 +31,19 @@ compute the same rows on every GPU).
 """
 from __future__ import annotations
 
-import os
-
-from workloads import FASTER, GRAPH_MODE, Row, copy_row, function_row, graph_row, headline as spec, program_row
+from workloads import FASTER, GRAPH_MODE, REPO, Row, copy_row, function_row, graph_row, headline as spec, program_row
 
 NAME = "norms"
 OPS = ("layernorm", "rmsnorm", "softmax")
 DTYPES = ("f16", "bf16")
+# The row coconetc_long's build: every row kernel a block a row (the tuning table's row_long = 1).
+ROW_LONG_TUNING = REPO / "tests/gpu/tunings/row-long.json"
 PROGRAMS = {}
 for _op in OPS:
     for _dt in DTYPES:
         PROGRAMS[f"{_op}_{_dt}"] = dict(source=f"tools/bench/programs/{_op}.cnet", schedule=None,
                                         replace={} if _dt == "f16" else {"f16[": "bf16["})
+        PROGRAMS[f"{_op}_{_dt}_x_long"] = dict(PROGRAMS[f"{_op}_{_dt}"], flags=["--tuning", str(ROW_LONG_TUNING)])
 
 T_ROWS = 8192
 HS = (1024, 4096, 8192, 12288)
@@ -153,29 +155,17 @@ def rows(cfg: dict, ctx, mode: str):
     extra = [("eager_graph", eager_graph), ("torch.compile_graphs", lambda: peer(GRAPH_MODE)),
              ("copy", lambda: copy_row(ctx, cfg["bytes"], "x read, y written"))]
 
-    def coconetc(env: dict, note: str):
+    def coconetc(program: str, note: str):
         def make() -> Row:
             t = inputs()
             t["y"] = torch.empty((T, H), dtype=dt, device=ctx.device)
-            row = program_row(ctx, key, cfg["sizes"], {}, t, "y", tol, note)
-            if env:
-                inner = row.step
-
-                def step():
-                    os.environ.update(env)   # read by the program at every call
-                    try:
-                        inner()
-                    finally:
-                        for k in env:
-                            del os.environ[k]
-                row.step = step
-            return row
+            return program_row(ctx, program, cfg["sizes"], {}, t, "y", tol, note)
         return make
 
+    long_row = ("coconetc_long", coconetc(f"{key}_x_long", "one block a row, read twice (the tuning table's row_long = 1)"))
     if cfg.get("vocab"):
         return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
-                ("coconetc", coconetc({}, "rows too long for registers: split over blocks where few, else a block a row")),
-                ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)"))] + extra
+                ("coconetc", coconetc(key, "rows too long for registers: split over blocks where few, else a block a row")),
+                long_row] + extra
     return [("eager", lambda: peer(False)), ("torch.compile", lambda: peer(True)),
-            ("coconetc", coconetc({}, "the row in registers, read once")),
-            ("coconetc_long", coconetc({"COCONET_ROWWISE": "long"}, "one block a row, read twice (COCONET_ROWWISE=long)"))] + extra
+            ("coconetc", coconetc(key, "the row in registers, read once")), long_row] + extra
