@@ -7,7 +7,7 @@
 # samples' other schedules (samples/NAME/*.sched but NAME.sched and NAME.backward.sched) are built too (NAME@SCHED, e.g.
 # moe_gemm@moe_gemm_capacity); megatron_row (an overlap's chunks) and the GPU tests' allreduces
 # (copy-engine rounds) are built with --timeline too (NAME@timeline); the backward programs of
-# megatron_row, megatron_mlp, moe_gemm, dlrm_embedding, pipeline and the GPU tests' seq_parallel, combines and embeds with
+# megatron_row, megatron_mlp, moe_gemm, dlrm_embedding, decode_gemv, pipeline and the GPU tests' seq_parallel, combines and embeds with
 # --backward (NAME@backward), and seq_parallel's differentiated as its schedule leaves it
 # (--backward --from-schedule, NAME@backward-sp). Each build must compile for
 # the architecture coconetc wrote into its CMakeLists.txt (compute_90a by default; nvcc's own default,
@@ -34,7 +34,8 @@ if [ ${#programs[@]} -eq 0 ]; then
             "$root"/samples/moe_gemm/moe_gemm.cnet@backward "$root"/samples/dlrm_embedding/dlrm_embedding.cnet@backward
             "$root"/samples/pipeline/pipeline.cnet@backward "$root"/tests/gpu/programs/seq_parallel.cnet@backward
             "$root"/tests/gpu/programs/seq_parallel.cnet@backward-sp
-            "$root"/tests/gpu/programs/combines.cnet@backward "$root"/tests/gpu/programs/embeds.cnet@backward)
+            "$root"/tests/gpu/programs/combines.cnet@backward "$root"/tests/gpu/programs/embeds.cnet@backward
+            "$root"/samples/decode_gemv/decode_gemv.cnet@backward)
   for sched in "$root"/samples/*/*.sched; do
     d=$(dirname "$sched"); n=$(basename "$d")
     case "$(basename "$sched")" in "$n.sched" | *.backward.sched) ;; *) programs+=("$d/$n.cnet:$sched") ;; esac

@@ -726,10 +726,13 @@ private:
   void emitGemm(int id);
   // The checked cuBLAS call of such a GEMM, one statement: M, the operands (pointer and batch
   // stride), the product's, the batch count and the stage (a quoted string) as expressions; K, N,
-  // alpha and beta are variables of the emitted scope.
+  // alpha and beta are variables of the emitted scope. `ta` / `tb`: the operand's storage is its
+  // source's, transposed (foldableTranspose: each [K, M] / [N, K] matrix read as cuBLAS's op T).
   std::string gemmCall(DType dt, const std::string& M, const std::string& B, const std::string& strideB, const std::string& A,
                        const std::string& strideA, const std::string& C, const std::string& strideC, const std::string& batch,
-                       const std::string& stage) const;
+                       const std::string& stage, bool ta = false, bool tb = false) const;
+  // Whether matmuls read stage i as its operand's storage, transposed (plan::Storage::Transposed).
+  bool readTransposed(int i) const { return plan_.at(i).storage == plan::Storage::Transposed; }
 
   void emitEmbedding(int id);
   void emitEmbeddingGrad(int id);

@@ -185,6 +185,9 @@ vectors decode_gemv@oddk "$root/samples/decode_gemv/decode_gemv.cnet" --schedule
 vectors gemvs@big "$root/tests/gpu/programs/gemvs.cnet" -D M=2056 -D K=520
 vectors gemvs@oddm "$root/tests/gpu/programs/gemvs.cnet" -D M=2049 -D K=520
 vectors gemvs@oddk "$root/tests/gpu/programs/gemvs.cnet" -D M=2048 -D K=131
+# transposed_reads at sizes where the transposed reads are real matrices (op T's leading
+# dimensions differ from op N's) and the overlap has two chunks of 32 rows
+vectors transposed_reads@big "$root/tests/gpu/programs/transposed_reads.cnet" -D T=64 -D H=136 -D F=72 -D E=3
 # allreduces at sizes that take each device-API path at 1, 2 and 4 ranks: f16 two-shot (vector)
 # at 4 ranks, f32 one-shot (scalar tail), bf16 NCCL fallback at 4; at 2 ranks all three one-shot
 # (coconet_rt::oneShotMaxBytes: 8 MiB there).

@@ -247,7 +247,7 @@ void Emitter::emitStorage() {
         break;
       case Storage::Transposed:
         b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name << ": '"
-          << p_.stages[d.from].name << "', which its matmuls read transposed\n";
+          << p_.stages[d.from].name << "', which its products read transposed\n";
         break;
     }
   }
@@ -390,7 +390,7 @@ void Emitter::emitStage(int id) {
     case StageKind::EmbeddingGrad: emitEmbeddingGrad(id); break;
     case StageKind::Permute:
       if (plan_.at(id).storage == Storage::Transposed) {
-        b << "    // (no copy: the matmuls that read '" << s.name << "' take '" << p_.stages[s.operands[0]].name << "' transposed)\n";
+        b << "    // (no copy: the products that read '" << s.name << "' take '" << p_.stages[s.operands[0]].name << "' transposed)\n";
         break;
       }
       emitPermute(id);

@@ -17,26 +17,14 @@ void Emitter::emitGemm(int id) {
   int a = s.operands[0], bop = s.operands[1];
   int ra = p_.stages[a].type.rank();
   auto& b = body_;
-  const bool ta = plan_.at(a).storage == plan::Storage::Transposed, tb = plan_.at(bop).storage == plan::Storage::Transposed;
-  if (s.kind == StageKind::Matmul && (ta || tb)) {
-    // (foldableTranspose) One GEMM, B 2-D and A's batches its rows; the transposed operands read
-    // from their sources' storage. cuBLAS is column-major: C^T = op(B)^T-view times op(A)^T-view, as
-    // gemmCall; a source stored [N, K] (B = its transpose) is op T with leading dimension K, [K, M]
-    // (A's, 2-D) op T with M.
-    const std::string ty = cudaDataType(dt);
-    b << "    const long long K = " << shapeVar(a) << "[" << ra - 1 << "], M = " << countVar(a) << " / K, N = " << shapeVar(bop) << "[1];\n"
-      << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
-      << "    CHECK(cublasGemmEx(blas_, " << (tb ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ", " << (ta ? "CUBLAS_OP_T" : "CUBLAS_OP_N")
-      << ", static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, " << var(bop) << ", " << ty << ", static_cast<int>("
-      << (tb ? "K" : "N") << "), " << var(a) << ", " << ty << ", static_cast<int>(" << (ta ? "M" : "K") << "), &beta, " << var(id) << ", "
-      << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") << ", CUBLAS_GEMM_DEFAULT), \"" << s.name
-      << "\");\n";
-    return;
-  }
+  // (foldableTranspose) A transposed operand reads its source's matrices as cuBLAS's op T: A's
+  // batches then cannot merge into rows, nor be gathered (gatherBatchedRows), and a GEMV's
+  // matrix goes to cuBLAS.
+  const bool ta = readTransposed(a), tb = readTransposed(bop);
   if (s.kind == StageKind::Gemv) {
     b << "    const long long M = " << shapeVar(a) << "[0], K = " << shapeVar(a) << "[1], N = 1, batch = 1;\n"
       << "    const long long strideA = 0, strideB = 0, strideC = 0, reps = 1, stepA = 0, stepB = 0, stepC = 0, baseA = 0, baseB = 0;\n";
-    if (!f64) {
+    if (!f64 && !ta) {
       // Memory-bound: the runtime's warp-per-row kernel where there are rows enough to keep every
       // SM's loads in flight; cuBLAS below that (its m = 1 GEMM splits K as well).
       b << "    if (M >= coconet_rt::gemvMinRows(M * K * static_cast<long long>(sizeof(*" << var(a) << ")))) {  // (bytes: the matrix)\n"
@@ -67,7 +55,8 @@ void Emitter::emitGemm(int id) {
       }
     }
     // (batchA_/batchB_: the batch counts each GEMM sees after taking the rank's slice.)
-    b << "    if (batchB_ == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n"
+    b << (ta ? "    if (batchB_ == 1) { strideB = 0; }  // (A transposed: its batches stay batches)\n"
+             : "    if (batchB_ == 1) { Mx = M * batchC; batch = 1; strideB = 0; }        // fold A's batches into its rows\n")
       << "    else if (batchA_ == 1) { strideA = 0; }\n"
       << "    else if (batchA_ == batchC && batchB_ < batchC && batchC % batchB_ == 0) {\n"
       << "      batch = batchB_; reps = batchC / batchB_; stepA = batchB_ * M * K; stepC = batchB_ * M * N;  // B repeats over A's leading "
@@ -78,10 +67,11 @@ void Emitter::emitGemm(int id) {
       << "': batch dimensions that broadcast partially are not supported\");\n";
   }
   std::string M = s.kind == StageKind::Gemv ? "M" : "Mx";
-  const std::string in = s.kind == StageKind::Gemv && !f64 ? "      " : "    ";  // inside the else of the gemv kernel
+  const bool kernel = s.kind == StageKind::Gemv && !f64 && !ta, gather = s.kind == StageKind::Matmul && !ta;
+  const std::string in = kernel ? "      " : "    ";  // inside the else of the gemv kernel
   const std::string stage = "\"" + s.name + "\"";
   b << in << "const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n";
-  if (s.kind == StageKind::Matmul) {
+  if (gather) {
     // B repeats over A's leading batches with few rows per GEMM: A's rows gathered B-major, one
     // GEMM per B, the result's rows put back (coconet_rt::gatherBatchedRows).
     const std::string T = storageType(dt), i = std::to_string(id);
@@ -95,27 +85,31 @@ void Emitter::emitGemm(int id) {
       << "      coconet_rt::swapLeadingDims(" << var(a)
       << " + baseA, ga, reps, batch, M * K, stream_);  // [reps][batch] -> [batch][reps]\n"
       << "      CHECK(cudaGetLastError(), " << stage << ");\n"
-      << "      " << gemmCall(dt, "reps * M", var(bop) + " + baseB", "strideB", "ga", "reps * M * K", "gc", "reps * M * N", "batch", stage)
+      << "      "
+      << gemmCall(dt, "reps * M", var(bop) + " + baseB", "strideB", "ga", "reps * M * K", "gc", "reps * M * N", "batch", stage, false, tb)
       << "      coconet_rt::swapLeadingDims(gc, " << var(id) << ", batch, reps, M * N, stream_);  // and back\n"
       << "      CHECK(cudaGetLastError(), " << stage << ");\n"
       << "    } else {\n";
   }
-  const std::string in2 = s.kind == StageKind::Matmul ? "  " : "";
+  const std::string in2 = gather ? "  " : "";
   b << in << in2 << "for (long long r = 0; r < reps; ++r)\n"
     << in << in2 << "  "
     << gemmCall(dt, M, var(bop) + " + baseB + r * stepB", "strideB", var(a) + " + baseA + r * stepA", "strideA", var(id) + " + r * stepC",
-                "strideC", "batch", stage);
-  if (s.kind == StageKind::Matmul) b << "    }\n";
-  if (s.kind == StageKind::Gemv && !f64) b << "    }\n";
+                "strideC", "batch", stage, ta, tb);
+  if (gather) b << "    }\n";
+  if (kernel) b << "    }\n";
 }
 
 std::string Emitter::gemmCall(DType dt, const std::string& M, const std::string& B, const std::string& strideB, const std::string& A,
                               const std::string& strideA, const std::string& C, const std::string& strideC, const std::string& batch,
-                              const std::string& stage) const {
+                              const std::string& stage, bool ta, bool tb) const {
+  // Column-major C^T = op(B^T) op(A^T): B stored [K, N] is op N with leading dimension N, stored
+  // [N, K] (transposed) op T with K; A stored [M, K] op N with K, stored [K, M] op T with M.
   const std::string ty = cudaDataType(dt);
-  return "CHECK(cublasGemmStridedBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(" + M +
-         "), static_cast<int>(K), &alpha, " + B + ", " + ty + ", static_cast<int>(N), " + strideB + ", " + A + ", " + ty +
-         ", static_cast<int>(K), " + strideA + ", &beta, " + C + ", " + ty + ", static_cast<int>(N), " + strideC + ", static_cast<int>(" +
+  return std::string("CHECK(cublasGemmStridedBatchedEx(blas_, ") + (tb ? "CUBLAS_OP_T" : "CUBLAS_OP_N") + ", " +
+         (ta ? "CUBLAS_OP_T" : "CUBLAS_OP_N") + ", static_cast<int>(N), static_cast<int>(" + M + "), static_cast<int>(K), &alpha, " + B +
+         ", " + ty + ", static_cast<int>(" + (tb ? "K" : "N") + "), " + strideB + ", " + A + ", " + ty + ", static_cast<int>(" +
+         (ta ? M : "K") + "), " + strideA + ", &beta, " + C + ", " + ty + ", static_cast<int>(N), " + strideC + ", static_cast<int>(" +
          batch + "), " + (dt == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F") + ", CUBLAS_GEMM_DEFAULT), " + stage + ");\n";
 }
 

@@ -76,7 +76,7 @@ void Emitter::emitChunkedAllToAll(const Chunked& ch) {
     << "      for (long long q = 0; q < calls; ++q)\n"
     << "        "
     << gemmCall(ps.type.dtype, "Rc", var(w), "Wn == 1 ? 0 : K * N", var(a) + " + (q * batch * R + c * Rc) * K", "R * K",
-                var(ch.producer) + " + (q * batch * R + c * Rc) * N", "R * N", "batch", name)
+                var(ch.producer) + " + (q * batch * R + c * Rc) * N", "R * N", "batch", name, false, readTransposed(w))
     << handOff(name) << "      // pack the chunk ([O, Rc * N], block j of dimension 0 = rows [j O/G, (j+1) O/G)), exchange, place\n"
     << "      " << T << "* snd = static_cast<" << T << "*>(stage_[k].ptr);\n"
     << "      " << XT << "* rcv = static_cast<" << XT << "*>(gath_[k].ptr);\n"
@@ -405,7 +405,7 @@ void Emitter::emitBlockGemm(int id, bool rows) {
     << "      "
     << gemmCall(s.type.dtype, "Mx", var(w) + " + baseB", "strideB", var(a) + " + baseA + r * stepA", "strideA",
                 var(id) + " + blk * (" + countVar(id) + " / G)" + (rows ? " + r0 * N" : "") + " + r * stepC", "strideC", "batch",
-                "\"" + s.name + "\"");
+                "\"" + s.name + "\"", false, readTransposed(w));
 }
 
 void Emitter::emitChunkedAllReduce(const Chunked& ch) {
@@ -431,10 +431,9 @@ void Emitter::emitChunkedAllReduce(const Chunked& ch) {
     << "    const long long rg = M / C;  // rows per chunk\n"
     << forkComm(name) << "    const " << (f64 ? "double" : "float") << " alpha = 1, beta = 0;\n"
     << "    for (long long c = 0; c < C; ++c) {\n      const int k = static_cast<int>(c % 2);\n"
-    << "      CHECK(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rg), static_cast<int>(K), &alpha, "
-    << var(w) << ", " << ty << ", static_cast<int>(N), " << var(a) << " + c * rg * K, " << ty << ", static_cast<int>(K), &beta, "
-    << var(ch.producer) << " + c * rg * N, " << ty << ", static_cast<int>(N), " << (f64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F")
-    << ", CUBLAS_GEMM_DEFAULT), " << name << ");\n"
+    << "      "
+    << gemmCall(ps.type.dtype, "rg", var(w), "0", var(a) + " + c * rg * K", "0", var(ch.producer) + " + c * rg * N", "0", "1", name, false,
+                !gemv && readTransposed(w))
     << handOff(name) << "      CHECK(ncclAllReduce(" << var(ch.producer) << " + c * rg * N, " << var(ch.ar) << " + c * rg * N, rg * N, "
     << ncclType(ar.type.dtype) << ", " << ncclOp(ar.op) << ", " << commOf(ar.type.group ? ar.type.group : p_.world()) << ", comm2_), \""
     << ar.name << "\");\n";
@@ -538,7 +537,8 @@ std::string Emitter::chunkGemm(const Chunked& ch, const std::string& lo, const s
          range +
          " of every rank's block: P GEMMs in one call\n"
          "      " +
-         gemmCall(ps.type.dtype, rows, var(w), "0", var(a) + " + " + lo + " * K", "(M / P) * K", "st", rows + " * N", "P", name) +
+         gemmCall(ps.type.dtype, rows, var(w), "0", var(a) + " + " + lo + " * K", "(M / P) * K", "st", rows + " * N", "P", name, false,
+                  readTransposed(w)) +
          handOff(name);
 }
 
@@ -721,7 +721,7 @@ void Emitter::emitChunkedDeviceOneChunk(const ChunkedDevice& cd) {
     << "      " << T << "* st = static_cast<" << T << "*>(stage_[0].ptr);\n"
     << "      // every rank's block (one chunk: the blocks' rows are contiguous in x and in the staging\n"
     << "      // buffer, so one GEMM of M rows rather than P of M / P, which would each read the whole weight)\n"
-    << "      " << gemmCall(ps.type.dtype, "M", var(w), "0", var(a), "M * K", "st", "M * N", "1", cd.name)
+    << "      " << gemmCall(ps.type.dtype, "M", var(w), "0", var(a), "M * K", "st", "M * N", "1", cd.name, false, readTransposed(w))
     << tlMark("      ", "stream_", "gemm");
   if (cd.oneShot >= 0) {
     b << "      if (oneShotNow) {\n";

@@ -168,7 +168,7 @@ void Emitter::assemblePlan() {
     else if (foldableTranspose(i)) {
       d.storage = Storage::Transposed;
       d.from = s.operands[0];
-      d.why = "read transposed by its matmuls (cuBLAS op T): no copy";
+      d.why = "read transposed by its products (cuBLAS op T): no copy";
     } else if (s.kind == StageKind::Reshape && d.step == Step::Stage && aliasable(plan_.at(s.operands[0]).storage)) {
       // The same elements in the same order: the operand's storage serves. (Not a state's value on
       // entry: the state's update may write it in place before the reshape's readers run.)
@@ -182,28 +182,37 @@ void Emitter::assemblePlan() {
   checkOneOwner(overlapAt);
 }
 
-// A 2-D transpose (a backward program's weight or activation transposed for a product) that only
-// matmuls of their own launch read as a 2-D operand (A of a 2-D product, or B), that is no output
-// and whose operand is stored as it is: they read the operand transposed instead.
+// A transpose of the last two dimensions (a backward program's weight or activation transposed
+// for a product) that only products read, that is no output and whose operand is stored as it is:
+// they read the operand's matrices transposed instead (cuBLAS's op T, gemmCall). The readers: a
+// matmul of its own launch (either operand, batched or not), a GEMV's matrix (cuBLAS then, not the
+// warp-per-row kernel), and an overlap's chunked product or a product in an all_to_all pipeline
+// as its weight (B: read whole, while A's rows are chunked).
 bool Emitter::foldableTranspose(int i) const {
   const Stage& s = p_.stages[i];
-  if (s.kind != StageKind::Permute || s.type.rank() != 2 || s.perm != std::vector<int>{1, 0} || plan_.at(i).step != Step::Stage)
-    return false;
+  const int r = s.type.rank();
+  if (s.kind != StageKind::Permute || r < 2 || plan_.at(i).step != Step::Stage) return false;
+  for (int k = 0; k < r; ++k)
+    if (s.perm[k] != (k < r - 2 ? k : k == r - 2 ? r - 1 : r - 2)) return false;
   if (!aliasable(plan_.at(s.operands[0]).storage)) return false;
   if (std::find(p_.outputs.begin(), p_.outputs.end(), i) != p_.outputs.end()) return false;
   for (auto& st : p_.states)
     if (st.exit == i) return false;
   bool read = false;
   for (size_t j = 0; j < p_.stages.size(); ++j) {
-    const Stage& r = p_.stages[j];
-    if (std::find(r.operands.begin(), r.operands.end(), i) == r.operands.end()) continue;
+    const Stage& u = p_.stages[j];
+    if (std::find(u.operands.begin(), u.operands.end(), i) == u.operands.end()) continue;
     read = true;
-    if (r.kind != StageKind::Matmul || plan_.at(static_cast<int>(j)).step != Step::Stage) return false;
-    // as A: a 2-D product; as B (the weight of a linear layer's input gradient): A's batches are rows
-    // of one GEMM, unless the product is sliced along its first batch dimension (A's block offset)
-    const bool asA = r.operands[0] == i, slicedBatch = r.type.group && r.type.layout.kind == Layout::Sliced && r.type.layout.dim == 0;
-    if (asA && (r.type.rank() != 2 || p_.stages[r.operands[1]].type.rank() != 2)) return false;
-    if (!asA && (p_.stages[r.operands[1]].type.rank() != 2 || (slicedBatch && r.type.rank() > 2))) return false;
+    const Step step = plan_.at(static_cast<int>(j)).step;
+    const bool asA = u.operands[0] == i, asB = u.operands.size() > 1 && u.operands[1] == i;
+    if (u.kind == StageKind::Matmul && step == Step::Stage) continue;
+    if (u.kind == StageKind::Gemv && step == Step::Stage && asA && !asB) continue;
+    // an overlap's product (Overlap or OverlapProducer), or a product in an all_to_all pipeline's
+    // run (emitBlockGemm)
+    const auto pipe = plan_.chunked.find(plan_.at(static_cast<int>(j)).owner);
+    const bool inPipeline = step == Step::InOverlap && pipe != plan_.chunked.end() && pipe->second.back >= 0;
+    if (u.kind == StageKind::Matmul && (plan_.chunked.count(static_cast<int>(j)) || inPipeline) && asB && !asA) continue;
+    return false;
   }
   return read;
 }
