@@ -4,7 +4,7 @@
 # .gpu-bundle/bin (the GPU machine has no ANTLR to build one):
 #   bash tools/tune/jobs.sh single OUT [NAME...]   one GPU: the row kernels' and the GEMV's table entries
 #   bash tools/tune/jobs.sh multi OUT [NAME...]    2 and 4 GPUs: the knobs the samples' schedules set
-# NAME...: only those runs (softmax, layernorm, rmsnorm, gemv; adam, lamb, megatron_row), e.g. one per
+# NAME...: only those runs (softmax, layernorm, rows, rmsnorm, gemv; adam, lamb, megatron_row), e.g. one per
 # device call.
 # Each tuning run's results (tuning-db.json, best.sched, tuning.json, report.md; with --shapes,
 # each shape's in its folder) are packed into
@@ -49,6 +49,9 @@ case "$set_" in
     job softmax tools/bench/programs/softmax.cnet -D H=131072 --shapes "$root/tools/tune/shapes/softmax.txt" \
       --only row_split_min,row_split_blocks --schedules 0
     job layernorm tools/bench/programs/layernorm.cnet -D T=8 -D H=65536 --only row_split_min,row_split_blocks --schedules 0
+    # every row entry together at three shapes none was measured at (tools/tune/shapes/layernorm.txt)
+    job rows tools/bench/programs/layernorm.cnet --shapes "$root/tools/tune/shapes/layernorm.txt" \
+      --only row_split_min,row_split_blocks,row_max_packs,row_stream,row_long --schedules 0
     # rows in registers: the packs a thread and streaming, at the shape row_stream was measured at
     job rmsnorm tools/bench/programs/rmsnorm.cnet -D T=8192 -D H=4096 --only row_max_packs,row_stream --schedules 0
     # the decode GEMVs with as many rows as gemv_min_rows, and 8x more (tools/tune/shapes/gemv.txt):
