@@ -12,6 +12,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 t="$(mktemp -d)"
 trap 'rm -rf "$t"' EXIT
 fail() { echo "runner_test: $*" >&2; exit 1; }
+# (set -e stops at a failing command that no check above names: say which)
+trap '[[ $- != *e* ]] || echo "runner_test: line $LINENO: \"$BASH_COMMAND\" failed" >&2' ERR
 
 mkdir -p "$t/bin" "$t/repo/tests/gpu"
 cat > "$t/bin/nvidia-smi" <<'EOF'
@@ -37,12 +39,13 @@ b=.gpu-bundle
 for n in alpha beta beta@v; do
   p=${n%@*}
   mkdir -p "$b/gen/$n/build"
-  # a driver: records the GPUs it sees, takes a moment, fails on beta's 4-rank vectors
+  # a driver: records when it ran and the GPUs it sees, takes a moment, fails on beta's 4-rank vectors
   cat > "$b/gen/$n/build/${p}_main" <<EOF
 #!/bin/bash
-echo "\$(date +%s.%N) \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2 \${COCONET_MULTI_RANK_FORMS:-0}" >> "$t/seen"
+start=\$(date +%s.%N)
 sleep 0.5
-[ "\${SLOW_BUILD:-}" = "$n" ] && sleep 20
+[ "\${SLOW_BUILD:-}" = "$n" ] && { touch "$t/slow-started"; sleep 20; }
+echo "\$start \$(date +%s.%N) \$CUDA_VISIBLE_DEVICES \$2 \${COCONET_MULTI_RANK_FORMS:-0}" >> "$t/seen"
 case "\$*" in *beta/ranks4*) echo "mismatch"; exit 3 ;; esac
 echo "y: ok (relative error 0)"
 EOF
@@ -102,8 +105,8 @@ diff <(sed 2d "$t/lanes/gpu-results.txt" | sed 's/; GPU_TESTS_SHARE=1//') <(sed 
 diff <(sed 2d "$t/lanes/gpu-results.txt" | sed 's/; GPU_TESTS_SHARE=1//') <(sed 2d "$t/share/gpu-results.txt") > /dev/null ||
   fail "GPU_TESTS_SHARE=2 gives another result file"
 [ "$(awk '$4 == 2 {print $3}' "$t/share.seen" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ] || fail "GPU_TESTS_SHARE=2: 2-GPU runs did not keep to disjoint pairs"
-together() {  # SEEN: whether two 4-GPU runs started within 0.3 s (each fake run takes 0.5 s)
-  awk '$4 == 4 {print $1}' "$1" | sort -g | awk 'NR > 1 && $1 - prev < 0.3 {hit = 1} {prev = $1} END {exit !hit}'
+together() {  # SEEN: whether two 4-GPU runs overlapped in time (each fake run takes 0.5 s or more)
+  awk '$4 == 4 {print $1, $2}' "$1" | sort -g | awk 'NR > 1 && $1 < end {hit = 1} NR == 1 || $2 > end {end = $2} END {exit !hit}'
 }
 together "$t/share.seen" || fail "GPU_TESTS_SHARE=2: no two 4-GPU runs at once: $(awk '$4 == 4' "$t/share.seen")"
 together "$t/lanes.seen" && fail "4-GPU runs at once with GPU_TESTS_SHARE=1: $(awk '$4 == 4' "$t/lanes.seen")"
@@ -222,7 +225,7 @@ if [ "\$1" = --batch ]; then
       beta) echo "== \$label: FAILED (1 of 2 ranks did not report in 180 s; the batch stops)"; stop=1 ;;
       *) for r in 0 1; do echo "\$label: rank \$r: 'y' (f32): relative error 0 (limit 0.0001): ok"; done; echo "== \$label: ok" ;;
     esac
-    [ -n "\${FAKE_BATCH_SLEEP:-}" ] && sleep 30
+    [ -n "\${FAKE_BATCH_SLEEP:-}" ] && { touch "$t/batch-sleeps"; sleep 30; }
   done < "\$2"
   exit 1
 fi
@@ -253,10 +256,19 @@ $calls"
 $(cat "$t/capi-calls"), not as
 $calls"
 done
-# Stopped in the batch (after it ended alpha ok): alpha's line, the others not run.
+# Stopped in the batch (TERM to the process group once it ended alpha ok): alpha's line, the others
+# not run.
 set +e
-env PATH="$t/pybin:$t/bin:$PATH" FAKE_BATCH_SLEEP=1 GPU_TESTS_DRIVERS=0 SANITIZE=0 OUT="$t/capistop" \
-  timeout 4 bash tests/gpu/run.sh > "$t/capistop.log" 2>&1
+stopWhen() {  # MARKER COMMAND...: COMMAND in a process group of its own, TERM to it once MARKER is made
+  rm -f "$1"
+  setsid "${@:2}" &
+  local pid=$!
+  for _ in $(seq 1200); do [ -e "$1" ] && break; sleep 0.1; done
+  kill -TERM -- "-$pid"
+  wait "$pid"
+}
+stopWhen "$t/batch-sleeps" env PATH="$t/pybin:$t/bin:$PATH" FAKE_BATCH_SLEEP=1 GPU_TESTS_DRIVERS=0 SANITIZE=0 OUT="$t/capistop" \
+  bash tests/gpu/run.sh > "$t/capistop.log" 2>&1
 rc=$?
 set -e
 [ "$rc" = 124 ] || fail "a run stopped in the C-interface batch exited $rc, not 124 ($t/capistop.log)"
@@ -269,9 +281,12 @@ got=$(grep -E '^(capi|checks|stopped)' "$t/capistop/gpu-results.txt")
 $(diff <(echo "$want") <(echo "$got"))"
 rm -f "$b"/gen/*/build/libcoconet_*.so
 # Stopped midway, as a device job's `timeout` stops it (TERM to the process group): the runs that
-# finished keep their lines, in queued order, the others say so, and the counts so far follow.
+# finished keep their lines, in queued order, the others say so, and the counts so far follow. The
+# TERM comes once beta@v's one-rank run started (one run at a time: after alpha's and beta's),
+# however long the runs before it took.
 set +e
-env PATH="$t/bin:$PATH" SLOW_BUILD=beta@v GPU_TESTS_LANES=1 SANITIZE=0 OUT="$t/stop" timeout 4 bash tests/gpu/run.sh > "$t/stop.log" 2>&1
+stopWhen "$t/slow-started" env PATH="$t/bin:$PATH" SLOW_BUILD=beta@v GPU_TESTS_LANES=1 SANITIZE=0 OUT="$t/stop" bash tests/gpu/run.sh \
+  > "$t/stop.log" 2>&1
 rc=$?
 set -e
 [ "$rc" = 124 ] || fail "a stopped run exited $rc, not 124 ($t/stop.log)"
