@@ -214,7 +214,7 @@ std::string header(const Table& t, const std::string& arch, bool measured) {
   os << "// coconet_tuning.h: the constants measurement chose, from coconetc's tuning table " << t.name << " for --arch " << arch << ".\n";
   comment(os, "Measured on " + t.measuredOn + (measured ? "." : ", not on " + arch + ": its values are a starting point there."));
   comment(os, t.note);
-  if (!t.tunedBy.empty()) comment(os, "Entries measured by coconetc tune for this program, from " + t.tunedBy + ", replace the table's.");
+  if (!t.tunedBy.empty()) comment(os, "Entries from " + t.tunedBy + " replace the table's (each entry's why says what chose it).");
   os << "// Written by coconetc; change the table (or tune), not this file.\n#pragma once\n\n#include <atomic>\n#include <cstddef>\n"
         "#include <map>\n#include <mutex>\n#include <string>\n#include <utility>\n\nnamespace coconet_rt {\n\n";
   comment(os,
