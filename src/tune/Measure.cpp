@@ -162,6 +162,7 @@ private:
   void save() const { writeFile((fs::path(o_.outDir) / "tuning-db.json").string(), db_.dump(1) + "\n"); }
   Config descend(int schedule, const std::vector<Dimension>& dims);
   bool faster(const Config& a, const Config& b) const;
+  bool notRead(const Config& c, const std::string& entry) const;
   const Config& representative(const Config& c) const;
   void ablate(const Config& best);
 };
@@ -388,6 +389,11 @@ Config Search::descend(int schedule, const std::vector<Dimension>& dims) {
   }
   for (const Dimension& d : dims) {
     if (overBudget()) break;
+    if (!d.entry.empty() && notRead(best, d.entry)) {
+      out_ << "p" << world_ << " " << schedules_[schedule].name << ": " << d.entry
+           << " is not read at this shape (the code takes another path): not searched\n";
+      continue;
+    }
     std::vector<Config> tries;
     for (const std::string& v : d.values) {
       Config c = best;
@@ -406,6 +412,15 @@ Config Search::descend(int schedule, const std::vector<Dimension>& dims) {
     }
   }
   return best;
+}
+
+// Whether c's timed runs never read `entry`, one that takes bytes (the driver records each read of
+// those: table_reads): its values would then time the same code with another constant in the
+// header, and a value that "won" would be the noise between builds.
+bool Search::notRead(const Config& c, const std::string& entry) const {
+  if (table_.entry(entry).args.find("bytes") == std::string::npos) return false;  // (reads not recorded)
+  const json* r = record(c);
+  return r && r->contains("table_reads") && (*r)["table_reads"].is_object() && !(*r)["table_reads"].contains(entry);
 }
 
 // Whether a beats b by more than either's run-to-run range (a change that gains less is noise).

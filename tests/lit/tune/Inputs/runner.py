@@ -4,9 +4,10 @@ BUILD/NAME_main from SRC/NAME_main.cu (a file naming its sources); `check BIN --
 passes where DIR holds verify's vectors for P ranks; `bench BIN ... --iters K` prints the driver's
 JSON line with a time made up from the build's tuning-table values: fastest at row_split_min = 2048
 (8192 for more than 32 rows: -D T) and row_split_blocks = 4 (not the table's values), so that the
-search has something to find, and the bytes the row entries were read at (T * H * 2, the rows' f16
-input). `bench` fails for a build whose row_split_min is 16384 (a crash to survive); with
-RUNNER_WRONG set every check fails.
+search has something to find, and the bytes the table's entries that take bytes were read at (T * H *
+2, the rows' f16 input: every such entry of the build's header), but for those RUNNER_UNREAD names (a comma-separated list: the code took another path).
+`bench` fails for a build whose row_split_min is 16384 (a crash to survive); with RUNNER_WRONG set
+every check fails.
 """
 import glob
 import json
@@ -63,7 +64,10 @@ def main():
     line = {"program": "x", "ranks": ranks, "median_us": us, "min_us": us, "max_us": us}
     if rows and n:
         b = rows * n * 2
-        line["table_reads"] = {e: [b, b] for e in ("row_max_packs", "row_split_blocks", "row_split_min")}
+        unread = os.environ.get("RUNNER_UNREAD", "").split(",")
+        header = open(os.path.join(src, "coconet_tuning.h")).read()
+        read = re.findall(r'tableRead\("([a-z_]+)", bytes\)', header)
+        line["table_reads"] = {e: [b, b] for e in read if e not in unread}
     print(json.dumps(line))
     return 0
 
