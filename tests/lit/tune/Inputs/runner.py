@@ -7,7 +7,7 @@ JSON line with a time made up from the build's tuning-table values: fastest at r
 search has something to find, and the bytes the table's entries that take bytes were read at (T * H *
 2, the rows' f16 input: every such entry of the build's header), but for those RUNNER_UNREAD names (a comma-separated list: the code took another path).
 `bench` fails for a build whose row_split_min is 16384 (a crash to survive); with RUNNER_WRONG set
-every check fails.
+every check fails; RUNNER_LUCKY (below) makes one build's first runs faster than its later ones.
 """
 import glob
 import json
@@ -61,6 +61,15 @@ def main():
     rows, n = define(args, "T"), define(args, "H")
     best = 8192 if rows and rows > 32 else 2048
     us = 100 + 5 * abs(math.log2(lo / best)) + 3 * abs(blocks - 4)
+    # RUNNER_LUCKY=VALUE:N: a build whose row_split_min is VALUE runs 20 us faster in its first N
+    # timed runs only (drift between runs, which timing in turns exposes)
+    lucky = os.environ.get("RUNNER_LUCKY", "")
+    if lucky and lo == int(lucky.split(":")[0]):
+        count = binary + ".runs"
+        n = int(open(count).read()) if os.path.exists(count) else 0
+        open(count, "w").write(str(n + 1))
+        if n < int(lucky.split(":")[1]):
+            us -= 20
     line = {"program": "x", "ranks": ranks, "median_us": us, "min_us": us, "max_us": us}
     if rows and n:
         b = rows * n * 2
