@@ -1,6 +1,7 @@
 // CUDA code generation for a scheduled IR program (see CudaEmitter.h): emission as a whole
 // (Emitter.h says which file defines what).
 #include "backend/CudaEmitter.h"
+#include "ir/Fallback.h"
 
 #include <cctype>
 #include <filesystem>
@@ -90,6 +91,14 @@ void Emitter::findFallback() {
       fallbackWhen_.push_back(cond);
       fallbackWhy_.push_back(why);
     }
+  // A tuning file's rule: below so many bytes of inputs (the same on every rank) the program
+  // without its schedule was measured faster.
+  if (o_.unscheduled && o_.tuning && o_.tuning->unscheduledBelowBytes > 0) {
+    const ir::SizeExpr bytes = ir::inputBytes(p_);
+    fallbackWhen_.push_back("(" + cxx(bytes) + ") < " + std::to_string(o_.tuning->unscheduledBelowBytes) + "LL");
+    fallbackWhy_.push_back("the inputs hold fewer than " + std::to_string(o_.tuning->unscheduledBelowBytes) + " bytes (" + bytes.str() +
+                           "; the tuning file " + o_.tuning->tunedBy + ": " + o_.tuning->unscheduledWhy + ")");
+  }
 }
 
 CompileOptions Emitter::fallbackOptions() const {

@@ -36,4 +36,15 @@ Fallback unscheduledFallback(const Program& base, const Program& sched) {
   return f;
 }
 
+SizeExpr inputBytes(const Program& p) {
+  SizeExpr total = SizeExpr::constant(0);
+  for (auto& s : p.stages) {
+    if (s.kind != StageKind::Input) continue;
+    SizeExpr n = SizeExpr::constant(ast::dtypeBytes(s.type.dtype));
+    for (auto& d : s.type.shape) n = n * d;
+    total = total + n;
+  }
+  return total;
+}
+
 }  // namespace coconet::ir

@@ -22,4 +22,9 @@ struct Fallback {
 };
 Fallback unscheduledFallback(const Program& base, const Program& sched);
 
+// The bytes of the program's inputs at their logical (whole) shapes, in its size parameters: the
+// same on every rank, so that a choice between the program with and without its schedule by it
+// (a tuning file's `unscheduled` rule) is taken alike by all ranks.
+SizeExpr inputBytes(const Program& p);
+
 }  // namespace coconet::ir

@@ -90,7 +90,8 @@ ir::Program boundTo(const ir::Program& program, const std::map<std::string, int6
   return p;
 }
 
-// "3*2^20" -> 3145728 (the driver's size syntax); -1 where it is not one.
+}  // namespace
+
 int64_t sizeValue(const std::string& text) {
   int64_t v = 1;
   std::stringstream ss(text);
@@ -110,6 +111,8 @@ int64_t sizeValue(const std::string& text) {
   }
   return v;
 }
+
+namespace {
 
 class Search {
 public:

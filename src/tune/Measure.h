@@ -71,6 +71,9 @@ struct Dimension {
   std::string name() const { return entry.empty() ? target + "." + knob : entry; }
 };
 
+// A size as the driver takes it ("3*2^20" -> 3145728); -1 where it is not one.
+int64_t sizeValue(const std::string& text);
+
 // The cost model's prediction for a program at the sizes given, in microseconds: per launch (a
 // fused group or a stage that is not an input, a view or a fused member) a fixed cost plus the
 // bytes it reads and writes at memory bandwidth and its flops at the tensor cores' rate. Only

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <ostream>
@@ -10,7 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ir/Fallback.h"
 #include "support/Files.h"
+#include "tune/Measure.h"
 #include "tune/Report.h"
 
 namespace coconet::tune {
@@ -186,8 +189,48 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
   for (auto& s : shapes) merged["shapes"].push_back(shapeText(s));
   merged["entries"] = mergeOutcomes(outcomes, table, warnings);
   writeFile((fs::path(o.outDir) / "tuning.json").string(), merged.dump(1) + "\n");
-  const bool oneSchedule = std::all_of(scheds.begin(), scheds.end(), [&](const std::string& s) { return s == scheds.front(); });
-  if (oneSchedule)
+  bool oneSchedule = std::all_of(scheds.begin(), scheds.end(), [&](const std::string& s) { return s == scheds.front(); });
+  std::string schedNote;  // (the report's line on the schedules)
+  if (!oneSchedule) {
+    // The program without a schedule fastest at the smaller shapes and one schedule at the larger,
+    // by the inputs' bytes (the same on every rank): that schedule, and below the geometric middle
+    // between the two groups the program without it (the tuning file's `unscheduled` rule).
+    const ir::SizeExpr bytesExpr = ir::inputBytes(base);
+    std::string scheduled;
+    int64_t noneMax = 0, schedMin = INT64_MAX;
+    bool split = true;
+    std::string why;
+    for (size_t k = 0; k < shapes.size() && split; ++k) {
+      std::map<std::string, int64_t> env;
+      for (auto& [n, v] : o.sizes) env[n] = sizeValue(v);
+      for (auto& [n, v] : shapes[k]) env[n] = sizeValue(v);
+      const std::optional<int64_t> b = bytesExpr.evaluate(env);
+      const std::string& sc = scheds[k];
+      const bool none = sc.find_first_not_of(" \t\n") == std::string::npos;
+      if (!b)
+        split = false;
+      else if (none)
+        noneMax = std::max(noneMax, *b), why += (why.empty() ? "" : "; ") + outcomes[k].shape + " (" + std::to_string(*b) + " bytes): none";
+      else if (scheduled.empty() || sc == scheduled)
+        scheduled = sc, schedMin = std::min(schedMin, *b);
+      else
+        split = false;
+    }
+    if (split && !scheduled.empty() && noneMax > 0 && noneMax < schedMin) {
+      const auto mid = static_cast<int64_t>(std::sqrt(static_cast<double>(noneMax) * static_cast<double>(schedMin)));
+      const int64_t bound = std::clamp<int64_t>(mid, noneMax + 1, schedMin);
+      merged["unscheduled"] = {{"bytes_below", bound},
+                               {"why", "coconetc tune --shapes: the program without its schedule fastest at " + why + "; the schedule at " +
+                                           std::to_string(schedMin) + " bytes and more"}};
+      writeFile((fs::path(o.outDir) / "tuning.json").string(), merged.dump(1) + "\n");
+      writeFile((fs::path(o.outDir) / "best.sched").string(),
+                "// coconetc tune --shapes: the fastest schedule at the larger shapes; below " + std::to_string(bound) +
+                    " bytes of inputs the program without it (tuning.json's `unscheduled`).\n" + scheduled);
+      schedNote = "The program without a schedule is fastest below " + std::to_string(bound) +
+                  " bytes of inputs, best.sched above: tuning.json's `unscheduled` rule makes the generated code choose by size.\n";
+      oneSchedule = true;  // (best.sched written)
+    }
+  } else
     writeFile((fs::path(o.outDir) / "best.sched").string(),
               "// coconetc tune --shapes: the fastest schedule at every shape (" + std::to_string(shapes.size()) + ").\n" + scheds.front());
   std::ostringstream md;
@@ -207,9 +250,10 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
   for (auto& e : merged["entries"]) md << "- " << e["name"].get<std::string>() << ": " << e["rules"].dump() << "\n";
   if (merged["entries"].empty()) md << "None: the table's values were the fastest at every shape.\n";
   md << "\n"
-     << (oneSchedule ? "Every shape's fastest schedule is the same: best.sched.\n"
-                     : "The shapes' fastest schedules differ: each shape's best.sched is in its folder (the generated code takes one "
-                       "schedule; compile each shape's where they differ).\n");
+     << (!schedNote.empty() ? schedNote
+         : oneSchedule      ? "Every shape's fastest schedule is the same: best.sched.\n"
+                            : "The shapes' fastest schedules differ: each shape's best.sched is in its folder (the generated code takes "
+                              "one schedule, or the program without it below a size; compile each shape's where they differ).\n");
   for (auto& w : warnings) md << "\nWarning: " << w << "\n";
   writeFile((fs::path(o.outDir) / "report.md").string(), md.str());
   for (auto& w : warnings) err << "coconetc: warning: tune: " << w << "\n";

@@ -282,11 +282,11 @@ void Emitter::emitFallbackCall() {
   const auto& slow = fallbackWhen_;
   auto& b = body_;
   if (!own.empty()) b << "  // Where one of the schedule's own requirements does not hold" << (slow.empty() ? "" : ", or");
-  if (!slow.empty())
-    b << (own.empty() ? "  // Where" : "") << " the schedule's all_to_all pipeline's GEMMs would be read-bound\n"
-      << "  // (each weight read once per rank block; the program unscheduled reads it once)";
+  if (!slow.empty()) b << (own.empty() ? "  // Where" : "") << " the schedule does not pay";
   b << ", the\n  // program runs without its schedule (" << fallbackCls_ << ": the same values; the caller's tensors are stored\n"
-    << "  // alike).\n  if (";
+    << "  // alike).\n";
+  for (auto& why : fallbackWhy_) b << "  // (the schedule does not pay where " << why << ")\n";
+  b << "  if (";
   bool first = true;
   for (auto* r : own) {
     b << (first ? "" : " ||\n      ") << "!(" << cxx(r->lhs) << " " << ast::binaryOpSpelling(r->op) << " " << cxx(r->rhs) << ")";

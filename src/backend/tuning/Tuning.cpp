@@ -188,6 +188,14 @@ Table tunedTable(const Table& base, const std::string& json, const std::string& 
     e->rules = std::move(rules);
     e->why = text(je, "why", source, name);
   }
+  if (j.contains("unscheduled")) {
+    const auto& u = j["unscheduled"];
+    if (!u.is_object() || !u.contains("bytes_below") || !u["bytes_below"].is_number_integer() || u["bytes_below"].get<int64_t>() <= 0 ||
+        !u.contains("why") || !u["why"].is_string() || u["why"].get<std::string>().empty())
+      bad(source, "", "unscheduled is not {\"bytes_below\": a positive integer, \"why\": the measurement}");
+    t.unscheduledBelowBytes = u["bytes_below"].get<int64_t>();
+    t.unscheduledWhy = u["why"].get<std::string>();
+  }
   return t;
 }
 }  // namespace

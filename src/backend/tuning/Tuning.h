@@ -39,7 +39,11 @@ struct Entry {
 
 struct Table {
   std::string name, measuredOn, note;
-  std::string tunedBy;             // a tuning file's entries replaced the table's (tuned()): its path
+  std::string tunedBy;  // a tuning file's entries replaced the table's (tuned()): its path
+  // A tuning file's `unscheduled` rule: where the program's inputs (ir::inputBytes) hold fewer bytes
+  // than this, it runs without its schedule (0: no rule), and the measurement that chose it.
+  int64_t unscheduledBelowBytes = 0;
+  std::string unscheduledWhy;
   std::vector<std::string> archs;  // the architectures it was measured for
   std::vector<Entry> entries;
   const Entry& entry(const std::string& name) const;  // InternalError where absent
@@ -53,8 +57,10 @@ struct Table {
 Table parse(const std::string& json, const std::string& source);
 
 // `base` with the entries of a tuning file (`coconetc tune`'s tuning.json, for `compile --tuning`):
-// {"tuning": ..., "entries": [{"name", "rules", "why"}, ...]}, each entry one of base's with the
-// rules and measurement the file gives, checked as parse() checks a table's. Errors name the file
+// {"tuning": ..., "entries": [{"name", "rules", "why"}, ...], "unscheduled": {"bytes_below", "why"}},
+// each entry one of base's with the rules and measurement the file gives, checked as parse()
+// checks a table's; `unscheduled` (optional): below that many bytes of inputs the program runs
+// without its schedule. Errors name the file
 // and the entry; throws std::runtime_error.
 Table tuned(const Table& base, const std::string& json, const std::string& source);
 

@@ -7,7 +7,8 @@ JSON line with a time made up from the build's tuning-table values: fastest at r
 search has something to find, and the bytes the table's entries that take bytes were read at (T * H *
 2, the rows' f16 input: every such entry of the build's header), but for those RUNNER_UNREAD names (a comma-separated list: the code took another path).
 `bench` fails for a build whose row_split_min is 16384 (RUNNER_CRASH: another; a crash to survive); with RUNNER_WRONG set
-every check fails; RUNNER_LUCKY (below) makes one build's first runs faster than its later ones.
+every check fails; RUNNER_LUCKY and RUNNER_SCHED_FROM (below) make one build's first runs faster
+than its later ones, and a schedule pay from a number of rows.
 """
 import glob
 import json
@@ -61,6 +62,13 @@ def main():
     rows, n = define(args, "T"), define(args, "H")
     best = 8192 if rows and rows > 32 else 2048
     us = 100 + 5 * abs(math.log2(lo / best)) + 3 * abs(blocks - 4)
+    # RUNNER_SCHED_FROM=N: a build with a schedule applied is 10 us slower than the program without
+    # one below N rows (-D T), 10 us faster from N
+    sched_from = os.environ.get("RUNNER_SCHED_FROM")
+    if sched_from and rows:
+        cu = open(glob.glob(os.path.join(src, "*_main.cu"))[0].replace("_main.cu", ".cu")).read()
+        if re.search(r"// Schedule applied:\s*\n//\s+\S", cu):
+            us += 10 if rows < int(sched_from) else -10
     # RUNNER_LUCKY=VALUE:N: a build whose row_split_min is VALUE runs 20 us faster in its first N
     # timed runs only (drift between runs, which timing in turns exposes)
     lucky = os.environ.get("RUNNER_LUCKY", "")
