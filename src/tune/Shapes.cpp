@@ -66,6 +66,13 @@ struct Bucket {
   std::string shape;
 };
 
+// A bytes_below bound between shapes read at `below` bytes and at `above` (below < above): the
+// geometric middle of the gap, inside it.
+int64_t gapBound(int64_t below, int64_t above) {
+  const double mid = std::sqrt(static_cast<double>(below) * static_cast<double>(above));
+  return std::clamp<int64_t>(std::llround(mid), below + 1, above);
+}
+
 // The value's rules over buckets sorted by bytes: a bytes_below bound where the value changes.
 // `reach` is the most bytes a bucket so far was read at (its value the one in force there): a
 // bucket that starts within it with another value takes that value, with a warning.
@@ -82,8 +89,7 @@ json rulesOf(std::vector<Bucket> buckets, const std::string& name, std::vector<s
       buckets[i].value = r.value;
     }
     if (buckets[i].value != r.value) {  // (then buckets[i].lo > r.hi: a gap) the geometric middle of the gap
-      const double mid = std::sqrt(static_cast<double>(r.hi) * static_cast<double>(buckets[i].lo));
-      rules.push_back({{"bytes_below", std::clamp<int64_t>(std::llround(mid), r.hi + 1, buckets[i].lo)}, {"value", r.value}});
+      rules.push_back({{"bytes_below", gapBound(r.hi, buckets[i].lo)}, {"value", r.value}});
     }
     if (buckets[i].hi >= r.hi || buckets[i].value != r.value) reach = i;
   }
@@ -189,7 +195,8 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
   for (auto& s : shapes) merged["shapes"].push_back(shapeText(s));
   merged["entries"] = mergeOutcomes(outcomes, table, warnings);
   writeFile((fs::path(o.outDir) / "tuning.json").string(), merged.dump(1) + "\n");
-  bool oneSchedule = std::all_of(scheds.begin(), scheds.end(), [&](const std::string& s) { return s == scheds.front(); });
+  const bool oneSchedule = std::all_of(scheds.begin(), scheds.end(), [&](const std::string& s) { return s == scheds.front(); });
+  bool wroteBest = oneSchedule;
   std::string schedNote;  // (the report's line on the schedules)
   if (!oneSchedule) {
     // The program without a schedule fastest at the smaller shapes and one schedule at the larger,
@@ -217,8 +224,7 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
         split = false;
     }
     if (split && !scheduled.empty() && noneMax > 0 && noneMax < schedMin) {
-      const auto mid = static_cast<int64_t>(std::sqrt(static_cast<double>(noneMax) * static_cast<double>(schedMin)));
-      const int64_t bound = std::clamp<int64_t>(mid, noneMax + 1, schedMin);
+      const int64_t bound = gapBound(noneMax, schedMin);
       merged["unscheduled"] = {{"bytes_below", bound},
                                {"why", "coconetc tune --shapes: the program without its schedule fastest at " + why + "; the schedule at " +
                                            std::to_string(schedMin) + " bytes and more"}};
@@ -228,7 +234,7 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
                     " bytes of inputs the program without it (tuning.json's `unscheduled`).\n" + scheduled);
       schedNote = "The program without a schedule is fastest below " + std::to_string(bound) +
                   " bytes of inputs, best.sched above: tuning.json's `unscheduled` rule makes the generated code choose by size.\n";
-      oneSchedule = true;  // (best.sched written)
+      wroteBest = true;
     }
   } else
     writeFile((fs::path(o.outDir) / "best.sched").string(),
@@ -257,7 +263,7 @@ int measureShapes(const ir::Program& base, const std::string& handScript, const 
   for (auto& w : warnings) md << "\nWarning: " << w << "\n";
   writeFile((fs::path(o.outDir) / "report.md").string(), md.str());
   for (auto& w : warnings) err << "coconetc: warning: tune: " << w << "\n";
-  out << "wrote " << o.outDir << "/tuning.json, report.md" << (oneSchedule ? ", best.sched" : "") << " (" << shapes.size() << " shapes)\n";
+  out << "wrote " << o.outDir << "/tuning.json, report.md" << (wroteBest ? ", best.sched" : "") << " (" << shapes.size() << " shapes)\n";
   return 0;
 }
 
