@@ -114,7 +114,11 @@ std::string Emitter::cmakeText() {
     << "add_library(coconet_" << cls_ << " SHARED $<TARGET_OBJECTS:" << cls_ << "_objects>)\n"
     << "target_link_libraries(coconet_" << cls_ << " PRIVATE CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})\n"
     << "set_target_properties(coconet_" << cls_ << " PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n"
-    << "add_executable(" << cls_ << "_main " << cls_ << "_main.cu)\n"
+    << "# The driver's own object library: it compiles beside the program's (an executable's sources\n"
+    << "# would wait for the libraries it links).\n"
+    << "add_library(" << cls_ << "_main_objects OBJECT " << cls_ << "_main.cu)\n"
+    << "target_include_directories(" << cls_ << "_main_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${NCCL_INCLUDE_DIR})\n"
+    << "add_executable(" << cls_ << "_main $<TARGET_OBJECTS:" << cls_ << "_main_objects>)\n"
     << "target_link_libraries(" << cls_ << "_main PRIVATE " << cls_ << ")\n"
     << "set_target_properties(" << cls_ << "_main PROPERTIES BUILD_RPATH ${NCCL_LIBDIR})\n";
   if (o_.torch)
