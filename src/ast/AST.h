@@ -45,8 +45,11 @@ const char* binaryOpSpelling(BinaryOp op);
 // An `even` one says that a sliced dimension divides evenly among its group's ranks (a sliced
 // declaration, reduce_scatter, split, slice). The language does not need it: a sliced dimension
 // is cut into blocks as ir::sliceBlock says, evenly or not, and the interpreter and verify take
-// any size. The CUDA code does (its slices are even), so the backend checks it as any other,
-// and runs the program without its schedule where only the schedule's even ones fail.
+// any size. The CUDA code takes uneven blocks too, but for its overlaps of a sliced value (its
+// device-API forms run their NCCL calls where a run's slices are uneven). Where a plan has such
+// an overlap the backend checks the even requirements as any other, and runs the program
+// without its schedule where that takes the uneven blocks (Emitter::findEvenNeed); elsewhere
+// it drops them.
 struct Requirement {
   SizeExpr lhs;
   BinaryOp op = BinaryOp::Eq;
@@ -55,8 +58,9 @@ struct Requirement {
   SourceLoc loc;
   bool even = false;
   std::string str() const;
-  // How `emit` prints it: the condition, the reason, and for an even one that the CUDA code needs it.
-  std::string described() const { return str() + "  (" + reason + (even ? "; the CUDA code's slices are even" : "") + ")"; }
+  // How `emit` prints it: the condition, the reason, and for an even one that only the CUDA
+  // code's fused forms need it.
+  std::string described() const { return str() + "  (" + reason + (even ? "; even for the CUDA code's fused forms" : "") + ")"; }
   // The same condition (the reason and place aside).
   bool sameCondition(const Requirement& o) const { return op == o.op && lhs == o.lhs && rhs == o.rhs; }
 };

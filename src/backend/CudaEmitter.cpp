@@ -50,12 +50,35 @@ void Emitter::makePlan() {
   assemblePlan();
   warnUnfusedRowGroups();
   warnKnobsWithoutDevice();
+  findEvenNeed();
+}
+
+void Emitter::findEvenNeed() {
+  evenNeed_.clear();
+  auto sliced = [&](int id) {
+    const TensorType& t = p_.stages[static_cast<size_t>(id)].type;
+    return t.group && t.layout.kind == Layout::Sliced;
+  };
+  for (size_t i = 0; i < p_.stages.size() && evenNeed_.empty(); ++i) {
+    const Stage& s = p_.stages[i];
+    const plan::Decision& d = plan_.at(static_cast<int>(i));
+    bool touches = sliced(static_cast<int>(i));
+    for (int o : s.operands) touches = touches || sliced(o);
+    if (!touches) continue;
+    const std::string owner = d.owner >= 0 ? p_.stages[static_cast<size_t>(d.owner)].name : s.name;
+    switch (d.step) {
+      case Step::Overlap:
+      case Step::OverlapProducer:
+      case Step::InOverlap: evenNeed_ = "the overlap of '" + owner + "'"; break;
+      default: break;  // (a send of a sliced value goes to the next group's rank at its place: the same block)
+    }
+  }
 }
 
 void Emitter::warnEvenSizes() const {
   if (!o_.diags) return;
   for (auto& r : p_.requirements) {
-    if (!r.even || scheduleOwn(r)) continue;  // (the fallback runs where a schedule's own one fails)
+    if (!r.even || fallbackRuns(r) || evenUnneeded(r)) continue;
     // The rank counts of one node (2, 4, 8) it rules out, and those up to 64 it admits, where
     // the sizes are known (the requirement depends on world.size alone).
     std::vector<int> fails, runs;
@@ -79,13 +102,28 @@ void Emitter::warnEvenSizes() const {
     for (size_t i = 0; i < fails.size(); ++i) failList += (i ? (i + 1 == fails.size() ? " or " : ", ") : "") + std::to_string(fails[i]);
     for (size_t i = 0; i < runs.size(); ++i) runList += (i ? ", " : "") + std::to_string(runs[i]);
     o_.diags->warning(r.loc, "with these sizes the CUDA code cannot run on " + failList + " ranks: " + r.str() + " (" + r.reason +
-                                 "; the CUDA code's slices are even); of 1 to 64 ranks it runs on " + runList);
+                                 "; the CUDA code's slices are even in " + evenNeed_ + "); of 1 to 64 ranks it runs on " + runList);
   }
+}
+
+bool Emitter::fallbackTakesUneven() const {
+  CompileOptions fo = fallbackOptions();
+  fo.diags = nullptr;  // (a probe: the fallback's own emitter warns where it is written)
+  Emitter probe(*o_.unscheduled, fo);
+  probe.makePlan();
+  return probe.evenNeed_.empty();
 }
 
 void Emitter::findFallback() {
   for (auto& r : p_.requirements)
-    if (scheduleOwn(r)) fallbackWhenNot_.push_back(&r);
+    if (scheduleOwn(r) && !evenUnneeded(r)) fallbackWhenNot_.push_back(&r);
+  // Uneven slices that only this plan's forms cannot take: the program without its schedule
+  // runs them where its plan takes them.
+  const bool evenOwn =
+      std::any_of(p_.requirements.begin(), p_.requirements.end(), [&](const ir::Requirement& r) { return r.even && !scheduleOwn(r); });
+  if (o_.unscheduled && !evenNeed_.empty() && evenOwn && fallbackTakesUneven())
+    for (auto& r : p_.requirements)
+      if (r.even && !scheduleOwn(r)) fallbackWhenNot_.push_back(&r);
   if (o_.unscheduled)
     for (auto& [cond, why] : unprofitable()) {
       fallbackWhen_.push_back(cond);
@@ -116,11 +154,17 @@ std::string Emitter::planText() {
   std::string text = plan::print(
       p_, plan_,
       "plan of " + p_.name + (o_.embedded ? " without its schedule" : "") + (o_.deviceCollectives ? "" : " (--no-device-collectives)"));
+  if (std::any_of(p_.stages.begin(), p_.stages.end(), [](const Stage& s) { return s.type.group && s.type.layout.kind == Layout::Sliced; }))
+    text += !evenNeed_.empty() ? "  slices: even only (" + evenNeed_ + ")\n"
+            : usesDevice()     ? "  slices: uneven blocks taken everywhere (by the device-API forms' NCCL calls)\n"
+                               : "  slices: uneven blocks taken everywhere\n";
   if (o_.embedded) return text;
   findFallback();
   if (fallbackWhenNot_.empty() && fallbackWhen_.empty()) return text;
   text += "run() takes the program without its schedule (" + cls_ + "_unscheduled) where\n";
-  for (const ir::Requirement* r : fallbackWhenNot_) text += "  the schedule's requirement " + r->str() + " does not hold\n";
+  for (const ir::Requirement* r : fallbackWhenNot_)
+    text += (scheduleOwn(*r) ? "  the schedule's requirement " : "  the even requirement ") + r->str() + " does not hold" +
+            (scheduleOwn(*r) ? "" : " (uneven slices: " + evenNeed_ + " takes even ones only)") + "\n";
   for (const std::string& c : fallbackWhy_) text += "  " + c + ": the schedule does not pay\n";
   const CompileOptions fo = fallbackOptions();
   return text + Emitter(*o_.unscheduled, fo).planText();

@@ -86,6 +86,21 @@ private:
   std::vector<const ir::Requirement*> fallbackWhenNot_;
   std::vector<std::string> fallbackWhen_, fallbackWhy_;  // (C++ on the sizes; the same in words)
   bool fallbackDevice_ = false;
+  // The first launch of the plan whose code takes even slices only (an overlap over a sliced
+  // value), in words; empty where every launch takes the uneven blocks of
+  // ir::sliceBlock. Only then do the even requirements (ast::Requirement::even) hold run() back.
+  // (The device-API forms take even slices too; where a run's are uneven, devReady says no and
+  // their NCCL calls run.) Found by makePlan.
+  std::string evenNeed_;
+  void findEvenNeed();
+  // An even requirement that no launch of this plan needs.
+  bool evenUnneeded(const ir::Requirement& r) const { return r.even && evenNeed_.empty(); }
+  // Whether the fallback's plan takes uneven slices everywhere (planned without warnings).
+  bool fallbackTakesUneven() const;
+  // A requirement under which run() takes the fallback where it fails (fallbackWhenNot_).
+  bool fallbackRuns(const ir::Requirement& r) const {
+    return std::find(fallbackWhenNot_.begin(), fallbackWhenNot_.end(), &r) != fallbackWhenNot_.end();
+  }
   bool usesDeviceHeader() const { return usesDevice() || fallbackDevice_; }
   // A requirement the schedule added (the fallback lacks it): run() takes the fallback where it
   // does not hold.
@@ -101,7 +116,7 @@ private:
   void emitFallbackCall();
   // A warning at each even requirement (ast::Requirement::even) that sizes known at compile time
   // break on 2, 4 or 8 ranks, naming the rank counts it admits; the language runs any size, the
-  // CUDA code's slices are even.
+  // CUDA code's fused forms (evenNeed_) take even slices only.
   void warnEvenSizes() const;
   // Finds fallbackWhenNot_ and fallbackWhen_; the options the fallback's emitter takes.
   void findFallback();
@@ -132,6 +147,14 @@ private:
   std::string commOf(const GroupInfo* g) const;
   int groupIndex(const GroupInfo* g) const;
   std::string g(const GroupInfo* gi, const char* field) const { return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field; }
+  // A sliced tensor's block on this rank (ir::sliceBlock's cut, uneven sizes included): the
+  // extent of its sliced dimension and where that block starts in the whole, as expressions of
+  // run()'s scope (S_, the group coordinates); "" for a tensor that is not sliced.
+  std::string sliceExtent(const TensorType& t) const;
+  std::string sliceStart(const TensorType& t) const;
+  // The group coordinates (gI_inst, gI_pos, gI_size of every group) from rank_, P_ and the
+  // sizes `sz`; emitGroupCoordinates adds the groups' communicators.
+  std::string groupCoordinateText() const;
 
   // ---- The header: the C++ API ----
   std::string headerText();
@@ -154,6 +177,7 @@ private:
   void emitArgumentChecks();
   void emitGroupCoordinates();
   void emitRequirementChecks();
+  void emitUnevenFlag();
   void emitStorage();
   void emitResults();
 
@@ -171,9 +195,9 @@ private:
 
   static std::string jsonEscape(const std::string& s);
 
-  std::string launch(const std::string& n) const {
-    return "static_cast<int>(std::min<long long>((" + n + " + 255) / 256, 65535)), 256, 0, stream_";
-  }
+  // A grid-stride kernel's launch over n elements (one block at least: an empty slice of uneven
+  // ones launches nothing to do, not an invalid grid).
+  std::string launch(const std::string& n) const { return "coconet_rt::gridFor(" + n + "), 256, 0, stream_"; }
 
   // Allocation of stage id's buffer: countVar(id) elements, or `count` (an expression) when given.
   std::string bufferEnsure(int id, const std::string& count = "") const;
@@ -724,6 +748,7 @@ private:
   // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T: one cuBLAS GEMM with f32
   // accumulation (f64 for f64), batched when both operands carry batch dimensions.
   void emitGemm(int id);
+  void emitGemmProduct(int id);  // (emitGemm's operands not empty)
   // The checked cuBLAS call of such a GEMM, one statement: M, the operands (pointer and batch
   // stride), the product's, the batch count and the stage (a quoted string) as expressions; K, N,
   // alpha and beta are variables of the emitted scope. `ta` / `tb`: the operand's storage is its

@@ -69,7 +69,7 @@ int64_t interpreterBytes(const Program& p, const Config& c) {
 bool requirementsHold(const Program& p, const Config& c, int64_t maxElements, std::string* why = nullptr) {
   auto env = interp::sizeEnv(c);
   for (auto& r : p.requirements) {
-    if (r.even) continue;  // the CUDA code's: the interpreter runs uneven blocks
+    if (r.even) continue;  // (the CUDA code's overlaps': the interpreter runs uneven blocks)
     std::optional<int64_t> l, rr;
     try {
       l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);

@@ -75,6 +75,18 @@ vectors pipeline@stages "$root/samples/pipeline/pipeline.cnet" --schedule "$root
 vectors sgd@odd "$root/samples/sgd/sgd.cnet" -D N=4100
 vectors adam@odd "$root/samples/adam/adam.cnet" -D N=1028
 vectors lamb@odd "$root/samples/lamb/lamb.cnet" -D N=1028
+# Uneven slices (torch.chunk's blocks, the last ranks' shorter): at 2 and 4 ranks the device
+# forms run their NCCL calls (uneven_), reduce-scatters and all-gathers run as grouped reduces
+# and broadcasts, and megatron_row's overlap (even only) the program without its schedule.
+# uneven_slices@empty: N = 9 rows at 4 ranks leave the last rank an empty block; @vocab: a table
+# of 50257 rows sliced over the ranks.
+vectors adam@uneven "$root/samples/adam/adam.cnet" -D N=1001
+vectors sgd@uneven "$root/samples/sgd/sgd.cnet" -D N=4099
+vectors lamb@uneven "$root/samples/lamb/lamb.cnet" -D N=1001
+vectors megatron_row@uneven "$root/samples/megatron_row/megatron_row.cnet" -D H=33
+vectors sp_bsh@uneven "$root/tests/gpu/programs/sp_bsh.cnet" -D S=9
+vectors uneven_slices@empty "$root/tests/gpu/programs/uneven_slices.cnet" -D N=9 -D M=7 -D V=13 -D D=5
+vectors uneven_slices@vocab "$root/tests/gpu/programs/uneven_slices.cnet" -D N=33 -D M=7 -D V=50257 -D D=8
 # Slices over several blocks (16 parts of 4096 elements per rank at 4 ranks), so that the
 # @split builds' roles hand over many parts of every chunk.
 vectors adam@big "$root/samples/adam/adam.cnet" -D N=262144

@@ -5,7 +5,8 @@
 // claimedPulls, tailFlags) with the table's and other values; and the row-wise kernels' threads a
 // row (rowThreads) and parts a row (rowSplitPartsFor) and its knobs, and when their kernels stream (streamRows);
 // and the row kernels' statistics by packs
-// (MaxSumT / WelfordT / SumSqT::addPack, exp_for) against exact sums. Built with nvcc and run on the build machine (the
+// (MaxSumT / WelfordT / SumSqT::addPack, exp_for) against exact sums; and the blocks of a sliced
+// dimension (SizeMath::blockStart / blockLen). Built with nvcc and run on the build machine (the
 // function is __host__ __device__; nothing here touches a GPU): tests/CMakeLists.txt, runtime_host.
 #include <climits>
 #include <cmath>
@@ -320,6 +321,29 @@ int main() {
     double sq = 0;
     for (float v : x) sq += static_cast<double>(v) * v;
     expect(std::fabs(q.s - sq) <= 1e-6 * sq, "SumSqT::addPack against the exact sum of squares", 0, 0, n, 0, 0);
+  }
+  // The blocks of a sliced dimension (SizeMath::blockStart/blockLen, the generated code's local
+  // shapes and offsets): torch.chunk's cut, as ir::sliceBlock: ceil(n / parts) from rank 0 on,
+  // the blocks in order, covering [0, n), only the last ones shorter (or empty).
+  {
+    const coconet_rt::SizeMath S{"blocks"};
+    for (long long n : {0LL, 1LL, 2LL, 5LL, 7LL, 9LL, 33LL, 1001LL, 50257LL, 4096LL, (1LL << 40) + 7})
+      for (long long parts = 1; parts <= 70; ++parts) {
+        const long long b = (n + parts - 1) / parts;
+        long long at = 0;
+        for (long long pos = 0; pos < parts; ++pos) {
+          const long long start = S.blockStart(n, parts, pos), len = S.blockLen(n, parts, pos);
+          const long long wantStart = pos * b < n ? pos * b : n, wantLen = n - wantStart < b ? n - wantStart : b;
+          expect(start == wantStart && len == wantLen, "blockStart/blockLen against torch.chunk's cut", static_cast<int>(parts), 0, n,
+                 static_cast<int>(pos), static_cast<int>(len));
+          expect(start == at && len >= 0 && (len == b || start + len == n), "the blocks in order, only the last ones short",
+                 static_cast<int>(parts), 0, n, static_cast<int>(pos), static_cast<int>(len));
+          at = start + len;
+        }
+        expect(at == n, "the blocks cover the dimension", static_cast<int>(parts), 0, n, 0, 0);
+        expect(n % parts != 0 || S.blockLen(n, parts, parts - 1) == n / parts, "even sizes: n / parts each", static_cast<int>(parts), 0, n,
+               0, 0);
+      }
   }
   if (failures) {
     std::printf("%d failures\n", failures);

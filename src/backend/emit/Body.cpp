@@ -20,6 +20,7 @@ void Emitter::emitBody() {
   emitGroupCoordinates();
   emitRequirementChecks();
   emitFallbackCall();
+  emitUnevenFlag();
   emitStorage();
   // Stages in order, as the plan says (with --timeline, a mark on stream_ after each launch).
   if (o_.timeline) b << "  tl_.begin(stream_, comm_, rank_, \"" << p_.name << "\");\n";
@@ -105,9 +106,9 @@ void Emitter::emitArgumentChecks() {
     }
 }
 
-// Group coordinates and communicators: consecutive blocks of ranks, as the language defines.
-void Emitter::emitGroupCoordinates() {
-  auto& b = body_;
+// Group coordinates: consecutive blocks of ranks, as the language defines.
+std::string Emitter::groupCoordinateText() const {
+  std::ostringstream b;
   b << "  const long long g0_inst = 0, g0_pos = rank_, g0_size = P_;\n";
   for (size_t gi = 1; gi < p_.groups.size(); ++gi) {
     const GroupInfo* gr = p_.groups[gi].get();
@@ -118,14 +119,45 @@ void Emitter::emitGroupCoordinates() {
       << "' splits \" + std::to_string(" << pp << "_size) + \" ranks into \" + std::to_string(" << k << ") + \" parts\");\n"
       << "  const long long g" << gi << "_size = " << pp << "_size / " << k << ";\n"
       << "  const long long g" << gi << "_inst = " << pp << "_inst * " << k << " + " << pp << "_pos / g" << gi << "_size;\n"
-      << "  const long long g" << gi << "_pos = " << pp << "_pos % g" << gi << "_size;\n"
-      << "  if (!gcomm_[" << gi << "] || gcommSize_[" << gi << "] != g" << gi << "_size) {\n"
+      << "  const long long g" << gi << "_pos = " << pp << "_pos % g" << gi << "_size;\n";
+  }
+  for (size_t gi = 0; gi < p_.groups.size(); ++gi) b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
+  return b.str();
+}
+
+// Where the device forms' slices would be uneven, devReady says no for this run: every fused
+// group and collective runs its NCCL calls (the plan has no form that takes even slices only,
+// evenNeed_, or its even requirements held above).
+void Emitter::emitUnevenFlag() {
+  if (!usesDevice()) return;
+  std::string cond;
+  for (auto& r : p_.requirements)
+    if (r.even) cond += (cond.empty() ? "" : " &&\n                ") + cxx(r.lhs) + " == " + cxx(r.rhs);
+  if (!cond.empty()) body_ << "  uneven_ = !(" << cond << ");\n";
+}
+
+std::string Emitter::sliceExtent(const TensorType& t) const {
+  if (!t.group || t.layout.kind != Layout::Sliced) return "";
+  return "S_.blockLen(" + cxx(t.shape[static_cast<size_t>(t.layout.dim)]) + ", " + g(t.group, "size") + ", " + g(t.group, "pos") + ")";
+}
+
+std::string Emitter::sliceStart(const TensorType& t) const {
+  if (!t.group || t.layout.kind != Layout::Sliced) return "";
+  return "S_.blockStart(" + cxx(t.shape[static_cast<size_t>(t.layout.dim)]) + ", " + g(t.group, "size") + ", " + g(t.group, "pos") + ")";
+}
+
+// Group coordinates and communicators.
+void Emitter::emitGroupCoordinates() {
+  auto& b = body_;
+  b << groupCoordinateText();
+  for (size_t gi = 1; gi < p_.groups.size(); ++gi) {
+    const GroupInfo* gr = p_.groups[gi].get();
+    b << "  if (!gcomm_[" << gi << "] || gcommSize_[" << gi << "] != g" << gi << "_size) {\n"
       << "    if (gcomm_[" << gi << "]) CHECK(ncclCommDestroy(gcomm_[" << gi << "]), \"group " << gr->name << "\");\n"
       << "    CHECK(ncclCommSplit(comm_, static_cast<int>(g" << gi << "_inst), static_cast<int>(g" << gi << "_pos), &gcomm_[" << gi
       << "], nullptr), \"group " << gr->name << "\");\n"
       << "    gcommSize_[" << gi << "] = g" << gi << "_size;\n  }\n";
   }
-  for (size_t gi = 0; gi < p_.groups.size(); ++gi) b << "  (void)g" << gi << "_inst; (void)g" << gi << "_pos; (void)g" << gi << "_size;\n";
 }
 
 // The program's requirements on its sizes, each a message naming the sizes where it fails (the
@@ -133,10 +165,11 @@ void Emitter::emitGroupCoordinates() {
 void Emitter::emitRequirementChecks() {
   auto& b = body_;
   for (auto& r : p_.requirements) {
-    if (scheduleOwn(r)) continue;  // emitFallbackCall
+    if (fallbackRuns(r) || evenUnneeded(r)) continue;  // (emitFallbackCall; the uneven blocks every launch takes)
     std::string op = ast::binaryOpSpelling(r.op);
     b << "  if (!(" << cxx(r.lhs) << " " << op << " " << cxx(r.rhs) << ")) throw coconet_rt::Error(\"" << p_.name << ": requirement "
-      << r.str() << " does not hold (" << jsonEscape(r.reason) << (r.even ? "; the CUDA code's slices are even" : "") << "): \"";
+      << r.str() << " does not hold (" << jsonEscape(r.reason)
+      << (r.even ? "; the CUDA code's slices are even in " + jsonEscape(evenNeed_) : "") << "): \"";
     // A divisibility requirement (a % b == 0) says which sizes: "H = 4097 is not a multiple of world.size = 4".
     const auto rem = r.op == ast::BinaryOp::Eq && r.rhs.constantValue() == std::optional<int64_t>(0) ? r.lhs.asRemainder() : std::nullopt;
     if (rem) {
@@ -152,16 +185,20 @@ void Emitter::emitRequirementChecks() {
 }
 
 std::string Emitter::partsKernel(const std::string& kname, const std::string& T, int d, bool toParts) {
-  const char* at = toParts ? "dst" : "src";  // the element's place among the parts
+  // Part q of dimension d (N elements, blocks of `block`, the last ones shorter) holds
+  // min(block, N - q * block) indices of it and starts at q * block * other in tmp: the parts
+  // before it are whole blocks.
+  const char* at = toParts ? "dst" : "src";  // the element's place in its part
   std::ostringstream k;
   k << "__global__ void " << kname << "(const " << T << "* __restrict__ " << (toParts ? "x" : "tmp") << ", " << T << "* __restrict__ "
-    << (toParts ? "tmp" : "out") << ", OutputMap om, long long slice, long long localExtent) {\n"
+    << (toParts ? "tmp" : "out") << ", OutputMap om, long long other, long long block, long long N) {\n"
     << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < om.n; i += (long long)gridDim.x * blockDim.x) {\n"
     << "    long long rem = i, " << at << " = 0, mul = 1, part = 0;\n"
     << "    for (int k = om.rank - 1; k >= 0; --k) {\n      long long c = rem % om.shape[k];\n      rem /= om.shape[k];\n"
-    << "      long long ext = om.shape[k];\n      if (k == " << d << ") { part = c / localExtent; c %= localExtent; ext = localExtent; }\n"
+    << "      long long ext = om.shape[k];\n"
+    << "      if (k == " << d << ") { part = c / block; c %= block; ext = N - part * block < block ? N - part * block : block; }\n"
     << "      " << at << " += c * mul;\n      mul *= ext;\n    }\n"
-    << (toParts ? "    tmp[part * slice + dst] = x[i];\n" : "    out[i] = tmp[part * slice + src];\n") << "  }\n}\n\n";
+    << (toParts ? "    tmp[part * block * other + dst] = x[i];\n" : "    out[i] = tmp[part * block * other + src];\n") << "  }\n}\n\n";
   return k.str();
 }
 
@@ -175,8 +212,7 @@ void Emitter::emitStorage() {
     b << "  const long long " << shapeVar(static_cast<int>(i)) << "[" << std::max(1, s.type.rank()) << "] = {";
     for (int k = 0; k < s.type.rank(); ++k) {
       std::string d = cxx(s.type.shape[k]);
-      if (s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == k)
-        d = "(" + d + " / " + g(s.type.group, "size") + ")";
+      if (s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == k) d = sliceExtent(s.type);
       b << (k ? ", " : "") << d;
     }
     if (s.type.rank() == 0) b << "1";
@@ -191,7 +227,8 @@ void Emitter::emitStorage() {
   };
   for (size_t i = 0; i < p_.outputNames.size(); ++i) {
     const std::string& o = p_.outputNames[i];
-    b << "  if (!t." << ident(o) << ") throw coconet_rt::Error(\"" << p_.name << ": output '" << o << "' is not given\");\n";
+    b << "  if (!t." << ident(o) << " && " << countVar(p_.outputs[i]) << " > 0) throw coconet_rt::Error(\"" << p_.name << ": output '" << o
+      << "' is not given\");\n";
     span(ident(o), p_.outputs[i], "output", o);
   }
   // Storage of every value (the plan's decisions).
@@ -202,12 +239,14 @@ void Emitter::emitStorage() {
     const plan::Decision& d = plan_.at(id);
     switch (d.storage) {
       case Storage::Input:
-        b << "  if (!t." << ident(s.name) << ") throw coconet_rt::Error(\"" << p_.name << ": tensor '" << s.name << "' is not given\");\n";
+        b << "  if (!t." << ident(s.name) << " && " << countVar(id) << " > 0) throw coconet_rt::Error(\"" << p_.name << ": tensor '"
+          << s.name << "' is not given\");\n";
         span(ident(s.name), id, "tensor", s.name);
         b << "  const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.name) << ");\n";
         break;
       case Storage::State:
-        b << "  if (!t." << ident(s.state) << ") throw coconet_rt::Error(\"" << p_.name << ": state '" << s.state << "' is not given\");\n";
+        b << "  if (!t." << ident(s.state) << " && " << countVar(id) << " > 0) throw coconet_rt::Error(\"" << p_.name << ": state '"
+          << s.state << "' is not given\");\n";
         span(ident(s.state), id, "state", s.state);
         b << "  [[maybe_unused]] const " << T << "* " << var(id) << " = static_cast<const " << T << "*>(t." << ident(s.state) << ");\n";
         break;
@@ -269,14 +308,22 @@ void Emitter::emitResults() {
     if (const plan::Decision& d = plan_.at(st.exit); d.storage == Storage::Direct && d.into == st.name) continue;
     const Stage& ex = p_.stages[st.exit];
     std::string T = storageType(st.type.dtype);
-    std::string src = var(st.exit);
-    std::string n = countVar(st.exit);
     if (st.type.layout.kind == Layout::Sliced && ex.type.layout.kind != Layout::Sliced) {
-      // A whole value kept as this rank's slice of dimension 0: a contiguous block.
-      n = countVar(st.entry);
-      src = var(st.exit) + " + " + g(st.type.group, "pos") + " * " + countVar(st.entry);
+      // A whole value kept as this rank's block of dimension d: `outer` rows (the dimensions
+      // before d) of len * inner elements each, from `start` of every row of the whole.
+      const int d = st.type.layout.dim;
+      std::string outer = "1LL", inner = "1LL";
+      for (int k = 0; k < st.type.rank(); ++k)
+        if (k != d) (k < d ? outer : inner) += " * " + shapeVar(st.entry) + "[" + std::to_string(k) + "]";
+      b << "  {\n    const size_t inner = static_cast<size_t>(" << inner << "), outer = static_cast<size_t>(" << outer << ");\n"
+        << "    const size_t width = static_cast<size_t>(" << shapeVar(st.entry) << "[" << d << "]) * inner * sizeof(" << T << ");\n"
+        << "    const size_t pitch = static_cast<size_t>(" << shapeVar(st.exit) << "[" << d << "]) * inner * sizeof(" << T << ");\n"
+        << "    if (width > 0)\n      CHECK(cudaMemcpy2DAsync(t." << ident(st.name) << ", width, " << var(st.exit) << " + "
+        << sliceStart(st.type) << " * inner, pitch, width, outer, cudaMemcpyDeviceToDevice, stream_), \"update " << st.name
+        << "\");\n  }\n";
+      continue;
     }
-    b << "  CHECK(cudaMemcpyAsync(t." << ident(st.name) << ", " << src << ", " << n << " * sizeof(" << T
+    b << "  CHECK(cudaMemcpyAsync(t." << ident(st.name) << ", " << var(st.exit) << ", " << countVar(st.exit) << " * sizeof(" << T
       << "), cudaMemcpyDeviceToDevice, stream_), \"update " << st.name << "\");\n";
   }
   if (o_.timeline) b << tlMark("  ", "stream_", "outputs") << "  tl_.end();\n";
@@ -348,7 +395,9 @@ void Emitter::emitPlanned(int i) {
     b << "\n  " << stageComment(s) << ": computed by the kernel of '" << p_.stages[own].name << "'\n";
     return;
   }
-  b << "\n  " << stageComment(s) << "\n  if (" << countVar(i) << " > 0) {\n";
+  // (a reduce_scatter on every rank, its slice here empty or not: the whole is what it reduces)
+  const int counted = s.kind == StageKind::ReduceScatter ? s.operands[0] : i;
+  b << "\n  " << stageComment(s) << "\n  if (" << countVar(counted) << " > 0) {\n";
   emitStage(i);
   b << "  }\n" << tlMark("  ", "stream_", s.name);
 }
@@ -369,7 +418,6 @@ void Emitter::emitStage(int id) {
   std::string T = storageType(s.type.dtype);
   std::string name = "\"" + s.name + "\"";
   auto in = [&](int k) { return var(s.operands[k]); };
-  auto nIn = [&](int k) { return countVar(s.operands[k]); };
   auto inT = [&](int k) { return p_.stages[s.operands[k]].type; };
   const GroupInfo* gr = s.type.group ? s.type.group : p_.world();
   switch (s.kind) {
@@ -409,46 +457,61 @@ void Emitter::emitStage(int id) {
       b << "    CHECK(ncclAllReduce(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
         << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
       break;
-    case StageKind::ReduceScatter: {
-      const int d = s.type.layout.dim;
-      if (d == 0) {
-        b << "    CHECK(ncclReduceScatter(" << in(0) << ", " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
-          << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
-        break;
-      }
-      // Each rank's part of dimension d made contiguous, one after another (rank q's part at q
-      // slices), then one reduce-scatter of that.
-      std::string kname = "k_slice_" + std::to_string(id);
-      kernels_ << "// " << s.name << ": lays out the parts of dimension " << d << " one after another for the reduce-scatter.\n"
-               << partsKernel(kname, T, d, /*toParts=*/true);
-      b << "    gatherTmp_.ensure(static_cast<size_t>(" << nIn(0) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name << ");\n"
-        << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << nIn(0) << ";\n"
-        << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(s.operands[0]) << "[k];\n"
-        << "    " << kname << "<<<" << launch(nIn(0)) << ">>>(" << in(0) << ", static_cast<" << T << "*>(gatherTmp_.ptr), om, "
-        << countVar(id) << ", " << shapeVar(id) << "[" << d << "]);\n"
-        << "    CHECK(cudaGetLastError(), " << name << ");\n"
-        << "    CHECK(ncclReduceScatter(gatherTmp_.ptr, " << var(id) << ", " << countVar(id) << ", " << ncclType(s.type.dtype) << ", "
-        << ncclOp(s.op) << ", " << commOf(gr) << ", stream_), " << name << ");\n";
-      break;
-    }
+    case StageKind::ReduceScatter:
     case StageKind::AllGather: {
-      int d = inT(0).layout.dim;
-      if (d == 0) {
-        b << "    CHECK(ncclAllGather(" << in(0) << ", " << var(id) << ", " << nIn(0) << ", " << ncclType(s.type.dtype) << ", "
-          << commOf(gr) << ", stream_), " << name << ");\n";
-      } else {
-        // Gather the slices one after another, then put each where dimension d says.
-        std::string kname = "k_unslice_" + std::to_string(id);
-        kernels_ << "// " << s.name << ": places the gathered slices along dimension " << d << ".\n"
-                 << partsKernel(kname, T, d, /*toParts=*/false);
-        b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name
+      // Dimension d of N elements cut into the group's blocks (ir::sliceBlock): `block` each,
+      // the last ones shorter or empty where N does not divide. Even blocks take NCCL's
+      // reduce-scatter or all-gather; uneven ones a reduce to each block's rank (a broadcast
+      // from it), grouped, as PyTorch's NCCL process group does for uneven sizes.
+      const bool rs = s.kind == StageKind::ReduceScatter;
+      const TensorType sl = rs ? s.type : inT(0);  // the sliced side
+      const int d = sl.layout.dim;
+      const int whole = rs ? s.operands[0] : id;
+      std::string other = "1LL";  // the elements of one index of dimension d
+      for (int k = 0; k < sl.rank(); ++k)
+        if (k != d) other += " * " + shapeVar(whole) + "[" + std::to_string(k) + "]";
+      b << "    const long long N = " << cxx(sl.shape[static_cast<size_t>(d)]) << ", G = " << g(gr, "size")
+        << ", block = S_.blockLen(N, G, 0), other = " << other << ";\n"
+        << "    const bool even = N % G == 0;\n";
+      // The parts laid out one after another (part q at q * block * other) where d is not 0.
+      std::string parts = rs ? in(0) : var(id);
+      if (d != 0) {
+        std::string kname = std::string(rs ? "k_slice_" : "k_unslice_") + std::to_string(id);
+        kernels_ << "// " << s.name << (rs ? ": lays out the parts of dimension " : ": places the gathered parts along dimension ") << d
+                 << (rs ? " one after another for the reduce-scatter.\n" : ".\n") << partsKernel(kname, T, d, /*toParts=*/rs);
+        b << "    gatherTmp_.ensure(static_cast<size_t>(" << countVar(whole) << ") * sizeof(" << T << "), \"" << p_.name << "\", " << name
           << ");\n"
-          << "    CHECK(ncclAllGather(" << in(0) << ", gatherTmp_.ptr, " << nIn(0) << ", " << ncclType(s.type.dtype) << ", " << commOf(gr)
-          << ", stream_), " << name << ");\n"
-          << "    OutputMap om{};\n    om.rank = " << s.type.rank() << ";\n    om.n = " << countVar(id) << ";\n"
-          << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(id) << "[k];\n"
-          << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(static_cast<const " << T << "*>(gatherTmp_.ptr), " << var(id)
-          << ", om, " << nIn(0) << ", " << shapeVar(s.operands[0]) << "[" << d << "]);\n"
+          << "    " << T << "* parts = static_cast<" << T << "*>(gatherTmp_.ptr);\n"
+          << "    OutputMap om{};\n    om.rank = " << sl.rank() << ";\n    om.n = " << countVar(whole) << ";\n"
+          << "    for (int k = 0; k < om.rank; ++k) om.shape[k] = " << shapeVar(whole) << "[k];\n";
+        if (rs)
+          b << "    " << kname << "<<<" << launch(countVar(whole)) << ">>>(" << in(0) << ", parts, om, other, block, N);\n"
+            << "    CHECK(cudaGetLastError(), " << name << ");\n";
+        parts = "parts";
+      }
+      const std::string type = ncclType(s.type.dtype), comm = commOf(gr);
+      b << "    if (even) {\n";
+      if (rs)
+        b << "      CHECK(ncclReduceScatter(" << parts << ", " << var(id) << ", block * other, " << type << ", " << ncclOp(s.op) << ", "
+          << comm << ", stream_), " << name << ");\n";
+      else
+        b << "      CHECK(ncclAllGather(" << in(0) << ", " << parts << ", block * other, " << type << ", " << comm << ", stream_), " << name
+          << ");\n";
+      b << "    } else {\n      CHECK(ncclGroupStart(), " << name << ");\n"
+        << "      for (long long q = 0; q < G; ++q) {\n"
+        << "        const long long len = S_.blockLen(N, G, q);\n        if (len == 0) break;  // (the empty blocks are the last)\n";
+      if (rs)
+        b << "        CHECK(ncclReduce(" << parts << " + q * block * other, q == " << g(gr, "pos") << " ? " << var(id) << " : const_cast<"
+          << T << "*>(" << parts << "), static_cast<size_t>(len * other), " << type << ", " << ncclOp(s.op) << ", static_cast<int>(q), "
+          << comm << ", stream_), " << name << ");\n";  // (NCCL writes the result on the root only; the others' buffer: one that exists)
+      else
+        b << "        CHECK(ncclBroadcast(q == " << g(gr, "pos") << " ? " << in(0) << " : " << parts << " + q * block * other, " << parts
+          << " + q * block * other, static_cast<size_t>(len * other), " << type << ", static_cast<int>(q), " << comm << ", stream_), "
+          << name << ");\n";  // (NCCL reads the root's block only)
+      b << "      }\n      CHECK(ncclGroupEnd(), " << name << ");\n    }\n";
+      if (!rs && d != 0) {
+        std::string kname = "k_unslice_" + std::to_string(id);
+        b << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(parts, " << var(id) << ", om, other, block, N);\n"
           << "    CHECK(cudaGetLastError(), " << name << ");\n";
       }
       break;

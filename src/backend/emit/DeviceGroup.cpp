@@ -268,8 +268,10 @@ void Emitter::emitDeviceGroup(const DevGroup& dg) {
     for (int f : dg.folds) b << " " << p_.stages[f].name;
     b << "\n";
   }
-  // (on one rank too where soloDevice())
-  b << "  if (" << n << " > 0) {\n"
+  // (on one rank too where soloDevice(); a slice here empty among uneven ones: the NCCL calls on
+  // every rank)
+  const TensorType& rt = p_.stages[static_cast<size_t>(dg.ref)].type;
+  b << "  if (" << n << " > 0" << (rt.group && rt.layout.kind == Layout::Sliced ? " || uneven_" : "") << ") {\n"
     << "    if (devReady(" << name << (soloDevice() ? ", true" : "") << ")) {\n";
   if (dg.head()) {
     int x = p_.stages[dg.rs].operands[0];

@@ -31,8 +31,7 @@ void Emitter::emitMaps(int id, const std::vector<int>& operands) {
   b << "    long long gshape[" << std::max(R, 1) << "] = {";
   for (int k = 0; k < R; ++k) b << (k ? ", " : "") << cxx(s.type.shape[k]);
   if (R == 0) b << "1";
-  b << "};\n    const long long off = " << (sd >= 0 ? g(s.type.group, "pos") + " * " + shapeVar(id) + "[" + std::to_string(sd) + "]" : "0")
-    << ";\n    (void)off;\n";
+  b << "};\n    const long long off = " << (sd >= 0 ? sliceStart(s.type) : "0") << ";\n    (void)off;\n";
   b << "    { long long st = 1;\n      for (int k = om.rank - 1; k >= 0; --k) { om.shape[k] = " << shapeVar(id)
     << "[k]; om.gstride[k] = st; st *= gshape[k]; } }\n";
   b << "    om.gbase = " << (sd >= 0 ? "off * om.gstride[" + std::to_string(sd) + "]" : "0") << ";\n";

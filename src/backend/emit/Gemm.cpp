@@ -11,6 +11,17 @@
 namespace coconet::backend::detail {
 
 void Emitter::emitGemm(int id) {
+  // An operand with no elements (this rank's empty block of an uneven contraction dimension):
+  // the product is zero.
+  const Stage& st = p_.stages[id];
+  body_ << "    if (" << countVar(st.operands[0]) << " == 0 || " << countVar(st.operands[1]) << " == 0) {\n"
+        << "      CHECK(cudaMemsetAsync(" << var(id) << ", 0, static_cast<size_t>(" << countVar(id) << ") * sizeof("
+        << storageType(st.type.dtype) << "), stream_), \"" << st.name << "\");\n    } else {\n";
+  emitGemmProduct(id);
+  body_ << "    }\n";
+}
+
+void Emitter::emitGemmProduct(int id) {
   const Stage& s = p_.stages[id];
   DType dt = s.type.dtype;
   bool f64 = dt == DType::F64;
@@ -50,8 +61,8 @@ void Emitter::emitGemm(int id) {
         const TensorType& ot = p_.stages[s.operands[opi]].type;
         bool whole = ot.rank() == ct.rank() && !(ot.group && ot.layout.kind == Layout::Sliced && ot.layout.dim == 0);
         if (whole)
-          b << "    if (batch" << (opi == 0 ? "A" : "B") << " > batchC) { base" << (opi == 0 ? "A" : "B") << " = " << g(ct.group, "pos")
-            << " * batchC * " << (opi == 0 ? "M * K" : "K * N") << "; batch" << (opi == 0 ? "A" : "B") << "_ = batchC; }\n";
+          b << "    if (batch" << (opi == 0 ? "A" : "B") << " > batchC) { base" << (opi == 0 ? "A" : "B") << " = " << sliceStart(ct)
+            << " * " << (opi == 0 ? "M * K" : "K * N") << "; batch" << (opi == 0 ? "A" : "B") << "_ = batchC; }\n";
       }
     }
     // (batchA_/batchB_: the batch counts each GEMM sees after taking the rank's slice.)
@@ -130,7 +141,7 @@ void Emitter::emitEmbedding(int id) {
       << "    out[i] = (r >= 0 && r < rows) ? table[r * D + i % D] : coconet_rt::Store<" << T << ">::from(0.0);\n  }\n}\n\n";
   bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
   body_ << "    const long long rows = " << shapeVar(s.operands[0]) << "[0], D = " << shapeVar(s.operands[0]) << "[1];\n"
-        << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
+        << "    const long long firstRow = " << (rowSliced ? sliceStart(tab.type) : "0") << ";\n"
         << "    " << kname << "<<<" << launch(countVar(id)) << ">>>(" << var(s.operands[0]) << ", " << var(s.operands[1]) << ", " << var(id)
         << ", " << countVar(s.operands[1]) << ", D, rows, firstRow, " << cxx(tab.type.shape[0]) << ", errorFlag_);\n"
         << "    CHECK(cudaGetLastError(), \"" << s.name << "\");\n";
@@ -172,7 +183,7 @@ void Emitter::emitEmbeddingGrad(int id) {
   const bool rowSliced = s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == 0;
   const std::string buf = "sort" + std::to_string(id) + "_";
   body_ << "    const long long n = " << countVar(s.operands[1]) << ", rows = " << shapeVar(id) << "[0], D = " << shapeVar(id) << "[1];\n"
-        << "    const long long firstRow = " << (rowSliced ? g(s.type.group, "pos") + " * rows" : "0") << ";\n"
+        << "    const long long firstRow = " << (rowSliced ? sliceStart(s.type) : "0") << ";\n"
         << "    const long long globalRows = " << cxx(s.type.shape[0]) << ";\n"
         << "    CHECK(cudaMemsetAsync(" << var(id) << ", 0, static_cast<size_t>(" << countVar(id) << ") * sizeof(" << T << "), stream_), "
         << name << ");\n"

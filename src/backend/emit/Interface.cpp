@@ -87,7 +87,8 @@ std::string Emitter::headerText() {
   h << "  coconet_rt::Buffer gatherTmp_;\n";
   if (usesDevice())
     h << "  // Collectives over NCCL's device API: device communicator and windows.\n"
-      << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage, bool solo = false);\n";
+      << "  struct Dev_;\n  Dev_* dev_ = nullptr;\n  bool devReady(const char* stage, bool solo = false);\n"
+      << "  bool uneven_ = false;  // this run's slices are uneven (devReady: the NCCL calls run)\n";
   if (!plan_.chunked.empty())
     h << "  // Overlapped stages: the GEMM's chunks on stream_, their collectives and epilogue on comm2_.\n"
       << "  cudaStream_t comm2_ = nullptr;\n  cudaEvent_t ovStart_ = nullptr, ovDone_ = nullptr, ovGemm_[2] = {}, ovFree_[2] = {};\n"
@@ -106,7 +107,7 @@ std::string Emitter::headerText() {
   if (!fallbackCls_.empty())
     h << "  // The program without its schedule, made at the first run that takes it (every rank makes it\n"
       << "  // at that run: the sizes agree).\n"
-      << "  " << fallbackCls_ << "* unscheduled_ = nullptr;\n";
+      << "  " << fallbackCls_ << "* fallback_ = nullptr;\n";
   h << "};\n\n}  // namespace coconet_gen\n" << (o_.embedded ? "" : "\n" + cInterfaceDecls());
   return h.str();
 }
@@ -150,8 +151,9 @@ std::string Emitter::sourceText() {
       << "// otherwise (several nodes, or NCCL told each rank is its own host) the NCCL calls run. On one\n"
       << "// rank only the stages that move nothing there take it (`solo`: fused groups' kernels, scalar\n"
       << "// chains); the others' NCCL calls are copies at most.\n"
+      << "// A run whose slices are uneven (uneven_) takes the NCCL calls too: the device forms' slices are even.\n"
       << "bool " << cls_ << "::devReady(const char* stage, bool solo) {\n"
-      << "  return (P_ > 1 || solo) && dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage);\n}\n\n";
+      << "  return !uneven_ && (P_ > 1 || solo) && dev_->dc.ready(comm_, stream_, rank_, P_, \"" << p_.name << "\", stage);\n}\n\n";
   }
   s << cls_ << "::" << cls_ << "(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {\n"
     << "  CHECK(ncclCommUserRank(comm_, &rank_), \"setup\");\n  CHECK(ncclCommCount(comm_, &P_), \"setup\");\n"
@@ -172,9 +174,9 @@ std::string Emitter::sourceText() {
     << (usesDevice() ? "  dev_ = new Dev_;\n" : "") << "}\n\n";
   s << "void " << cls_ << "::setStream(cudaStream_t stream) {\n  if (stream == stream_) return;\n  stream_ = stream;\n"
     << "  CHECK(cublasSetStream(blas_, stream_), \"setStream\");\n"
-    << (fallbackCls_.empty() ? "" : "  if (unscheduled_) unscheduled_->setStream(stream_);\n") << "}\n\n";
+    << (fallbackCls_.empty() ? "" : "  if (fallback_) fallback_->setStream(stream_);\n") << "}\n\n";
   s << cls_ << "::~" << cls_ << "() {\n"
-    << (fallbackCls_.empty() ? "" : "  delete unscheduled_;\n")
+    << (fallbackCls_.empty() ? "" : "  delete fallback_;\n")
     << (!usesDevice() ? "" :
                       // Teardown in the order of NCCL's device-API examples: this rank's calls finished, then
             // the device communicator, then the windows it knew (deregistered, then freed).
@@ -195,12 +197,13 @@ std::string Emitter::sourceText() {
     << "  if (blas_) cublasDestroy(blas_);\n  if (errorFlag_) cudaFree(errorFlag_);\n}\n\n";
   // localElements
   s << "long long " << cls_ << "::localElements(const char* tensor, const " << cls_ << "_sizes& sz) const {\n"
-    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n";
+    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n  (void)S_;\n"
+    << groupCoordinateText();
   auto elems = [&](const TensorType& t) {
     std::string e;
     for (int k = 0; k < t.rank(); ++k) {
       std::string d = cxx(t.shape[k]);
-      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = "(" + d + " / " + cxx(t.group->size) + ")";
+      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = sliceExtent(t);
       e = e.empty() ? d : "S_.mul(" + e + ", " + d + ")";
     }
     return e.empty() ? std::string("1LL") : e;
@@ -213,12 +216,13 @@ std::string Emitter::sourceText() {
   s << "  return -1;\n}\n\n";
   // localShape
   s << "int " << cls_ << "::localShape(const char* tensor, const " << cls_ << "_sizes& sz, long long shape[8]) const {\n"
-    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n";
+    << "  const std::string t = tensor;\n  const coconet_rt::SizeMath S_{\"" << p_.name << "\"};\n  (void)S_;\n"
+    << groupCoordinateText();
   auto shape = [&](const std::string& name, const TensorType& t) {
     s << "  if (t == \"" << name << "\") {\n";
     for (int k = 0; k < t.rank(); ++k) {
       std::string d = cxx(t.shape[k]);
-      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = "(" + d + " / " + cxx(t.group->size) + ")";
+      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = sliceExtent(t);
       s << "    shape[" << k << "] = " << d << ";\n";
     }
     s << "    return " << t.rank() << ";\n  }\n";
@@ -244,7 +248,7 @@ std::string Emitter::sourceText() {
     << "  int flag = 0;\n  CHECK(cudaMemcpy(&flag, errorFlag_, sizeof(int), cudaMemcpyDeviceToHost), \"finish\");\n"
     << "  if (flag) {\n    cudaMemset(errorFlag_, 0, sizeof(int));\n"
     << "    throw coconet_rt::Error(\"" << p_.name << ": an embedding index was out of range of its table\");\n  }\n"
-    << (fallbackCls_.empty() ? "" : "  if (unscheduled_) unscheduled_->finish(timeoutSeconds);  // on the same stream: done\n") << "}\n\n";
+    << (fallbackCls_.empty() ? "" : "  if (fallback_) fallback_->finish(timeoutSeconds);  // on the same stream: done\n") << "}\n\n";
   s << "void " << cls_ << "::run(const " << cls_ << "_sizes& sz, const " << cls_ << "_scalars& sc, const " << cls_
     << "_tensors& t, unsigned long long seed) {\n"
     << body_.str() << "}\n\n}  // namespace coconet_gen\n"
@@ -281,10 +285,11 @@ void Emitter::emitFallbackCall() {
   const auto& own = fallbackWhenNot_;
   const auto& slow = fallbackWhen_;
   auto& b = body_;
-  if (!own.empty()) b << "  // Where one of the schedule's own requirements does not hold" << (slow.empty() ? "" : ", or");
+  if (!own.empty())
+    b << "  // Where one of the schedule's own requirements does not hold, or slices are uneven where its\n"
+      << "  // forms take even ones only" << (slow.empty() ? "" : ", or");
   if (!slow.empty()) b << (own.empty() ? "  // Where" : "") << " the schedule does not pay";
-  b << ", the\n  // program runs without its schedule (" << fallbackCls_ << ": the same values; the caller's tensors are stored\n"
-    << "  // alike).\n";
+  b << ", the program runs without its\n  // schedule (" << fallbackCls_ << ": the same values; the caller's tensors are stored alike).\n";
   for (auto& why : fallbackWhy_) b << "  // (the schedule does not pay where " << why << ")\n";
   b << "  if (";
   bool first = true;
@@ -297,7 +302,7 @@ void Emitter::emitFallbackCall() {
     first = false;
   }
   b << ") {" << (own.empty() ? "" : "  // " + own[0]->str() + (own.size() > 1 ? ", ..." : "")) << "\n"
-    << "    if (!unscheduled_) unscheduled_ = new " << fallbackCls_ << "(comm_, stream_);\n"
+    << "    if (!fallback_) fallback_ = new " << fallbackCls_ << "(comm_, stream_);\n"
     << "    " << fallbackCls_ << "_sizes usz;\n    " << fallbackCls_ << "_scalars usc;\n    " << fallbackCls_ << "_tensors ut;\n";
   for (auto& prm : p_.params)
     if (prm.isSize)
@@ -308,7 +313,7 @@ void Emitter::emitFallbackCall() {
     if (s.kind == StageKind::Input) b << "    ut." << ident(s.name) << " = t." << ident(s.name) << ";\n";
   for (auto& n : p_.outputNames) b << "    ut." << ident(n) << " = t." << ident(n) << ";\n";
   for (auto& st : p_.states) b << "    ut." << ident(st.name) << " = t." << ident(st.name) << ";\n";
-  b << "    unscheduled_->run(usz, usc, ut, seed);\n    return;\n  }\n";
+  b << "    fallback_->run(usz, usc, ut, seed);\n    return;\n  }\n";
 }
 
 std::string Emitter::cInterfaceDecls() const {

@@ -40,7 +40,7 @@ void Emitter::emitBagSizes(int id) {
   int ri = p_.stages[ix].type.rank();
   bool rowSliced = tab.type.group && tab.type.layout.kind == Layout::Sliced && tab.type.layout.dim == 0;
   body_ << "    const long long rows = " << shapeVar(e.operands[0]) << "[0], D = " << shapeVar(e.operands[0]) << "[1];\n"
-        << "    const long long firstRow = " << (rowSliced ? g(tab.type.group, "pos") + " * rows" : "0") << ";\n"
+        << "    const long long firstRow = " << (rowSliced ? sliceStart(tab.type) : "0") << ";\n"
         << "    const long long len = " << shapeVar(ix) << "[" << s.dim << "];\n    long long innerIdx = 1;\n";
   for (int k = s.dim + 1; k < ri; ++k) body_ << "    innerIdx *= " << shapeVar(ix) << "[" << k << "];\n";
   std::string count = "1.0 * static_cast<double>(" + cxx(e.type.shape[s.dim]) + ")";

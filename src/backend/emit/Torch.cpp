@@ -56,7 +56,7 @@ std::string pyIdent(const std::string& name) {
       "return", "try", "while", "with", "yield", "torch", "dist", "run_seed", "group", "handle", "sizes", "process_group", "self",
       // the names the function and the fake implementation use besides their parameters
       "ranks", "s", "communicator", "close", "local_shape", "Optimizer", "Module", "SIZES", "dict", "zip", "int", "str", "TypeError",
-      "ValueError", "_sizes", "_groups", "_handles"};
+      "ValueError", "_sizes", "_groups", "_handles", "rank", "local_start", "_block", "min"};
   return taken.count(n) ? n + "_" : n;
 }
 
@@ -267,12 +267,12 @@ std::string TorchPackage::optimizerMethods() const {
         s = dict(zip(SIZES, _sizes({}, {_OPT_GRAD: flat}, ranks)))
         state = {"step": 0}
         for name, dtype in _OPT_STATES.items():
-            shape = local_shape(name, s, ranks)
+            shape = local_shape(name, s, ranks, rank)
             if name in _OPT_MASTERS:
                 n = 1
                 for d in shape:
                     n *= d
-                start = rank * n if n < flat.numel() else 0  # (a sliced master: this rank's block)
+                start = local_start(name, s, ranks, rank) if n < flat.numel() else 0  # (a sliced master: this rank's block)
                 state[name] = flat[start:start + n].to(dtype).reshape(shape).clone()
             else:
                 state[name] = torch.zeros(shape, dtype=dtype, device=p.device)
@@ -456,20 +456,39 @@ std::string TorchPackage::moduleHead() const {
     << "    if group is None and dist.is_available() and dist.is_initialized():\n        group = dist.group.WORLD\n"
     << "    entry = _handles.pop(group, None)\n    if entry is not None:\n        _groups.pop(entry[0], None)\n"
     << "        torch.ops.coconet." << cls_ << "_destroy(entry[0])\n\n\n"
-    << "def local_shape(name, sizes, ranks):\n"
-    << "    \"\"\"This rank's shape of tensor `name` (a sliced dimension: its block) for the sizes (a dict).\"\"\"\n"
+    << "def _block(n, parts, pos):\n"
+    << "    \"\"\"A rank's block of a sliced dimension of n (torch.chunk's cut): (start, length).\"\"\"\n"
+    << "    b = -(-n // parts)\n    start = min(n, pos * b)\n    return start, min(b, n - start)\n\n\n"
+    << "def local_shape(name, sizes, ranks, rank=0):\n"
+    << "    \"\"\"This rank's shape of tensor `name` (a sliced dimension: its block, uneven sizes\n"
+    << "    leaving the last ranks' shorter) for the sizes (a dict).\"\"\"\n"
     << "    s, P = sizes, ranks\n";
+  // (a group is a block of consecutive ranks: a rank's place in it is rank % its size)
+  auto block = [](const TensorType& t) {
+    const std::string n = py(t.shape[static_cast<size_t>(t.layout.dim)]), size = py(t.group->size);
+    return "_block(" + n + ", " + size + ", rank % (" + size + "))";
+  };
   for (auto& t : ts) {
     y << "    if name == \"" << t.name << "\":\n        return [";
     for (int k = 0; k < t.type.rank(); ++k) {
       std::string d = py(t.type.shape[k]);
-      if (t.type.group && t.type.layout.kind == Layout::Sliced && t.type.layout.dim == k)
-        d = "(" + d + ") // (" + py(t.type.group->size) + ")";
+      if (t.type.group && t.type.layout.kind == Layout::Sliced && t.type.layout.dim == k) d = block(t.type) + "[1]";
       y << (k ? ", " : "") << d;
     }
     y << "]\n";
   }
   y << "    raise KeyError(\"" << N << " has no tensor \" + repr(name))\n\n\n"
+    << "def local_start(name, sizes, ranks, rank):\n"
+    << "    \"\"\"Where this rank's block of tensor `name`, sliced along dimension 0, starts in the\n"
+    << "    whole (elements); 0 for a tensor that is not.\"\"\"\n"
+    << "    s, P = sizes, ranks\n";
+  for (auto& t : ts) {
+    if (!t.type.group || t.type.layout.kind != Layout::Sliced || t.type.layout.dim != 0) continue;
+    y << "    if name == \"" << t.name << "\":\n        return " << block(t.type) << "[0]";
+    for (int k = 1; k < t.type.rank(); ++k) y << " * " << py(t.type.shape[k]);
+    y << "\n";
+  }
+  y << "    return 0\n\n\n"
     << "def _sizes(given, tensors, ranks):\n    out = []\n    for name in SIZES:\n        v = given.get(name)\n"
     << "        if v is None and name in _SIZE_FROM:\n            t, d, sliced = _SIZE_FROM[name]\n"
     << "            if tensors[t].dim() != _RANKS[t]:\n                raise RuntimeError(\"" << N
@@ -495,7 +514,7 @@ std::string TorchPackage::moduleFunction() const {
   for (auto& t : ts)
     if (t.role != "out") y << ", " << t.arg;
   for (auto* p : scalars) y << ", " << pyIdent(p->name);
-  y << ", run_seed):\n    ranks = _groups[handle][1]\n    s = dict(zip(SIZES, sizes))\n";
+  y << ", run_seed):\n    rank, ranks = _groups[handle][0], _groups[handle][1]\n    s = dict(zip(SIZES, sizes))\n";
   std::string anyIn;
   for (auto& t : ts)
     if (t.role != "out" && anyIn.empty()) anyIn = t.arg;
@@ -503,7 +522,7 @@ std::string TorchPackage::moduleFunction() const {
   for (auto& t : ts)
     if (t.role == "out")
       outs.push_back((anyIn.empty() ? "torch.empty(" : anyIn + ".new_empty(") + std::string("local_shape(\"") + t.name +
-                     "\", s, ranks), dtype=" + pyType(t.type.dtype) + ")");
+                     "\", s, ranks, rank), dtype=" + pyType(t.type.dtype) + ")");
   if (outs.empty())
     y << "    return None\n\n\n";
   else if (outs.size() == 1)

@@ -86,6 +86,17 @@ struct SizeMath {
     if (b == 0) throw Error(std::string(program) + ": a size expression divides by zero at these sizes");
     return b == -1 ? 0 : a % b;
   }
+  // A rank's block of a sliced dimension of n elements cut into `parts` (torch.chunk's cut, as
+  // ir::sliceBlock): blocks of ceil(n / parts) elements from the first rank on, the last ones
+  // shorter or empty. Where parts divides n: n / parts elements from pos * (n / parts).
+  long long blockStart(long long n, long long parts, long long pos) const {
+    const long long b = div(add(n, parts - 1), parts);
+    return pos >= (n + b - 1) / (b > 0 ? b : 1) ? n : mul(pos, b);
+  }
+  long long blockLen(long long n, long long parts, long long pos) const {
+    const long long start = blockStart(n, parts, pos), b = div(add(n, parts - 1), parts);
+    return n - start < b ? n - start : b;
+  }
   // The elements of a value of this shape whose elements take `bytes` each.
   long long count(const long long* shape, int rank, int bytes, const char* value) const {
     long long n = 1, b;
@@ -116,6 +127,7 @@ inline void checkDeviceSpan(const void* p, long long bytes, const char* program,
     os << program << ": " << role << " '" << name << "' (" << p << ", " << bytes << " bytes)";
     return os.str();
   };
+  if (bytes == 0) return;  // (an empty tensor, such as an empty block of uneven slices: never read)
   if (!getRange) throw Error(where() + ": cannot be checked: the driver has no cuMemGetAddressRange");
   cudaPointerAttributes a{};
   int dev = -1;
