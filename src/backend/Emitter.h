@@ -190,6 +190,7 @@ private:
   void checkOneOwner(const std::map<int, int>& overlapAt) const;
   static bool aliasable(plan::Storage s);
   bool foldableTranspose(int i) const;
+  bool foldablePermute(int i) const;
   // run()'s code at stage i's place, as the plan says.
   void emitPlanned(int i);
 

@@ -284,6 +284,10 @@ void Emitter::emitStorage() {
         b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name
           << ": the same elements as '" << p_.stages[d.from].name << "', in a new shape\n";
         break;
+      case Storage::Permuted:
+        b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name << ": '"
+          << p_.stages[d.from].name << "', which its element-wise readers read through the permutation\n";
+        break;
       case Storage::Transposed:
         b << "  " << T << "* " << var(id) << " = const_cast<" << T << "*>(" << var(d.from) << ");  // " << s.name << ": '"
           << p_.stages[d.from].name << "', which its products read transposed\n";
@@ -437,6 +441,11 @@ void Emitter::emitStage(int id) {
     case StageKind::Embedding: emitEmbedding(id); break;
     case StageKind::EmbeddingGrad: emitEmbeddingGrad(id); break;
     case StageKind::Permute:
+      if (plan_.at(id).storage == Storage::Permuted) {
+        b << "    // (no copy: the element-wise kernels that read '" << s.name << "' read '" << p_.stages[s.operands[0]].name
+          << "' through the permutation)\n";
+        break;
+      }
       if (plan_.at(id).storage == Storage::Transposed) {
         b << "    // (no copy: the products that read '" << s.name << "' take '" << p_.stages[s.operands[0]].name << "' transposed)\n";
         break;

@@ -44,14 +44,23 @@ void Emitter::emitMaps(int id, const std::vector<int>& operands) {
     int osd = os.type.group && os.type.layout.kind == Layout::Sliced ? os.type.layout.dim : -1;
     b << "    [[maybe_unused]] OperandMap m" << k << "{};  // the coordinate path's map (fast paths use bases)\n";
     if (orank == 0) continue;
+    // A permute read in place (plan::Storage::Permuted): dimension j is its operand's perm[j],
+    // whose stride the operand's contiguous shape gives.
+    const bool permuted = plan_.at(operands[k]).storage == plan::Storage::Permuted;
+    const int src = permuted ? plan_.at(operands[k]).from : -1;
     b << "    { [[maybe_unused]] long long st = 1;\n";
+    if (permuted) {
+      b << "      long long ps[" << orank << "];  // '" << p_.stages[src].name << "''s strides\n"
+        << "      for (int q = " << orank - 1 << "; q >= 0; --q) { ps[q] = st; st *= " << shapeVar(src) << "[q]; }\n";
+    }
     for (int j = orank - 1; j >= 0; --j) {
       int outDim = j + R - orank;
       // Broadcast along this dimension exactly when the types say so (a constant 1 against
       // something else): a slice of extent 1 is not a broadcast.
       bool bcast = os.type.shape[j].constantValue() == 1 && s.type.shape[outDim].constantValue() != 1;
-      b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : "st") << ";\n";
-      if (j > 0) b << "      st *= " << shapeVar(operands[k]) << "[" << j << "];\n";
+      const std::string stride = permuted ? "ps[" + std::to_string(os.perm[static_cast<size_t>(j)]) + "]" : "st";
+      b << "      m" << k << ".stride[" << outDim << "] = " << (bcast ? "0" : stride) << ";\n";
+      if (j > 0 && !permuted) b << "      st *= " << shapeVar(operands[k]) << "[" << j << "];\n";
       // The output is sliced along this dimension, the operand holds it whole: start at the slice.
       if (outDim == sd && osd != j)
         b << "      m" << k << ".base += (m" << k << ".stride[" << outDim << "] ? off * m" << k << ".stride[" << outDim << "] : 0);\n";
@@ -203,6 +212,8 @@ Emitter::Access Emitter::accessOf(int operand, const Stage& out) const {
   bool allOne = true;
   for (auto& d : ot.shape) allOne = allOne && d.constantValue() == 1;
   if (allOne) return Access::Scalar;
+  // (a permute read in place: its operand's strides, permuted; emitMaps)
+  if (static_cast<size_t>(operand) < plan_.size() && plan_.at(operand).storage == plan::Storage::Permuted) return Access::Mapped;
   bool outSliced = t.group && t.layout.kind == Layout::Sliced;
   bool opSliced = ot.group && ot.layout.kind == Layout::Sliced;
   if (outSliced && t.layout.dim != 0) return Access::Mapped;

@@ -169,6 +169,10 @@ void Emitter::assemblePlan() {
       d.storage = Storage::Transposed;
       d.from = s.operands[0];
       d.why = "read transposed by its products (cuBLAS op T): no copy";
+    } else if (foldablePermute(i)) {
+      d.storage = Storage::Permuted;
+      d.from = s.operands[0];
+      d.why = "read through its permutation by the element-wise kernels that read it: no copy";
     } else if (s.kind == StageKind::Reshape && d.step == Step::Stage && aliasable(plan_.at(s.operands[0]).storage)) {
       // The same elements in the same order: the operand's storage serves. (Not a state's value on
       // entry: the state's update may write it in place before the reshape's readers run.)
@@ -213,6 +217,28 @@ bool Emitter::foldableTranspose(int i) const {
     const bool inPipeline = step == Step::InOverlap && pipe != plan_.chunked.end() && pipe->second.back >= 0;
     if (u.kind == StageKind::Matmul && (plan_.chunked.count(static_cast<int>(j)) || inPipeline) && asB && !asA) continue;
     return false;
+  }
+  return read;
+}
+
+// A permute that only element-wise kernels of their own launch read (a stage's or a run's, not a
+// fused group's, a row kernel's or a reduction's, whose fast paths read contiguous operands), that
+// is no output and whose operand is stored as it is: they read the operand through the
+// permutation (Access::Mapped, emitMaps' strides) instead of a copy.
+bool Emitter::foldablePermute(int i) const {
+  const Stage& s = p_.stages[i];
+  if (s.kind != StageKind::Permute || s.type.rank() < 2 || plan_.at(i).step != Step::Stage) return false;
+  if (!aliasable(plan_.at(s.operands[0]).storage)) return false;
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), i) != p_.outputs.end()) return false;
+  for (auto& st : p_.states)
+    if (st.exit == i) return false;
+  bool read = false;
+  for (size_t j = 0; j < p_.stages.size(); ++j) {
+    const Stage& u = p_.stages[j];
+    if (std::find(u.operands.begin(), u.operands.end(), i) == u.operands.end()) continue;
+    read = true;
+    const Step step = plan_.at(static_cast<int>(j)).step;
+    if (u.kind != StageKind::Compute || (step != Step::Stage && step != Step::InRun)) return false;
   }
   return read;
 }

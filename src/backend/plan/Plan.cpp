@@ -45,6 +45,7 @@ const char* storageName(Storage s) {
     case Storage::InReduction: return "in-reduction";
     case Storage::Alias: return "alias";
     case Storage::Transposed: return "transposed";
+    case Storage::Permuted: return "permuted";
   }
   return "?";
 }

@@ -56,6 +56,8 @@ enum class Storage {
   InChunks,      // never stored whole: computed chunk by chunk into an overlap's staging buffers
   InReduction,   // never stored: computed inside reduction `from` at each element
   Alias,         // a reshape's value: the storage of its operand (`from`), in a new shape; no copy
+  Permuted,      // a permute that only element-wise kernels read: its operand's storage (`from`),
+                 // which they read through the permutation (their coordinate path); no copy
   Transposed,    // a 2-D transpose that only 2-D matmuls read: its operand's storage (`from`), which
                  // they read transposed (cuBLAS's op T); no copy
 };
