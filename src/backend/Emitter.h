@@ -191,6 +191,7 @@ private:
   static bool aliasable(plan::Storage s);
   bool foldableTranspose(int i) const;
   bool foldablePermute(int i) const;
+  bool permuteReadInPlace(int i, const std::function<bool(int)>& readerTakes) const;
   // run()'s code at stage i's place, as the plan says.
   void emitPlanned(int i);
 

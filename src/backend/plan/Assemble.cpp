@@ -195,30 +195,21 @@ void Emitter::assemblePlan() {
 bool Emitter::foldableTranspose(int i) const {
   const Stage& s = p_.stages[i];
   const int r = s.type.rank();
-  if (s.kind != StageKind::Permute || r < 2 || plan_.at(i).step != Step::Stage) return false;
+  if (s.kind != StageKind::Permute || r < 2) return false;
   for (int k = 0; k < r; ++k)
     if (s.perm[k] != (k < r - 2 ? k : k == r - 2 ? r - 1 : r - 2)) return false;
-  if (!aliasable(plan_.at(s.operands[0]).storage)) return false;
-  if (std::find(p_.outputs.begin(), p_.outputs.end(), i) != p_.outputs.end()) return false;
-  for (auto& st : p_.states)
-    if (st.exit == i) return false;
-  bool read = false;
-  for (size_t j = 0; j < p_.stages.size(); ++j) {
+  return permuteReadInPlace(i, [&](int j) {
     const Stage& u = p_.stages[j];
-    if (std::find(u.operands.begin(), u.operands.end(), i) == u.operands.end()) continue;
-    read = true;
-    const Step step = plan_.at(static_cast<int>(j)).step;
+    const Step step = plan_.at(j).step;
     const bool asA = u.operands[0] == i, asB = u.operands.size() > 1 && u.operands[1] == i;
-    if (u.kind == StageKind::Matmul && step == Step::Stage) continue;
-    if (u.kind == StageKind::Gemv && step == Step::Stage && asA && !asB) continue;
+    if (u.kind == StageKind::Matmul && step == Step::Stage) return true;
+    if (u.kind == StageKind::Gemv && step == Step::Stage && asA && !asB) return true;
     // an overlap's product (Overlap or OverlapProducer), or a product in an all_to_all pipeline's
     // run (emitBlockGemm)
-    const auto pipe = plan_.chunked.find(plan_.at(static_cast<int>(j)).owner);
+    const auto pipe = plan_.chunked.find(plan_.at(j).owner);
     const bool inPipeline = step == Step::InOverlap && pipe != plan_.chunked.end() && pipe->second.back >= 0;
-    if (u.kind == StageKind::Matmul && (plan_.chunked.count(static_cast<int>(j)) || inPipeline) && asB && !asA) continue;
-    return false;
-  }
-  return read;
+    return u.kind == StageKind::Matmul && (plan_.chunked.count(j) || inPipeline) && asB && !asA;
+  });
 }
 
 // A permute that only element-wise kernels of their own launch read (a stage's or a run's, not a
@@ -227,8 +218,18 @@ bool Emitter::foldableTranspose(int i) const {
 // permutation (Access::Mapped, emitMaps' strides) instead of a copy.
 bool Emitter::foldablePermute(int i) const {
   const Stage& s = p_.stages[i];
-  if (s.kind != StageKind::Permute || s.type.rank() < 2 || plan_.at(i).step != Step::Stage) return false;
-  if (!aliasable(plan_.at(s.operands[0]).storage)) return false;
+  if (s.kind != StageKind::Permute || s.type.rank() < 2) return false;
+  return permuteReadInPlace(i, [&](int j) {
+    const Step step = plan_.at(j).step;
+    return p_.stages[j].kind == StageKind::Compute && (step == Step::Stage || step == Step::InRun);
+  });
+}
+
+// A permute of its own launch, no output or state's new value, whose operand is stored as it is
+// (aliasable) and that is read, every reader j as readerTakes(j) says.
+bool Emitter::permuteReadInPlace(int i, const std::function<bool(int)>& readerTakes) const {
+  const Stage& s = p_.stages[i];
+  if (plan_.at(i).step != Step::Stage || !aliasable(plan_.at(s.operands[0]).storage)) return false;
   if (std::find(p_.outputs.begin(), p_.outputs.end(), i) != p_.outputs.end()) return false;
   for (auto& st : p_.states)
     if (st.exit == i) return false;
@@ -237,8 +238,7 @@ bool Emitter::foldablePermute(int i) const {
     const Stage& u = p_.stages[j];
     if (std::find(u.operands.begin(), u.operands.end(), i) == u.operands.end()) continue;
     read = true;
-    const Step step = plan_.at(static_cast<int>(j)).step;
-    if (u.kind != StageKind::Compute || (step != Step::Stage && step != Step::InRun)) return false;
+    if (!readerTakes(static_cast<int>(j))) return false;
   }
   return read;
 }
