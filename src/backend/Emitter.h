@@ -116,7 +116,7 @@ private:
   void emitFallbackCall();
   // A warning at each even requirement (ast::Requirement::even) that sizes known at compile time
   // break on 2, 4 or 8 ranks, naming the rank counts it admits; the language runs any size, the
-  // CUDA code's fused forms (evenNeed_) take even slices only.
+  // CUDA code's overlaps over sliced values (evenNeed_) take even slices only.
   void warnEvenSizes() const;
   // Finds fallbackWhenNot_ and fallbackWhen_; the options the fallback's emitter takes.
   void findFallback();
@@ -147,10 +147,11 @@ private:
   std::string commOf(const GroupInfo* g) const;
   int groupIndex(const GroupInfo* g) const;
   std::string g(const GroupInfo* gi, const char* field) const { return "g" + std::to_string(gi ? groupIndex(gi) : 0) + "_" + field; }
-  // A sliced tensor's block on this rank (ir::sliceBlock's cut, uneven sizes included): the
-  // extent of its sliced dimension and where that block starts in the whole, as expressions of
-  // run()'s scope (S_, the group coordinates); "" for a tensor that is not sliced.
-  std::string sliceExtent(const TensorType& t) const;
+  // A tensor's block on this rank (ir::sliceBlock's cut, uneven sizes included), as expressions
+  // of run()'s scope (S_, the group coordinates): the extent of dimension k (its block's where it
+  // is the sliced one), and where the block of the sliced dimension starts in the whole ("" for
+  // a tensor that is not sliced).
+  std::string localDim(const TensorType& t, int k) const;
   std::string sliceStart(const TensorType& t) const;
   // The group coordinates (gI_inst, gI_pos, gI_size of every group) from rank_, P_ and the
   // sizes `sz`; emitGroupCoordinates adds the groups' communicators.

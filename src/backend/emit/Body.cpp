@@ -136,9 +136,9 @@ void Emitter::emitUnevenFlag() {
   if (!cond.empty()) body_ << "  uneven_ = !(" << cond << ");\n";
 }
 
-std::string Emitter::sliceExtent(const TensorType& t) const {
-  if (!t.group || t.layout.kind != Layout::Sliced) return "";
-  return "S_.blockLen(" + cxx(t.shape[static_cast<size_t>(t.layout.dim)]) + ", " + g(t.group, "size") + ", " + g(t.group, "pos") + ")";
+std::string Emitter::localDim(const TensorType& t, int k) const {
+  if (!t.group || t.layout.kind != Layout::Sliced || t.layout.dim != k) return cxx(t.shape[static_cast<size_t>(k)]);
+  return "S_.blockLen(" + cxx(t.shape[static_cast<size_t>(k)]) + ", " + g(t.group, "size") + ", " + g(t.group, "pos") + ")";
 }
 
 std::string Emitter::sliceStart(const TensorType& t) const {
@@ -210,11 +210,7 @@ void Emitter::emitStorage() {
   for (size_t i = 0; i < p_.stages.size(); ++i) {
     const Stage& s = p_.stages[i];
     b << "  const long long " << shapeVar(static_cast<int>(i)) << "[" << std::max(1, s.type.rank()) << "] = {";
-    for (int k = 0; k < s.type.rank(); ++k) {
-      std::string d = cxx(s.type.shape[k]);
-      if (s.type.group && s.type.layout.kind == Layout::Sliced && s.type.layout.dim == k) d = sliceExtent(s.type);
-      b << (k ? ", " : "") << d;
-    }
+    for (int k = 0; k < s.type.rank(); ++k) b << (k ? ", " : "") << localDim(s.type, k);
     if (s.type.rank() == 0) b << "1";
     b << "};\n  const long long " << countVar(static_cast<int>(i)) << " = S_.count(" << shapeVar(static_cast<int>(i)) << ", "
       << s.type.rank() << ", " << dtypeBytes(s.type.dtype) << ", \"" << s.name << "\");\n  (void)" << countVar(static_cast<int>(i))

@@ -201,11 +201,7 @@ std::string Emitter::sourceText() {
     << groupCoordinateText();
   auto elems = [&](const TensorType& t) {
     std::string e;
-    for (int k = 0; k < t.rank(); ++k) {
-      std::string d = cxx(t.shape[k]);
-      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = sliceExtent(t);
-      e = e.empty() ? d : "S_.mul(" + e + ", " + d + ")";
-    }
+    for (int k = 0; k < t.rank(); ++k) e = e.empty() ? localDim(t, k) : "S_.mul(" + e + ", " + localDim(t, k) + ")";
     return e.empty() ? std::string("1LL") : e;
   };
   for (auto& st : p_.stages)
@@ -220,11 +216,7 @@ std::string Emitter::sourceText() {
     << groupCoordinateText();
   auto shape = [&](const std::string& name, const TensorType& t) {
     s << "  if (t == \"" << name << "\") {\n";
-    for (int k = 0; k < t.rank(); ++k) {
-      std::string d = cxx(t.shape[k]);
-      if (t.group && t.layout.kind == Layout::Sliced && t.layout.dim == k) d = sliceExtent(t);
-      s << "    shape[" << k << "] = " << d << ";\n";
-    }
+    for (int k = 0; k < t.rank(); ++k) s << "    shape[" << k << "] = " << localDim(t, k) << ";\n";
     s << "    return " << t.rank() << ";\n  }\n";
   };
   for (auto& st : p_.stages)

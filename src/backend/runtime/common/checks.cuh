@@ -90,13 +90,14 @@ struct SizeMath {
   // ir::sliceBlock): blocks of ceil(n / parts) elements from the first rank on, the last ones
   // shorter or empty. Where parts divides n: n / parts elements from pos * (n / parts).
   long long blockStart(long long n, long long parts, long long pos) const {
-    const long long b = div(add(n, parts - 1), parts);
-    return pos >= (n + b - 1) / (b > 0 ? b : 1) ? n : mul(pos, b);
+    const long long b = blockSize(n, parts);
+    return b == 0 || pos >= (n + b - 1) / b ? n : pos * b;  // (past the last block: the end)
   }
   long long blockLen(long long n, long long parts, long long pos) const {
-    const long long start = blockStart(n, parts, pos), b = div(add(n, parts - 1), parts);
-    return n - start < b ? n - start : b;
+    const long long b = blockSize(n, parts), rest = n - blockStart(n, parts, pos);
+    return rest < b ? rest : b;
   }
+  long long blockSize(long long n, long long parts) const { return div(add(n, parts - 1), parts); }
   // The elements of a value of this shape whose elements take `bytes` each.
   long long count(const long long* shape, int rank, int bytes, const char* value) const {
     long long n = 1, b;
